@@ -1,0 +1,76 @@
+"""attnkit: the attention mechanisms of the literature, composable, verified, fast.
+
+attention = score -> alignment -> normaliser -> reduction; see ``attnkit.attend``.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+from . import masks
+from .alignment import (
+    Alignment,
+    AlignSpec,
+    CausalAlignment,
+    GlobalAlignment,
+    LocalM,
+    LocalP,
+    SlidingWindow,
+)
+from .core import AttentionResult, attend, weighted_sum
+from .masks import and_masks, band_mask, causal_mask, or_masks, padding_mask
+from .modules import Attention, CrossAttention, MultiHeadAttention, SelfAttention
+from .multidim import MultiDimensionalAttention
+from .normalisers import Entmax15, Softmax, Sparsemax, entmax15, masked_softmax, softmax, sparsemax
+from .registry import build
+from .scores import (
+    AdditiveScore,
+    CosineScore,
+    DotScore,
+    GeneralScore,
+    LocationScore,
+    ScaledDotScore,
+    Score,
+)
+
+try:
+    __version__ = version("attnkit")
+except PackageNotFoundError:  # running from a source tree
+    __version__ = "0.0.0+src"
+
+__all__ = [
+    "AdditiveScore",
+    "AlignSpec",
+    "Alignment",
+    "Attention",
+    "AttentionResult",
+    "CausalAlignment",
+    "CosineScore",
+    "CrossAttention",
+    "DotScore",
+    "Entmax15",
+    "GeneralScore",
+    "GlobalAlignment",
+    "LocalM",
+    "LocalP",
+    "LocationScore",
+    "MultiDimensionalAttention",
+    "MultiHeadAttention",
+    "ScaledDotScore",
+    "Score",
+    "SelfAttention",
+    "SlidingWindow",
+    "Softmax",
+    "Sparsemax",
+    "and_masks",
+    "attend",
+    "band_mask",
+    "build",
+    "causal_mask",
+    "entmax15",
+    "masked_softmax",
+    "masks",
+    "or_masks",
+    "padding_mask",
+    "softmax",
+    "sparsemax",
+    "weighted_sum",
+]

@@ -1,0 +1,102 @@
+"""Input checks for the public entry points: every error says what was wrong and what to do.
+
+Legend: B batch, Tq queries, Tk keys, Dq/Dk/Dv query/key/value widths.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def check_tensor(name: str, x: object, *, min_dim: int = 2) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(
+            f"{name} has dtype {x.dtype}; attention needs floating-point inputs: "
+            f"convert with {name}.float()"
+        )
+    if x.dim() < min_dim:
+        raise ValueError(
+            f"{name} has shape {tuple(x.shape)}; expected at least {min_dim} dims (..., T, D)"
+        )
+    return x
+
+
+def check_finite(name: str, x: Tensor) -> None:
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError(
+            f"{name} contains NaN or Inf; attention would propagate it. "
+            f"Find where it came from (torch.isfinite({name}) shows where), "
+            f"or pass check_finite=False to skip this check"
+        )
+
+
+def check_qkv(query: Tensor, keys: Tensor, values: Tensor, *, finite: bool = True) -> None:
+    """Shapes: query (..., Tq, Dq), keys (..., Tk, Dk), values (..., Tk, Dv)."""
+    for name, x in (("query", query), ("keys", keys), ("values", values)):
+        check_tensor(name, x)
+    if not (query.dtype == keys.dtype == values.dtype):
+        raise TypeError(
+            f"query, keys and values have dtypes {query.dtype}, {keys.dtype}, {values.dtype}; "
+            "cast them to one dtype"
+        )
+    if not (query.shape[:-2] == keys.shape[:-2] == values.shape[:-2]):
+        raise ValueError(
+            f"batch dims differ: query {tuple(query.shape)}, keys {tuple(keys.shape)}, "
+            f"values {tuple(values.shape)}; the dims before (T, D) must be equal"
+        )
+    if keys.shape[-2] != values.shape[-2]:
+        raise ValueError(
+            f"keys have Tk={keys.shape[-2]} but values have {values.shape[-2]} positions "
+            f"(keys {tuple(keys.shape)}, values {tuple(values.shape)}); each key needs one value"
+        )
+    if keys.shape[-2] == 0:
+        raise ValueError(
+            f"empty key sequence (keys {tuple(keys.shape)}): there is nothing to attend to; "
+            "give at least one key, or mask the query row out instead"
+        )
+    if finite:
+        check_finite("query", query)
+        check_finite("keys", keys)
+        check_finite("values", values)
+
+
+def check_mask(mask: Tensor | None, scores_shape: tuple[int, ...]) -> Tensor | None:
+    """A mask is boolean, True = may attend, and broadcasts to scores (..., Tq, Tk)."""
+    if mask is None:
+        return None
+    if not isinstance(mask, Tensor):
+        raise TypeError(f"mask must be a bool torch.Tensor or None, got {type(mask).__name__}")
+    if mask.dtype != torch.bool:
+        raise TypeError(
+            f"mask has dtype {mask.dtype}; attnkit masks are bool with True = may attend. "
+            "Convert with mask.bool() (or ~mask.bool() if yours marks positions to ignore)"
+        )
+    try:
+        torch.broadcast_shapes(mask.shape, scores_shape)
+    except RuntimeError:
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
+            f"{scores_shape} (..., Tq, Tk); a padding mask is (B, 1, Tk): "
+            "see attnkit.masks.padding_mask"
+        ) from None
+    if len(mask.shape) > len(scores_shape):
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} has more dims than the scores {scores_shape}"
+        )
+    return mask
+
+
+def check_window(name: str, value: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{name}={value} is negative; a window radius must be >= 0")
+    return value
+
+
+def check_width(name: str, got: int, expected: int, hint: str) -> None:
+    if got != expected:
+        raise ValueError(f"{name} has width {got} but {expected} was expected; {hint}")

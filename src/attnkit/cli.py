@@ -1,0 +1,46 @@
+"""The ``attnkit`` command. Each subcommand lives in ``attnkit.commands.<name>`` and exposes
+``add_parser(subparsers)``; modules are imported only when their command runs... except for
+their small ``add_parser``, which every invocation needs to build the help."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+
+COMMANDS = ["info"]
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="attnkit",
+        description="Attention mechanisms of the literature: train, evaluate, look inside.",
+    )
+    parser.add_argument("--version", action="version", version=f"attnkit {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"attnkit.commands.{name.replace('-', '_')}").add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        return int(args.run(args) or 0)
+    except (ValueError, TypeError, FileNotFoundError) as err:
+        print(f"attnkit {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Subcommands of the ``attnkit`` CLI, one module each."""

@@ -1,0 +1,98 @@
+"""Boolean masks. One polarity everywhere: True = may attend (as SDPA and FlexAttention).
+
+Legend: B batch, Tq queries, Tk keys. Every mask broadcasts against scores (..., Tq, Tk);
+``None`` means "everything allowed".
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def padding_mask(lengths: Tensor, max_len: int | None = None) -> Tensor:
+    """Keys at positions >= length are padding: returns (B, 1, Tk), True = real key.
+
+    ``lengths`` is (B,) of ints. ``max_len`` defaults to ``lengths.max()``.
+    """
+    if not isinstance(lengths, Tensor) or lengths.dim() != 1:
+        raise ValueError("lengths must be a 1-D integer tensor (B,)")
+    if lengths.is_floating_point() or lengths.dtype == torch.bool:
+        raise TypeError(f"lengths must be integers, got {lengths.dtype}")
+    if bool((lengths < 0).any()):
+        raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
+    tk = int(lengths.max()) if max_len is None else max_len
+    if bool((lengths > tk).any()):
+        raise ValueError(f"a length exceeds max_len={tk}: {lengths.tolist()}")
+    positions = torch.arange(tk, device=lengths.device)  # (Tk,)
+    return (positions[None, :] < lengths[:, None])[:, None, :]  # (B, 1, Tk)
+
+
+def from_key_padding_mask(key_padding_mask: Tensor) -> Tensor:
+    """Convert ``nn.MultiheadAttention``'s key_padding_mask (B, Tk), True = IGNORE,
+    into an attnkit mask (B, 1, Tk), True = may attend."""
+    if key_padding_mask.dtype != torch.bool:
+        raise TypeError(
+            f"key_padding_mask has dtype {key_padding_mask.dtype}; expected bool (True = ignore)"
+        )
+    return ~key_padding_mask[..., None, :]
+
+
+def causal_mask(tq: int, tk: int | None = None, *, device: torch.device | None = None) -> Tensor:
+    """Query i may attend keys j <= i (top-left aligned, as SDPA's ``is_causal``): (Tq, Tk)."""
+    tk = tq if tk is None else tk
+    i = torch.arange(tq, device=device)[:, None]  # (Tq, 1)
+    j = torch.arange(tk, device=device)[None, :]  # (1, Tk)
+    return j <= i  # (Tq, Tk)
+
+
+def band_mask(
+    tq: int,
+    tk: int,
+    radius: int,
+    *,
+    causal: bool = False,
+    device: torch.device | None = None,
+) -> Tensor:
+    """Restricted attention (Vaswani 2017, Table 1 "restricted"): |i - j| <= r, or
+    0 <= i - j <= r for a causal look-back. Returns (Tq, Tk)."""
+    if radius < 0:
+        raise ValueError(f"radius={radius} is negative; a window radius must be >= 0")
+    i = torch.arange(tq, device=device)[:, None]  # (Tq, 1)
+    j = torch.arange(tk, device=device)[None, :]  # (1, Tk)
+    if causal:
+        return (j <= i) & (i - j <= radius)  # (Tq, Tk)
+    return (i - j).abs() <= radius  # (Tq, Tk)
+
+
+def and_masks(*masks: Tensor | None) -> Tensor | None:
+    """Allowed where every mask allows. ``None`` (all allowed) is the identity."""
+    out: Tensor | None = None
+    for m in masks:
+        if m is not None:
+            out = m if out is None else out & m
+    return out
+
+
+def or_masks(*masks: Tensor | None) -> Tensor | None:
+    """Allowed where any mask allows. A ``None`` (all allowed) makes the result ``None``."""
+    if not masks or any(m is None for m in masks):
+        return None
+    out = masks[0]
+    assert out is not None
+    for m in masks[1:]:
+        assert m is not None
+        out = out | m
+    return out
+
+
+def describe(mask: Tensor | None, max_size: int = 16) -> str:
+    """A small picture of a 2-D mask: '#' may attend, '.' may not."""
+    if mask is None:
+        return "<all keys allowed>"
+    m = mask
+    while m.dim() > 2:
+        m = m[0]
+    m = m[:max_size, :max_size]
+    rows = ["".join("#" if bool(v) else "." for v in row) for row in m]
+    return "\n".join(rows)

@@ -1,0 +1,198 @@
+"""Thin modules over ``attend``: they own projections and parameters, nothing else.
+
+Legend: B batch, H heads, Tq queries, Tk keys, D model width, Dh = D / H head width.
+"""
+
+from __future__ import annotations
+
+from einops import rearrange
+from torch import Tensor, nn
+
+from .alignment import Alignment
+from .core import AttentionResult, NormaliseFn, Reduced, ReduceFn, attend, weighted_sum
+from .normalisers import softmax
+from .scores import ScaledDotScore, Score
+
+
+def heads_mask(mask: Tensor | None) -> Tensor | None:
+    """A (B, Tq, Tk) or (B, 1, Tk) mask gains a heads dim: (B, 1, Tq|1, Tk). 2-D and 4-D masks
+    already broadcast against (B, H, Tq, Tk)."""
+    if mask is not None and mask.dim() == 3:
+        return mask[:, None]
+    return mask
+
+
+def check_heads(dim: int, heads: int) -> int:
+    if heads < 1:
+        raise ValueError(f"heads={heads}; need at least one head")
+    if dim % heads:
+        raise ValueError(
+            f"heads={heads} does not divide the width {dim}; pick heads from "
+            f"{[h for h in range(1, dim + 1) if dim % h == 0]}"
+        )
+    return dim // heads
+
+
+class DropoutReduce:
+    """Weighted sum with dropout on the weights (Vaswani 2017, §5.4 attention dropout)."""
+
+    def __init__(self, dropout: nn.Dropout) -> None:
+        self.dropout = dropout
+
+    def __call__(self, weights: Tensor, values: Tensor) -> Reduced:
+        return weighted_sum(self.dropout(weights), values)
+
+
+class Attention(nn.Module):
+    """Single-head attention without projections, as in Bahdanau 2015 and Luong 2015: the
+    score (and a local-p alignment) own whatever parameters there are.
+
+    forward(query (B, Tq, Dq), keys (B, Tk, Dk), values (B, Tk, Dv) = keys, mask) -> result
+    with context (B, Tq, Dv) and weights (B, Tq, Tk).
+    """
+
+    def __init__(
+        self,
+        score: Score | None = None,
+        align: Alignment | None = None,
+        normaliser: NormaliseFn = softmax,
+        reduce: ReduceFn = weighted_sum,
+    ) -> None:
+        super().__init__()
+        self.score = ScaledDotScore() if score is None else score
+        self.align = Alignment() if align is None else align
+        self.normaliser = normaliser
+        self.reduce = reduce
+
+    def forward(
+        self,
+        query: Tensor,
+        keys: Tensor,
+        values: Tensor | None = None,
+        mask: Tensor | None = None,
+        need_weights: bool = True,
+    ) -> AttentionResult:
+        return attend(
+            query,
+            keys,
+            keys if values is None else values,
+            score=self.score,
+            align=self.align,
+            normaliser=self.normaliser,
+            reduce=self.reduce,
+            mask=mask,
+            need_weights=need_weights,
+        )
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention (Vaswani 2017, §3.2.2):
+
+        MultiHead(Q, K, V) = Concat(head_1..head_H) W^O,  head_i = Attn(Q W_i^Q, K W_i^K, V W_i^V)
+
+    The per-head attention is any score / alignment / normaliser (built for width Dh).
+    forward(query (B, Tq, D), keys (B, Tk, Dk) = query, values (B, Tk, Dv) = keys, mask)
+    -> context (B, Tq, D), weights (B, H, Tq, Tk), or (B, Tq, Tk) with ``average_weights``.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        heads: int = 1,
+        *,
+        key_dim: int | None = None,
+        value_dim: int | None = None,
+        score: Score | None = None,
+        align: Alignment | None = None,
+        normaliser: NormaliseFn = softmax,
+        bias: bool = True,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        self.heads = heads
+        self.head_dim = check_heads(dim, heads)
+        self.q_proj = nn.Linear(dim, dim, bias=bias)
+        self.k_proj = nn.Linear(dim if key_dim is None else key_dim, dim, bias=bias)
+        self.v_proj = nn.Linear(dim if value_dim is None else value_dim, dim, bias=bias)
+        self.out_proj = nn.Linear(dim, dim, bias=bias)
+        self.score = ScaledDotScore() if score is None else score
+        self.align = Alignment() if align is None else align
+        self.normaliser = normaliser
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(
+        self,
+        query: Tensor,
+        keys: Tensor | None = None,
+        values: Tensor | None = None,
+        mask: Tensor | None = None,
+        need_weights: bool = True,
+        average_weights: bool = False,
+    ) -> AttentionResult:
+        keys = query if keys is None else keys
+        values = keys if values is None else values
+        if query.dim() != 3 or keys.dim() != 3 or values.dim() != 3:
+            raise ValueError(
+                f"expected (B, T, D) inputs, got query {tuple(query.shape)}, keys "
+                f"{tuple(keys.shape)}, values {tuple(values.shape)}"
+            )
+        for name, x, layer in (
+            ("query", query, self.q_proj),
+            ("keys", keys, self.k_proj),
+            ("values", values, self.v_proj),
+        ):
+            if x.shape[-1] != layer.in_features:
+                raise ValueError(
+                    f"{name} has width {x.shape[-1]} but this module expects "
+                    f"{layer.in_features}; see MultiHeadAttention(dim, key_dim, value_dim)"
+                )
+        h = self.heads
+        q = rearrange(self.q_proj(query), "b t (h d) -> b h t d", h=h)  # (B, H, Tq, Dh)
+        k = rearrange(self.k_proj(keys), "b t (h d) -> b h t d", h=h)  # (B, H, Tk, Dh)
+        v = rearrange(self.v_proj(values), "b t (h d) -> b h t d", h=h)  # (B, H, Tk, Dh)
+        use_dropout = self.training and self.dropout.p > 0
+        result = attend(
+            q,
+            k,
+            v,
+            score=self.score,
+            align=self.align,
+            normaliser=self.normaliser,
+            reduce=DropoutReduce(self.dropout) if use_dropout else weighted_sum,
+            mask=heads_mask(mask),
+            need_weights=need_weights,
+        )
+        context = self.out_proj(rearrange(result.context, "b h t d -> b t (h d)"))  # (B, Tq, D)
+        weights = result.weights
+        if weights is not None and average_weights:
+            weights = weights.mean(dim=1)  # (B, Tq, Tk)
+        return AttentionResult(context, weights, result.scores, result.extras)
+
+
+class SelfAttention(MultiHeadAttention):
+    """Multi-head self-attention: queries, keys and values are the same sequence x (B, T, D)."""
+
+    def forward(  # type: ignore[override]
+        self, x: Tensor, mask: Tensor | None = None, need_weights: bool = True
+    ) -> AttentionResult:
+        return super().forward(x, x, x, mask=mask, need_weights=need_weights)
+
+
+class CrossAttention(MultiHeadAttention):
+    """Multi-head cross (encoder-decoder) attention: x (B, Tq, D) attends memory (B, Tk, Dk)."""
+
+    def forward(  # type: ignore[override]
+        self, x: Tensor, memory: Tensor, mask: Tensor | None = None, need_weights: bool = True
+    ) -> AttentionResult:
+        return super().forward(x, memory, memory, mask=mask, need_weights=need_weights)
+
+
+__all__ = [
+    "Attention",
+    "CrossAttention",
+    "DropoutReduce",
+    "MultiHeadAttention",
+    "SelfAttention",
+    "check_heads",
+    "heads_mask",
+]

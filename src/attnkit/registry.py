@@ -1,0 +1,171 @@
+"""Names at the edge: strings from the CLI or a config become score, alignment and normaliser
+objects here, and nowhere else.
+
+    attnkit.build("additive", dim=64, align="local-p", window=8, heads=4)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from torch import nn
+
+from .alignment import Alignment, CausalAlignment, GlobalAlignment, LocalM, LocalP, SlidingWindow
+from .core import NormaliseFn
+from .modules import Attention, MultiHeadAttention, check_heads
+from .normalisers import Entmax15, Softmax, Sparsemax
+from .scores import (
+    AdditiveScore,
+    CosineScore,
+    DotScore,
+    GeneralScore,
+    LocationScore,
+    ScaledDotScore,
+    Score,
+)
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    stage: str
+    paper: str
+    formula: str
+
+
+SCORES: dict[str, Callable[..., Score]] = {
+    "dot": lambda q, k, hidden, max_keys: DotScore(),
+    "scaled_dot": lambda q, k, hidden, max_keys: ScaledDotScore(),
+    "general": lambda q, k, hidden, max_keys: GeneralScore(q, k),
+    "additive": lambda q, k, hidden, max_keys: AdditiveScore(q, k, hidden),
+    "location": lambda q, k, hidden, max_keys: LocationScore(q, _need(max_keys, "max_keys")),
+    "cosine": lambda q, k, hidden, max_keys: CosineScore(),
+}
+SCORE_ALIASES = {
+    "scaled-dot": "scaled_dot",
+    "sdp": "scaled_dot",
+    "bilinear": "general",
+    "concat": "additive",
+    "bahdanau": "additive",
+}
+
+ALIGNMENTS: dict[str, Callable[[int, int | None], Alignment]] = {
+    "global": lambda q, w: GlobalAlignment(),
+    "causal": lambda q, w: CausalAlignment(),
+    "local-m": lambda q, w: LocalM(_need(w, "window")),
+    "local-p": lambda q, w: LocalP(q, _need(w, "window")),
+    "sliding": lambda q, w: SlidingWindow(_need(w, "window")),
+    "sliding-causal": lambda q, w: SlidingWindow(_need(w, "window"), causal=True),
+}
+
+NORMALISERS: dict[str, Callable[[float], NormaliseFn]] = {
+    "softmax": lambda t: Softmax(t),
+    "sparsemax": lambda t: Sparsemax(),
+    "entmax15": lambda t: Entmax15(),
+}
+NORMALISER_ALIASES = {"entmax-1.5": "entmax15", "entmax": "entmax15"}
+
+VARIANTS: list[Variant] = [
+    Variant("dot", "score", "Luong et al. 2015", DotScore.formula),
+    Variant("scaled_dot", "score", "Vaswani et al. 2017", ScaledDotScore.formula),
+    Variant("general", "score", "Luong et al. 2015", GeneralScore.formula),
+    Variant("additive", "score", "Bahdanau et al. 2015", AdditiveScore.formula),
+    Variant("location", "score", "Luong et al. 2015", LocationScore.formula),
+    Variant("cosine", "score", "Graves et al. 2014", CosineScore.formula),
+    Variant("global", "alignment", "Luong et al. 2015", "all keys"),
+    Variant("causal", "alignment", "Vaswani et al. 2017", "j <= i"),
+    Variant("local-m", "alignment", "Luong et al. 2015", "|s - t| <= D"),
+    Variant("local-p", "alignment", "Luong et al. 2015", "p_t = S·σ(v_pᵀ tanh(W_p h_t))"),
+    Variant("sliding", "alignment", "Vaswani et al. 2017 (restricted)", "|i - j| <= r"),
+    Variant("sliding-causal", "alignment", "Vaswani et al. 2017 (restricted)", "0 <= i - j <= r"),
+    Variant("softmax", "normaliser", "Bahdanau et al. 2015", "exp(e/T) / Σ exp(e/T)"),
+    Variant("sparsemax", "normaliser", "Martins & Astudillo 2016", "[z - τ]₊"),
+    Variant("entmax15", "normaliser", "Peters et al. 2019", "[z/2 - τ]₊²"),
+]
+
+
+def _need(value: int | None, name: str) -> int:
+    if value is None:
+        raise ValueError(f"this variant needs {name}=...; pass it to attnkit.build")
+    return value
+
+
+def _lookup(kind: str, name: str, table: dict, aliases: dict[str, str]) -> str:
+    key = aliases.get(name, name)
+    if key not in table:
+        raise ValueError(f"unknown {kind} {name!r}; choose one of {sorted(table)}")
+    return key
+
+
+def build_score(
+    name: str,
+    query_dim: int,
+    key_dim: int | None = None,
+    *,
+    hidden: int | None = None,
+    max_keys: int | None = None,
+) -> Score:
+    key = _lookup("score", name, SCORES, SCORE_ALIASES)
+    return SCORES[key](query_dim, query_dim if key_dim is None else key_dim, hidden, max_keys)
+
+
+def build_alignment(name: str, query_dim: int, window: int | None = None) -> Alignment:
+    return ALIGNMENTS[_lookup("alignment", name, ALIGNMENTS, {})](query_dim, window)
+
+
+def build_normaliser(name: str, temperature: float = 1.0) -> NormaliseFn:
+    return NORMALISERS[_lookup("normaliser", name, NORMALISERS, NORMALISER_ALIASES)](temperature)
+
+
+def build(
+    score: str = "scaled_dot",
+    *,
+    dim: int,
+    heads: int | None = None,
+    align: str = "global",
+    window: int | None = None,
+    normaliser: str = "softmax",
+    temperature: float = 1.0,
+    key_dim: int | None = None,
+    value_dim: int | None = None,
+    hidden: int | None = None,
+    max_keys: int | None = None,
+    dropout: float = 0.0,
+) -> nn.Module:
+    """An attention module from names.
+
+    ``heads=None``: single-head ``Attention`` without projections (Bahdanau/Luong style): the
+    score works on widths ``dim`` (query) and ``key_dim`` (keys). ``heads=H``:
+    ``MultiHeadAttention`` with projections, the score working on width dim / H per head.
+    """
+    if heads is None:
+        sc = build_score(score, dim, key_dim, hidden=hidden, max_keys=max_keys)
+        return Attention(
+            sc, build_alignment(align, dim, window), build_normaliser(normaliser, temperature)
+        )
+    head_dim = check_heads(dim, heads)
+    sc = build_score(score, head_dim, head_dim, hidden=hidden, max_keys=max_keys)
+    return MultiHeadAttention(
+        dim,
+        heads,
+        key_dim=key_dim,
+        value_dim=value_dim,
+        score=sc,
+        align=build_alignment(align, head_dim, window),
+        normaliser=build_normaliser(normaliser, temperature),
+        dropout=dropout,
+    )
+
+
+__all__ = [
+    "ALIGNMENTS",
+    "NORMALISERS",
+    "SCORES",
+    "VARIANTS",
+    "Variant",
+    "build",
+    "build_alignment",
+    "build_normaliser",
+    "build_score",
+]

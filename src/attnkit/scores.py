@@ -1,0 +1,254 @@
+"""Score functions: how well each key matches each query.
+
+Every score has one signature, ``score(query, keys) -> scores``:
+    query (..., Tq, Dq), keys (..., Tk, Dk) -> scores (..., Tq, Tk)
+A pure function carries the math; a thin ``nn.Module`` owns the parameters and calls it.
+
+Legend: B batch, Tq queries, Tk keys, Dq/Dk query/key widths, A hidden width of additive scores.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
+
+from ._checks import check_width
+
+# --------------------------------------------------------------------------------------------
+# Pure functions
+# --------------------------------------------------------------------------------------------
+
+
+def dot_score(query: Tensor, keys: Tensor) -> Tensor:
+    """Dot score (Luong 2015, eq. 8 "dot"): score(h_t, h_s) = h_tᵀ h_s."""
+    return query @ keys.transpose(-2, -1)  # (..., Tq, Tk)
+
+
+def scaled_dot_score(query: Tensor, keys: Tensor, scale: float | None = None) -> Tensor:
+    """Scaled dot product (Vaswani 2017, eq. 1): score(q, k) = qᵀk / √d_k."""
+    scale = 1.0 / math.sqrt(keys.shape[-1]) if scale is None else scale
+    return (query @ keys.transpose(-2, -1)) * scale  # (..., Tq, Tk)
+
+
+def general_score(query: Tensor, keys: Tensor, weight: Tensor) -> Tensor:
+    """General / bilinear score (Luong 2015, eq. 8 "general"): score(h_t, h_s) = h_tᵀ W_a h_s.
+
+    weight W_a: (Dq, Dk). Queries and keys may differ in width.
+    """
+    return (query @ weight) @ keys.transpose(-2, -1)  # (..., Tq, Dk) @ (..., Dk, Tk)
+
+
+def _additive_block(wq: Tensor, wk: Tensor, v: Tensor) -> Tensor:
+    hidden = torch.tanh(wq[..., :, None, :] + wk[..., None, :, :])  # (..., tq, Tk, A)
+    return hidden @ v  # (..., tq, Tk)
+
+
+def additive_score(
+    query: Tensor,
+    keys: Tensor,
+    w_query: Tensor,
+    w_keys: Tensor,
+    v: Tensor,
+    bias: Tensor | None = None,
+    *,
+    max_elements: int = 1 << 24,
+) -> Tensor:
+    """Additive / concat score (Bahdanau 2015, eq. 6 and App. A.1.2; Luong 2015 "concat"):
+
+        score(s, h) = vᵀ tanh(W₁ s + W₂ h + b)
+
+    w_query W₁: (A, Dq), w_keys W₂: (A, Dk), v: (A,), bias b: (A,) or None.
+    The (..., Tq, Tk, A) hidden tensor is never larger than ``max_elements``: the queries are
+    processed in chunks (and recomputed in the backward pass) when it would be.
+    """
+    wq = query @ w_query.transpose(0, 1)  # (..., Tq, A)
+    wk = keys @ w_keys.transpose(0, 1)  # (..., Tk, A)
+    if bias is not None:
+        wk = wk + bias
+    batch = math.prod(query.shape[:-2])
+    tq, tk, a = query.shape[-2], keys.shape[-2], w_query.shape[0]
+    per_query = max(1, batch * tk * a)
+    chunk = max(1, max_elements // per_query)
+    if chunk >= tq:
+        return _additive_block(wq, wk, v)  # (..., Tq, Tk)
+    use_ckpt = torch.is_grad_enabled() and (wq.requires_grad or wk.requires_grad or v.requires_grad)
+    parts = []
+    for start in range(0, tq, chunk):
+        piece = wq[..., start : start + chunk, :]  # (..., tq, A)
+        if use_ckpt:
+            out = checkpoint(_additive_block, piece, wk, v, use_reentrant=False)
+        else:
+            out = _additive_block(piece, wk, v)
+        assert isinstance(out, Tensor)
+        parts.append(out)
+    return torch.cat(parts, dim=-2)  # (..., Tq, Tk)
+
+
+def location_score(query: Tensor, weight: Tensor, num_keys: int) -> Tensor:
+    """Location-based score (Luong 2015, eq. 9): a_t = softmax(W_a h_t); looks at the query alone.
+
+    weight W_a: (max_keys, Dq). Returns (..., Tq, num_keys): the first ``num_keys`` rows of W_a.
+    """
+    if num_keys > weight.shape[0]:
+        raise ValueError(
+            f"location score was built for at most {weight.shape[0]} keys but got {num_keys}; "
+            "build LocationScore with a larger max_keys"
+        )
+    return query @ weight[:num_keys].transpose(0, 1)  # (..., Tq, Tk)
+
+
+def cosine_score(query: Tensor, keys: Tensor, scale: float = 1.0, eps: float = 1e-8) -> Tensor:
+    """Cosine score (Graves 2014, content addressing): score(q, k) = β · qᵀk / (‖q‖ ‖k‖)."""
+    qn = query / query.norm(dim=-1, keepdim=True).clamp_min(eps)  # (..., Tq, D)
+    kn = keys / keys.norm(dim=-1, keepdim=True).clamp_min(eps)  # (..., Tk, D)
+    return scale * (qn @ kn.transpose(-2, -1))  # (..., Tq, Tk)
+
+
+# --------------------------------------------------------------------------------------------
+# Modules: own the parameters, call the functions above
+# --------------------------------------------------------------------------------------------
+
+
+def _same_width(query: Tensor, keys: Tensor, name: str) -> None:
+    check_width(
+        "query",
+        query.shape[-1],
+        keys.shape[-1],
+        f"the {name} score needs query and key widths to match (keys have "
+        f"{keys.shape[-1]}); use GeneralScore or AdditiveScore to score across widths",
+    )
+
+
+class Score(nn.Module):
+    """Base class of score modules: ``forward(query (..., Tq, Dq), keys (..., Tk, Dk))``
+    returns (..., Tq, Tk)."""
+
+    name: str = "score"
+    formula: str = ""
+
+    def forward(self, query: Tensor, keys: Tensor) -> Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class DotScore(Score):
+    name = "dot"
+    formula = "score(h_t, h_s) = h_tᵀ h_s"
+
+    def forward(self, query: Tensor, keys: Tensor) -> Tensor:
+        _same_width(query, keys, self.name)
+        return dot_score(query, keys)
+
+
+class ScaledDotScore(Score):
+    name = "scaled_dot"
+    formula = "score(q, k) = qᵀk / √d_k"
+
+    def __init__(self, scale: float | None = None) -> None:
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, query: Tensor, keys: Tensor) -> Tensor:
+        _same_width(query, keys, self.name)
+        return scaled_dot_score(query, keys, self.scale)
+
+
+class GeneralScore(Score):
+    name = "general"
+    formula = "score(h_t, h_s) = h_tᵀ W_a h_s"
+
+    def __init__(self, query_dim: int, key_dim: int | None = None) -> None:
+        super().__init__()
+        key_dim = query_dim if key_dim is None else key_dim
+        self.weight = nn.Parameter(torch.empty(query_dim, key_dim))
+        nn.init.xavier_uniform_(self.weight)
+
+    def forward(self, query: Tensor, keys: Tensor) -> Tensor:
+        check_width("query", query.shape[-1], self.weight.shape[0], "see GeneralScore(query_dim)")
+        check_width("keys", keys.shape[-1], self.weight.shape[1], "see GeneralScore(key_dim)")
+        return general_score(query, keys, self.weight)
+
+
+class AdditiveScore(Score):
+    name = "additive"
+    formula = "score(s, h) = vᵀ tanh(W₁ s + W₂ h + b)"
+
+    def __init__(
+        self,
+        query_dim: int,
+        key_dim: int | None = None,
+        hidden: int | None = None,
+        *,
+        bias: bool = True,
+        max_elements: int = 1 << 24,
+    ) -> None:
+        super().__init__()
+        key_dim = query_dim if key_dim is None else key_dim
+        hidden = query_dim if hidden is None else hidden
+        self.w_query = nn.Parameter(torch.empty(hidden, query_dim))
+        self.w_keys = nn.Parameter(torch.empty(hidden, key_dim))
+        self.v = nn.Parameter(torch.empty(hidden))
+        self.bias = nn.Parameter(torch.zeros(hidden)) if bias else None
+        self.max_elements = max_elements
+        nn.init.xavier_uniform_(self.w_query)
+        nn.init.xavier_uniform_(self.w_keys)
+        nn.init.uniform_(self.v, -1.0 / math.sqrt(hidden), 1.0 / math.sqrt(hidden))
+
+    def forward(self, query: Tensor, keys: Tensor) -> Tensor:
+        check_width("query", query.shape[-1], self.w_query.shape[1], "see AdditiveScore(query_dim)")
+        check_width("keys", keys.shape[-1], self.w_keys.shape[1], "see AdditiveScore(key_dim)")
+        return additive_score(
+            query,
+            keys,
+            self.w_query,
+            self.w_keys,
+            self.v,
+            self.bias,
+            max_elements=self.max_elements,
+        )
+
+
+class LocationScore(Score):
+    name = "location"
+    formula = "a_t = softmax(W_a h_t)"
+
+    def __init__(self, query_dim: int, max_keys: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(max_keys, query_dim))
+        nn.init.xavier_uniform_(self.weight)
+
+    def forward(self, query: Tensor, keys: Tensor) -> Tensor:
+        check_width("query", query.shape[-1], self.weight.shape[1], "see LocationScore(query_dim)")
+        return location_score(query, self.weight, keys.shape[-2])
+
+
+class CosineScore(Score):
+    name = "cosine"
+    formula = "score(q, k) = β qᵀk / (‖q‖ ‖k‖)"
+
+    def __init__(self, scale: float = 1.0) -> None:
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, query: Tensor, keys: Tensor) -> Tensor:
+        _same_width(query, keys, self.name)
+        return cosine_score(query, keys, self.scale)
+
+
+__all__ = [
+    "AdditiveScore",
+    "CosineScore",
+    "DotScore",
+    "GeneralScore",
+    "LocationScore",
+    "ScaledDotScore",
+    "Score",
+    "additive_score",
+    "cosine_score",
+    "dot_score",
+    "general_score",
+    "location_score",
+    "scaled_dot_score",
+]
