@@ -75,13 +75,15 @@ def check_mask(mask: Tensor | None, scores_shape: tuple[int, ...]) -> Tensor | N
             "Convert with mask.bool() (or ~mask.bool() if yours marks positions to ignore)"
         )
     try:
-        torch.broadcast_shapes(mask.shape, scores_shape)
+        grown = torch.broadcast_shapes(mask.shape, scores_shape) != torch.Size(scores_shape)
     except RuntimeError:
+        grown = True
+    if grown:
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
             f"{scores_shape} (..., Tq, Tk); a padding mask is (B, 1, Tk): "
             "see attnkit.masks.padding_mask"
-        ) from None
+        )
     if len(mask.shape) > len(scores_shape):
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} has more dims than the scores {scores_shape}"

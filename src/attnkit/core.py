@@ -107,15 +107,16 @@ def attend(
     check_qkv(query, keys, values, finite=check_finite)
     lead = torch.broadcast_shapes(query.shape[:-2], keys.shape[:-2])
     check_mask(mask, (*lead, query.shape[-2], keys.shape[-2]))
-    spec = align(query, keys, mask) if align is not None else AlignSpec(mask)
     out_dtype = values.dtype
+    work = compute_dtype(query.dtype)
+    q_work, k_work = query.to(work), keys.to(work)  # half inputs are aligned/scored in float32
+    spec = align(q_work, k_work, mask) if align is not None else AlignSpec(mask)
 
     if not need_weights and spec.prior is None and _is_plain_sdpa(score, normaliser, reduce):
         ctx = sdpa_context(query, keys, values, spec.mask)
         return AttentionResult(ctx, None, extras=_position(spec))
 
-    work = compute_dtype(query.dtype)
-    scores = score(query.to(work), keys.to(work))  # (..., Tq, Tk)
+    scores = score(q_work, k_work)  # (..., Tq, Tk)
     weights = normaliser(scores, spec.mask)  # (..., Tq, Tk)
     if spec.prior is not None:
         weights = weights * spec.prior.to(weights.dtype)

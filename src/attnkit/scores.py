@@ -22,13 +22,25 @@ from ._checks import check_width
 # --------------------------------------------------------------------------------------------
 
 
+def _same_width(query: Tensor, keys: Tensor, name: str) -> None:
+    check_width(
+        "query",
+        query.shape[-1],
+        keys.shape[-1],
+        f"the {name} score needs query and key widths to match (keys have "
+        f"{keys.shape[-1]}); use GeneralScore or AdditiveScore to score across widths",
+    )
+
+
 def dot_score(query: Tensor, keys: Tensor) -> Tensor:
     """Dot score (Luong 2015, eq. 8 "dot"): score(h_t, h_s) = h_tᵀ h_s."""
+    _same_width(query, keys, "dot")
     return query @ keys.transpose(-2, -1)  # (..., Tq, Tk)
 
 
 def scaled_dot_score(query: Tensor, keys: Tensor, scale: float | None = None) -> Tensor:
     """Scaled dot product (Vaswani 2017, eq. 1): score(q, k) = qᵀk / √d_k."""
+    _same_width(query, keys, "scaled_dot")
     scale = 1.0 / math.sqrt(keys.shape[-1]) if scale is None else scale
     return (query @ keys.transpose(-2, -1)) * scale  # (..., Tq, Tk)
 
@@ -38,6 +50,8 @@ def general_score(query: Tensor, keys: Tensor, weight: Tensor) -> Tensor:
 
     weight W_a: (Dq, Dk). Queries and keys may differ in width.
     """
+    check_width("query", query.shape[-1], weight.shape[0], "W_a is (Dq, Dk)")
+    check_width("keys", keys.shape[-1], weight.shape[1], "W_a is (Dq, Dk)")
     return (query @ weight) @ keys.transpose(-2, -1)  # (..., Tq, Dk) @ (..., Dk, Tk)
 
 
@@ -61,30 +75,36 @@ def additive_score(
         score(s, h) = vᵀ tanh(W₁ s + W₂ h + b)
 
     w_query W₁: (A, Dq), w_keys W₂: (A, Dk), v: (A,), bias b: (A,) or None.
-    The (..., Tq, Tk, A) hidden tensor is never larger than ``max_elements``: the queries are
-    processed in chunks (and recomputed in the backward pass) when it would be.
+    The (..., Tq, Tk, A) hidden tensor is never larger than ``max_elements`` (unless one
+    (..., 1, 1, A) slice already is): queries, and keys when one query row is too large, are
+    processed in blocks (and recomputed in the backward pass).
     """
     wq = query @ w_query.transpose(0, 1)  # (..., Tq, A)
     wk = keys @ w_keys.transpose(0, 1)  # (..., Tk, A)
     if bias is not None:
         wk = wk + bias
-    batch = math.prod(query.shape[:-2])
+    batch = math.prod(torch.broadcast_shapes(query.shape[:-2], keys.shape[:-2]))
     tq, tk, a = query.shape[-2], keys.shape[-2], w_query.shape[0]
-    per_query = max(1, batch * tk * a)
-    chunk = max(1, max_elements // per_query)
-    if chunk >= tq:
+    per_key = max(1, batch * a)  # elements of one (query, key) column of the hidden tensor
+    k_chunk = min(tk, max(1, max_elements // per_key))
+    q_chunk = min(tq, max(1, max_elements // (per_key * k_chunk)))
+    if q_chunk >= tq and k_chunk >= tk:
         return _additive_block(wq, wk, v)  # (..., Tq, Tk)
     use_ckpt = torch.is_grad_enabled() and (wq.requires_grad or wk.requires_grad or v.requires_grad)
-    parts = []
-    for start in range(0, tq, chunk):
-        piece = wq[..., start : start + chunk, :]  # (..., tq, A)
-        if use_ckpt:
-            out = checkpoint(_additive_block, piece, wk, v, use_reentrant=False)
-        else:
-            out = _additive_block(piece, wk, v)
-        assert isinstance(out, Tensor)
-        parts.append(out)
-    return torch.cat(parts, dim=-2)  # (..., Tq, Tk)
+    rows = []
+    for qs in range(0, tq, q_chunk):
+        piece = wq[..., qs : qs + q_chunk, :]  # (..., tq, A)
+        cols = []
+        for ks in range(0, tk, k_chunk):
+            keys_piece = wk[..., ks : ks + k_chunk, :]  # (..., tk, A)
+            if use_ckpt:
+                out = checkpoint(_additive_block, piece, keys_piece, v, use_reentrant=False)
+            else:
+                out = _additive_block(piece, keys_piece, v)
+            assert isinstance(out, Tensor)
+            cols.append(out)  # (..., tq, tk)
+        rows.append(torch.cat(cols, dim=-1))  # (..., tq, Tk)
+    return torch.cat(rows, dim=-2)  # (..., Tq, Tk)
 
 
 def location_score(query: Tensor, weight: Tensor, num_keys: int) -> Tensor:
@@ -102,6 +122,7 @@ def location_score(query: Tensor, weight: Tensor, num_keys: int) -> Tensor:
 
 def cosine_score(query: Tensor, keys: Tensor, scale: float = 1.0, eps: float = 1e-8) -> Tensor:
     """Cosine score (Graves 2014, content addressing): score(q, k) = β · qᵀk / (‖q‖ ‖k‖)."""
+    _same_width(query, keys, "cosine")
     qn = query / query.norm(dim=-1, keepdim=True).clamp_min(eps)  # (..., Tq, D)
     kn = keys / keys.norm(dim=-1, keepdim=True).clamp_min(eps)  # (..., Tk, D)
     return scale * (qn @ kn.transpose(-2, -1))  # (..., Tq, Tk)
@@ -110,16 +131,6 @@ def cosine_score(query: Tensor, keys: Tensor, scale: float = 1.0, eps: float = 1
 # --------------------------------------------------------------------------------------------
 # Modules: own the parameters, call the functions above
 # --------------------------------------------------------------------------------------------
-
-
-def _same_width(query: Tensor, keys: Tensor, name: str) -> None:
-    check_width(
-        "query",
-        query.shape[-1],
-        keys.shape[-1],
-        f"the {name} score needs query and key widths to match (keys have "
-        f"{keys.shape[-1]}); use GeneralScore or AdditiveScore to score across widths",
-    )
 
 
 class Score(nn.Module):
@@ -138,7 +149,6 @@ class DotScore(Score):
     formula = "score(h_t, h_s) = h_tᵀ h_s"
 
     def forward(self, query: Tensor, keys: Tensor) -> Tensor:
-        _same_width(query, keys, self.name)
         return dot_score(query, keys)
 
 
@@ -151,7 +161,6 @@ class ScaledDotScore(Score):
         self.scale = scale
 
     def forward(self, query: Tensor, keys: Tensor) -> Tensor:
-        _same_width(query, keys, self.name)
         return scaled_dot_score(query, keys, self.scale)
 
 
@@ -233,7 +242,6 @@ class CosineScore(Score):
         self.scale = scale
 
     def forward(self, query: Tensor, keys: Tensor) -> Tensor:
-        _same_width(query, keys, self.name)
         return cosine_score(query, keys, self.scale)
 
 

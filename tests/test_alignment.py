@@ -1,0 +1,170 @@
+"""Alignments against loop references: causal, sliding window (symmetric and look-back),
+local-m, and local-p (Luong 2015 eqs. 9-10: p_t = S·sigmoid(v_pᵀ tanh(W_p h_t)), window
+[p_t - D, p_t + D], Gaussian prior with σ = D/2); gradcheck through attend."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from _reference import attention_ref, band_ref, dot_ref, np64, sigmoid, softmax_row
+from torch.autograd import gradcheck
+
+import attnkit
+from attnkit import (
+    CausalAlignment,
+    GlobalAlignment,
+    LocalM,
+    LocalP,
+    SlidingWindow,
+    attend,
+)
+
+
+def _qkv(tq: int = 6, tk: int = 7, d: int = 4, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(2, tq, d, generator=g, dtype=torch.float64)
+    k = torch.randn(2, tk, d, generator=g, dtype=torch.float64)
+    v = torch.randn(2, tk, 3, generator=g, dtype=torch.float64)
+    return q, k, v
+
+
+def _dense_ref(q, k, v, allowed: np.ndarray):
+    scores = dot_ref(np64(q), np64(k), scale=1 / math.sqrt(q.shape[-1]))
+    return attention_ref(scores, allowed, np64(v))
+
+
+def test_global_alignment_keeps_user_mask() -> None:
+    q, k, _ = _qkv()
+    mask = attnkit.padding_mask(torch.tensor([7, 3]))
+    spec = GlobalAlignment()(q, k, mask)
+    assert spec.mask is mask and spec.prior is None
+    assert GlobalAlignment()(q, k).mask is None
+
+
+def test_causal_alignment_matches_loops() -> None:
+    q, k, v = _qkv(tq=5, tk=5)
+    allowed = np.array([[j <= i for j in range(5)] for i in range(5)])
+    ctx, w = _dense_ref(q, k, v, allowed)
+    out = attend(q, k, v, align=CausalAlignment())
+    np.testing.assert_allclose(out.weights.numpy(), w, atol=1e-12)
+    np.testing.assert_allclose(out.context.numpy(), ctx, atol=1e-12)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("radius", [0, 1, 3])
+def test_sliding_window_matches_loops(radius: int, causal: bool) -> None:
+    q, k, v = _qkv(tq=6, tk=6)
+    pad = attnkit.padding_mask(torch.tensor([6, 4]))  # (B, 1, Tk)
+    allowed = band_ref(6, 6, radius, causal)[None] & pad
+    ctx, w = _dense_ref(q, k, v, allowed.numpy())
+    out = attend(q, k, v, align=SlidingWindow(radius, causal=causal), mask=pad)
+    np.testing.assert_allclose(out.weights.numpy(), w, atol=1e-12)
+    np.testing.assert_allclose(out.context.numpy(), ctx, atol=1e-12)
+
+
+@pytest.mark.parametrize("window", [0, 2])
+def test_local_m_matches_loops(window: int) -> None:
+    q, k, v = _qkv(tq=5, tk=7)
+    allowed = np.array([[abs(s - t) <= window for s in range(7)] for t in range(5)])
+    ctx, w = _dense_ref(q, k, v, allowed)
+    out = attend(q, k, v, align=LocalM(window))
+    np.testing.assert_allclose(out.weights.numpy(), w, atol=1e-12)
+    np.testing.assert_allclose(out.context.numpy(), ctx, atol=1e-12)
+    torch.testing.assert_close(out.extras["position"], torch.arange(5, dtype=torch.float64))
+
+
+def _local_p_ref(q, k, v, lp: LocalP, lengths: list[int]):
+    """Luong 2015 local-p, one query at a time: predict p_t, softmax over the scaled-dot scores
+    inside [p_t - D, p_t + D] (and inside the source length S), times exp(-(s - p_t)²/(2σ²))."""
+    qn, kn, vn = np64(q), np64(k), np64(v)
+    wp, vp = np64(lp.w_p), np64(lp.v_p)
+    d_win = lp.window
+    sigma = d_win / 2
+    b, tq, dq = qn.shape
+    tk = kn.shape[1]
+    weights = np.zeros((b, tq, tk))
+    positions = np.zeros((b, tq))
+    for i in range(b):
+        src_len = lengths[i]
+        for t in range(tq):
+            p_t = src_len * sigmoid(float(vp @ np.tanh(wp @ qn[i, t])))
+            positions[i, t] = p_t
+            e = np.array([float(qn[i, t] @ kn[i, s]) / math.sqrt(dq) for s in range(tk)])
+            ok = np.array([s < src_len and abs(s - p_t) <= d_win for s in range(tk)])
+            a = softmax_row(e, ok)
+            for s in range(tk):
+                a[s] *= math.exp(-((s - p_t) ** 2) / (2 * sigma**2))
+            weights[i, t] = a
+    return np.einsum("bqk,bkd->bqd", weights, vn), weights, positions
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_local_p_matches_luong_reference(masked: bool) -> None:
+    torch.manual_seed(3)
+    q, k, v = _qkv(tq=5, tk=9, seed=3)
+    lp = LocalP(4, window=2).double()
+    torch.nn.init.normal_(lp.v_p, std=2.0)  # spread the predicted positions over the source
+    lengths = [9, 6] if masked else [9, 9]
+    mask = attnkit.padding_mask(torch.tensor(lengths)) if masked else None
+    out = attend(q, k, v, align=lp, mask=mask)
+    ctx, w, pos = _local_p_ref(q, k, v, lp, lengths)
+    np.testing.assert_allclose(out.extras["position"].detach().numpy(), pos, atol=1e-12)
+    np.testing.assert_allclose(out.weights.detach().numpy(), w, atol=1e-12)
+    np.testing.assert_allclose(out.context.detach().numpy(), ctx, atol=1e-12)
+    position = out.extras["position"]
+    assert (position >= 0).all() and (position <= torch.tensor(lengths)[:, None]).all()
+
+
+def test_local_p_prior_is_gaussian_with_sigma_half_window() -> None:
+    # With one key inside the window, softmax gives it weight 1; the weight left is the prior.
+    q, k, v = _qkv(tq=1, tk=9)
+    lp = LocalP(4, window=2).double()
+    out = attend(q, k, v, align=lp)
+    p = out.extras["position"]  # (B, Tq)
+    s = torch.arange(9, dtype=torch.float64)
+    inside = (s - p[..., None]).abs() <= 2
+    assert (out.weights[~inside] == 0).all()
+    prior = torch.exp(-((s - p[..., None]) ** 2) / (2 * 1.0**2))  # σ = D / 2 = 1
+    ratio = out.weights[inside] / prior[inside]  # = the softmax weights inside the window
+    e = (q @ k.transpose(-2, -1)) / 2
+    soft = torch.softmax(e.masked_fill(~inside, float("-inf")), dim=-1)
+    torch.testing.assert_close(ratio, soft[inside].detach())
+
+
+@pytest.mark.parametrize(
+    "align",
+    [
+        lambda: CausalAlignment(),
+        lambda: SlidingWindow(1),
+        lambda: SlidingWindow(2, causal=True),
+        lambda: LocalM(1),
+        lambda: LocalP(4, window=2),
+    ],
+    ids=["causal", "sliding", "sliding-causal", "local-m", "local-p"],
+)
+def test_alignment_gradcheck_with_mask(align) -> None:
+    torch.manual_seed(1)
+    al = align().double()
+    q, k, v = (x.requires_grad_(True) for x in _qkv(tq=4, tk=5, seed=1))
+    mask = attnkit.padding_mask(torch.tensor([5, 3]))
+    params = tuple(al.parameters())
+
+    def f(q, k, v, *ps):
+        return attend(q, k, v, align=al, mask=mask).context
+
+    assert gradcheck(f, (q, k, v, *params), eps=1e-6, atol=1e-6)
+
+
+def test_local_m_wide_window_equals_global() -> None:
+    q, k, v = _qkv(tq=5, tk=7)
+    a = attend(q, k, v, align=LocalM(7))
+    b = attend(q, k, v)
+    torch.testing.assert_close(a.context, b.context, atol=1e-12, rtol=0)
+    torch.testing.assert_close(a.weights, b.weights, atol=1e-12, rtol=0)
+
+
+def test_alignments_repr_their_window() -> None:
+    assert "radius=3" in repr(SlidingWindow(3))
+    assert "window=2" in repr(LocalM(2))
+    assert "window=2" in repr(LocalP(4, 2))
