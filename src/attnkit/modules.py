@@ -91,6 +91,7 @@ class MultiHeadAttention(nn.Module):
         MultiHead(Q, K, V) = Concat(head_1..head_H) W^O,  head_i = Attn(Q W_i^Q, K W_i^K, V W_i^V)
 
     The per-head attention is any score / alignment / normaliser (built for width Dh).
+    ``key_dim`` defaults to ``dim``, ``value_dim`` to ``key_dim`` (values default to keys).
     forward(query (B, Tq, D), keys (B, Tk, Dk) = query, values (B, Tk, Dv) = keys, mask)
     -> context (B, Tq, D), weights (B, H, Tq, Tk), or (B, Tq, Tk) with ``average_weights``.
     """
@@ -112,8 +113,10 @@ class MultiHeadAttention(nn.Module):
         self.heads = heads
         self.head_dim = check_heads(dim, heads)
         self.q_proj = nn.Linear(dim, dim, bias=bias)
-        self.k_proj = nn.Linear(dim if key_dim is None else key_dim, dim, bias=bias)
-        self.v_proj = nn.Linear(dim if value_dim is None else value_dim, dim, bias=bias)
+        key_dim = dim if key_dim is None else key_dim
+        value_dim = key_dim if value_dim is None else value_dim  # values default to the keys
+        self.k_proj = nn.Linear(key_dim, dim, bias=bias)
+        self.v_proj = nn.Linear(value_dim, dim, bias=bias)
         self.out_proj = nn.Linear(dim, dim, bias=bias)
         self.score = ScaledDotScore() if score is None else score
         self.align = Alignment() if align is None else align
