@@ -17,6 +17,8 @@ from .scores import ScaledDotScore, Score
 def heads_mask(mask: Tensor | None) -> Tensor | None:
     """A (B, Tq, Tk) or (B, 1, Tk) mask gains a heads dim: (B, 1, Tq|1, Tk). 2-D and 4-D masks
     already broadcast against (B, H, Tq, Tk)."""
+    if mask is not None and not isinstance(mask, Tensor):
+        raise TypeError(f"mask must be a bool torch.Tensor or None, got {type(mask).__name__}")
     if mask is not None and mask.dim() == 3:
         return mask[:, None]
     return mask
@@ -138,6 +140,11 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(
                 f"expected (B, T, D) inputs, got query {tuple(query.shape)}, keys "
                 f"{tuple(keys.shape)}, values {tuple(values.shape)}"
+            )
+        if not (query.shape[0] == keys.shape[0] == values.shape[0]):
+            raise ValueError(
+                f"batch sizes differ: query {tuple(query.shape)}, keys {tuple(keys.shape)}, "
+                f"values {tuple(values.shape)}; inputs are (B, T, D) with one B"
             )
         for name, x, layer in (
             ("query", query, self.q_proj),

@@ -141,6 +141,20 @@ class MultiheadAttention(nn.Module):
                 f"query, key and value must all be 3-D (batched) or 2-D (unbatched); got "
                 f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}"
             )
+        batch_dim = 0 if self.batch_first else 1
+        if query.dim() == 3 and not (
+            query.shape[batch_dim] == key.shape[batch_dim] == value.shape[batch_dim]
+        ):
+            layout = "(B, L, E)" if self.batch_first else "(L, B, E) (batch_first=False)"
+            raise ValueError(
+                f"batch sizes differ: query {tuple(query.shape)}, key {tuple(key.shape)}, "
+                f"value {tuple(value.shape)}; inputs are {layout} with one B"
+            )
+        if key.shape[:-1] != value.shape[:-1]:
+            raise ValueError(
+                f"key {tuple(key.shape)} and value {tuple(value.shape)} differ before the last "
+                "dim; each key needs one value"
+            )
         for name, x, width in (
             ("query", query, self.embed_dim),
             ("key", key, self.kdim),

@@ -1,0 +1,90 @@
+"""float16 / bfloat16 inputs with logits near 1e4 stay finite and within 1e-2 relative of the
+float32 result (computed from the same rounded inputs): attnkit scores and normalises half
+inputs in float32."""
+
+import pytest
+import torch
+
+import attnkit
+from attnkit import Entmax15, LocalP, MultiHeadAttention, Softmax, Sparsemax, attend
+
+HALF = [torch.float16, torch.bfloat16]
+
+
+def _large_logits(dtype, seed: int = 0):
+    """Elements ~100 (representable in both half types), logits qᵀk/√16 ~ 1e4."""
+    g = torch.Generator().manual_seed(seed)
+    q = (torch.randn(2, 5, 16, generator=g) * 100).to(dtype)
+    k = (torch.randn(2, 7, 16, generator=g) * 100).to(dtype)
+    v = torch.randn(2, 7, 8, generator=g).to(dtype)
+    return q, k, v
+
+
+def _close(got: torch.Tensor, ref: torch.Tensor) -> None:
+    assert torch.isfinite(got).all()
+    scale = float(ref.detach().abs().max())
+    torch.testing.assert_close(got.float(), ref, rtol=1e-2, atol=1e-2 * scale)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_softmax_attention_half_matches_float32(dtype, need_weights: bool) -> None:
+    q, k, v = _large_logits(dtype)
+    logits = (q.float() @ k.float().transpose(-2, -1)) / 4
+    assert logits.abs().max() > 1e4  # really near 1e4: float16 would overflow exp() directly
+    mask = attnkit.padding_mask(torch.tensor([7, 4]))
+    ref = attend(q.float(), k.float(), v.float(), mask=mask)
+    out = attend(q, k, v, mask=mask, need_weights=need_weights)
+    assert out.context.dtype == dtype
+    _close(out.context, ref.context)
+    if need_weights:
+        assert out.weights is not None
+        _close(out.weights, ref.weights)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("norm", [Softmax(), Softmax(3.0), Sparsemax(), Entmax15()], ids=str)
+def test_normalisers_finite_on_half_logits(dtype, norm) -> None:
+    g = torch.Generator().manual_seed(0)
+    z = (torch.randn(3, 4, 9, generator=g) * 1e4).to(dtype)  # (B, Tq, Tk)
+    mask = torch.rand(3, 4, 9, generator=g) > 0.3
+    mask[..., 0] = True
+    w = norm(z, mask)
+    assert w.dtype == torch.float32 and torch.isfinite(w).all()
+    torch.testing.assert_close(w.sum(-1), torch.ones(3, 4))
+    assert (w[~mask] == 0).all()
+    _close(w, norm(z.float(), mask))
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("norm", [Sparsemax(), Entmax15()], ids=str)
+def test_sparse_attention_half_finite(dtype, norm) -> None:
+    q, k, v = _large_logits(dtype)
+    out = attend(q, k, v, normaliser=norm)
+    ref = attend(q.float(), k.float(), v.float(), normaliser=norm)
+    _close(out.context, ref.context)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_local_p_half_inputs(dtype) -> None:
+    # Used to fail: the float32 local-p parameters met the half query in a matmul.
+    torch.manual_seed(0)
+    lp = LocalP(16, window=2)
+    q, k, v = _large_logits(dtype)
+    q = q / 100
+    out = attend(q, k / 100, v, align=lp)
+    ref = attend(q.float(), k.float() / 100, v.float(), align=lp)
+    _close(out.context, ref.context)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_multihead_module_in_half(dtype) -> None:
+    torch.manual_seed(0)
+    m = MultiHeadAttention(16, 4)
+    x = torch.randn(2, 5, 16) * 30
+    ref = m(x.to(dtype).float()).context
+    half = m.to(dtype)
+    for need in (True, False):
+        out = half(x.to(dtype), need_weights=need).context
+        assert out.dtype == dtype
+        _close(out, ref)

@@ -1,0 +1,85 @@
+"""attnkit.build for every registered score x alignment x normaliser, single-head and heads=4:
+finite outputs of the right shapes, padded keys at exactly zero weight; names and aliases."""
+
+import itertools
+
+import pytest
+import torch
+
+import attnkit
+from attnkit import Attention, MultiHeadAttention
+from attnkit.registry import (
+    ALIGNMENTS,
+    NORMALISERS,
+    SCORES,
+    VARIANTS,
+    build_alignment,
+    build_normaliser,
+    build_score,
+)
+
+COMBOS = list(itertools.product(sorted(SCORES), sorted(ALIGNMENTS), sorted(NORMALISERS)))
+B, T, D = 2, 6, 8
+
+
+@pytest.mark.parametrize("heads", [None, 4])
+@pytest.mark.parametrize("score,align,normaliser", COMBOS)
+def test_every_combination_builds_and_runs(score, align, normaliser, heads) -> None:
+    torch.manual_seed(0)
+    module = attnkit.build(
+        score, dim=D, heads=heads, align=align, window=2, normaliser=normaliser, max_keys=T
+    )
+    assert isinstance(module, Attention if heads is None else MultiHeadAttention)
+    x = torch.randn(B, T, D, requires_grad=True)
+    mask = attnkit.padding_mask(torch.tensor([T, 4]))  # (B, 1, T)
+    out = module(x, x, x, mask=mask) if heads is None else module(x, mask=mask)
+    assert out.context.shape == (B, T, D)
+    assert out.weights is not None
+    assert out.weights.shape == ((B, T, T) if heads is None else (B, heads, T, T))
+    assert torch.isfinite(out.context).all() and torch.isfinite(out.weights).all()
+    assert (out.weights >= 0).all()
+    assert (out.weights[1, ..., 4:] == 0).all()  # padded keys
+    out.context.sum().backward()
+    assert x.grad is not None and torch.isfinite(x.grad).all()
+
+
+def test_build_with_different_key_width_and_temperature() -> None:
+    torch.manual_seed(0)
+    m = attnkit.build("general", dim=4, key_dim=6, normaliser="softmax", temperature=2.0)
+    q, k = torch.randn(2, 3, 4), torch.randn(2, 5, 6)
+    out = m(q, k)
+    assert out.context.shape == (2, 3, 6)
+    assert m.normaliser.temperature == 2.0
+    mh = attnkit.build("additive", dim=8, heads=2, key_dim=6, value_dim=3)
+    assert mh(torch.randn(2, 3, 8), torch.randn(2, 5, 6), torch.randn(2, 5, 3)).context.shape == (
+        2,
+        3,
+        8,
+    )
+
+
+@pytest.mark.parametrize(
+    "alias,name",
+    [
+        ("scaled-dot", "scaled_dot"),
+        ("sdp", "scaled_dot"),
+        ("bilinear", "general"),
+        ("concat", "additive"),
+        ("bahdanau", "additive"),
+    ],
+)
+def test_score_aliases(alias: str, name: str) -> None:
+    assert build_score(alias, 4).name == name
+
+
+def test_normaliser_and_alignment_names() -> None:
+    assert build_normaliser("entmax-1.5").name == "entmax15"
+    assert build_normaliser("entmax").name == "entmax15"
+    assert build_alignment("sliding-causal", 4, 3).causal
+    assert build_alignment("local-p", 4, 3).window == 3
+
+
+def test_every_variant_is_registered_with_a_paper() -> None:
+    names = {v.name for v in VARIANTS}
+    assert names == set(SCORES) | set(ALIGNMENTS) | set(NORMALISERS)
+    assert all(v.paper and v.formula for v in VARIANTS)
