@@ -168,3 +168,27 @@ def test_alignments_repr_their_window() -> None:
     assert "radius=3" in repr(SlidingWindow(3))
     assert "window=2" in repr(LocalM(2))
     assert "window=2" in repr(LocalP(4, 2))
+
+
+def test_gaussian_window_edges_are_inclusive_and_sigma_is_half_window() -> None:
+    from attnkit.alignment import gaussian_window
+
+    position = torch.tensor([[2.0, 0.0]], dtype=torch.float64)  # (B, Tq)
+    window, prior = gaussian_window(position, 6, 2)
+    assert window.tolist() == [
+        [[s in (0, 1, 2, 3, 4) for s in range(6)], [s in (0, 1, 2) for s in range(6)]]
+    ]
+    expected = [[math.exp(-((s - p) ** 2) / 2) for s in range(6)] for p in (2.0, 0.0)]  # σ = 1
+    np.testing.assert_allclose(prior[0].numpy(), expected, atol=1e-15)
+
+
+def test_predict_position_is_source_length_times_sigmoid() -> None:
+    from attnkit.alignment import predict_position
+
+    h = torch.tensor([[0.5, -1.0]], dtype=torch.float64)  # (Tq, Dq)
+    w_p = torch.tensor([[1.0, 2.0], [0.0, -1.0]], dtype=torch.float64)  # (A, Dq)
+    v_p = torch.tensor([0.7, -0.3], dtype=torch.float64)
+    hidden = [math.tanh(0.5 * 1 + -1.0 * 2), math.tanh(0.5 * 0 + -1.0 * -1)]
+    expected = 9 * sigmoid(0.7 * hidden[0] - 0.3 * hidden[1])
+    got = predict_position(h, w_p, v_p, torch.tensor(9.0, dtype=torch.float64))
+    assert abs(got.item() - expected) < 1e-14
