@@ -107,6 +107,22 @@ def attend(
     check_qkv(query, keys, values, finite=check_finite)
     lead = torch.broadcast_shapes(query.shape[:-2], keys.shape[:-2])
     check_mask(mask, (*lead, query.shape[-2], keys.shape[-2]))
+    if align is not None and not need_weights:  # O(n·window) kernels: attnkit.local
+        from .local.dispatch import fast_local
+
+        fast = fast_local(
+            query,
+            keys,
+            values,
+            score=score,
+            align=align,
+            normaliser=normaliser,
+            reduce=reduce,
+            mask=mask,
+            need_weights=need_weights,
+        )
+        if fast is not None:
+            return fast
     spec = align(query, keys, mask) if align is not None else AlignSpec(mask)
     out_dtype = values.dtype
 
