@@ -110,17 +110,7 @@ def attend(
     if align is not None and not need_weights:  # O(n·window) kernels: attnkit.local
         from .local.dispatch import fast_local
 
-        fast = fast_local(
-            query,
-            keys,
-            values,
-            score=score,
-            align=align,
-            normaliser=normaliser,
-            reduce=reduce,
-            mask=mask,
-            need_weights=need_weights,
-        )
+        fast = fast_local(query, keys, values, score, align, normaliser, reduce, mask)
         if fast is not None:
             return fast
     spec = align(query, keys, mask) if align is not None else AlignSpec(mask)

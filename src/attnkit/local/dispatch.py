@@ -33,16 +33,15 @@ def fast_local(
     query: Tensor,
     keys: Tensor,
     values: Tensor,
-    *,
     score: Callable[[Tensor, Tensor], Tensor],
     align: Any,
     normaliser: Any,
     reduce: Any,
     mask: Tensor | None,
-    need_weights: bool,
 ) -> AttentionResult | None:
-    """The local kernel's AttentionResult (weights None), or None to take the reference path."""
-    if need_weights or reduce is not weighted_sum:
+    """For ``attend(..., need_weights=False)``: the local kernel's AttentionResult (weights
+    None), or None to take the reference path."""
+    if reduce is not weighted_sum:
         return None
     plain = _is_plain_sdpa(score, normaliser, reduce)
     if isinstance(align, SlidingWindow) and plain:
