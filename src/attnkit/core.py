@@ -107,6 +107,12 @@ def attend(
     check_qkv(query, keys, values, finite=check_finite)
     lead = torch.broadcast_shapes(query.shape[:-2], keys.shape[:-2])
     check_mask(mask, (*lead, query.shape[-2], keys.shape[-2]))
+    if align is not None and not need_weights:  # O(n·window) kernels: attnkit.local
+        from .local.dispatch import fast_local
+
+        fast = fast_local(query, keys, values, score, align, normaliser, reduce, mask)
+        if fast is not None:
+            return fast
     out_dtype = values.dtype
     work = compute_dtype(query.dtype)
     q_work, k_work = query.to(work), keys.to(work)  # half inputs are aligned/scored in float32

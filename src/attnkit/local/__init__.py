@@ -1,0 +1,14 @@
+"""Local attention in O(n·window): sliding windows, local-m and local-p without a dense
+Tq x Tk matrix. The reference semantics are ``attnkit.attend`` with the ``SlidingWindow``,
+``LocalM`` and ``LocalP`` alignments; every function here is tested against it."""
+
+from .band import band_key_index, band_to_dense
+from .sliding import DEFAULT_BLOCK, LocalResult, sliding_window_attention
+
+__all__ = [
+    "DEFAULT_BLOCK",
+    "LocalResult",
+    "band_key_index",
+    "band_to_dense",
+    "sliding_window_attention",
+]

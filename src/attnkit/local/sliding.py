@@ -1,0 +1,206 @@
+"""Sliding-window self-attention in O(n·r) time and memory, forward and backward.
+
+    c_t = Σ_{j : |t - j| <= r} softmax_j(q_t·k_j / √d) v_j        (symmetric radius r)
+    c_t = Σ_{j : 0 <= t - j <= r} softmax_j(q_t·k_j / √d) v_j      (causal look-back r)
+
+Restricted self-attention (Vaswani 2017, Table 1), the window of Longformer (Beltagy 2020).
+The reference semantics are ``attnkit.attend(..., align=SlidingWindow(r, causal))`` (a dense
+band mask); this kernel never builds an n x n tensor:
+
+* the queries are cut in blocks of b; block i can only reach the L = b + W - 1 keys
+  [i·b - r, i·b + b + W - 1 - r) (W = 2r + 1, or r + 1 causal);
+* those key tiles are overlapping strided *views* (``unfold``) of the padded keys, no copy;
+* one bool band mask (b, L) is shared by every interior block (SDPA broadcasts it); only the
+  first and last blocks, whose tiles hang over the sequence ends, carry their own mask;
+* ``F.scaled_dot_product_attention`` runs its fused CPU kernel on the (G, nb, b, D) x
+  (G, nb, L, D) tiles, and autograd gives the backward pass (unfold's backward sums the
+  overlapping key gradients).
+
+Legend: G flattened leading dims (B·H), n = Tq queries, Tk keys, D widths, b block,
+nb = ceil(Tq / b) blocks, L = b + W - 1 keys a block reaches, W band width.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .._checks import check_mask, check_qkv, check_width, check_window
+from ..normalisers import compute_dtype, masked_softmax
+
+DEFAULT_BLOCK = 128  # measured: b in {64, 128, 192, 256} at r = 256; 128 is fastest fwd+bwd
+
+
+@dataclass
+class LocalResult:
+    """context (..., Tq, Dv); weights in the band layout (..., Tq, W) or None, where
+    ``weights[..., t, j]`` is the weight of key ``t + offset + j`` (see
+    ``attnkit.local.band_to_dense``); offset = -radius (the radius actually used: a window
+    wider than the sequence is clipped to it)."""
+
+    context: Tensor
+    weights: Tensor | None
+    offset: int
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def sliding_window_attention(
+    query: Tensor,
+    keys: Tensor,
+    values: Tensor,
+    radius: int,
+    causal: bool = False,
+    mask: Tensor | None = None,
+    need_weights: bool = False,
+    *,
+    block: int | None = None,
+) -> LocalResult:
+    """Sliding-window scaled-dot attention, equal to
+    ``attend(query, keys, values, align=SlidingWindow(radius, causal), mask=mask)``.
+
+    query (..., Tq, D), keys (..., Tk, D), values (..., Tk, Dv); mask bool broadcastable to
+    (..., Tq, Tk), True = may attend (a padding mask (B, 1, 1, Tk) or (B, 1, Tk) costs only
+    O(n·W); a full (..., Tq, Tk) mask is read on its band only). Fully masked rows give a
+    zero context. float32/bfloat16/float16: the fused path computes in the input dtype (as
+    attend's fused path); with ``need_weights`` scores and weights are float32 and the weights
+    come back in the band layout (..., Tq, W), W = 2r + 1 (r + 1 causal).
+    """
+    check_qkv(query, keys, values, finite=False)
+    check_width("query", query.shape[-1], keys.shape[-1], "sliding-window attention is scaled-dot")
+    radius = check_window("radius", radius)
+    tq, tk = query.shape[-2], keys.shape[-2]
+    lead = query.shape[:-2]
+    check_mask(mask, (*lead, tq, tk))
+    r = min(radius, (tq - 1) if causal else max(tq, tk) - 1)
+    r = max(r, 0)
+    width = r + 1 if causal else 2 * r + 1
+    if tq == 0:
+        return LocalResult(values.new_zeros(*lead, 0, values.shape[-1]), None, -r)
+    b = min(block or DEFAULT_BLOCK, tq)
+    if b < 1:
+        raise ValueError(f"block={block} must be >= 1")
+    geo = _Geometry(tq, tk, r, width, b)
+
+    q = query.reshape(-1, tq, query.shape[-1])  # (G, Tq, D)
+    qt = F.pad(q, (0, 0, 0, geo.nb * b - tq)).view(q.shape[0], geo.nb, b, -1)  # (G, nb, b, D)
+    kt = geo.tiles(keys.reshape(-1, tk, keys.shape[-1]))  # (G, nb, L, D), a view
+    vt = geo.tiles(values.reshape(-1, tk, values.shape[-1]))  # (G, nb, L, Dv), a view
+    user = None if mask is None else geo.mask_tiles(mask, lead)  # (1|G, nb, b|1, L|1)
+
+    if need_weights:
+        ctx, weights = _explicit(qt, kt, vt, geo, user)
+        weights = weights.reshape(*lead, tq, width)
+    else:
+        ctx, weights = _fused(qt, kt, vt, geo, user), None
+    ctx = ctx.reshape(ctx.shape[0], geo.nb * b, -1)[:, :tq]  # (G, Tq, Dv)
+    return LocalResult(ctx.reshape(*lead, tq, -1).to(values.dtype), weights, -r)
+
+
+class _Geometry:
+    """Where the blocks, their key tiles and their masks lie."""
+
+    def __init__(self, tq: int, tk: int, r: int, width: int, b: int) -> None:
+        self.tq, self.tk, self.r, self.width, self.b = tq, tk, r, width, b
+        self.nb = -(-tq // b)
+        self.L = b + width - 1
+        self.padded = (self.nb - 1) * b + self.L  # padded key length the tiles cover
+        a = torch.arange(b)[:, None]  # (b, 1)
+        c = torch.arange(self.L)[None, :]  # (1, L)
+        self.band = (c >= a) & (c - a < width)  # (b, L), shared by every block
+        # blocks [i0, i1) reach only existing keys: no edge mask needed there
+        self.i0 = min(self.nb, -(-r // b))
+        self.i1 = max(self.i0, min(self.nb, (tk + r - self.L) // b + 1))
+
+    def pad_keys(self, x: Tensor, value: float | bool = 0.0) -> Tensor:
+        """(..., Tk, D) -> (..., padded, D): r slots in front, the tail padded or cut."""
+        right = self.padded - self.r - self.tk
+        x = F.pad(x, (0, 0, self.r, max(right, 0)), value=value)
+        return x[..., : self.padded, :]
+
+    def tiles(self, x: Tensor) -> Tensor:
+        """(G, Tk, D) -> overlapping key tiles (G, nb, L, D): a strided view, no copy."""
+        return self.pad_keys(x).unfold(1, self.L, self.b).transpose(-1, -2)
+
+    def edge_mask(self, start: int, stop: int, device: torch.device) -> Tensor:
+        """Band AND "the key exists" for blocks [start, stop): (stop - start, b, L)."""
+        i = torch.arange(start, stop, device=device)[:, None, None]  # (nr, 1, 1)
+        pos = i * self.b - self.r + torch.arange(self.L, device=device)  # (nr, 1, L)
+        return self.band.to(device) & (pos >= 0) & (pos < self.tk)  # (nr, b, L)
+
+    def mask_tiles(self, mask: Tensor, lead: torch.Size) -> Tensor:
+        """A user mask broadcastable to (*lead, Tq, Tk) -> tiles (1|G, nb, b|1, L|1)."""
+        m = mask.reshape((1,) * (len(lead) + 2 - mask.dim()) + tuple(mask.shape))
+        mlead, (mq, mk) = m.shape[:-2], m.shape[-2:]
+        qpad = self.nb * self.b - self.tq
+        if mk == 1:  # a query mask (..., Tq|1, 1)
+            if mq == 1:
+                t = m.reshape(*mlead, 1, 1, 1)
+            else:
+                t = F.pad(m, (0, 0, 0, qpad), value=False).reshape(*mlead, self.nb, self.b, 1)
+        elif mq == 1:  # a key padding mask (..., 1, Tk)
+            row = self.pad_keys(m.transpose(-1, -2), value=False)[..., 0]  # (..., padded)
+            t = row.unfold(-1, self.L, self.b)[..., None, :]  # (..., nb, 1, L)
+        else:  # a full (..., Tq, Tk) mask: read its band through a strided view
+            full = self.pad_keys(m.transpose(-1, -2), value=False).transpose(-1, -2)
+            full = F.pad(full, (0, 0, 0, qpad), value=False).contiguous()  # (.., nb·b, padded)
+            sq, sk = full.stride()[-2:]
+            t = full.as_strided(
+                (*mlead, self.nb, self.b, self.L),
+                (*full.stride()[:-2], (sq + sk) * self.b, sq, sk),
+            )  # (..., nb, b, L)
+        if math.prod(mlead) == 1:
+            return t.reshape(1, *t.shape[-3:])
+        return t.expand(*lead, *t.shape[-3:]).reshape(-1, *t.shape[-3:])
+
+
+def _fused(qt: Tensor, kt: Tensor, vt: Tensor, geo: _Geometry, user: Tensor | None) -> Tensor:
+    """SDPA on the interior blocks with the shared band mask, and on each edge run with its
+    own mask. -> (G, nb, b, Dv)."""
+    runs = [(0, geo.i0, False), (geo.i0, geo.i1, True), (geo.i1, geo.nb, False)]
+    parts = []
+    for start, stop, interior in runs:
+        if stop <= start:
+            continue
+        m = geo.band.to(qt.device) if interior else geo.edge_mask(start, stop, qt.device)
+        if user is not None:
+            m = m & user[:, start:stop]  # (1|G, nr, b, L)
+        q, k, v = qt[:, start:stop], kt[:, start:stop], vt[:, start:stop]
+        parts.append(_sdpa_zero_empty_rows(q, k, v, m, check=not interior or user is not None))
+    return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)  # (G, nb, b, Dv)
+
+
+def _sdpa_zero_empty_rows(q: Tensor, k: Tensor, v: Tensor, m: Tensor, check: bool) -> Tensor:
+    """SDPA; a query row with no allowed key (padding) gets a zero context, never NaN."""
+    if not check:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+    ok = m.any(dim=-1, keepdim=True)  # (.., b, 1)
+    if bool(ok.all()):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=m | ~ok)  # (G, nr, b, Dv)
+    return torch.where(ok, out, torch.zeros((), dtype=out.dtype, device=out.device))
+
+
+def _explicit(
+    qt: Tensor, kt: Tensor, vt: Tensor, geo: _Geometry, user: Tensor | None
+) -> tuple[Tensor, Tensor]:
+    """One pass that also returns the weights: scores per tile in float32, masked softmax,
+    weighted sum. -> context (G, nb, b, Dv), band weights (G, Tq, W)."""
+    work = compute_dtype(qt.dtype)
+    scale = 1.0 / math.sqrt(qt.shape[-1])
+    scores = (qt.to(work) @ kt.to(work).transpose(-1, -2)) * scale  # (G, nb, b, L)
+    m = geo.edge_mask(0, geo.nb, qt.device)  # (nb, b, L)
+    if user is not None:
+        m = m & user
+    w = masked_softmax(scores, m).contiguous()  # (G, nb, b, L)
+    ctx = w @ vt.to(work)  # (G, nb, b, Dv)
+    g, nb, b, L = w.shape
+    band = w.as_strided((g, nb, b, geo.width), (nb * b * L, b * L, L + 1, 1))  # (G,nb,b,W)
+    return ctx, band.reshape(g, nb * b, geo.width)[:, : geo.tq]
+
+
+__all__ = ["DEFAULT_BLOCK", "LocalResult", "sliding_window_attention"]
