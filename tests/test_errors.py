@@ -268,3 +268,8 @@ def test_location_score_more_keys_than_max_keys() -> None:
         attnkit.build("location", dim=4, max_keys=3)(Q, K)
     with pytest.raises(ValueError, match=msg):
         attnkit.build("location", dim=4, max_keys=3, heads=2)(Q, K)
+
+
+def test_mask_with_more_dims_than_scores() -> None:
+    with pytest.raises(ValueError, match=r"mask of shape \(1, 2, 3, 5\) does not broadcast"):
+        attend(Q, K, K, mask=torch.ones(1, 2, 3, 5, dtype=torch.bool))

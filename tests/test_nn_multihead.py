@@ -5,8 +5,10 @@ there, attnkit zeros)."""
 
 import itertools
 
+import hypothesis.strategies as st
 import pytest
 import torch
+from hypothesis import given, settings
 from torch import nn
 
 import attnkit.nn as ann
@@ -177,3 +179,31 @@ def test_fully_masked_row_gives_zero_not_nan() -> None:
     assert torch.isfinite(out).all() and (w[1] == 0).all()
     bias = ours.out_proj.bias
     torch.testing.assert_close(out[1], bias.expand(L, E).detach())  # zero context, then W_O
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    b=st.integers(1, 3),
+    tq=st.integers(1, 5),
+    tk=st.integers(1, 6),
+    heads=st.sampled_from([1, 2, 4]),
+    batch_first=st.booleans(),
+    need_weights=st.booleans(),
+    seed=st.integers(0, 1000),
+)
+def test_random_shapes_with_padding_match_torch(b, tq, tk, heads, batch_first, need_weights, seed):
+    torch.manual_seed(seed)
+    ref = nn.MultiheadAttention(8, heads, batch_first=batch_first).eval()
+    nn.init.normal_(ref.in_proj_bias)
+    ours = ann.MultiheadAttention(8, heads, batch_first=batch_first).eval()
+    ours.load_state_dict(ref.state_dict())
+    q, k = torch.randn(b, tq, 8), torch.randn(b, tk, 8)
+    if not batch_first:
+        q, k = q.transpose(0, 1), k.transpose(0, 1)
+    kpm = torch.rand(b, tk) > 0.5
+    kpm[:, 0] = False  # never a fully masked row
+    out_ref, w_ref = ref(q, k, k, key_padding_mask=kpm, need_weights=need_weights)
+    out, w = ours(q, k, k, key_padding_mask=kpm, need_weights=need_weights)
+    torch.testing.assert_close(out, out_ref, atol=1e-5, rtol=0)
+    if need_weights:
+        torch.testing.assert_close(w, w_ref, atol=1e-5, rtol=0)
