@@ -65,10 +65,11 @@ def test_general_score_different_widths() -> None:
     np.testing.assert_allclose(general_score(q, k, sc.weight).detach().numpy(), ref, atol=1e-12)
 
 
+@pytest.mark.parametrize("max_elements", [1 << 24, 12], ids=["whole", "chunked"])
 @pytest.mark.parametrize("bias", [True, False])
-def test_additive_score_different_widths(bias: bool) -> None:
+def test_additive_score_different_widths(bias: bool, max_elements: int) -> None:
     q, k = _qk(dq=4, dk=6)
-    sc = AdditiveScore(4, 6, hidden=5, bias=bias).double()
+    sc = AdditiveScore(4, 6, hidden=5, bias=bias, max_elements=max_elements).double()
     if sc.bias is not None:
         torch.nn.init.normal_(sc.bias)
     b = None if sc.bias is None else np64(sc.bias)
