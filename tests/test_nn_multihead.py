@@ -147,14 +147,20 @@ def test_float64_matches_torch_tightly(mask_kind: str) -> None:
     torch.testing.assert_close(w, w_ref, atol=1e-10, rtol=0)
 
 
-def test_is_causal_without_mask_builds_the_causal_mask() -> None:
-    ref, ours = _pair(batch_first=True)
-    q, k, v = _inputs(True, False, E, E, torch.float32)
+@pytest.mark.parametrize("option", sorted(OPTIONS))
+def test_is_causal_without_mask_builds_the_causal_mask(option: str) -> None:
+    # Used to fail with add_bias_kv / add_zero_attn: the causal mask was built over the
+    # appended keys too, hiding them from the first queries.
+    kw = OPTIONS[option]
+    ref, ours = _pair(batch_first=True, **kw)
+    q, k, v = _inputs(True, False, kw.get("kdim", E), kw.get("vdim", E), torch.float32)
     causal = torch.ones(L, S, dtype=torch.bool).triu(1)
     out_ref, w_ref = ref(q, k, v, attn_mask=causal)
-    out, w = ours(q, k, v, is_causal=True)
-    torch.testing.assert_close(out, out_ref, atol=1e-5, rtol=0)
-    torch.testing.assert_close(w, w_ref, atol=1e-5, rtol=0)
+    for need in (True, False):
+        out, w = ours(q, k, v, is_causal=True, need_weights=need)
+        torch.testing.assert_close(out, out_ref, atol=1e-5, rtol=0)
+        if need:
+            torch.testing.assert_close(w, w_ref, atol=1e-5, rtol=0)
 
 
 def test_self_attention_and_gradients_match_torch() -> None:
