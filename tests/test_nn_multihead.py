@@ -122,9 +122,10 @@ def test_matches_torch(mask_kind: str, option: str, batch_first: bool) -> None:
 
 @pytest.mark.parametrize("mask_kind", ["none", "key_padding", "bool_attn_3d", "float_attn"])
 @pytest.mark.parametrize("option", ["plain", "bias_kv+zero_attn+kdim"])
-def test_unbatched_matches_torch(mask_kind: str, option: str) -> None:
+@pytest.mark.parametrize("batch_first", [False, True])  # ignored by torch for unbatched input
+def test_unbatched_matches_torch(mask_kind: str, option: str, batch_first: bool) -> None:
     kw = OPTIONS[option]
-    ref, ours = _pair(**kw)
+    ref, ours = _pair(batch_first=batch_first, **kw)
     q, k, v = _inputs(False, True, kw.get("kdim", E), kw.get("vdim", E), torch.float32)
     kpm, attn, _ = _masks(mask_kind, 1, torch.float32, True)
     for average in (True, False):

@@ -192,3 +192,8 @@ def test_additive_module_budget_through_attend(monkeypatch) -> None:
     out.sum().backward()
     assert seen and max(seen) <= 500
     assert x.grad is not None and torch.isfinite(x.grad).all()
+
+
+def test_additive_chunked_with_no_queries() -> None:
+    sc = AdditiveScore(4, max_elements=10)
+    assert sc(torch.randn(2, 0, 4), torch.randn(2, 5, 4)).shape == (2, 0, 5)
