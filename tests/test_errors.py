@@ -21,6 +21,8 @@ from attnkit import (
 from attnkit.normalisers import entmax15, masked_softmax, sparsemax
 from attnkit.registry import build_alignment, build_normaliser, build_score
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 Q = torch.randn(2, 3, 4)  # (B, Tq, D)
 K = torch.randn(2, 5, 4)  # (B, Tk, D)
 

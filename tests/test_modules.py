@@ -21,6 +21,8 @@ from attnkit import (
     attend,
 )
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 TOL = {torch.float32: 1e-5, torch.float64: 1e-10}
 
 

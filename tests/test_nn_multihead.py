@@ -13,6 +13,8 @@ from torch import nn
 
 import attnkit.nn as ann
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 E, H, L, S = 8, 2, 4, 5
 
 MASKS = [

@@ -18,6 +18,8 @@ from attnkit.registry import (
     build_score,
 )
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 COMBOS = list(itertools.product(sorted(SCORES), sorted(ALIGNMENTS), sorted(NORMALISERS)))
 B, T, D = 2, 6, 8
 

@@ -36,6 +36,8 @@ from attnkit.scores import (
     scaled_dot_score,
 )
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 B, TQ, TK = 2, 3, 5
 
 
