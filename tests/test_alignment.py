@@ -20,6 +20,8 @@ from attnkit import (
     attend,
 )
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 
 def _qkv(tq: int = 6, tk: int = 7, d: int = 4, seed: int = 0):
     g = torch.Generator().manual_seed(seed)

@@ -12,6 +12,8 @@ import attnkit
 from attnkit import CausalAlignment, attend
 from attnkit.core import weighted_sum
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 TOL = {torch.float32: 1e-5, torch.float64: 1e-10}
 
 

@@ -21,6 +21,8 @@ from attnkit import (
 from attnkit.normalisers import entmax15, masked_softmax, sparsemax
 from attnkit.registry import build_alignment, build_normaliser, build_score
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 Q = torch.randn(2, 3, 4)  # (B, Tq, D)
 K = torch.randn(2, 5, 4)  # (B, Tk, D)
 
@@ -268,3 +270,8 @@ def test_location_score_more_keys_than_max_keys() -> None:
         attnkit.build("location", dim=4, max_keys=3)(Q, K)
     with pytest.raises(ValueError, match=msg):
         attnkit.build("location", dim=4, max_keys=3, heads=2)(Q, K)
+
+
+def test_mask_with_more_dims_than_scores() -> None:
+    with pytest.raises(ValueError, match=r"mask of shape \(1, 2, 3, 5\) does not broadcast"):
+        attend(Q, K, K, mask=torch.ones(1, 2, 3, 5, dtype=torch.bool))

@@ -8,6 +8,8 @@ import torch
 import attnkit
 from attnkit import Entmax15, LocalP, MultiHeadAttention, Softmax, Sparsemax, attend
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 HALF = [torch.float16, torch.bfloat16]
 
 

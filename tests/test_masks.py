@@ -1,10 +1,13 @@
 """Boolean masks, True = may attend, against loop-built expectations."""
 
+import pytest
 import torch
 from _reference import band_ref
 
 import attnkit
 from attnkit.masks import and_masks, causal_mask, describe, from_key_padding_mask, or_masks
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_padding_mask() -> None:

@@ -21,6 +21,8 @@ from attnkit import (
     attend,
 )
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 TOL = {torch.float32: 1e-5, torch.float64: 1e-10}
 
 
@@ -130,3 +132,18 @@ def test_multihead_gradcheck_with_mask(need_weights: bool) -> None:
         return m(x, mask=mask, need_weights=need_weights).context
 
     assert gradcheck(f, (x, *params), eps=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_multihead_causal_alignment_equals_sdpa_is_causal(need_weights: bool) -> None:
+    torch.manual_seed(0)
+    m = MultiHeadAttention(8, 2, align=CausalAlignment())
+    x = torch.randn(2, 6, 8)
+    h = 2
+    qh, kh, vh = (
+        rearrange(p(x), "b t (h d) -> b h t d", h=h) for p in (m.q_proj, m.k_proj, m.v_proj)
+    )
+    ctx = F.scaled_dot_product_attention(qh, kh, vh, is_causal=True)
+    expected = m.out_proj(rearrange(ctx, "b h t d -> b t (h d)"))
+    got = m(x, need_weights=need_weights).context
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)

@@ -13,6 +13,8 @@ from torch.autograd import gradcheck
 import attnkit
 from attnkit import MultiDimensionalAttention, Sparsemax
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 
 def _elu(x: float) -> float:
     return x if x > 0 else math.exp(x) - 1

@@ -5,11 +5,15 @@ there, attnkit zeros)."""
 
 import itertools
 
+import hypothesis.strategies as st
 import pytest
 import torch
+from hypothesis import given, settings
 from torch import nn
 
 import attnkit.nn as ann
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 E, H, L, S = 8, 2, 4, 5
 
@@ -120,9 +124,10 @@ def test_matches_torch(mask_kind: str, option: str, batch_first: bool) -> None:
 
 @pytest.mark.parametrize("mask_kind", ["none", "key_padding", "bool_attn_3d", "float_attn"])
 @pytest.mark.parametrize("option", ["plain", "bias_kv+zero_attn+kdim"])
-def test_unbatched_matches_torch(mask_kind: str, option: str) -> None:
+@pytest.mark.parametrize("batch_first", [False, True])  # ignored by torch for unbatched input
+def test_unbatched_matches_torch(mask_kind: str, option: str, batch_first: bool) -> None:
     kw = OPTIONS[option]
-    ref, ours = _pair(**kw)
+    ref, ours = _pair(batch_first=batch_first, **kw)
     q, k, v = _inputs(False, True, kw.get("kdim", E), kw.get("vdim", E), torch.float32)
     kpm, attn, _ = _masks(mask_kind, 1, torch.float32, True)
     for average in (True, False):
@@ -145,14 +150,20 @@ def test_float64_matches_torch_tightly(mask_kind: str) -> None:
     torch.testing.assert_close(w, w_ref, atol=1e-10, rtol=0)
 
 
-def test_is_causal_without_mask_builds_the_causal_mask() -> None:
-    ref, ours = _pair(batch_first=True)
-    q, k, v = _inputs(True, False, E, E, torch.float32)
+@pytest.mark.parametrize("option", sorted(OPTIONS))
+def test_is_causal_without_mask_builds_the_causal_mask(option: str) -> None:
+    # Used to fail with add_bias_kv / add_zero_attn: the causal mask was built over the
+    # appended keys too, hiding them from the first queries.
+    kw = OPTIONS[option]
+    ref, ours = _pair(batch_first=True, **kw)
+    q, k, v = _inputs(True, False, kw.get("kdim", E), kw.get("vdim", E), torch.float32)
     causal = torch.ones(L, S, dtype=torch.bool).triu(1)
     out_ref, w_ref = ref(q, k, v, attn_mask=causal)
-    out, w = ours(q, k, v, is_causal=True)
-    torch.testing.assert_close(out, out_ref, atol=1e-5, rtol=0)
-    torch.testing.assert_close(w, w_ref, atol=1e-5, rtol=0)
+    for need in (True, False):
+        out, w = ours(q, k, v, is_causal=True, need_weights=need)
+        torch.testing.assert_close(out, out_ref, atol=1e-5, rtol=0)
+        if need:
+            torch.testing.assert_close(w, w_ref, atol=1e-5, rtol=0)
 
 
 def test_self_attention_and_gradients_match_torch() -> None:
@@ -177,3 +188,31 @@ def test_fully_masked_row_gives_zero_not_nan() -> None:
     assert torch.isfinite(out).all() and (w[1] == 0).all()
     bias = ours.out_proj.bias
     torch.testing.assert_close(out[1], bias.expand(L, E).detach())  # zero context, then W_O
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    b=st.integers(1, 3),
+    tq=st.integers(1, 5),
+    tk=st.integers(1, 6),
+    heads=st.sampled_from([1, 2, 4]),
+    batch_first=st.booleans(),
+    need_weights=st.booleans(),
+    seed=st.integers(0, 1000),
+)
+def test_random_shapes_with_padding_match_torch(b, tq, tk, heads, batch_first, need_weights, seed):
+    torch.manual_seed(seed)
+    ref = nn.MultiheadAttention(8, heads, batch_first=batch_first).eval()
+    nn.init.normal_(ref.in_proj_bias)
+    ours = ann.MultiheadAttention(8, heads, batch_first=batch_first).eval()
+    ours.load_state_dict(ref.state_dict())
+    q, k = torch.randn(b, tq, 8), torch.randn(b, tk, 8)
+    if not batch_first:
+        q, k = q.transpose(0, 1), k.transpose(0, 1)
+    kpm = torch.rand(b, tk) > 0.5
+    kpm[:, 0] = False  # never a fully masked row
+    out_ref, w_ref = ref(q, k, k, key_padding_mask=kpm, need_weights=need_weights)
+    out, w = ours(q, k, k, key_padding_mask=kpm, need_weights=need_weights)
+    torch.testing.assert_close(out, out_ref, atol=1e-5, rtol=0)
+    if need_weights:
+        torch.testing.assert_close(w, w_ref, atol=1e-5, rtol=0)

@@ -10,6 +10,8 @@ from torch.autograd import gradcheck
 import attnkit
 from attnkit.normalisers import Entmax15, Softmax, Sparsemax, entmax15, masked_softmax, sparsemax
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 
 def _scores_and_mask(seed: int, shape=(2, 3, 7), scale: float = 2.0):
     g = torch.Generator().manual_seed(seed)

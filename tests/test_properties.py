@@ -4,6 +4,7 @@ windows equal dense attention with an independently built band mask, one head eq
 single-head attend, sparsemax is sparse, self-attention is permutation-equivariant."""
 
 import hypothesis.strategies as st
+import pytest
 import torch
 from _reference import band_ref
 from hypothesis import given, settings
@@ -20,6 +21,8 @@ from attnkit import (
     attend,
 )
 from attnkit.normalisers import sparsemax
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 SETTINGS = settings(max_examples=30, deadline=None)
 NORMALISERS = st.sampled_from([Softmax(), Softmax(0.3), Sparsemax(), Entmax15()])

@@ -18,6 +18,8 @@ from attnkit.registry import (
     build_score,
 )
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 COMBOS = list(itertools.product(sorted(SCORES), sorted(ALIGNMENTS), sorted(NORMALISERS)))
 B, T, D = 2, 6, 8
 
@@ -83,3 +85,9 @@ def test_every_variant_is_registered_with_a_paper() -> None:
     names = {v.name for v in VARIANTS}
     assert names == set(SCORES) | set(ALIGNMENTS) | set(NORMALISERS)
     assert all(v.paper and v.formula for v in VARIANTS)
+
+
+def test_temperature_is_not_silently_dropped() -> None:
+    with pytest.raises(ValueError, match="temperature=2.0 applies to softmax only"):
+        attnkit.build("dot", dim=4, normaliser="sparsemax", temperature=2.0)
+    assert build_normaliser("softmax", 2.0).temperature == 2.0

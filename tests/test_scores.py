@@ -36,6 +36,8 @@ from attnkit.scores import (
     scaled_dot_score,
 )
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 B, TQ, TK = 2, 3, 5
 
 
@@ -65,10 +67,11 @@ def test_general_score_different_widths() -> None:
     np.testing.assert_allclose(general_score(q, k, sc.weight).detach().numpy(), ref, atol=1e-12)
 
 
+@pytest.mark.parametrize("max_elements", [1 << 24, 12], ids=["whole", "chunked"])
 @pytest.mark.parametrize("bias", [True, False])
-def test_additive_score_different_widths(bias: bool) -> None:
+def test_additive_score_different_widths(bias: bool, max_elements: int) -> None:
     q, k = _qk(dq=4, dk=6)
-    sc = AdditiveScore(4, 6, hidden=5, bias=bias).double()
+    sc = AdditiveScore(4, 6, hidden=5, bias=bias, max_elements=max_elements).double()
     if sc.bias is not None:
         torch.nn.init.normal_(sc.bias)
     b = None if sc.bias is None else np64(sc.bias)
@@ -191,3 +194,8 @@ def test_additive_module_budget_through_attend(monkeypatch) -> None:
     out.sum().backward()
     assert seen and max(seen) <= 500
     assert x.grad is not None and torch.isfinite(x.grad).all()
+
+
+def test_additive_chunked_with_no_queries() -> None:
+    sc = AdditiveScore(4, max_elements=10)
+    assert sc(torch.randn(2, 0, 4), torch.randn(2, 5, 4)).shape == (2, 0, 5)

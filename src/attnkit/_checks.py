@@ -74,19 +74,15 @@ def check_mask(mask: Tensor | None, scores_shape: tuple[int, ...]) -> Tensor | N
             f"mask has dtype {mask.dtype}; attnkit masks are bool with True = may attend. "
             "Convert with mask.bool() (or ~mask.bool() if yours marks positions to ignore)"
         )
-    try:
-        grown = torch.broadcast_shapes(mask.shape, scores_shape) != torch.Size(scores_shape)
+    try:  # the mask must broadcast *to* the scores, never grow them
+        fits = torch.broadcast_shapes(mask.shape, scores_shape) == torch.Size(scores_shape)
     except RuntimeError:
-        grown = True
-    if grown:
+        fits = False
+    if not fits:
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
-            f"{scores_shape} (..., Tq, Tk); a padding mask is (B, 1, Tk): "
+            f"{tuple(scores_shape)} (..., Tq, Tk); a padding mask is (B, 1, Tk): "
             "see attnkit.masks.padding_mask"
-        )
-    if len(mask.shape) > len(scores_shape):
-        raise ValueError(
-            f"mask of shape {tuple(mask.shape)} has more dims than the scores {scores_shape}"
         )
     return mask
 

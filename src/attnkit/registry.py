@@ -115,7 +115,13 @@ def build_alignment(name: str, query_dim: int, window: int | None = None) -> Ali
 
 
 def build_normaliser(name: str, temperature: float = 1.0) -> NormaliseFn:
-    return NORMALISERS[_lookup("normaliser", name, NORMALISERS, NORMALISER_ALIASES)](temperature)
+    key = _lookup("normaliser", name, NORMALISERS, NORMALISER_ALIASES)
+    if key != "softmax" and temperature != 1.0:
+        raise ValueError(
+            f"temperature={temperature} applies to softmax only; {key} has none: "
+            "leave temperature at 1.0 or scale the scores (e.g. ScaledDotScore(scale))"
+        )
+    return NORMALISERS[key](temperature)
 
 
 def build(

@@ -86,9 +86,9 @@ def additive_score(
     batch = math.prod(torch.broadcast_shapes(query.shape[:-2], keys.shape[:-2]))
     tq, tk, a = query.shape[-2], keys.shape[-2], w_query.shape[0]
     per_key = max(1, batch * a)  # elements of one (query, key) column of the hidden tensor
-    k_chunk = min(tk, max(1, max_elements // per_key))
-    q_chunk = min(tq, max(1, max_elements // (per_key * k_chunk)))
-    if q_chunk >= tq and k_chunk >= tk:
+    k_chunk = max(1, min(tk, max_elements // per_key))
+    q_chunk = max(1, min(tq, max_elements // (per_key * k_chunk)))
+    if per_key * tq * tk <= max_elements:  # the whole (..., Tq, Tk, A) tensor fits
         return _additive_block(wq, wk, v)  # (..., Tq, Tk)
     use_ckpt = torch.is_grad_enabled() and (wq.requires_grad or wk.requires_grad or v.requires_grad)
     rows = []

@@ -241,6 +241,10 @@ class MultiheadAttention(nn.Module):
             q_in, k_in, v_in = (x.transpose(0, 1) for x in (query, key, value))  # (B, L, E)
         q, k, v = self._project(q_in, k_in, v_in)  # (B, L, E), (B, S, E), (B, S, E)
         b, tq = q.shape[0], q.shape[1]
+        if is_causal and attn_mask is None:
+            # PyTorch polarity (True = not allowed), over the real keys only: the bias_k and
+            # zero keys appended below stay visible to every query, as with an explicit mask.
+            attn_mask = ~causal_mask(tq, k.shape[1], device=q.device)  # (L, S)
         if self.bias_k is not None and self.bias_v is not None:
             k = torch.cat([k, self.bias_k.expand(b, 1, -1)], dim=1)  # (B, S+1, E)
             v = torch.cat([v, self.bias_v.expand(b, 1, -1)], dim=1)
