@@ -127,10 +127,11 @@ class _Geometry:
         return self.pad_keys(x).unfold(1, self.L, self.b).transpose(-1, -2)
 
     def edge_mask(self, start: int, stop: int, device: torch.device) -> Tensor:
-        """Band AND "the key exists" for blocks [start, stop): (stop - start, b, L)."""
+        """Band AND "the key exists" for blocks [start, stop): (1, nr, b, L), 4-D (a 3-D mask
+        sends SDPA to its unfused math path)."""
         i = torch.arange(start, stop, device=device)[:, None, None]  # (nr, 1, 1)
         pos = i * self.b - self.r + torch.arange(self.L, device=device)  # (nr, 1, L)
-        return self.band.to(device) & (pos >= 0) & (pos < self.tk)  # (nr, b, L)
+        return (self.band.to(device) & (pos >= 0) & (pos < self.tk))[None]  # (1, nr, b, L)
 
     def mask_tiles(self, mask: Tensor, lead: torch.Size) -> Tensor:
         """A user mask broadcastable to (*lead, Tq, Tk) -> tiles (1|G, nb, b|1, L|1)."""
@@ -193,7 +194,7 @@ def _explicit(
     work = compute_dtype(qt.dtype)
     scale = 1.0 / math.sqrt(qt.shape[-1])
     scores = (qt.to(work) @ kt.to(work).transpose(-1, -2)) * scale  # (G, nb, b, L)
-    m = geo.edge_mask(0, geo.nb, qt.device)  # (nb, b, L)
+    m = geo.edge_mask(0, geo.nb, qt.device)  # (1, nb, b, L)
     if user is not None:
         m = m & user
     w = masked_softmax(scores, m).contiguous()  # (G, nb, b, L)

@@ -1,0 +1,137 @@
+"""How one case is measured: in a fresh Python process, so that its peak memory is its own.
+
+* time: ``warmup`` untimed steps (FlexAttention compiles in its first), then the median of
+  ``repeats`` timed steps (``time.perf_counter``);
+* the matmul rate: 2048 x 2048 float32 matmul, median of 3, measured in the same process just
+  before the case, so that the case's % of it is taken under the same load;
+* peak memory: torch's CPU tensors live outside Python's heap (tracemalloc does not see them),
+  so this reads the kernel's resident-set high-water mark: after the warm-up the process's
+  peak is reset (``/proc/self/clear_refs`` = 5), one more step runs, and the result is
+  VmHWM - VmRSS (from ``/proc/self/status``) — the memory the step needed beyond its inputs
+  and the interpreter, whatever allocated it. Linux only; elsewhere it is reported as None.
+
+Run as ``python -m attnkit.bench.measure '<case as JSON>' WARMUP REPEATS``; prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .variants import Case, Step, make_step
+
+MATMUL_SIZE = 2048
+
+
+def median_seconds(step: Step, repeats: int) -> tuple[float, list[float]]:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), times
+
+
+def matmul_gflops(repeats: int = 3) -> float:
+    """The machine's float32 matmul rate now: 2·s³ FLOPs per 2048 x 2048 product."""
+    gen = torch.Generator().manual_seed(0)
+    a, b = (torch.randn(MATMUL_SIZE, MATMUL_SIZE, generator=gen) for _ in range(2))
+
+    def product() -> None:
+        torch.mm(a, b)
+
+    product()  # warm-up
+    seconds, _ = median_seconds(product, repeats)
+    return 2 * MATMUL_SIZE**3 / seconds / 1e9
+
+
+def _status_kib(field: str) -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def peak_extra_mib(step: Step) -> float | None:
+    """Resident memory one step needs beyond what is already resident (MiB), or None."""
+    gc.collect()
+    try:
+        Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
+    except OSError:
+        return None
+    base = _status_kib("VmRSS")
+    step()
+    peak = _status_kib("VmHWM")
+    if base is None or peak is None:
+        return None
+    return max(peak - base, 0) / 1024
+
+
+def measure(case: Case, warmup: int, repeats: int, rate: float | None = None) -> dict[str, Any]:
+    """Time and peak memory of one case; its % of ``rate`` (measured now if None)."""
+    torch.manual_seed(0)
+    rate = matmul_gflops() if rate is None else rate
+    step = make_step(case)
+    for _ in range(max(warmup, 1)):
+        step()
+    peak = peak_extra_mib(step)
+    seconds, times = median_seconds(step, repeats)
+    achieved = case.flops / seconds / 1e9
+    return {
+        "ms": seconds * 1e3,
+        "times_ms": [t * 1e3 for t in times],
+        "gflops": achieved,
+        "matmul_gflops": rate,
+        "pct_matmul": 100 * achieved / rate,
+        "peak_mib": peak,
+    }
+
+
+def measure_in_subprocess(
+    case: Case, warmup: int, repeats: int, timeout: float, threads: int | None = None
+) -> dict[str, Any]:
+    """Run ``measure`` in a fresh interpreter; {"error": ...} if it fails or times out."""
+    src = str(Path(__file__).resolve().parents[2])  # the directory holding attnkit/
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)
+    cmd = [sys.executable, "-m", "attnkit.bench.measure", json.dumps(asdict(case))]
+    try:
+        done = subprocess.run(
+            [*cmd, str(warmup), str(repeats)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f} s"}
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"exit {done.returncode}: {tail[:200]}"}
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+def main(argv: list[str]) -> int:
+    case = Case(**json.loads(argv[0]))
+    print(json.dumps(measure(case, int(argv[1]), int(argv[2]))), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,264 @@
+"""Which cases to measure, which to skip, and the report: a table, JSON and log-log plots.
+
+A case is skipped (and the table says why) when its variant cannot run here, or when one step
+would take more than ``time_limit_s`` or its peak memory would pass ``memory_limit_gib``: the
+estimate extrapolates the same variant's previous size (n² for dense variants, n for the
+local kernels) and, for the dense ones, counts the n x n tensors they must build.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .measure import matmul_gflops, measure, measure_in_subprocess
+from .variants import VARIANTS, Case, available
+
+DENSE = {"naive", "sdpa-band", "sdpa"}  # variants whose work grows as n²
+GLOBAL_SIZES = [1024, 2048, 4096, 8192, 16384, 32768]
+LOCAL_SIZES = [1024, 2048, 4096, 8192, 16384, 32768, 65536]
+
+
+@dataclass
+class SuiteConfig:
+    global_sizes: list[int] = field(default_factory=lambda: list(GLOBAL_SIZES))
+    local_sizes: list[int] = field(default_factory=lambda: list(LOCAL_SIZES))
+    scenarios: list[str] = field(default_factory=lambda: ["global", "local", "causal"])
+    backward: list[bool] = field(default_factory=lambda: [False, True])
+    variants: list[str] | None = None  # None: every variant of a scenario
+    warmup: int = 1
+    repeats: int = 3
+    time_limit_s: float = 30.0
+    memory_limit_gib: float = 8.0
+    heads: int = 8
+    dim: int = 64
+    local_radius: int = 256
+    causal_radius: int = 512
+    isolate: bool = True  # a fresh process per case (honest peak memory); False: smoke runs
+    matmul_repeats: int = 5
+
+    def __post_init__(self) -> None:
+        for name in self.scenarios:
+            if name not in VARIANTS:
+                raise ValueError(f"unknown scenario {name!r}; choose from {sorted(VARIANTS)}")
+        if self.repeats < 1:
+            raise ValueError(f"repeats={self.repeats}: need at least one timed step")
+
+
+def dense_bytes(case: Case) -> float:
+    """Bytes of the n x n tensors a dense variant must hold at once (a lower bound)."""
+    nn = float(case.n) ** 2
+    if case.variant == "naive":  # scores and weights in float32 (+ their gradients)
+        return nn * case.heads * case.batch * 4 * (4 if case.backward else 2)
+    if case.variant == "sdpa-band":  # the bool mask and SDPA's float copy of it
+        return nn * 5 * (2 if case.backward else 1)
+    return 0.0
+
+
+def skip_reason(case: Case, prev: dict[str, Any] | None, cfg: SuiteConfig) -> str | None:
+    why = available(case)
+    if why is not None:
+        return why
+    limit = cfg.memory_limit_gib * 2**30
+    if dense_bytes(case) > limit:
+        return f"skipped: needs > {dense_bytes(case) / 2**30:.0f} GiB"
+    if prev is None or "ms" not in prev:
+        return None
+    power = 2 if case.variant in DENSE or case.scenario == "global" else 1
+    grow = (case.n / prev["n"]) ** power
+    est_s = prev["ms"] / 1e3 * grow
+    if est_s > cfg.time_limit_s:
+        return f"skipped: est. {est_s:.0f} s per step"
+    if prev.get("peak_mib") is not None and prev["peak_mib"] * grow * 2**20 > limit:
+        return f"skipped: est. {prev['peak_mib'] * grow / 1024:.0f} GiB"
+    return None
+
+
+def plan_cases(cfg: SuiteConfig) -> list[Case]:
+    cases = []
+    for scenario in cfg.scenarios:
+        sizes = cfg.global_sizes if scenario == "global" else cfg.local_sizes
+        radius = cfg.causal_radius if scenario == "causal" else cfg.local_radius
+        for backward in cfg.backward:
+            for variant in VARIANTS[scenario]:
+                if cfg.variants is not None and variant not in cfg.variants:
+                    continue
+                for n in sizes:
+                    cases.append(
+                        Case(variant, scenario, n, backward, 1, cfg.heads, cfg.dim, radius)
+                    )
+    return cases
+
+
+def run_suite(cfg: SuiteConfig, log: Any = print) -> dict[str, Any]:
+    """Measure every planned case (one fresh process each) and return the report dict."""
+    rate_before = matmul_gflops(cfg.matmul_repeats)
+    log(f"matmul 2048x2048 float32: {rate_before:.0f} GFLOP/s")
+    rows: list[dict[str, Any]] = []
+    last: dict[tuple[str, str, bool], dict[str, Any]] = {}
+    for case in plan_cases(cfg):
+        key = (case.variant, case.scenario, case.backward)
+        row: dict[str, Any] = {**asdict(case), "mode": "fwd+bwd" if case.backward else "fwd"}
+        reason = skip_reason(case, last.get(key), cfg)
+        if reason is None:
+            if cfg.isolate:
+                timeout = max(120.0, 12 * cfg.time_limit_s)
+                row.update(measure_in_subprocess(case, cfg.warmup, cfg.repeats, timeout))
+            else:
+                row.update(measure(case, cfg.warmup, cfg.repeats, rate_before))
+            if "ms" in row:
+                last[key] = row
+            else:
+                reason = row.pop("error")
+        if reason is not None:
+            row["skipped"] = reason
+            last[key] = {"n": case.n, "ms": float("inf")} if "GiB" in reason else last.get(key, {})
+        rows.append(row)
+        log(format_row(row))
+    rate_after = matmul_gflops(cfg.matmul_repeats)
+    return {
+        "matmul_gflops": {"before": rate_before, "after": rate_after},
+        "config": asdict(cfg),
+        "rows": rows,
+        "targets": targets(rows),
+    }
+
+
+def _find(rows: list[dict[str, Any]], **kw: Any) -> dict[str, Any] | None:
+    for row in rows:
+        if all(row.get(k) == v for k, v in kw.items()) and "ms" in row:
+            return row
+    return None
+
+
+def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The issue's targets, each with the measured figure (None where not measured)."""
+    out: list[dict[str, Any]] = []
+
+    def add(name: str, value: float | None, ok: bool | None) -> None:
+        out.append({"target": name, "measured": value, "met": ok})
+
+    def get(variant: str, n: int, mode: str = "fwd", scenario: str = "local") -> Any:
+        return _find(rows, variant=variant, n=n, mode=mode, scenario=scenario)
+
+    ours, band = get("attnkit", 16384), get("sdpa-band", 16384)
+    speed = band["ms"] / ours["ms"] if ours and band else None
+    add("local n=16384: >= 20x faster than SDPA + band mask", speed, _ge(speed, 20))
+    mem = (
+        ours["peak_mib"] / band["peak_mib"]
+        if ours and band and ours.get("peak_mib") and band.get("peak_mib")
+        else None
+    )
+    add(
+        "local n=16384: <= 1/8 of its peak memory (ratio)",
+        mem,
+        None if mem is None else mem <= 1 / 8,
+    )
+    for mode in ("fwd", "fwd+bwd"):
+        a, b = get("attnkit", 16384, mode), get("local-attention", 16384, mode)
+        r = b["ms"] / a["ms"] if a and b else None
+        add(f"local n=16384 {mode}: >= 1.5x faster than local-attention", r, _ge(r, 1.5))
+    pct = ours["pct_matmul"] if ours else None
+    add("local n=16384 fwd: >= 40% of the matmul rate (%)", pct, _ge(pct, 40))
+    t32 = get("attnkit", 32768)
+    scale = t32["ms"] / ours["ms"] if t32 and ours else None
+    add("local time(32768)/time(16384) in [1.8, 2.2]", scale,
+        None if scale is None else 1.8 <= scale <= 2.2)  # fmt: skip
+    for mode in ("fwd", "fwd+bwd"):
+        big = get("attnkit", 65536, mode)
+        inputs_mib = 3 * 65536 * 8 * 64 * 4 / 2**20 * (2 if mode == "fwd+bwd" else 1)
+        total = big["peak_mib"] + inputs_mib if big and big.get("peak_mib") is not None else None
+        add(f"local n=65536 {mode}: < 2 GiB (inputs + peak, MiB)", total,
+            None if total is None else total < 2048)  # fmt: skip
+    ratios = []
+    for row in rows:
+        if row.get("variant") == "attnkit" and row.get("scenario") == "global" and "ms" in row:
+            sdpa = _find(rows, variant="sdpa", scenario="global", n=row["n"], mode=row["mode"])
+            if sdpa:
+                ratios.append(row["ms"] / sdpa["ms"])
+    worst = statistics.median(ratios) if ratios else None
+    add(
+        "global: attnkit within 1.05x of SDPA (median ratio)",
+        worst,
+        None if worst is None else worst <= 1.05,
+    )
+    return out
+
+
+def _ge(x: float | None, bound: float) -> bool | None:
+    return None if x is None else x >= bound
+
+
+HEADER = (
+    f"{'scenario':<8} {'mode':<8} {'n':>6} {'variant':<16} {'ms':>10} {'GFLOP/s':>8} "
+    f"{'%mm':>5} {'peak MiB':>9}  note"
+)
+
+
+def format_row(row: dict[str, Any]) -> str:
+    head = f"{row['scenario']:<8} {row['mode']:<8} {row['n']:>6} {row['variant']:<16}"
+    if "ms" not in row:
+        return f"{head} {'-':>10} {'-':>8} {'-':>5} {'-':>9}  {row.get('skipped', '')}"
+    peak = "n/a" if row.get("peak_mib") is None else f"{row['peak_mib']:.0f}"
+    return f"{head} {row['ms']:>10.1f} {row['gflops']:>8.1f} {row['pct_matmul']:>5.0f} {peak:>9}"
+
+
+def format_targets(report: dict[str, Any]) -> str:
+    lines = ["targets:"]
+    for t in report["targets"]:
+        mark = {True: "met", False: "MISSED", None: "not measured"}[t["met"]]
+        value = "-" if t["measured"] is None else f"{t['measured']:.3g}"
+        lines.append(f"  {t['target']:<58} {value:>8}  {mark}")
+    return "\n".join(lines)
+
+
+def write_report(report: dict[str, Any], out: Path) -> list[Path]:
+    """bench.json and one PNG per scenario (time and peak memory vs n, log-log)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench.json").write_text(json.dumps(report, indent=1, default=str))
+    paths = [out / "bench.json"]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in report["rows"] if "ms" in r]
+    for scenario in sorted({r["scenario"] for r in rows}):
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+        for (metric, label), ax in zip(
+            [("ms", "time per step (ms)"), ("peak_mib", "peak extra memory (MiB)")],
+            axes,
+            strict=True,
+        ):
+            for variant in VARIANTS[scenario]:
+                for mode, style in (("fwd", "-o"), ("fwd+bwd", "--s")):
+                    pts = [
+                        (r["n"], r[metric])
+                        for r in rows
+                        if r["scenario"] == scenario
+                        and r["variant"] == variant
+                        and r["mode"] == mode
+                        and r.get(metric)
+                    ]
+                    if pts:
+                        xs, ys = zip(*sorted(pts), strict=True)
+                        ax.plot(xs, ys, style, label=f"{variant} {mode}", markersize=3)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("sequence length n")
+            ax.set_ylabel(label)
+            ax.grid(True, which="both", alpha=0.3)
+        axes[0].legend(fontsize=7)
+        fig.suptitle(f"{scenario} attention, B=1 H=8 d=64 float32")
+        fig.tight_layout()
+        path = out / f"bench_{scenario}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+__all__ = ["SuiteConfig", "format_row", "format_targets", "plan_cases", "run_suite", "write_report"]

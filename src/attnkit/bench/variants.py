@@ -1,0 +1,160 @@
+"""The attention variants the benchmark measures; each builds its inputs and returns a step.
+
+A scenario is ``global`` (every key), ``local`` (radius r each side) or ``causal`` (look-back
+r). A step runs the forward pass, and with ``backward`` the backward pass too.
+
+Legend: B batch, H heads, n sequence length, d head width, r radius, W keys per query.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+Step = Callable[[], None]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One measurement: a variant on a scenario at one size."""
+
+    variant: str
+    scenario: str  # global | local | causal
+    n: int
+    backward: bool
+    batch: int = 1
+    heads: int = 8
+    dim: int = 64
+    radius: int = 256  # local: each side; causal: look-back
+
+    @property
+    def keys_per_query(self) -> int:
+        """W: the keys one query must score (n for global attention)."""
+        if self.scenario == "global":
+            return self.n
+        return self.radius + 1 if self.scenario == "causal" else 2 * self.radius + 1
+
+    @property
+    def flops(self) -> float:
+        """The FLOPs the variant must do: 4·n·W·d·H·B forward (QKᵀ and AV); the backward pass
+        counts twice the forward (dQ, dK, dV, dS), so fwd+bwd counts 3x."""
+        fwd = 4.0 * self.n * self.keys_per_query * self.dim * self.heads * self.batch
+        return 3 * fwd if self.backward else fwd
+
+
+def band(n: int, radius: int, causal: bool) -> Tensor:
+    """Dense (n, n) bool band mask, True = may attend: what the dense anchors need."""
+    i = torch.arange(n)[:, None]  # (n, 1)
+    j = torch.arange(n)[None, :]  # (1, n)
+    return ((j <= i) & (i - j <= radius)) if causal else (i - j).abs() <= radius  # (n, n)
+
+
+def _naive(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5  # (B, H, n, n)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v  # (B, H, n, d)
+
+
+def _attention_fn(case: Case) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
+    """(q, k, v) (B, H, n, d) -> context (B, H, n, d) for the case's variant and scenario."""
+    name, n, r = case.variant, case.n, case.radius
+    causal = case.scenario == "causal"
+    local = case.scenario != "global"
+    if name == "attnkit" and not local:
+        from ..core import attend
+
+        return lambda q, k, v: attend(q, k, v, need_weights=False, check_finite=False).context
+    if name == "attnkit":
+        from ..local import sliding_window_attention
+
+        return lambda q, k, v: sliding_window_attention(q, k, v, r, causal).context
+    if name == "sdpa":
+        return lambda q, k, v: F.scaled_dot_product_attention(q, k, v)
+    if name == "sdpa-band":
+        mask = band(n, r, causal)
+        return lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    if name == "naive":
+        window = band(n, r, causal) if local else None
+        return lambda q, k, v: _naive(q, k, v, window)
+    if name == "flex":
+        return _flex(n, r, causal)
+    if name == "local-attention":
+        return _lucidrains(r, causal)
+    raise ValueError(f"unknown variant {name!r} for scenario {case.scenario!r}")
+
+
+def _flex(n: int, r: int, causal: bool) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
+    """FlexAttention with a sliding-window block mask, compiled (the only way it runs on CPU;
+    it has no CPU backward pass)."""
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    def window(b: Tensor, h: Tensor, qi: Tensor, ki: Tensor) -> Tensor:
+        if causal:
+            return (ki <= qi) & (qi - ki <= r)
+        return (qi - ki).abs() <= r
+
+    block_mask = create_block_mask(window, None, None, n, n, device="cpu")
+    compiled = torch.compile(flex_attention)
+    return lambda q, k, v: compiled(q, k, v, block_mask=block_mask)
+
+
+def _lucidrains(r: int, causal: bool) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
+    """lucidrains' local-attention 1.11.2: buckets of window_size with look-around, masked to
+    the exact window; no rotary embedding, so it computes the same function."""
+    from local_attention import LocalAttention
+
+    if causal:
+        layer = LocalAttention(r, causal=True, look_backward=1, look_forward=0, autopad=True,
+                               exact_windowsize=True, use_rotary_pos_emb=False)  # fmt: skip
+    else:
+        layer = LocalAttention(r, causal=False, look_backward=1, look_forward=1, autopad=True,
+                               exact_windowsize=True, use_rotary_pos_emb=False)  # fmt: skip
+    return lambda q, k, v: layer(q, k, v)
+
+
+def available(case: Case) -> str | None:
+    """None if the variant can run this case here, else why not."""
+    if case.variant == "local-attention" and importlib.util.find_spec("local_attention") is None:
+        return "not installed (pip install local-attention==1.11.2)"
+    if case.variant == "flex" and case.backward:
+        return "no CPU backward (pytorch#148752)"
+    if case.scenario == "global" and case.variant in ("flex", "local-attention", "sdpa-band"):
+        return "local only"
+    if case.scenario != "global" and case.variant == "sdpa":
+        return "global only"
+    return None
+
+
+def make_step(case: Case) -> Step:
+    """Inputs (B, H, n, d) float32 and one step: forward, then backward if asked."""
+    gen = torch.Generator().manual_seed(0)
+    shape = (case.batch, case.heads, case.n, case.dim)
+    q, k, v = (torch.randn(shape, generator=gen).requires_grad_(case.backward) for _ in range(3))
+    grad = torch.randn(shape, generator=gen)
+    fn = _attention_fn(case)
+
+    def step() -> None:
+        if not case.backward:
+            with torch.no_grad():
+                fn(q, k, v)
+            return
+        for x in (q, k, v):
+            x.grad = None
+        fn(q, k, v).backward(grad)
+
+    return step
+
+
+VARIANTS = {
+    "global": ["attnkit", "sdpa", "naive"],
+    "local": ["attnkit", "sdpa-band", "flex", "local-attention", "naive"],
+    "causal": ["attnkit", "sdpa-band", "flex", "local-attention", "naive"],
+}
+
+__all__ = ["VARIANTS", "Case", "available", "band", "make_step"]

@@ -1,0 +1,59 @@
+"""``attnkit bench --quick`` runs end to end: a table, JSON with every planned case (measured
+or skipped with a reason), PNG plots; the skip rule and the FLOP count are right."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from attnkit.bench.suite import SuiteConfig, skip_reason
+from attnkit.bench.variants import Case
+from attnkit.cli import main
+
+
+def test_quick_run_writes_table_json_and_plots(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["bench", "--quick", "--sizes", "128", "--out", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "GFLOP/s" in text and "targets:" in text
+    report = json.loads((tmp_path / "bench.json").read_text())
+    rows = report["rows"]
+    measured = [r for r in rows if "ms" in r]
+    assert {(r["scenario"], r["variant"]) for r in measured} >= {
+        ("global", "attnkit"),
+        ("global", "sdpa"),
+        ("local", "attnkit"),
+        ("local", "sdpa-band"),
+        ("causal", "attnkit"),
+    }
+    assert all(r["ms"] > 0 and r["gflops"] > 0 for r in measured)
+    assert all("skipped" in r for r in rows if "ms" not in r)
+    assert report["matmul_gflops"]["before"] > 0
+    for scenario in ("global", "local", "causal"):
+        assert (tmp_path / f"bench_{scenario}.png").stat().st_size > 1000
+
+
+def test_flops_count_only_the_window() -> None:
+    local = Case("attnkit", "local", 1024, False, radius=256)
+    assert local.flops == 4 * 1024 * 513 * 64 * 8
+    assert Case("sdpa", "global", 1024, False).flops == 4 * 1024 * 1024 * 64 * 8
+    assert Case("attnkit", "causal", 1024, True, radius=512).flops == 3 * 4 * 1024 * 513 * 64 * 8
+
+
+def test_skip_rule_extrapolates_and_says_why() -> None:
+    cfg = SuiteConfig()
+    prev = {"n": 8192, "ms": 9000.0, "peak_mib": 10.0}
+    why = skip_reason(Case("sdpa", "global", 16384, False), prev, cfg)
+    assert why is not None and "est. 36 s" in why
+    assert skip_reason(Case("naive", "global", 65536, False), None, cfg) is not None
+    assert "backward" in str(skip_reason(Case("flex", "local", 1024, True), None, cfg))
+    assert skip_reason(Case("attnkit", "local", 16384, False), prev | {"ms": 100.0}, cfg) is None
+
+
+def test_bad_sizes_are_a_clean_error(capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["bench", "--sizes", "12,abc"]) == 2
+    assert "comma-separated" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("modes", ["bwd", ""])
+def test_bad_modes(modes: str) -> None:
+    assert main(["bench", "--quick", "--modes", modes]) == 2
