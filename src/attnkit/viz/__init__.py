@@ -1,0 +1,33 @@
+"""Looking inside attention: heatmaps (matplotlib and terminal), a self-contained interactive
+HTML page, a step-by-step explainer, and alignment quality (AER, entropy).
+
+Everything works on a weights tensor and token lists that the caller passes in:
+weights (Tq, Tk), (H, Tq, Tk) or (L, H, Tq, Tk); rows are queries (target tokens), columns
+keys (source tokens).
+"""
+
+from .alignment_quality import (
+    GoldAlignment,
+    aer,
+    argmax_links,
+    attention_entropy,
+    corpus_aer,
+    parse_pharaoh,
+    read_pharaoh,
+    threshold_links,
+)
+from .heatmap import heatmap
+from .terminal import terminal_heatmap
+
+__all__ = [
+    "GoldAlignment",
+    "aer",
+    "argmax_links",
+    "attention_entropy",
+    "corpus_aer",
+    "heatmap",
+    "parse_pharaoh",
+    "read_pharaoh",
+    "terminal_heatmap",
+    "threshold_links",
+]
