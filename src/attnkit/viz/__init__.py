@@ -17,17 +17,24 @@ from .alignment_quality import (
     threshold_links,
 )
 from .heatmap import heatmap
+from .page import attention_page, write_attention_page
 from .terminal import terminal_heatmap
+from .weights_file import AttentionRecord, load_attention, save_attention
 
 __all__ = [
+    "AttentionRecord",
     "GoldAlignment",
     "aer",
     "argmax_links",
+    "attention_page",
     "attention_entropy",
     "corpus_aer",
     "heatmap",
+    "load_attention",
     "parse_pharaoh",
     "read_pharaoh",
+    "save_attention",
     "terminal_heatmap",
     "threshold_links",
+    "write_attention_page",
 ]

@@ -27,7 +27,7 @@ def _register_hangul() -> bool:
     return True
 
 
-def font_rc(extra: list[str] | None = None) -> dict[str, Any]:
+def font_rc(extra: list[str] | None = None) -> Any:
     """rcParams for ``matplotlib.rc_context``: the fallback chain, user fonts first."""
     _register_hangul()
     return {"font.family": [*(extra or []), *FALLBACK], "axes.unicode_minus": False}
