@@ -108,3 +108,23 @@ def test_tokens_are_data_not_markup(page, tmp_path) -> None:
     assert dialogs == []
     _shot(page, tmp_path, "page_evil.png")
     assert re.search(r"onerror", page.text_content("#keys") or "")
+
+
+def test_explain_stepper_steps_through(page, tmp_path) -> None:
+    from attnkit.viz.explain import explain_steps
+    from attnkit.viz.explain_render import step_tables, write_stepper
+
+    st = explain_steps("additive", "local-p", window=2, src_tokens=["<i>x</i>", "b", "c"])
+    path = write_stepper(tmp_path / "steps.html", st)
+    _open(page, path)
+    assert page.text_content("#where") == "step 0 of 5"
+    assert page.locator("section.step:visible td").first.text_content() == "0"
+    for _ in range(4):
+        page.click("#next")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowLeft")
+    assert page.text_content("#where") == "step 4 of 5"
+    cells = page.locator("section.step:visible td").all_text_contents()
+    assert cells == step_tables(st)[4].rows[0]  # c_t, as printed in the terminal
+    assert page.locator("i").count() == 0  # a token is text, not markup
+    _shot(page, tmp_path, "stepper.png")
