@@ -70,3 +70,20 @@ def test_entropy_hand_computed() -> None:
     assert attention_entropy(torch.tensor([[0.25, 0.25]])) == pytest.approx(math.log(2))
     uniform = torch.full((2, 3, 4, 5), 0.2)  # (L, H, Tq, Tk)
     assert attention_entropy(uniform, normalised=True) == pytest.approx(1.0)
+
+
+def test_evaluate_alignments_corpus() -> None:
+    from attnkit.viz import evaluate_alignments
+
+    w1 = torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]])  # argmax links {(0,0), (2,1)}
+    w2 = torch.tensor([[0.5, 0.5]])  # argmax {(0,0)}; threshold 0.5 -> {(0,0), (1,0)}
+    scores = evaluate_alignments([w1, w2], ["0-0 1-1 2?1", "0-0"], threshold=0.5)
+    # argmax: (1,2,2,2) + (1,1,1,1) = (2,3,3,3) -> 1 - 5/6
+    assert scores.aer_argmax == pytest.approx(1 / 6)
+    # threshold: {(0,0),(2,1)} -> (1,2,2,2); {(0,0),(1,0)} -> (1,1,2,1); sum (2,3,4,3) -> 1 - 5/7
+    assert scores.aer_threshold == pytest.approx(2 / 7)
+    assert scores.sentences == 2
+    expected = (attention_entropy(w1) + math.log(2)) / 2
+    assert scores.entropy == pytest.approx(expected)
+    with pytest.raises(ValueError, match="outside the 2 source x 1 target"):
+        evaluate_alignments([w2], ["0-1"])  # a swapped src-tgt link

@@ -20,9 +20,14 @@ def _shot(page, tmp_path: Path, name: str) -> None:
     assert (folder / name).stat().st_size > 1000
 
 
-def _open(page, path: Path) -> None:
+def _open(page, path: Path) -> list[str]:
+    """Open the page from disk; it must not ask for anything but itself."""
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
     page.goto(path.resolve().as_uri())
     page.wait_for_selector("body[data-ready='1']", timeout=10_000)
+    assert requests == [path.resolve().as_uri()], f"the page fetched {requests}"
+    return requests
 
 
 def _weights_of(page, selector: str) -> list[float]:
@@ -94,7 +99,7 @@ def test_tokens_are_data_not_markup(page, tmp_path) -> None:
     path = write_attention_page(
         tmp_path / "evil.html", torch.full((3, 3), 1 / 3), evil, evil, title=evil[0]
     )
-    _open(page, path)
+    requests = _open(page, path)
     for i in range(3):
         page.hover(f".tok.query[data-i='{i}']")
         page.hover(f"#matrix td.cell[data-i='{i}'][data-j='{i}']")
@@ -106,6 +111,7 @@ def test_tokens_are_data_not_markup(page, tmp_path) -> None:
     assert page.evaluate("typeof window.pwned") == "undefined"
     assert page.evaluate("document.scripts.length") == 2
     assert dialogs == []
+    assert len(requests) == 1  # nothing was fetched (an <img src=x> would have been)
     _shot(page, tmp_path, "page_evil.png")
     assert re.search(r"onerror", page.text_content("#keys") or "")
 

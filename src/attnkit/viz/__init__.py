@@ -7,11 +7,13 @@ keys (source tokens).
 """
 
 from .alignment_quality import (
+    AlignmentScores,
     GoldAlignment,
     aer,
     argmax_links,
     attention_entropy,
     corpus_aer,
+    evaluate_alignments,
     parse_pharaoh,
     read_pharaoh,
     threshold_links,
@@ -22,6 +24,7 @@ from .terminal import terminal_heatmap
 from .weights_file import AttentionRecord, load_attention, save_attention
 
 __all__ = [
+    "AlignmentScores",
     "AttentionRecord",
     "GoldAlignment",
     "aer",
@@ -29,6 +32,7 @@ __all__ = [
     "attention_page",
     "attention_entropy",
     "corpus_aer",
+    "evaluate_alignments",
     "heatmap",
     "load_attention",
     "parse_pharaoh",

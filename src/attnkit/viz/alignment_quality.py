@@ -134,12 +134,65 @@ def attention_entropy(weights: Any, *, normalised: bool = False) -> float:
     return float(ent.mean())
 
 
+@dataclass(frozen=True)
+class AlignmentScores:
+    """Corpus-level alignment quality of attention: AER of argmax links, AER of thresholded
+    links (None without a threshold), mean entropy in nats and normalised to [0, 1]."""
+
+    aer_argmax: float
+    aer_threshold: float | None
+    entropy: float
+    entropy_normalised: float
+    sentences: int
+
+
+def _check_links(gold: GoldAlignment, tq: int, tk: int, k: int) -> None:
+    for s, t in gold.possible:
+        if not (0 <= s < tk and 0 <= t < tq):
+            raise ValueError(
+                f"sentence {k}: gold link {s}-{t} is outside the {tk} source x {tq} target "
+                "tokens of its weights; Pharaoh links are src-tgt (swap with a reversed corpus)"
+            )
+
+
+def evaluate_alignments(
+    weights: Sequence[Any],
+    gold: Sequence[GoldAlignment | str],
+    *,
+    threshold: float | None = None,
+) -> AlignmentScores:
+    """Score a corpus of attention matrices against gold alignments.
+
+    weights: one (Tq, Tk) matrix per sentence (target rows, source columns), cut to the real
+    lengths (average or pick heads first); gold: a GoldAlignment or a Pharaoh line each.
+    """
+    if len(weights) != len(gold):
+        raise ValueError(f"{len(weights)} weight matrices but {len(gold)} gold alignments")
+    golds = [parse_pharaoh(g) if isinstance(g, str) else g for g in gold]
+    mats = [_matrix(w) for w in weights]
+    for k, (m, g) in enumerate(zip(mats, golds, strict=True)):
+        _check_links(g, m.shape[0], m.shape[1], k)
+    entropies = [attention_entropy(m) for m in mats if m.sum() > 0]
+    normalised = [attention_entropy(m, normalised=True) for m in mats if m.sum() > 0]
+    return AlignmentScores(
+        aer_argmax=corpus_aer([argmax_links(m) for m in mats], golds),
+        aer_threshold=None
+        if threshold is None
+        else corpus_aer([threshold_links(m, threshold) for m in mats], golds),
+        entropy=float(np.mean(entropies)) if entropies else 0.0,
+        entropy_normalised=float(np.mean(normalised)) if normalised else 0.0,
+        sentences=len(mats),
+    )
+
+
 __all__ = [
+    "AlignmentScores",
     "GoldAlignment",
     "aer",
     "argmax_links",
     "attention_entropy",
     "corpus_aer",
+    "evaluate_alignments",
     "parse_pharaoh",
     "read_pharaoh",
     "threshold_links",
