@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from . import __version__
 
-COMMANDS = ["info", "bench"]
+COMMANDS = ["info", "bench", "view", "explain"]
 
 
 def make_parser() -> argparse.ArgumentParser:

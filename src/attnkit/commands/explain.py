@@ -1,0 +1,67 @@
+"""``attnkit explain``: one attention computation, step by step, with its numbers.
+
+attnkit explain --score additive --align local-p --window 2 --html steps.html --gif steps.gif
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..registry import ALIGNMENTS, NORMALISERS, SCORES
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "explain",
+        help="walk through one attention computation step by step, with numbers",
+        description=(
+            "Prints, for a small seeded example: (0) encoder states, (1) a score for each, "
+            "(2) the normalised weights, (3) each state times its weight, (4) their sum, the "
+            "context vector, (5) the decoder's attentional state. Numbers are computed by "
+            "attnkit itself (registry + attend)."
+        ),
+    )
+    p.add_argument("--score", default="dot", help=f"one of {sorted(SCORES)} (default dot)")
+    p.add_argument("--align", default="global", help=f"one of {sorted(ALIGNMENTS)}")
+    p.add_argument("--normaliser", default="softmax", help=f"one of {sorted(NORMALISERS)}")
+    p.add_argument("--window", type=int, default=None, help="window D for local/sliding")
+    p.add_argument("--temperature", type=float, default=1.0, help="softmax temperature T")
+    p.add_argument(
+        "--src", default="the cat sat on the mat", help="source tokens, separated by spaces"
+    )
+    p.add_argument("--dim", type=int, default=4, help="width of the states (default 4)")
+    p.add_argument("--step", type=int, default=2, help="decoder step t (default 2)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--html", help="also write the steps as an HTML stepper here")
+    p.add_argument("--gif", help="also write the steps as an animated GIF here")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..viz.explain import explain_steps
+    from ..viz.explain_render import render_terminal, write_stepper
+
+    if args.window is None and args.align in ("local-m", "local-p", "sliding", "sliding-causal"):
+        raise ValueError(f"--align {args.align} needs a window: add --window D (e.g. --window 2)")
+    if args.dim > 64 or len(args.src.split()) > 40:
+        raise ValueError("the explainer is for small examples: --dim <= 64 and <= 40 tokens")
+    steps = explain_steps(
+        args.score,
+        args.align,
+        args.normaliser,
+        src_tokens=args.src.split(),
+        dim=args.dim,
+        window=args.window,
+        temperature=args.temperature,
+        target_step=args.step,
+        seed=args.seed,
+    )
+    render_terminal(steps)
+    if args.html:
+        print(f"wrote {write_stepper(args.html, steps)}: open it and press → to step")
+    if args.gif:
+        from ..viz.explain_gif import write_gif
+
+        print(f"wrote {write_gif(args.gif, steps)}")
+    return 0

@@ -1,0 +1,97 @@
+"""``attnkit view``: look at attention weights that you saved — an interactive HTML page, a
+PNG heatmap, or a heatmap in the terminal.
+
+    attnkit view --weights attn.safetensors --src-tokens "I go to school ." \
+        --tgt-tokens "나는 학교에 간다 ." --out attn.html --png attn.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "view",
+        help="show saved attention weights: HTML page, PNG heatmap, terminal heatmap",
+        description=(
+            "Weights come from a safetensors file with a 'weights' tensor of shape (Tq, Tk), "
+            "(H, Tq, Tk) or (L, H, Tq, Tk): rows are target (query) tokens, columns source "
+            "(key) tokens. Tokens come from --src-tokens/--tgt-tokens (split on spaces), a "
+            '--tokens JSON file {"src": [...], "tgt": [...]}, or the file\'s metadata '
+            "(attnkit.viz.save_attention writes it). No source tokens = self-attention."
+        ),
+    )
+    p.add_argument("--weights", required=True, help="safetensors file")
+    p.add_argument("--name", default="weights", help="tensor name in the file (default weights)")
+    p.add_argument("--src-tokens", help="source (key) tokens, separated by spaces")
+    p.add_argument("--tgt-tokens", help="target (query) tokens, separated by spaces")
+    p.add_argument("--tokens", help='JSON file {"src": [...], "tgt": [...]}')
+    p.add_argument("--out", help="write the interactive page here (.html)")
+    p.add_argument("--png", help="write a heatmap image here (.png, .svg or .pdf)")
+    p.add_argument("--terminal", action="store_true", help="print a heatmap (the default)")
+    p.add_argument("--layer", type=int, default=-1, help="layer of stacked weights (default last)")
+    p.add_argument("--head", default=None, help="head index or 'mean' (default: every head)")
+    p.add_argument("--gold", help="gold alignment, Pharaoh format: '0-0 1-2 2?3' (src-tgt)")
+    p.add_argument("--title", default=None, help="page and figure title")
+    p.set_defaults(run=run)
+
+
+def _split(text: str | None) -> list[str] | None:
+    return None if text is None else text.split()
+
+
+def _resolve_tokens(args: argparse.Namespace, record: Any) -> tuple[list[str], list[str] | None]:
+    src, tgt = record.src_tokens, record.tgt_tokens
+    if args.tokens:
+        path = Path(args.tokens)
+        if not path.exists():
+            raise FileNotFoundError(f"no tokens file {path}")
+        spec = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(spec, dict) or "tgt" not in spec:
+            raise ValueError(f'{path} must be a JSON object {{"src": [...], "tgt": [...]}}')
+        src, tgt = spec.get("src"), spec["tgt"]
+    src = _split(args.src_tokens) or src
+    tgt = _split(args.tgt_tokens) or tgt
+    if tgt is None:
+        raise ValueError("no target tokens: pass --tgt-tokens 'a b c' or --tokens FILE.json")
+    return tgt, src
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..viz import heatmap, parse_pharaoh, terminal_heatmap
+    from ..viz.page import write_attention_page
+    from ..viz.weights_file import load_attention
+
+    record = load_attention(args.weights, name=args.name)
+    tgt, src = _resolve_tokens(args, record)
+    title = args.title or Path(args.weights).stem
+    head: int | str | None = args.head
+    if head not in (None, "mean"):
+        try:
+            head = int(head)
+        except ValueError as err:
+            raise ValueError(f"--head {head!r}: pass a head index or 'mean'") from err
+    if args.out:
+        page = write_attention_page(args.out, record.weights, tgt, src, title=title)
+        print(f"wrote {page}: open it in a browser (no network needed)")
+    if args.png:
+        gold = parse_pharaoh(args.gold) if args.gold else None
+        heatmap(
+            record.weights,
+            tgt,
+            src,
+            layer=args.layer,
+            heads=head,
+            gold=gold,
+            path=args.png,
+            title=title,
+        )
+        print(f"wrote {args.png}")
+    if args.terminal or not (args.out or args.png):
+        one_head = head if isinstance(head, int) else None
+        print(terminal_heatmap(record.weights, tgt, src, layer=args.layer, head=one_head))
+    return 0

@@ -1,0 +1,204 @@
+"""The static parts of the interactive page (kept as Python strings so that they ship with the
+package without package-data settings). The script reads #attn-data and builds every element
+with createElement/textContent: no innerHTML anywhere."""
+
+CSS = r"""
+body { font-family: "DejaVu Sans", "Noto Sans", "NanumGothic", "Apple SD Gothic Neo",
+       "Malgun Gothic", system-ui, sans-serif; margin: 1.2em; color: #222; }
+h1 { font-size: 1.3em; margin: 0 0 .4em 0; }
+.controls { margin: .4em 0 1em 0; display: flex; gap: 1.2em; align-items: center; }
+.controls label { font-size: .9em; }
+.hidden { display: none; }
+.strip { display: flex; flex-wrap: wrap; gap: .35em; align-items: flex-end; margin: .2em 0; }
+.strip-label { width: 6.5em; font-size: .8em; color: #666; }
+.tok { border: 1px solid #bbb; border-radius: 4px; padding: .15em .4em; cursor: pointer;
+       display: inline-flex; flex-direction: column; align-items: center; min-width: 1.6em;
+       white-space: pre; background: #fff; }
+.tok .w { font-size: .65em; color: inherit; min-height: 1em; }
+.tok.query.active { outline: 2px solid #d33; }
+.tok.query.pinned { outline: 2px solid #900; background: #fee; }
+#status { font-size: .85em; color: #333; min-height: 1.3em; margin: .6em 0; }
+table#matrix { border-collapse: collapse; margin-top: .6em; }
+#matrix th { font-weight: normal; font-size: .8em; padding: 2px 4px; white-space: pre; }
+#matrix thead th { writing-mode: vertical-rl; transform: rotate(180deg); text-align: left; }
+#matrix tbody th { text-align: right; cursor: pointer; }
+#matrix td.cell { width: 1.6em; height: 1.6em; border: 1px solid #eee; }
+#matrix tr.row-hl th { color: #d33; font-weight: bold; }
+#matrix td.cell.col-hl { border-color: #d33; }
+"""
+
+BODY = r"""<h1 id="title"></h1>
+<div class="controls">
+  <label id="layer-box">layer <select id="layer"></select></label>
+  <label id="head-box">head <select id="head"></select></label>
+  <span id="kind"></span>
+</div>
+<section id="tokens-view">
+  <div class="strip" id="keys"><span class="strip-label"></span></div>
+  <div class="strip" id="queries"><span class="strip-label"></span></div>
+</section>
+<div id="status">hover or click a target token</div>
+<section id="matrix-view"><table id="matrix"><thead></thead><tbody></tbody></table></section>
+"""
+
+JS = r"""
+"use strict";
+(function () {
+  const data = JSON.parse(document.getElementById("attn-data").textContent);
+  const L = data.weights.length, H = data.weights[0].length;
+  const Tq = data.queries.length, Tk = data.keys.length;
+  const layerSel = document.getElementById("layer"), headSel = document.getElementById("head");
+  let pinned = null;
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function option(sel, value, text) {
+    const o = el("option", "", text);
+    o.value = value;
+    sel.appendChild(o);
+  }
+
+  document.getElementById("title").textContent = data.title;
+  document.title = data.title;
+  document.getElementById("kind").textContent = data.kind === "self"
+    ? "self-attention (keys = queries)"
+    : "cross-attention (target \u2192 source)";
+  for (let l = 0; l < L; l++) option(layerSel, String(l), String(l));
+  layerSel.value = String(L - 1);
+  if (H > 1) option(headSel, "mean", "mean");
+  for (let h = 0; h < H; h++) option(headSel, String(h), String(h));
+  headSel.value = "0";
+  if (L === 1) document.getElementById("layer-box").classList.add("hidden");
+  if (H === 1) document.getElementById("head-box").classList.add("hidden");
+
+  // the (Tq, Tk) matrix currently shown: one head of one layer, or the mean of heads
+  function matrix() {
+    const layer = data.weights[Number(layerSel.value)];
+    if (headSel.value !== "mean") return layer[Number(headSel.value)];
+    const m = [];
+    for (let i = 0; i < Tq; i++) {
+      const row = new Array(Tk).fill(0);
+      for (let h = 0; h < H; h++) for (let j = 0; j < Tk; j++) row[j] += layer[h][i][j] / H;
+      m.push(row);
+    }
+    return m;
+  }
+  function shade(w, max) {
+    const a = max > 0 ? w / max : 0;
+    return "rgba(31, 97, 204, " + a.toFixed(3) + ")";
+  }
+
+  const keyStrip = document.getElementById("keys"), queryStrip = document.getElementById("queries");
+  keyStrip.firstElementChild.textContent = data.kind === "self" ? "keys" : "source";
+  queryStrip.firstElementChild.textContent = data.kind === "self" ? "queries" : "target";
+  const keyEls = data.keys.map(function (t, j) {
+    const s = el("span", "tok key");
+    s.dataset.j = String(j);
+    s.appendChild(el("span", "t", t));
+    s.appendChild(el("span", "w", ""));
+    keyStrip.appendChild(s);
+    return s;
+  });
+  const queryEls = data.queries.map(function (t, i) {
+    const s = el("span", "tok query");
+    s.dataset.i = String(i);
+    s.appendChild(el("span", "t", t));
+    s.appendChild(el("span", "w", ""));
+    s.addEventListener("mouseenter", function () { if (pinned === null) show(i); });
+    s.addEventListener("mouseleave", function () { if (pinned === null) clear(); });
+    s.addEventListener("click", function () {
+      pinned = pinned === i ? null : i;
+      queryEls.forEach(function (q, k) { q.classList.toggle("pinned", k === pinned); });
+      if (pinned === null) clear(); else show(i);
+    });
+    queryStrip.appendChild(s);
+    return s;
+  });
+
+  const thead = document.querySelector("#matrix thead");
+  const tbody = document.querySelector("#matrix tbody");
+  const head = el("tr");
+  head.appendChild(el("th", "", ""));
+  data.keys.forEach(function (t) { head.appendChild(el("th", "", t)); });
+  thead.appendChild(head);
+  const cells = [], rows = [];
+  data.queries.forEach(function (t, i) {
+    const tr = el("tr");
+    const th = el("th", "", t);
+    th.addEventListener("mouseenter", function () { if (pinned === null) show(i); });
+    th.addEventListener("mouseleave", function () { if (pinned === null) clear(); });
+    tr.appendChild(th);
+    const row = [];
+    for (let j = 0; j < Tk; j++) {
+      const td = el("td", "cell");
+      td.dataset.i = String(i);
+      td.dataset.j = String(j);
+      td.addEventListener("mouseenter", function () {
+        if (pinned === null) show(i);
+        const w = matrix()[i][j];
+        document.getElementById("status").textContent =
+          data.queries[i] + " \u2192 " + data.keys[j] + ": " + w.toFixed(4);
+        cells.forEach(function (r) { r[j].classList.add("col-hl"); });
+      });
+      td.addEventListener("mouseleave", function () {
+        cells.forEach(function (r) { r[j].classList.remove("col-hl"); });
+      });
+      tr.appendChild(td);
+      row.push(td);
+    }
+    tbody.appendChild(tr);
+    rows.push(tr);
+    cells.push(row);
+  });
+
+  function paintMatrix() {
+    const m = matrix();
+    let max = 0;
+    m.forEach(function (r) { r.forEach(function (w) { if (w > max) max = w; }); });
+    for (let i = 0; i < Tq; i++) for (let j = 0; j < Tk; j++) {
+      const td = cells[i][j], w = m[i][j];
+      td.dataset.weight = String(w);
+      td.title = w.toFixed(4);
+      td.style.backgroundColor = shade(w, max);
+    }
+  }
+  // highlight the source tokens by the weights of target token i
+  function show(i) {
+    const row = matrix()[i];
+    const max = Math.max.apply(null, row);
+    queryEls.forEach(function (q, k) { q.classList.toggle("active", k === i); });
+    rows.forEach(function (r, k) { r.classList.toggle("row-hl", k === i); });
+    keyEls.forEach(function (s, j) {
+      s.dataset.weight = String(row[j]);
+      s.classList.toggle("hl", row[j] > 0);
+      s.style.backgroundColor = shade(row[j], max);
+      s.style.color = max > 0 && row[j] / max > 0.6 ? "#fff" : "";
+      s.lastElementChild.textContent = row[j].toFixed(2);
+    });
+    let best = 0;
+    for (let j = 1; j < Tk; j++) if (row[j] > row[best]) best = j;
+    document.getElementById("status").textContent =
+      data.queries[i] + " attends most to " + data.keys[best] + " (" + row[best].toFixed(4) + ")";
+  }
+  function clear() {
+    queryEls.forEach(function (q) { q.classList.remove("active"); });
+    rows.forEach(function (r) { r.classList.remove("row-hl"); });
+    keyEls.forEach(function (s) {
+      delete s.dataset.weight;
+      s.classList.remove("hl");
+      s.style.backgroundColor = "";
+      s.style.color = "";
+      s.lastElementChild.textContent = "";
+    });
+  }
+  function redraw() { paintMatrix(); if (pinned !== null) show(pinned); else clear(); }
+  layerSel.addEventListener("change", redraw);
+  headSel.addEventListener("change", redraw);
+  paintMatrix();
+  document.body.dataset.ready = "1";
+})();
+"""

@@ -1,0 +1,56 @@
+"""``attnkit view`` on a user-supplied safetensors file, and the file format round trip."""
+
+import json
+
+import pytest
+import torch
+
+from attnkit.cli import main
+from attnkit.viz.weights_file import load_attention, save_attention
+
+TGT, SRC = ["나는", "학교에", "간다", "."], ["I", "go", "to", "school", "."]
+
+
+@pytest.fixture
+def weights_file(tmp_path):
+    torch.manual_seed(0)
+    w = torch.softmax(torch.randn(2, 3, 4, 5), -1)  # (L, H, Tq, Tk)
+    return save_attention(tmp_path / "attn.safetensors", w, TGT, SRC), w
+
+
+def test_round_trip(weights_file) -> None:
+    path, w = weights_file
+    rec = load_attention(path)
+    assert torch.equal(rec.weights, w)
+    assert rec.tgt_tokens == TGT and rec.src_tokens == SRC
+    with pytest.raises(ValueError, match="pass --name"):
+        load_attention(path, name="attn")
+
+
+def test_view_writes_page_png_and_prints(weights_file, tmp_path, capsys) -> None:
+    path, w = weights_file
+    page, png = tmp_path / "attn.html", tmp_path / "attn.png"
+    argv = ["view", "--weights", str(path), "--out", str(page), "--png", str(png)]
+    assert main([*argv, "--head", "1", "--layer", "0", "--gold", "0-0 3-1", "--terminal"]) == 0
+    out = capsys.readouterr().out
+    assert f"wrote {page}" in out and "layer 0, head 1" in out and "학교에" in out
+    html = page.read_text(encoding="utf-8")
+    data = json.loads(html.split('id="attn-data">')[1].split("</script>")[0])
+    assert data["queries"] == TGT and data["keys"] == SRC and data["kind"] == "cross"
+    assert torch.allclose(torch.tensor(data["weights"], dtype=torch.float64), w.double(), atol=1e-6)
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_tokens_from_flags_and_json_override_metadata(tmp_path, capsys) -> None:
+    path = save_attention(tmp_path / "self.safetensors", torch.eye(3))  # no tokens inside
+    assert main(["view", "--weights", str(path)]) == 2
+    assert "no target tokens" in capsys.readouterr().err
+    assert main(["view", "--weights", str(path), "--tgt-tokens", "a b c"]) == 0
+    assert "a" in capsys.readouterr().out
+    spec = tmp_path / "tokens.json"
+    spec.write_text(json.dumps({"tgt": ["x", "y", "z"]}))
+    assert main(["view", "--weights", str(path), "--tokens", str(spec)]) == 0
+    assert "│██    │ x 1.00" in capsys.readouterr().out
+    assert main(["view", "--weights", str(tmp_path / "missing.safetensors")]) == 2
+    assert main(["view", "--weights", str(path), "--tgt-tokens", "a b"]) == 2
+    assert "2 query tokens but the weights have 3 queries" in capsys.readouterr().err
