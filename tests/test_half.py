@@ -90,3 +90,33 @@ def test_multihead_module_in_half(dtype) -> None:
         out = half(x.to(dtype), need_weights=need).context
         assert out.dtype == dtype
         _close(out, ref)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("align", ["global", "local-p"])
+@pytest.mark.parametrize(
+    "score", ["scaled_dot", "dot", "general", "additive", "location", "cosine"]
+)
+def test_half_modules_with_parameters(score: str, align: str, dtype) -> None:
+    # Used to fail: a module cast with .half() met attend's float32 work tensors in a matmul.
+    torch.manual_seed(0)
+    m = attnkit.build(score, dim=8, heads=2, align=align, window=2, max_keys=6)
+    x = torch.randn(2, 6, 8).to(dtype)
+    m_half = attnkit.build(score, dim=8, heads=2, align=align, window=2, max_keys=6).to(dtype)
+    m_half.load_state_dict({k: v.to(dtype) for k, v in m.state_dict().items()})
+    ref = m.to(torch.float32)(x.float()).context
+    out = m_half(x).context
+    assert out.dtype == dtype
+    assert torch.isfinite(out).all()
+    torch.testing.assert_close(out.float(), ref, rtol=0.05, atol=0.05)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_half_multidimensional_module(dtype) -> None:
+    torch.manual_seed(0)
+    m = attnkit.MultiDimensionalAttention(8)
+    x = torch.randn(2, 5, 8)
+    ref = m(x.to(dtype).float(), x.to(dtype).float()).context
+    out = m.to(dtype)(x.to(dtype), x.to(dtype)).context
+    assert out.dtype == dtype and torch.isfinite(out).all()
+    torch.testing.assert_close(out.float(), ref, rtol=0.05, atol=0.05)

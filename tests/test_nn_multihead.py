@@ -216,3 +216,24 @@ def test_random_shapes_with_padding_match_torch(b, tq, tk, heads, batch_first, n
     torch.testing.assert_close(out, out_ref, atol=1e-5, rtol=0)
     if need_weights:
         torch.testing.assert_close(w, w_ref, atol=1e-5, rtol=0)
+
+
+def _output_from_weights(m, q, k, v, w):
+    """out = W_O · concat_h(w_h · V W_h^V) + b_O, batch-first, per-head weights w (B, H, L, S)."""
+    _, _, w_v = m.in_proj_weight.split(E)
+    b_v = m.in_proj_bias.split(E)[2]
+    vh = (v @ w_v.T + b_v).view(v.shape[0], v.shape[1], H, E // H).transpose(1, 2)
+    ctx = (w @ vh).transpose(1, 2).reshape(q.shape[0], q.shape[1], E)
+    return m.out_proj(ctx)
+
+
+@pytest.mark.parametrize("module", ["torch", "attnkit"])
+def test_training_weights_are_the_dropped_ones(module: str) -> None:
+    # PyTorch returns the weights after dropout; so must the drop-in.
+    torch.manual_seed(0)
+    cls = nn.MultiheadAttention if module == "torch" else ann.MultiheadAttention
+    m = cls(E, H, dropout=0.5, batch_first=True).train()
+    q, k, v = _inputs(True, False, E, E, torch.float32)
+    out, w = m(q, k, v, average_attn_weights=False)
+    assert (w == 0).any()  # some weights were dropped
+    torch.testing.assert_close(out, _output_from_weights(m, q, k, v, w), atol=1e-5, rtol=0)

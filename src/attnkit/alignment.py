@@ -141,7 +141,8 @@ class LocalP(Alignment):
             source_len = torch.tensor(float(tk), device=query.device, dtype=query.dtype)
         else:
             source_len = mask.sum(dim=-1).to(query.dtype)  # (..., Tq or 1)
-        position = predict_position(query, self.w_p, self.v_p, source_len)  # (..., Tq)
+        w_p, v_p = self.w_p.to(query.dtype), self.v_p.to(query.dtype)  # half params: upcast
+        position = predict_position(query, w_p, v_p, source_len)  # (..., Tq)
         window, prior = gaussian_window(position, tk, self.window)  # (..., Tq, Tk)
         return AlignSpec(and_masks(mask, window), prior, position)
 

@@ -36,13 +36,15 @@ def check_heads(dim: int, heads: int) -> int:
 
 
 class DropoutReduce:
-    """Weighted sum with dropout on the weights (Vaswani 2017, §5.4 attention dropout)."""
+    """Weighted sum with dropout on the weights (Vaswani 2017, §5.4 attention dropout).
+    The dropped weights that made the context come back as ``extras["dropped_weights"]``."""
 
     def __init__(self, dropout: nn.Dropout) -> None:
         self.dropout = dropout
 
     def __call__(self, weights: Tensor, values: Tensor) -> Reduced:
-        return weighted_sum(self.dropout(weights), values)
+        dropped = self.dropout(weights)  # (..., Tq, Tk)
+        return Reduced(weighted_sum(dropped, values).context, {"dropped_weights": dropped})
 
 
 class Attention(nn.Module):

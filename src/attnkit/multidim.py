@@ -93,11 +93,7 @@ class MultiDimensionalAttention(nn.Module):
         scores = multidim_score(
             query.to(work),
             keys.to(work),
-            self.w_query,
-            self.w_keys,
-            self.bias,
-            self.w_out,
-            self.b_out,
+            *(p.to(work) for p in (self.w_query, self.w_keys, self.bias, self.w_out, self.b_out)),
         )  # (B, Tq, Tk, Dv)
         return featurewise_attend(scores, values, mask, self.normaliser)
 

@@ -177,7 +177,7 @@ class GeneralScore(Score):
     def forward(self, query: Tensor, keys: Tensor) -> Tensor:
         check_width("query", query.shape[-1], self.weight.shape[0], "see GeneralScore(query_dim)")
         check_width("keys", keys.shape[-1], self.weight.shape[1], "see GeneralScore(key_dim)")
-        return general_score(query, keys, self.weight)
+        return general_score(query, keys, self.weight.to(query.dtype))  # half params: upcast
 
 
 class AdditiveScore(Score):
@@ -211,10 +211,10 @@ class AdditiveScore(Score):
         return additive_score(
             query,
             keys,
-            self.w_query,
-            self.w_keys,
-            self.v,
-            self.bias,
+            self.w_query.to(query.dtype),  # parameters meet attend's float32 (or float64) work
+            self.w_keys.to(query.dtype),
+            self.v.to(query.dtype),
+            None if self.bias is None else self.bias.to(query.dtype),
             max_elements=self.max_elements,
         )
 
@@ -230,7 +230,7 @@ class LocationScore(Score):
 
     def forward(self, query: Tensor, keys: Tensor) -> Tensor:
         check_width("query", query.shape[-1], self.weight.shape[1], "see LocationScore(query_dim)")
-        return location_score(query, self.weight, keys.shape[-2])
+        return location_score(query, self.weight.to(query.dtype), keys.shape[-2])
 
 
 class CosineScore(Score):

@@ -280,7 +280,9 @@ class MultiheadAttention(nn.Module):
             out = out.transpose(0, 1)  # (L, B, E)
         weights = None
         if need_weights and result.weights is not None:
-            weights = result.weights.to(out.dtype)  # (B, H, L, S)
+            # like PyTorch, return the weights after dropout: the ones that made the output
+            weights = result.extras.get("dropped_weights", result.weights).to(out.dtype)
+            # (B, H, L, S)
             if average_attn_weights:
                 weights = weights.mean(dim=1)  # (B, L, S)
         if unbatched:
