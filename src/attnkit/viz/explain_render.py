@@ -146,9 +146,9 @@ def render_terminal(st: ExplainSteps, console: object | None = None) -> None:
             table.add_row(*row)
         con.print()
         con.print(f"[bold]{step.title}[/bold]", highlight=False)
-        con.print("  " + step.formula, markup=False, highlight=False)
+        con.print("  " + step.formula, markup=False, highlight=False, soft_wrap=True)
         con.print(table)
-        con.print("  " + step.note, markup=False, highlight=False, style="dim")
+        con.print("  " + step.note, markup=False, highlight=False, style="dim", soft_wrap=True)
 
 
 _STEPPER_CSS = """
