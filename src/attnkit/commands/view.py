@@ -34,8 +34,15 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--png", help="write a heatmap image here (.png, .svg or .pdf)")
     p.add_argument("--terminal", action="store_true", help="print a heatmap (the default)")
     p.add_argument("--layer", type=int, default=-1, help="layer of stacked weights (default last)")
-    p.add_argument("--head", default=None, help="head index or 'mean' (default: every head)")
-    p.add_argument("--gold", help="gold alignment, Pharaoh format: '0-0 1-2 2?3' (src-tgt)")
+    p.add_argument(
+        "--head",
+        default=None,
+        help="head index or 'mean' (default: the PNG shows every head, the terminal the mean)",
+    )
+    p.add_argument(
+        "--gold",
+        help="gold alignment, Pharaoh format '0-0 1-2 2?3' (src-tgt): boxed in PNG and page",
+    )
     p.add_argument("--title", default=None, help="page and figure title")
     p.set_defaults(run=run)
 
@@ -75,11 +82,11 @@ def run(args: argparse.Namespace) -> int:
             head = int(head)
         except ValueError as err:
             raise ValueError(f"--head {head!r}: pass a head index or 'mean'") from err
+    gold = parse_pharaoh(args.gold) if args.gold else None
     if args.out:
-        page = write_attention_page(args.out, record.weights, tgt, src, title=title)
+        page = write_attention_page(args.out, record.weights, tgt, src, title=title, gold=gold)
         print(f"wrote {page}: open it in a browser (no network needed)")
     if args.png:
-        gold = parse_pharaoh(args.gold) if args.gold else None
         heatmap(
             record.weights,
             tgt,
