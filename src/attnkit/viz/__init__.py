@@ -19,8 +19,8 @@ from .alignment_quality import (
     threshold_links,
 )
 from .heatmap import heatmap
-from .page import attention_page, write_attention_page
 from .outputs import show
+from .page import attention_page, write_attention_page
 from .terminal import terminal_heatmap
 from .weights_file import AttentionRecord, load_attention, save_attention
 
