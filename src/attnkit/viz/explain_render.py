@@ -79,7 +79,8 @@ def step_tables(st: ExplainSteps) -> list[StepTable]:
         StepTable(
             "(0) encoder hidden states",
             "h_j = encoder(x_j), j = 1 … S;  h_t = decoder state at step t",
-            "one vector per source token; the decoder state h_t is the query",
+            "one vector per source token (seeded random, one decimal, to follow by hand); "
+            "the decoder state h_t is the query",
             ["j", "token", *_dims(d, "h_j")],
             [[str(j), tok[j], *_vec(st.encoder[j])] for j in idx]
             + [["t", "h_t (decoder)", *_vec(st.decoder_state)]],
