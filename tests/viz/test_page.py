@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from attnkit.viz import parse_pharaoh
 from attnkit.viz.page import attention_page, embed_json, write_attention_page
 
 
@@ -42,6 +43,8 @@ def test_embedded_json_cannot_close_the_script_element() -> None:
     assert "<" not in text and ">" not in text and "&" not in text
     assert json.loads(text) == {"t": token}
     html = attention_page(torch.eye(2), [token, "b"])
+    with pytest.raises(ValueError, match="outside the 2 source x 2 target"):
+        attention_page(torch.eye(2), ["a", "b"], gold=[(2, 0)])
     assert html.count("</script>") == 2  # the data element and the page script, no more
     assert "innerHTML" not in html
 
@@ -50,10 +53,16 @@ def test_hover_highlights_sources_by_weight(page, tmp_path) -> None:
     torch.manual_seed(0)
     w = torch.softmax(torch.randn(2, 3, 4, 5) * 2, dim=-1)  # (L, H, Tq, Tk)
     tgt, src = ["나는", "학교에", "간다", "."], ["I", "go", "to", "school", "."]
-    path = write_attention_page(tmp_path / "attn.html", w, tgt, src, title="ko→en")
+    gold = parse_pharaoh("0-0 3-1 1?2")
+    path = write_attention_page(tmp_path / "attn.html", w, tgt, src, title="ko→en", gold=gold)
     _open(page, path)
     assert page.title() == "ko→en"
     assert page.locator(".tok.key .t").all_text_contents() == src
+    sure = page.eval_on_selector_all(
+        ".gold-sure", "es => es.map(e => [+e.dataset.j, +e.dataset.i])"
+    )
+    assert sorted(map(tuple, sure)) == [(0, 0), (3, 1)]  # (src, tgt)
+    assert page.locator(".gold-possible[data-j='1'][data-i='2']").count() == 1
 
     page.select_option("#layer", "0")
     page.select_option("#head", "2")

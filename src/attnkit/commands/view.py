@@ -34,8 +34,15 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--png", help="write a heatmap image here (.png, .svg or .pdf)")
     p.add_argument("--terminal", action="store_true", help="print a heatmap (the default)")
     p.add_argument("--layer", type=int, default=-1, help="layer of stacked weights (default last)")
-    p.add_argument("--head", default=None, help="head index or 'mean' (default: every head)")
-    p.add_argument("--gold", help="gold alignment, Pharaoh format: '0-0 1-2 2?3' (src-tgt)")
+    p.add_argument(
+        "--head",
+        default=None,
+        help="head index or 'mean' (default: the PNG shows every head, the terminal the mean)",
+    )
+    p.add_argument(
+        "--gold",
+        help="gold alignment, Pharaoh format '0-0 1-2 2?3' (src-tgt): boxed in PNG and page",
+    )
     p.add_argument("--title", default=None, help="page and figure title")
     p.set_defaults(run=run)
 
@@ -62,36 +69,29 @@ def _resolve_tokens(args: argparse.Namespace, record: Any) -> tuple[list[str], l
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..viz import heatmap, parse_pharaoh, terminal_heatmap
-    from ..viz.page import write_attention_page
+    from ..viz import parse_pharaoh
+    from ..viz.outputs import show
     from ..viz.weights_file import load_attention
 
     record = load_attention(args.weights, name=args.name)
     tgt, src = _resolve_tokens(args, record)
-    title = args.title or Path(args.weights).stem
     head: int | str | None = args.head
     if head not in (None, "mean"):
         try:
             head = int(head)
         except ValueError as err:
             raise ValueError(f"--head {head!r}: pass a head index or 'mean'") from err
-    if args.out:
-        page = write_attention_page(args.out, record.weights, tgt, src, title=title)
-        print(f"wrote {page}: open it in a browser (no network needed)")
-    if args.png:
-        gold = parse_pharaoh(args.gold) if args.gold else None
-        heatmap(
-            record.weights,
-            tgt,
-            src,
-            layer=args.layer,
-            heads=head,
-            gold=gold,
-            path=args.png,
-            title=title,
-        )
-        print(f"wrote {args.png}")
-    if args.terminal or not (args.out or args.png):
-        one_head = head if isinstance(head, int) else None
-        print(terminal_heatmap(record.weights, tgt, src, layer=args.layer, head=one_head))
+    lines = show(
+        record.weights,
+        tgt,
+        src,
+        out=args.out,
+        png=args.png,
+        terminal=args.terminal or not (args.out or args.png),
+        layer=args.layer,
+        head=head,
+        gold=parse_pharaoh(args.gold) if args.gold else None,
+        title=args.title or Path(args.weights).stem,
+    )
+    print("\n".join(lines))
     return 0

@@ -19,6 +19,7 @@ from .alignment_quality import (
     threshold_links,
 )
 from .heatmap import heatmap
+from .outputs import show
 from .page import attention_page, write_attention_page
 from .terminal import terminal_heatmap
 from .weights_file import AttentionRecord, load_attention, save_attention
@@ -38,6 +39,7 @@ __all__ = [
     "parse_pharaoh",
     "read_pharaoh",
     "save_attention",
+    "show",
     "terminal_heatmap",
     "threshold_links",
     "write_attention_page",

@@ -25,6 +25,8 @@ table#matrix { border-collapse: collapse; margin-top: .6em; }
 #matrix td.cell { width: 1.6em; height: 1.6em; border: 1px solid #eee; }
 #matrix tr.row-hl th { color: #d33; font-weight: bold; }
 #matrix td.cell.col-hl { border-color: #d33; }
+#matrix td.cell.gold-sure { outline: 2px solid #e00; outline-offset: -2px; }
+#matrix td.cell.gold-possible { outline: 2px dashed #e00; outline-offset: -2px; }
 """
 
 BODY = r"""<h1 id="title"></h1>
@@ -153,6 +155,12 @@ JS = r"""
     tbody.appendChild(tr);
     rows.push(tr);
     cells.push(row);
+  });
+
+  data.gold.forEach(function (g) {
+    const s = g[0], t = g[1];
+    const cls = g[2] === "sure" ? "gold-sure" : "gold-possible";
+    if (t < Tq && s < Tk) cells[t][s].classList.add(cls);
   });
 
   function paintMatrix() {

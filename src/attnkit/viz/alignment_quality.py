@@ -64,6 +64,26 @@ def _gold(sure: Iterable[Link] | GoldAlignment, possible: Iterable[Link] | None)
     return GoldAlignment(s, p)
 
 
+def split_gold(
+    gold: Iterable[Link] | GoldAlignment | None, tq: int, tk: int
+) -> tuple[set[Link], set[Link]]:
+    """(sure, possible-only) links to draw, checked against a (Tq, Tk) matrix; plain (src, tgt)
+    pairs are all sure."""
+    if gold is None:
+        return set(), set()
+    if isinstance(gold, GoldAlignment):
+        sure, maybe = set(gold.sure), set(gold.possible - gold.sure)
+    else:
+        sure, maybe = {(int(s), int(t)) for s, t in gold}, set()
+    for s, t in sure | maybe:
+        if not (0 <= s < tk and 0 <= t < tq):
+            raise ValueError(
+                f"gold link ({s}, {t}) outside the {tk} source x {tq} target tokens; "
+                "links are (src, tgt), as in Pharaoh '0-0 1-2'"
+            )
+    return sure, maybe
+
+
 def _matrix(weights: Any) -> np.ndarray:
     stack = as_stack(weights)
     if stack.shape[:2] != (1, 1):
@@ -195,5 +215,6 @@ __all__ = [
     "evaluate_alignments",
     "parse_pharaoh",
     "read_pharaoh",
+    "split_gold",
     "threshold_links",
 ]

@@ -31,8 +31,12 @@ def _matrix(ax: Any, mat: np.ndarray, rows: list[str], title: str, cmap: str = "
     ax.set_title(title, fontsize=9)
 
 
-def _bars(ax: Any, values: np.ndarray, tokens: list[str], title: str, colour: str) -> None:
-    ax.barh(range(len(tokens)), values, color=colour)
+def _bars(
+    ax: Any, values: np.ndarray, tokens: list[str], title: str, colour: str, allowed: np.ndarray
+) -> None:
+    """Horizontal bars; keys the alignment leaves out are pale."""
+    colours = [colour if ok else "#dddddd" for ok in allowed]
+    ax.barh(range(len(tokens)), values, color=colours)
     ax.set_yticks(range(len(tokens)), tokens)
     ax.invert_yaxis()
     for i, v in enumerate(values):
@@ -50,9 +54,9 @@ def _draw(fig: Figure, st: ExplainSteps, step: int) -> None:
     enc = st.encoder.numpy()  # (S, D)
     _matrix(axes[0], np.vstack([enc, st.decoder_state.numpy()[None]]), [*tokens, "h_t"], "h_j")
     if step >= 1:
-        _bars(axes[1], st.scores.numpy(), tokens, "scores e_j", "grey")
+        _bars(axes[1], st.scores.numpy(), tokens, "scores e_j", "grey", st.allowed.numpy())
     if step >= 2:
-        _bars(axes[2], st.weights.numpy(), tokens, "weights a_j", "tab:blue")
+        _bars(axes[2], st.weights.numpy(), tokens, "weights a_j", "tab:blue", st.allowed.numpy())
     if step >= 3:
         _matrix(axes[3], st.weighted.numpy(), tokens, "a_j · h_j")
     if step >= 4:

@@ -79,7 +79,8 @@ def step_tables(st: ExplainSteps) -> list[StepTable]:
         StepTable(
             "(0) encoder hidden states",
             "h_j = encoder(x_j), j = 1 … S;  h_t = decoder state at step t",
-            "one vector per source token; the decoder state h_t is the query",
+            "one vector per source token (seeded random, one decimal, to follow by hand); "
+            "the decoder state h_t is the query",
             ["j", "token", *_dims(d, "h_j")],
             [[str(j), tok[j], *_vec(st.encoder[j])] for j in idx]
             + [["t", "h_t (decoder)", *_vec(st.decoder_state)]],
@@ -146,9 +147,9 @@ def render_terminal(st: ExplainSteps, console: object | None = None) -> None:
             table.add_row(*row)
         con.print()
         con.print(f"[bold]{step.title}[/bold]", highlight=False)
-        con.print("  " + step.formula, markup=False, highlight=False)
+        con.print("  " + step.formula, markup=False, highlight=False, soft_wrap=True)
         con.print(table)
-        con.print("  " + step.note, markup=False, highlight=False, style="dim")
+        con.print("  " + step.note, markup=False, highlight=False, style="dim", soft_wrap=True)
 
 
 _STEPPER_CSS = """

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from ._weights import as_stack, check_tokens
-from .alignment_quality import GoldAlignment, Link
+from .alignment_quality import GoldAlignment, Link, split_gold
 from .fonts import font_rc
 
 
@@ -40,22 +40,9 @@ def _select_heads(n_heads: int, heads: int | Sequence[int] | str | None) -> list
     return [h % n_heads for h in chosen]
 
 
-def _gold_sets(gold: Iterable[Link] | GoldAlignment | None) -> tuple[set[Link], set[Link]]:
-    if gold is None:
-        return set(), set()
-    if isinstance(gold, GoldAlignment):
-        return set(gold.sure), set(gold.possible - gold.sure)
-    return {(int(s), int(t)) for s, t in gold}, set()
-
-
-def _mark_gold(ax: Any, sure: set[Link], possible: set[Link], tq: int, tk: int) -> None:
+def _mark_gold(ax: Any, sure: set[Link], possible: set[Link]) -> None:
     for links, style in ((sure, "-"), (possible, "--")):
         for s, t in sorted(links):
-            if not (0 <= s < tk and 0 <= t < tq):
-                raise ValueError(
-                    f"gold link ({s}, {t}) outside the {tk} source x {tq} target tokens; "
-                    "links are (src, tgt), as in Pharaoh '0-0 1-2'"
-                )
             box = Rectangle((s - 0.5, t - 0.5), 1, 1, fill=False, ec="red", lw=1.6, ls=style)
             ax.add_patch(box)
 
@@ -95,7 +82,7 @@ def heatmap(
         raise ValueError(f"self-attention needs square weights; got {tq}x{tk}: pass key_tokens")
     keys = queries if key_tokens is None else check_tokens(key_tokens, tk, "key tokens", "keys")
     panels = _select_heads(n_heads, heads)
-    sure, possible = _gold_sets(gold)
+    sure, possible = split_gold(gold, tq, tk)
 
     ncols = min(len(panels), 4)
     nrows = math.ceil(len(panels) / ncols)
@@ -119,7 +106,7 @@ def heatmap(
                 for (i, j), w in np.ndenumerate(mat):
                     colour = "white" if w > 0.6 * vmax else "black"
                     ax.text(j, i, f"{w:.2f}", ha="center", va="center", fontsize=7, c=colour)
-            _mark_gold(ax, sure, possible, tq, tk)
+            _mark_gold(ax, sure, possible)
         for ax in axes[len(panels) :]:
             ax.set_axis_off()
         fig.colorbar(image, ax=list(axes[: len(panels)]), shrink=0.8, label="weight")

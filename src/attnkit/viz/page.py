@@ -17,12 +17,13 @@ Legend: L layers, H heads, Tq queries (target tokens), Tk keys (source tokens).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ._page_assets import BODY, CSS, JS
 from ._weights import as_stack, check_tokens
+from .alignment_quality import GoldAlignment, Link, split_gold
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 
@@ -36,16 +37,23 @@ def embed_json(data: Any) -> str:
     return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
+def _gold_links(gold: Iterable[Link] | GoldAlignment | None, tq: int, tk: int) -> list[Any]:
+    sure, maybe = split_gold(gold, tq, tk)
+    links = [[s, t, "sure"] for s, t in sure] + [[s, t, "possible"] for s, t in maybe]
+    return sorted(links)
+
+
 def page_data(
     weights: Any,
     query_tokens: Sequence[str],
     key_tokens: Sequence[str] | None = None,
     *,
     title: str = "attention",
+    gold: Iterable[Link] | GoldAlignment | None = None,
     digits: int = 6,
 ) -> dict[str, Any]:
     """The JSON the page renders: tokens, kind ("cross" or "self"), weights (L, H, Tq, Tk)
-    rounded to ``digits`` decimals."""
+    rounded to ``digits`` decimals, gold links [src, tgt, "sure" | "possible"]."""
     stack = as_stack(weights)  # (L, H, Tq, Tk)
     _, _, tq, tk = stack.shape
     queries = check_tokens(query_tokens, tq, "query tokens", "queries")
@@ -53,6 +61,7 @@ def page_data(
         raise ValueError(f"self-attention needs square weights; got {tq}x{tk}: pass key_tokens")
     keys = queries if key_tokens is None else check_tokens(key_tokens, tk, "key tokens", "keys")
     return {
+        "gold": _gold_links(gold, tq, tk),
         "title": str(title),
         "kind": "self" if key_tokens is None else "cross",
         "queries": queries,
@@ -67,10 +76,11 @@ def attention_page(
     key_tokens: Sequence[str] | None = None,
     *,
     title: str = "attention",
+    gold: Iterable[Link] | GoldAlignment | None = None,
 ) -> str:
     """The page as a string. weights (Tq, Tk) | (H, Tq, Tk) | (L, H, Tq, Tk), torch or numpy;
-    key_tokens None = self-attention."""
-    data = page_data(weights, query_tokens, key_tokens, title=title)
+    key_tokens None = self-attention; gold (src, tgt) links are outlined in the matrix."""
+    data = page_data(weights, query_tokens, key_tokens, title=title, gold=gold)
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
@@ -90,10 +100,12 @@ def write_attention_page(
     key_tokens: Sequence[str] | None = None,
     *,
     title: str = "attention",
+    gold: Iterable[Link] | GoldAlignment | None = None,
 ) -> Path:
     """Write the page to ``path`` (UTF-8) and return the path."""
     out = Path(path)
-    out.write_text(attention_page(weights, query_tokens, key_tokens, title=title), "utf-8")
+    html = attention_page(weights, query_tokens, key_tokens, title=title, gold=gold)
+    out.write_text(html, "utf-8")
     return out
 
 

@@ -41,14 +41,13 @@ def save_attention(
     name: str = "weights",
 ) -> Path:
     """Write ``weights`` (as float32) and the tokens to a safetensors file."""
-    stack = as_stack(weights)  # validates rank and finiteness
+    as_stack(weights)  # checks the rank and that every weight is finite
     tensor = torch.as_tensor(weights).detach().to("cpu", torch.float32).contiguous()
     meta = {}
     if tgt_tokens is not None:
         meta["tgt_tokens"] = json.dumps([str(t) for t in tgt_tokens], ensure_ascii=False)
     if src_tokens is not None:
         meta["src_tokens"] = json.dumps([str(t) for t in src_tokens], ensure_ascii=False)
-    del stack
     save_file({name: tensor}, str(path), metadata=meta)
     return Path(path)
 

@@ -1,0 +1,62 @@
+"""Every view of one attention matrix at once, for commands: ``attnkit view`` calls it on a
+weights file; ``view --checkpoint`` and ``translate --show`` can call it on a model's weights.
+
+    show(weights, tgt_tokens, src_tokens, out="attn.html", png="attn.png", terminal=True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .alignment_quality import GoldAlignment, Link
+from .heatmap import heatmap
+from .page import write_attention_page
+from .terminal import terminal_heatmap
+
+
+def show(
+    weights: Any,
+    tgt_tokens: Sequence[str],
+    src_tokens: Sequence[str] | None = None,
+    *,
+    out: str | Path | None = None,
+    png: str | Path | None = None,
+    terminal: bool = False,
+    layer: int = -1,
+    head: int | str | None = None,
+    gold: Iterable[Link] | GoldAlignment | None = None,
+    title: str = "attention",
+) -> list[str]:
+    """Write the page (``out``), the image (``png``) and/or build the terminal heatmap; returns
+    the lines to print. weights (Tq, Tk) | (H, Tq, Tk) | (L, H, Tq, Tk); src_tokens None =
+    self-attention; head: an index, "mean", or None (image: every head, terminal: the mean)."""
+    if isinstance(head, str) and head != "mean":
+        raise ValueError(f"head {head!r}: pass a head index, 'mean' or None")
+    gold_links = gold if isinstance(gold, GoldAlignment) or gold is None else list(gold)
+    lines = []
+    if out is not None:
+        page = write_attention_page(
+            out, weights, tgt_tokens, src_tokens, title=title, gold=gold_links
+        )
+        lines.append(f"wrote {page}: open it in a browser (no network needed)")
+    if png is not None:
+        heatmap(
+            weights,
+            tgt_tokens,
+            src_tokens,
+            layer=layer,
+            heads=head,
+            gold=gold_links,
+            path=png,
+            title=title,
+        )
+        lines.append(f"wrote {png}")
+    if terminal:
+        one = head if isinstance(head, int) else None
+        lines.append(terminal_heatmap(weights, tgt_tokens, src_tokens, layer=layer, head=one))
+    return lines
+
+
+__all__ = ["show"]
