@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from . import __version__
 
-COMMANDS = ["info"]
+COMMANDS = ["info", "train", "translate", "evaluate", "demo"]
 
 
 def make_parser() -> argparse.ArgumentParser:
