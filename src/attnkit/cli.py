@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from . import __version__
 
-COMMANDS = ["info", "bench", "view", "explain"]
+COMMANDS = ["demo", "train", "translate", "evaluate", "view", "explain", "bench", "info"]
 
 
 def make_parser() -> argparse.ArgumentParser:

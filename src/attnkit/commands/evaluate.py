@@ -1,0 +1,70 @@
+"""``attnkit evaluate``: BLEU, chrF and exact match of a checkpoint on a task's split."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("evaluate", help="score a checkpoint: BLEU, chrF, exact match")
+    p.add_argument("--checkpoint", required=True, help="a checkpoint or `attnkit train` folder")
+    p.add_argument(
+        "--task",
+        default=None,
+        help="task to score on (default: the one the checkpoint was trained on)",
+    )
+    p.add_argument("--task-seed", type=int, default=None)
+    p.add_argument("--split", default="test", help="train | valid | test (default test)")
+    p.add_argument("--beam", type=int, default=1)
+    p.add_argument("--length-penalty", type=float, default=1.0)
+    p.add_argument("--limit", type=int, default=0, help="score only the first N examples")
+    p.add_argument("--json", action="store_true", help="print the scores as JSON")
+    p.add_argument("--device", default="cpu", help="auto | cpu | cuda")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from ..data.tasks import load_task
+    from ..train import checkpoint
+    from ..train.evaluate import score, translate
+    from .train import pick_device
+
+    loaded = checkpoint.load(args.checkpoint, pick_device(args.device))
+    meta = loaded.meta
+    task = args.task or meta.get("task")
+    if task is None:
+        raise ValueError("the checkpoint names no task; pass --task toy-ko")
+    same = task == meta.get("task")
+    seed = args.task_seed if args.task_seed is not None else meta.get("task_seed", 0) if same else 0
+    sizes = {k: meta.get(k) for k in ("train_size", "valid_size", "test_size")} if same else {}
+    examples = load_task(task, seed=seed, **sizes).get(args.split)
+    if args.limit:
+        examples = examples[: args.limit]
+    out = translate(
+        loaded.model,
+        examples,
+        loaded.src_vocab,
+        loaded.tgt_vocab,
+        beam=args.beam,
+        length_penalty=args.length_penalty,
+    )
+    s = score(out.hyps, examples)
+    if args.json:
+        print(json.dumps(asdict(s), indent=1))
+        return 0
+    print(
+        f"{task} {args.split}: {s.n} sentences, "
+        f"{'greedy' if args.beam == 1 else f'beam {args.beam}'}"
+    )
+    print(f"  exact match {100 * s.exact_match:.1f}%   BLEU {s.bleu:.1f}   chrF {s.chrf:.1f}")
+    print("  by source length:")
+    for row in s.by_length:
+        print(
+            f"    {row['src_len']:>7} words  n={row['n']:<5} BLEU {row['bleu']:5.1f}  "
+            f"exact {100 * float(row['exact_match']):5.1f}%"
+        )
+    return 0

@@ -1,0 +1,71 @@
+"""``attnkit translate``: translate sentences with a trained checkpoint."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("translate", help="translate sentences with a trained checkpoint")
+    p.add_argument("sentences", nargs="*", help="source sentences (default: one per stdin line)")
+    p.add_argument("--checkpoint", required=True, help="a checkpoint or `attnkit train` folder")
+    p.add_argument("--beam", type=int, default=1, help="beam size (1 = greedy)")
+    p.add_argument(
+        "--length-penalty", type=float, default=1.0, help="beam score = log p / length^alpha"
+    )
+    p.add_argument(
+        "--save-attention",
+        default=None,
+        metavar="FILE.png",
+        help="heatmap of the first sentence's attention (FILE-2.png for the 2nd, ...)",
+    )
+    p.add_argument("--device", default="cpu", help="auto | cpu | cuda")
+    p.set_defaults(run=run)
+
+
+def tokenise(sentence: str, meta: dict[str, Any]) -> list[str]:
+    if meta.get("tokenise") == "char":
+        return list(sentence.strip())
+    return sentence.split()
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..data.example import Example
+    from ..train import checkpoint
+    from ..train.evaluate import translate
+    from ..train.plots import attention_heatmap
+    from .train import pick_device
+
+    loaded = checkpoint.load(args.checkpoint, pick_device(args.device))
+    lines = args.sentences or [line for line in sys.stdin.read().splitlines() if line.strip()]
+    if not lines:
+        raise ValueError("nothing to translate: give sentences as arguments or on stdin")
+    examples = [Example(tokenise(s, loaded.meta), []) for s in lines]
+    for i, e in enumerate(examples):
+        if not e.src:
+            raise ValueError(f"sentence {i + 1} is empty")
+    out = translate(
+        loaded.model,
+        examples,
+        loaded.src_vocab,
+        loaded.tgt_vocab,
+        beam=args.beam,
+        length_penalty=args.length_penalty,
+    )
+    join = "" if loaded.meta.get("tokenise") == "char" else " "
+    for hyp in out.hyps:
+        print(join.join(hyp))
+    if args.save_attention:
+        base = Path(args.save_attention)
+        for i, (e, hyp, w) in enumerate(zip(examples, out.hyps, out.weights, strict=True)):
+            if w is None:
+                raise ValueError(f"{loaded.model_name} has no attention to draw")
+            path = base if i == 0 else base.with_name(f"{base.stem}-{i + 1}{base.suffix}")
+            unk = [t if t in loaded.src_vocab.index else f"{t}(unk)" for t in e.src]
+            attention_heatmap(w, [*unk, "<eos>"], [*hyp, "<eos>"][: w.shape[0]], path)
+            print(f"attention heatmap: {path}", file=sys.stderr)
+    return 0

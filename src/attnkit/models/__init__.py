@@ -1,0 +1,53 @@
+"""Sequence-to-sequence models built from attnkit's attention modules; one file per model.
+
+build_model("rnnsearch", src_vocab=120, tgt_vocab=200, preset="small", emb=32)
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, fields
+from typing import Any
+
+from . import rnnencdec, rnnsearch
+from .base import Seq2Seq, Seq2SeqOutput
+
+MODELS: dict[str, tuple[type, type, dict[str, dict[str, Any]]]] = {
+    "rnnsearch": (rnnsearch.RNNSearch, rnnsearch.RNNSearchConfig, rnnsearch.PRESETS),
+    "rnnencdec": (rnnencdec.RNNEncDec, rnnencdec.RNNEncDecConfig, rnnencdec.PRESETS),
+}
+
+
+def _entry(name: str) -> tuple[type, type, dict[str, dict[str, Any]]]:
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; choose one of {sorted(MODELS)}")
+    return MODELS[name]
+
+
+def make_config(name: str, *, preset: str | None = None, **overrides: Any) -> Any:
+    """The config dataclass of model ``name``: a named preset, then explicit overrides."""
+    _, config_cls, presets = _entry(name)
+    values: dict[str, Any] = {}
+    if preset is not None:
+        if preset not in presets:
+            raise ValueError(
+                f"unknown preset {preset!r} for {name}; choose one of {sorted(presets)}"
+            )
+        values.update(presets[preset])
+    known = {f.name for f in fields(config_cls)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ValueError(f"{name} has no option(s) {unknown}; its options are {sorted(known)}")
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return config_cls(**values)
+
+
+def build_model(name: str, config: Any = None, **kwargs: Any) -> Seq2Seq:
+    model_cls, _, _ = _entry(name)
+    return model_cls(make_config(name, **kwargs) if config is None else config)
+
+
+def config_to_json(config: Any) -> dict[str, Any]:
+    return asdict(config)
+
+
+__all__ = ["MODELS", "Seq2Seq", "Seq2SeqOutput", "build_model", "config_to_json", "make_config"]

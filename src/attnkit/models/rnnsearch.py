@@ -1,0 +1,98 @@
+"""RNNsearch (Bahdanau, Cho & Bengio 2015, "Neural Machine Translation by Jointly Learning to
+Align and Translate"): a bidirectional GRU encoder and a GRU decoder that attends over the
+annotations with the additive score, queried by the previous decoder state.
+
+    h_j = [h→_j ; h←_j]                                  annotations (B, S, 2n)
+    e_ij = v_aᵀ tanh(W_a s_{i-1} + U_a h_j)               (eq. 6; attnkit.AdditiveScore)
+    α_ij = softmax_j(e_ij),  c_i = Σ_j α_ij h_j           (eq. 5-6; attnkit.Attention)
+    s_i = GRU([E y_{i-1}; c_i], s_{i-1}),  s_0 = tanh(W_s h←_1)
+    p(y_i | ...) = softmax(W_o maxout(U_o s_i + V_o E y_{i-1} + C_o c_i))  (App. A.2.2)
+
+The paper's appendix feeds s_{i-1} to the deep output while eq. 4 writes g(y_{i-1}, s_i, c_i);
+this follows eq. 4. Legend: B batch, S source length, n encoder width, m decoder width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from ..modules import Attention
+from ..scores import AdditiveScore
+from .base import DeepOutput, Memory, Seq2Seq, State, source_mask
+from .encoders import GRUEncoder
+
+
+@dataclass
+class RNNSearchConfig:
+    src_vocab: int
+    tgt_vocab: int
+    emb: int = 64
+    enc_hidden: int = 128  # n, per direction
+    dec_hidden: int = 128  # m
+    attn_hidden: int = 128  # width of the additive score's tanh layer
+    maxout: int = 128  # deep-output width; 0 = plain linear output
+    dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("src_vocab", "tgt_vocab", "emb", "enc_hidden", "dec_hidden", "attn_hidden"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"RNNSearchConfig.{name}={getattr(self, name)}; it must be >= 1")
+        if self.maxout < 0:
+            raise ValueError(f"RNNSearchConfig.maxout={self.maxout}; use 0 to disable maxout")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"RNNSearchConfig.dropout={self.dropout}; it must be in [0, 1)")
+
+
+# Named presets (vocabulary sizes are filled in from the data).
+PRESETS: dict[str, dict[str, float | int]] = {
+    "tiny": dict(emb=16, enc_hidden=24, dec_hidden=24, attn_hidden=24, maxout=16),
+    "small": dict(emb=64, enc_hidden=96, dec_hidden=96, attn_hidden=96, maxout=96),
+    "base": dict(emb=128, enc_hidden=256, dec_hidden=256, attn_hidden=256, maxout=256),
+    # Bahdanau 2015, App. A.2: 620-d embeddings, 1000 hidden units, 500 maxout units
+    "paper": dict(emb=620, enc_hidden=1000, dec_hidden=1000, attn_hidden=1000, maxout=500),
+}
+
+
+class RNNSearch(Seq2Seq):
+    name = "rnnsearch"
+
+    def __init__(self, config: RNNSearchConfig) -> None:
+        super().__init__()
+        self.config = config
+        c = config
+        self.encoder = GRUEncoder(
+            c.src_vocab, c.emb, c.enc_hidden, bidirectional=True, dropout=c.dropout
+        )
+        self.init = nn.Linear(c.enc_hidden, c.dec_hidden)  # W_s
+        self.tgt_emb = nn.Embedding(c.tgt_vocab, c.emb, padding_idx=0)
+        self.attention = Attention(AdditiveScore(c.dec_hidden, 2 * c.enc_hidden, c.attn_hidden))
+        self.cell = nn.GRUCell(c.emb + 2 * c.enc_hidden, c.dec_hidden)
+        self.output = DeepOutput(c.dec_hidden, c.emb, 2 * c.enc_hidden, c.maxout, c.tgt_vocab)
+        self.drop = nn.Dropout(c.dropout)
+
+    def encode(self, src: Tensor, src_len: Tensor) -> Memory:
+        states, (_, backward_first), _ = self.encoder(src, src_len)  # (B, S, 2n), (B, n)
+        return {
+            "keys": states,
+            "mask": source_mask(src_len, src.shape[1]),  # (B, 1, S)
+            "s0": torch.tanh(self.init(backward_first)),  # (B, m)
+        }
+
+    def init_state(self, memory: Memory) -> State:
+        return (memory["s0"],)
+
+    def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, Tensor, State]:
+        (s_prev,) = state  # (B, m)
+        y = self.drop(self.tgt_emb(prev))  # (B, E)
+        att = self.attention(s_prev[:, None], memory["keys"], mask=memory["mask"])
+        c = att.context[:, 0]  # (B, 2n)
+        s = self.cell(torch.cat([y, c], dim=-1), s_prev)  # (B, m)
+        logits = self.output(self.drop(s), y, c)  # (B, V)
+        assert att.weights is not None
+        return logits, att.weights[:, 0], (s,)  # weights (B, S)
+
+
+__all__ = ["PRESETS", "RNNSearch", "RNNSearchConfig"]

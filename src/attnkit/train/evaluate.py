@@ -1,0 +1,109 @@
+"""Translate a list of examples in batches and score the output: exact match, BLEU and chrF
+(sacrebleu), and BLEU by source-length bucket."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from ..data.batching import batches
+from ..data.example import Example
+from ..data.vocab import Vocab
+from ..models import Seq2Seq
+from .decode import decode
+
+
+@dataclass
+class Translations:
+    hyps: list[list[str]]  # in the order of the input examples
+    weights: list[Tensor | None]  # (T_i + 1, S_i + 1): hypothesis tokens + eos x source + eos
+
+
+def translate(
+    model: Seq2Seq,
+    examples: Sequence[Example],
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    *,
+    batch_size: int = 128,
+    beam: int = 1,
+    length_penalty: float = 1.0,
+) -> Translations:
+    hyps: list[list[str]] = [[] for _ in examples]
+    weights: list[Tensor | None] = [None for _ in examples]
+    device = next(model.parameters()).device
+    with torch.no_grad():
+        for b in batches(list(examples), src_vocab, tgt_vocab, batch_size):
+            d = decode(
+                model,
+                b.src.to(device),
+                b.src_len.to(device),
+                beam=beam,
+                length_penalty=length_penalty,
+            )
+            for j, i in enumerate(b.index):
+                hyps[i] = tgt_vocab.decode(d.tokens[j])
+                weights[i] = d.weights[j]
+    return Translations(hyps, weights)
+
+
+def exact_match(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[str]]) -> float:
+    if len(hyps) != len(refs):
+        raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
+    return sum(list(h) == list(r) for h, r in zip(hyps, refs, strict=True)) / max(len(refs), 1)
+
+
+@dataclass
+class Scores:
+    n: int
+    exact_match: float  # fraction in [0, 1]
+    bleu: float  # sacrebleu corpus BLEU, 0..100
+    chrf: float  # sacrebleu chrF, 0..100
+    by_length: list[dict[str, float | int | str]] = field(default_factory=list)
+
+
+def _bleu(hyps: list[str], refs: list[str]) -> float:
+    import sacrebleu
+
+    return float(sacrebleu.corpus_bleu(hyps, [refs], tokenize="none").score) if hyps else 0.0
+
+
+def score(
+    hyps: Sequence[Sequence[str]],
+    examples: Sequence[Example],
+    *,
+    join: str = " ",
+    buckets: Sequence[int] = (5, 10, 20, 40),
+) -> Scores:
+    """Corpus scores; tokens are joined with ``join`` (" " for words, "" for characters) and
+    BLEU uses those tokens as they are (sacrebleu tokenize="none")."""
+    import sacrebleu
+
+    h = [join.join(x) for x in hyps]
+    r = [join.join(e.tgt) for e in examples]
+    chrf = float(sacrebleu.corpus_chrf(h, [r]).score) if h else 0.0
+    rows: list[dict[str, float | int | str]] = []
+    lo = 0
+    for hi in [*buckets, 10**9]:
+        idx = [i for i, e in enumerate(examples) if lo < len(e.src) <= hi]
+        if idx:
+            rows.append(
+                {
+                    "src_len": f"{lo + 1}-{hi}" if hi < 10**9 else f">{lo}",
+                    "n": len(idx),
+                    "bleu": _bleu([h[i] for i in idx], [r[i] for i in idx]),
+                    "exact_match": exact_match(
+                        [hyps[i] for i in idx], [examples[i].tgt for i in idx]
+                    ),
+                }
+            )
+        lo = hi
+    return Scores(
+        len(examples), exact_match(hyps, [e.tgt for e in examples]), _bleu(h, r), chrf, rows
+    )
+
+
+__all__ = ["Scores", "Translations", "exact_match", "score", "translate"]
