@@ -54,11 +54,35 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_data_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--task", default=None, help="a built-in task: toy-ko")
-    p.add_argument("--task-seed", type=int, default=0, help="seed of the generated data")
-    p.add_argument("--train-size", type=int, default=None)
-    p.add_argument("--valid-size", type=int, default=None)
-    p.add_argument("--test-size", type=int, default=None)
+    g = p.add_argument_group("data: a built-in task, or corpus files")
+    g.add_argument("--task", default=None, help="toy-ko | dates | copy | reverse | sort")
+    g.add_argument("--task-seed", type=int, default=0, help="seed of the generated data")
+    g.add_argument("--train-size", type=int, default=None)
+    g.add_argument("--valid-size", type=int, default=None)
+    g.add_argument("--test-size", type=int, default=None)
+    g.add_argument("--min-len", type=int, default=None, help="copy/reverse/sort: shortest input")
+    g.add_argument(
+        "--max-len",
+        type=int,
+        default=None,
+        help="copy/reverse/sort: longest input; corpora: drop longer pairs",
+    )
+    g.add_argument("--train-tsv", default=None, help="TSV: source<TAB>target[<TAB>...] (.gz ok)")
+    g.add_argument("--train-src", default=None, help="source side, one sentence a line")
+    g.add_argument("--train-tgt", default=None, help="target side, line-aligned with --train-src")
+    g.add_argument(
+        "--tokenise",
+        default="word",
+        choices=["word", "char"],
+        help="corpora: whitespace words or characters",
+    )
+    g.add_argument(
+        "--strict",
+        action="store_true",
+        help="corpora: fail on a malformed line instead of skipping and counting it",
+    )
+    g.add_argument("--valid-fraction", type=float, default=0.05)
+    g.add_argument("--test-fraction", type=float, default=0.05)
 
 
 def add_parser(sub: Any) -> None:
@@ -97,26 +121,30 @@ def set_threads(n: int) -> None:
     torch.set_num_threads(n)
 
 
-def load_data(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
-    from ..data.tasks import load_task
+def data_spec(args: argparse.Namespace) -> dict[str, Any]:
+    """The JSON-able description of the data, stored in the checkpoint (see data/source.py)."""
+    files = [args.train_tsv, args.train_src, args.train_tgt]
+    if args.task and any(files):
+        raise ValueError("give either --task or corpus files, not both")
+    if args.task:
+        keys = ("task", "task_seed", "train_size", "valid_size", "test_size", "min_len", "max_len")
+        return {k: getattr(args, k) for k in keys}
+    if bool(args.train_src) != bool(args.train_tgt):
+        raise ValueError("--train-src and --train-tgt go together (or use --train-tsv)")
+    from pathlib import Path
 
-    if args.task is None:
-        raise ValueError("say what to train on: --task toy-ko")
-    splits = load_task(
-        args.task,
-        seed=args.task_seed,
-        train_size=args.train_size,
-        valid_size=args.valid_size,
-        test_size=args.test_size,
-    )
-    meta = {
-        "task": args.task,
-        "task_seed": args.task_seed,
-        "train_size": args.train_size,
-        "valid_size": args.valid_size,
-        "test_size": args.test_size,
+    spec: dict[str, Any] = {
+        "tokenise": args.tokenise,
+        "max_len": args.max_len,
+        "strict": args.strict,
+        "valid_fraction": args.valid_fraction,
+        "test_fraction": args.test_fraction,
+        "split_seed": args.task_seed,
     }
-    return splits, meta
+    for k in ("train_tsv", "train_src", "train_tgt"):
+        if getattr(args, k):
+            spec[k] = str(Path(getattr(args, k)).resolve())
+    return spec
 
 
 def run(args: argparse.Namespace) -> int:
@@ -141,7 +169,10 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         sleep_per_step=args.sleep_per_step,
     )
-    splits, meta = load_data(args)
+    from ..data.source import load_spec
+
+    meta = data_spec(args)
+    splits = load_spec(meta)
     src_vocab = Vocab.build((e.src for e in splits.train), args.min_freq)
     tgt_vocab = Vocab.build((e.tgt for e in splits.train), args.min_freq)
     torch.manual_seed(args.seed)
