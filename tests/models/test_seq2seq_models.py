@@ -8,6 +8,15 @@ from attnkit.models.rnnsearch import RNNSearchConfig
 from attnkit.scores import AdditiveScore
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():  # type: ignore[no-untyped-def]
+    """Small recurrent models run far faster on one thread when the cores are shared."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     torch.manual_seed(0)
     src = torch.randint(4, 20, (3, 7))

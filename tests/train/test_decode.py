@@ -1,9 +1,19 @@
 """Greedy and beam search on an untrained model: consistent with each other and with scores."""
 
+import pytest
 import torch
 
 from attnkit.models import build_model
 from attnkit.train.decode import beam_search, greedy
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():  # type: ignore[no-untyped-def]
+    """Small recurrent models run far faster on one thread when the cores are shared."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
 
 
 def model_and_inputs():  # type: ignore[no-untyped-def]

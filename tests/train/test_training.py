@@ -2,18 +2,29 @@
 
 import json
 
+import pytest
+import torch
+
 from attnkit.cli import main
 from attnkit.data.tasks import load_task
 from attnkit.data.vocab import Vocab
 from attnkit.models import build_model
 from attnkit.train.loop import TrainConfig, train
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():  # type: ignore[no-untyped-def]
+    """Small recurrent models run far faster on one thread when the cores are shared."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 TINY = ["--train-size", "300", "--valid-size", "30", "--test-size", "30", "--preset", "tiny"]
 
 
 def test_loss_falls(tmp_path) -> None:
-    import torch
-
     sp = load_task("toy-ko", seed=0, train_size=300, valid_size=30, test_size=30)
     sv, tv = Vocab.build(e.src for e in sp.train), Vocab.build(e.tgt for e in sp.train)
     torch.manual_seed(0)

@@ -5,19 +5,94 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-MODEL_OPTIONS = ("emb", "enc_hidden", "dec_hidden", "attn_hidden", "maxout", "dropout")
+# flag -> config field; a flag applies to the models whose config has that field
+MODEL_OPTIONS: dict[str, type] = {
+    "emb": int,
+    "enc_hidden": int,
+    "dec_hidden": int,
+    "attn_hidden": int,
+    "maxout": int,
+    "context": int,
+    "hidden": int,
+    "layers": int,
+    "cell": str,
+    "score": str,
+    "align": str,
+    "window": int,
+    "max_src_len": int,
+    "dim": int,
+    "heads": int,
+    "ff": int,
+    "enc_layers": int,
+    "dec_layers": int,
+    "max_len_model": int,
+    "dropout": float,
+}
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default="rnnsearch", help="rnnsearch | rnnencdec (default rnnsearch)")
-    p.add_argument("--preset", default="small", help="named size preset (tiny, small, base, paper)")
-    for name in MODEL_OPTIONS:
-        p.add_argument(
+    g = p.add_argument_group("model (flags override the preset; each applies where it fits)")
+    g.add_argument(
+        "--model", default="rnnsearch", help="rnnsearch (default) | rnnencdec | luong | transformer"
+    )
+    g.add_argument("--preset", default="small", help="tiny | small | base | paper (default small)")
+    for name, kind in MODEL_OPTIONS.items():
+        g.add_argument(
             f"--{name.replace('_', '-')}",
-            type=float if name == "dropout" else int,
+            type=kind,
             default=None,
-            help=f"override the preset's {name}",
+            help=MODEL_HELP.get(name, argparse.SUPPRESS),
         )
+    g.add_argument(
+        "--no-input-feeding",
+        dest="input_feeding",
+        action="store_false",
+        default=None,
+        help="luong: do not feed h̃_t to the next step",
+    )
+    g.add_argument(
+        "--post-norm",
+        dest="norm_first",
+        action="store_false",
+        default=None,
+        help="transformer: LayerNorm after each residual (the paper); default pre-norm",
+    )
+
+
+MODEL_HELP = {
+    "emb": "embedding width",
+    "hidden": "luong: LSTM/GRU width",
+    "layers": "luong: stacked layers",
+    "cell": "luong: lstm | gru",
+    "score": "luong: dot | general | concat | location",
+    "align": "luong: global | local-m | local-p",
+    "window": "luong: local window D",
+    "dim": "transformer: model width",
+    "heads": "transformer: attention heads",
+    "ff": "transformer: feed-forward width",
+    "dropout": "dropout probability",
+    "enc_hidden": "rnnsearch/rnnencdec: encoder width",
+    "dec_hidden": "rnnsearch/rnnencdec: decoder width",
+    "attn_hidden": "rnnsearch: additive score width",
+    "maxout": "rnnsearch/rnnencdec: deep output",
+}
+
+
+def model_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    from dataclasses import fields
+
+    from ..models import MODELS
+
+    if args.model not in MODELS:
+        raise ValueError(f"unknown model {args.model!r}; choose one of {sorted(MODELS)}")
+    known = {f.name for f in fields(MODELS[args.model][1])}
+    given = {k: getattr(args, k, None) for k in [*MODEL_OPTIONS, "input_feeding", "norm_first"]}
+    given = {k: v for k, v in given.items() if v is not None}
+    wrong = sorted(set(given) - known)
+    if wrong:
+        flags = ", ".join("--" + k.replace("_", "-") for k in wrong)
+        raise ValueError(f"{flags} do(es) not apply to --model {args.model}")
+    return given
 
 
 def add_train_args(p: argparse.ArgumentParser) -> None:
@@ -176,9 +251,7 @@ def run(args: argparse.Namespace) -> int:
     src_vocab = Vocab.build((e.src for e in splits.train), args.min_freq)
     tgt_vocab = Vocab.build((e.tgt for e in splits.train), args.min_freq)
     torch.manual_seed(args.seed)
-    overrides = {k: getattr(args, k) for k in MODEL_OPTIONS}
-    if args.model == "rnnencdec":
-        overrides.pop("attn_hidden")
+    overrides = model_overrides(args)
     model = build_model(
         args.model,
         preset=args.preset,

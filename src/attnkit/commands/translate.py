@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
             path = base if i == 0 else base.with_name(f"{base.stem}-{i + 1}{base.suffix}")
 
             def shown(t: str) -> str:
-                return "␣" if t == " " else t
+                return "_" if t == " " else t
 
             src = [shown(t) if t in loaded.src_vocab.index else f"{t}(unk)" for t in e.src]
             tgt = [shown(t) for t in hyp]
