@@ -77,3 +77,50 @@ def test_cli_errors_are_clean(tmp_path, capsys) -> None:
     assert "attnkit train" in capsys.readouterr().err
     assert main(["train", "--task", "nope", "--out", str(tmp_path)]) == 2
     assert "toy-ko" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "model", [["luong", "--align", "local-p", "--window", "2"], ["transformer"], ["rnnencdec"]]
+)
+def test_cli_other_models_train_and_translate(tmp_path, capsys, model) -> None:
+    out = str(tmp_path / "run")
+    assert (
+        main(
+            [
+                "train",
+                "--task",
+                "toy-ko",
+                *TINY,
+                "--epochs",
+                "1",
+                "--model",
+                *model,
+                "--out",
+                out,
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    assert main(["translate", "--checkpoint", out, "--beam", "2", "I am a student"]) == 0
+    assert capsys.readouterr().out.strip()
+
+
+def test_model_flags_must_fit_the_model(tmp_path, capsys) -> None:
+    assert (
+        main(
+            [
+                "train",
+                "--task",
+                "toy-ko",
+                "--model",
+                "rnnsearch",
+                "--score",
+                "dot",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 2
+    )
+    assert "--score do(es) not apply to --model rnnsearch" in capsys.readouterr().err
