@@ -28,6 +28,8 @@ def add_parser(sub: Any) -> None:
         help="training time budget in seconds (default 150)",
     )
     p.add_argument("--epochs", type=int, default=12)
+    p.add_argument("--threads", type=int, default=1, help="CPU threads for torch (default 1)")
+    p.add_argument("--device", default="cpu", help="auto | cpu | cuda (default cpu)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(run=run)
 
@@ -45,8 +47,10 @@ def run(args: argparse.Namespace) -> int:
     from ..train.evaluate import score, translate
     from ..train.loop import TrainConfig, train
     from ..train.plots import attention_heatmap
+    from .train import pick_device, set_threads
 
     start = time.perf_counter()
+    set_threads(args.threads)
     out = Path(args.out)
     splits = load_task("toy-ko", seed=args.seed)
     src_vocab = Vocab.build(e.src for e in splits.train)
@@ -85,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         out / "model",
         meta={"task": "toy-ko", "task_seed": args.seed},
     )
-    best = checkpoint.load(out / "model" / "best")
+    best = checkpoint.load(out / "model" / "best", pick_device(args.device))
     test = translate(best.model, splits.test, src_vocab, tgt_vocab)
     s = score(test.hyps, splits.test)
     examples = [Example(x.split(), []) for x in EXAMPLES]

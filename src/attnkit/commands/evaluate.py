@@ -28,20 +28,23 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from ..data.tasks import load_task
+    from ..data.source import load_spec, tokeniser_of
     from ..train import checkpoint
     from ..train.evaluate import score, translate
     from .train import pick_device
 
     loaded = checkpoint.load(args.checkpoint, pick_device(args.device))
     meta = loaded.meta
-    task = args.task or meta.get("task")
-    if task is None:
-        raise ValueError("the checkpoint names no task; pass --task toy-ko")
-    same = task == meta.get("task")
-    seed = args.task_seed if args.task_seed is not None else meta.get("task_seed", 0) if same else 0
-    sizes = {k: meta.get(k) for k in ("train_size", "valid_size", "test_size")} if same else {}
-    examples = load_task(task, seed=seed, **sizes).get(args.split)
+    if args.task and args.task != meta.get("task"):
+        spec = {"task": args.task, "task_seed": args.task_seed or 0}
+    else:
+        spec = dict(meta)
+        if args.task_seed is not None:
+            spec["task_seed"] = args.task_seed
+    if not spec.get("task") and not spec.get("train_tsv") and not spec.get("train_src"):
+        raise ValueError("the checkpoint names no data; pass --task toy-ko")
+    examples = load_spec(spec).get(args.split)
+    task = spec.get("task") or spec.get("train_tsv") or spec.get("train_src")
     if args.limit:
         examples = examples[: args.limit]
     out = translate(
@@ -52,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         beam=args.beam,
         length_penalty=args.length_penalty,
     )
-    s = score(out.hyps, examples)
+    s = score(out.hyps, examples, join="" if tokeniser_of(spec) == "char" else " ")
     if args.json:
         print(json.dumps(asdict(s), indent=1))
         return 0

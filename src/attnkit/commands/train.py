@@ -5,19 +5,94 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-MODEL_OPTIONS = ("emb", "enc_hidden", "dec_hidden", "attn_hidden", "maxout", "dropout")
+# flag -> config field; a flag applies to the models whose config has that field
+MODEL_OPTIONS: dict[str, type] = {
+    "emb": int,
+    "enc_hidden": int,
+    "dec_hidden": int,
+    "attn_hidden": int,
+    "maxout": int,
+    "context": int,
+    "hidden": int,
+    "layers": int,
+    "cell": str,
+    "score": str,
+    "align": str,
+    "window": int,
+    "max_src_len": int,
+    "dim": int,
+    "heads": int,
+    "ff": int,
+    "enc_layers": int,
+    "dec_layers": int,
+    "max_len_model": int,
+    "dropout": float,
+}
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default="rnnsearch", help="rnnsearch | rnnencdec (default rnnsearch)")
-    p.add_argument("--preset", default="small", help="named size preset (tiny, small, base, paper)")
-    for name in MODEL_OPTIONS:
-        p.add_argument(
+    g = p.add_argument_group("model (flags override the preset; each applies where it fits)")
+    g.add_argument(
+        "--model", default="rnnsearch", help="rnnsearch (default) | rnnencdec | luong | transformer"
+    )
+    g.add_argument("--preset", default="small", help="tiny | small | base | paper (default small)")
+    for name, kind in MODEL_OPTIONS.items():
+        g.add_argument(
             f"--{name.replace('_', '-')}",
-            type=float if name == "dropout" else int,
+            type=kind,
             default=None,
-            help=f"override the preset's {name}",
+            help=MODEL_HELP.get(name, argparse.SUPPRESS),
         )
+    g.add_argument(
+        "--no-input-feeding",
+        dest="input_feeding",
+        action="store_false",
+        default=None,
+        help="luong: do not feed h̃_t to the next step",
+    )
+    g.add_argument(
+        "--post-norm",
+        dest="norm_first",
+        action="store_false",
+        default=None,
+        help="transformer: LayerNorm after each residual (the paper); default pre-norm",
+    )
+
+
+MODEL_HELP = {
+    "emb": "embedding width",
+    "hidden": "luong: LSTM/GRU width",
+    "layers": "luong: stacked layers",
+    "cell": "luong: lstm | gru",
+    "score": "luong: dot | general | concat | location",
+    "align": "luong: global | local-m | local-p",
+    "window": "luong: local window D",
+    "dim": "transformer: model width",
+    "heads": "transformer: attention heads",
+    "ff": "transformer: feed-forward width",
+    "dropout": "dropout probability",
+    "enc_hidden": "rnnsearch/rnnencdec: encoder width",
+    "dec_hidden": "rnnsearch/rnnencdec: decoder width",
+    "attn_hidden": "rnnsearch: additive score width",
+    "maxout": "rnnsearch/rnnencdec: deep output",
+}
+
+
+def model_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    from dataclasses import fields
+
+    from ..models import MODELS
+
+    if args.model not in MODELS:
+        raise ValueError(f"unknown model {args.model!r}; choose one of {sorted(MODELS)}")
+    known = {f.name for f in fields(MODELS[args.model][1])}
+    given = {k: getattr(args, k, None) for k in [*MODEL_OPTIONS, "input_feeding", "norm_first"]}
+    given = {k: v for k, v in given.items() if v is not None}
+    wrong = sorted(set(given) - known)
+    if wrong:
+        flags = ", ".join("--" + k.replace("_", "-") for k in wrong)
+        raise ValueError(f"{flags} do(es) not apply to --model {args.model}")
+    return given
 
 
 def add_train_args(p: argparse.ArgumentParser) -> None:
@@ -43,14 +118,46 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--sleep-per-step", type=float, default=0.0, help=argparse.SUPPRESS)
     p.add_argument("--device", default="cpu", help="auto | cpu | cuda (default cpu)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="CPU threads for torch (default 1: small recurrent models run fastest "
+        "on one thread, and far faster than on two when other processes share the "
+        "cores)",
+    )
 
 
 def add_data_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--task", default=None, help="a built-in task: toy-ko")
-    p.add_argument("--task-seed", type=int, default=0, help="seed of the generated data")
-    p.add_argument("--train-size", type=int, default=None)
-    p.add_argument("--valid-size", type=int, default=None)
-    p.add_argument("--test-size", type=int, default=None)
+    g = p.add_argument_group("data: a built-in task, or corpus files")
+    g.add_argument("--task", default=None, help="toy-ko | dates | copy | reverse | sort")
+    g.add_argument("--task-seed", type=int, default=0, help="seed of the generated data")
+    g.add_argument("--train-size", type=int, default=None)
+    g.add_argument("--valid-size", type=int, default=None)
+    g.add_argument("--test-size", type=int, default=None)
+    g.add_argument("--min-len", type=int, default=None, help="copy/reverse/sort: shortest input")
+    g.add_argument(
+        "--max-len",
+        type=int,
+        default=None,
+        help="copy/reverse/sort: longest input; corpora: drop longer pairs",
+    )
+    g.add_argument("--train-tsv", default=None, help="TSV: source<TAB>target[<TAB>...] (.gz ok)")
+    g.add_argument("--train-src", default=None, help="source side, one sentence a line")
+    g.add_argument("--train-tgt", default=None, help="target side, line-aligned with --train-src")
+    g.add_argument(
+        "--tokenise",
+        default="word",
+        choices=["word", "char"],
+        help="corpora: whitespace words or characters",
+    )
+    g.add_argument(
+        "--strict",
+        action="store_true",
+        help="corpora: fail on a malformed line instead of skipping and counting it",
+    )
+    g.add_argument("--valid-fraction", type=float, default=0.05)
+    g.add_argument("--test-fraction", type=float, default=0.05)
 
 
 def add_parser(sub: Any) -> None:
@@ -81,26 +188,38 @@ def pick_device(name: str) -> str:
     return name
 
 
-def load_data(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
-    from ..data.tasks import load_task
+def set_threads(n: int) -> None:
+    import torch
 
-    if args.task is None:
-        raise ValueError("say what to train on: --task toy-ko")
-    splits = load_task(
-        args.task,
-        seed=args.task_seed,
-        train_size=args.train_size,
-        valid_size=args.valid_size,
-        test_size=args.test_size,
-    )
-    meta = {
-        "task": args.task,
-        "task_seed": args.task_seed,
-        "train_size": args.train_size,
-        "valid_size": args.valid_size,
-        "test_size": args.test_size,
+    if n < 1:
+        raise ValueError(f"--threads {n}; it must be at least 1")
+    torch.set_num_threads(n)
+
+
+def data_spec(args: argparse.Namespace) -> dict[str, Any]:
+    """The JSON-able description of the data, stored in the checkpoint (see data/source.py)."""
+    files = [args.train_tsv, args.train_src, args.train_tgt]
+    if args.task and any(files):
+        raise ValueError("give either --task or corpus files, not both")
+    if args.task:
+        keys = ("task", "task_seed", "train_size", "valid_size", "test_size", "min_len", "max_len")
+        return {k: getattr(args, k) for k in keys}
+    if bool(args.train_src) != bool(args.train_tgt):
+        raise ValueError("--train-src and --train-tgt go together (or use --train-tsv)")
+    from pathlib import Path
+
+    spec: dict[str, Any] = {
+        "tokenise": args.tokenise,
+        "max_len": args.max_len,
+        "strict": args.strict,
+        "valid_fraction": args.valid_fraction,
+        "test_fraction": args.test_fraction,
+        "split_seed": args.task_seed,
     }
-    return splits, meta
+    for k in ("train_tsv", "train_src", "train_tgt"):
+        if getattr(args, k):
+            spec[k] = str(Path(getattr(args, k)).resolve())
+    return spec
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,6 +230,7 @@ def run(args: argparse.Namespace) -> int:
     from ..train.loop import TrainConfig, train
 
     device = pick_device(args.device)
+    set_threads(args.threads)
     cfg = TrainConfig(
         epochs=args.epochs,
         batch_size=args.batch_size,
@@ -124,13 +244,14 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         sleep_per_step=args.sleep_per_step,
     )
-    splits, meta = load_data(args)
+    from ..data.source import load_spec
+
+    meta = data_spec(args)
+    splits = load_spec(meta)
     src_vocab = Vocab.build((e.src for e in splits.train), args.min_freq)
     tgt_vocab = Vocab.build((e.tgt for e in splits.train), args.min_freq)
     torch.manual_seed(args.seed)
-    overrides = {k: getattr(args, k) for k in MODEL_OPTIONS}
-    if args.model == "rnnencdec":
-        overrides.pop("attn_hidden")
+    overrides = model_overrides(args)
     model = build_model(
         args.model,
         preset=args.preset,

@@ -26,9 +26,10 @@ def add_parser(sub: Any) -> None:
 
 
 def tokenise(sentence: str, meta: dict[str, Any]) -> list[str]:
-    if meta.get("tokenise") == "char":
-        return list(sentence.strip())
-    return sentence.split()
+    from ..data.corpus import tokenise as tok
+    from ..data.source import tokeniser_of
+
+    return tok(sentence, tokeniser_of(meta))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,7 +57,10 @@ def run(args: argparse.Namespace) -> int:
         beam=args.beam,
         length_penalty=args.length_penalty,
     )
-    join = "" if loaded.meta.get("tokenise") == "char" else " "
+    from ..data.source import tokeniser_of
+
+    char = tokeniser_of(loaded.meta) == "char"
+    join = "" if char else " "
     for hyp in out.hyps:
         print(join.join(hyp))
     if args.save_attention:
@@ -65,7 +69,12 @@ def run(args: argparse.Namespace) -> int:
             if w is None:
                 raise ValueError(f"{loaded.model_name} has no attention to draw")
             path = base if i == 0 else base.with_name(f"{base.stem}-{i + 1}{base.suffix}")
-            unk = [t if t in loaded.src_vocab.index else f"{t}(unk)" for t in e.src]
-            attention_heatmap(w, [*unk, "<eos>"], [*hyp, "<eos>"][: w.shape[0]], path)
+
+            def shown(t: str) -> str:
+                return "_" if t == " " else t
+
+            src = [shown(t) if t in loaded.src_vocab.index else f"{t}(unk)" for t in e.src]
+            tgt = [shown(t) for t in hyp]
+            attention_heatmap(w, [*src, "<eos>"], [*tgt, "<eos>"][: w.shape[0]], path)
             print(f"attention heatmap: {path}", file=sys.stderr)
     return 0

@@ -5,10 +5,18 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from . import toy_ko
+from . import dates, synthetic, toy_ko
 from .example import Example, Splits
 
-DEFAULT_SIZES = {"toy-ko": (8000, 400, 500)}
+DEFAULT_SIZES = {
+    "toy-ko": (8000, 400, 500),
+    "dates": (10000, 500, 500),
+    "copy": (5000, 300, 300),
+    "reverse": (5000, 300, 300),
+    "sort": (5000, 300, 300),
+}
+# how a task's tokens join into text ("" = characters)
+JOIN = {"dates": ""}
 
 
 def split(examples: list[Example], sizes: tuple[int, int, int], seed: int) -> Splits:
@@ -19,11 +27,26 @@ def split(examples: list[Example], sizes: tuple[int, int, int], seed: int) -> Sp
     return Splits(xs[:a], xs[a : a + b], xs[a + b : a + b + c])
 
 
-def toy_ko_task(sizes: tuple[int, int, int], seed: int) -> Splits:
+def toy_ko_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits:
     return split(toy_ko.generate(sum(sizes), seed), sizes, seed + 1)
 
 
-TASKS: dict[str, Callable[[tuple[int, int, int], int], Splits]] = {"toy-ko": toy_ko_task}
+def dates_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits:
+    return split(dates.generate(sum(sizes), seed), sizes, seed + 1)
+
+
+def algorithmic(name: str) -> Callable[..., Splits]:
+    def make(sizes: tuple[int, int, int], seed: int, **lengths: int) -> Splits:
+        return split(synthetic.generate(name, sum(sizes), seed, **lengths), sizes, seed + 1)
+
+    return make
+
+
+TASKS: dict[str, Callable[..., Splits]] = {
+    "toy-ko": toy_ko_task,
+    "dates": dates_task,
+    **{name: algorithmic(name) for name in ("copy", "reverse", "sort")},
+}
 
 
 def load_task(
@@ -33,8 +56,11 @@ def load_task(
     train_size: int | None = None,
     valid_size: int | None = None,
     test_size: int | None = None,
+    min_len: int | None = None,
+    max_len: int | None = None,
 ) -> Splits:
-    """The train/valid/test splits of task ``name``; the same seed gives the same splits."""
+    """The train/valid/test splits of task ``name``; the same seed gives the same splits.
+    ``min_len``/``max_len``: sequence lengths of copy/reverse/sort."""
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; choose one of {sorted(TASKS)}")
     d = DEFAULT_SIZES[name]
@@ -45,7 +71,10 @@ def load_task(
     )
     if min(sizes) < 0:
         raise ValueError(f"split sizes {sizes} must not be negative")
-    return TASKS[name](sizes, seed)
+    lengths = {k: v for k, v in (("min_len", min_len), ("max_len", max_len)) if v is not None}
+    if lengths and name not in ("copy", "reverse", "sort"):
+        raise ValueError(f"--min-len/--max-len apply to copy, reverse and sort, not {name}")
+    return TASKS[name](sizes, seed, **lengths)
 
 
 __all__ = ["TASKS", "load_task", "split"]

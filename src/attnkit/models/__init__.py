@@ -8,12 +8,18 @@ from __future__ import annotations
 from dataclasses import asdict, fields
 from typing import Any
 
-from . import rnnencdec, rnnsearch
+from . import luong, rnnencdec, rnnsearch, transformer
 from .base import Seq2Seq, Seq2SeqOutput
 
 MODELS: dict[str, tuple[type, type, dict[str, dict[str, Any]]]] = {
     "rnnsearch": (rnnsearch.RNNSearch, rnnsearch.RNNSearchConfig, rnnsearch.PRESETS),
     "rnnencdec": (rnnencdec.RNNEncDec, rnnencdec.RNNEncDecConfig, rnnencdec.PRESETS),
+    "luong": (luong.Luong, luong.LuongConfig, luong.PRESETS),
+    "transformer": (
+        transformer.Transformer,
+        transformer.TransformerConfig,
+        transformer.PRESETS,
+    ),
 }
 
 

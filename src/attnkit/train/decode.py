@@ -26,6 +26,13 @@ def default_max_len(src_len: Tensor) -> int:
     return int(src_len.max()) * 2 + 10
 
 
+def no_specials(logits: Tensor) -> Tensor:
+    """float32 logits with pad and bos ruled out: they are never generated."""
+    out = logits.float().clone()
+    out[..., [PAD, BOS]] = float("-inf")
+    return out
+
+
 @torch.no_grad()
 def greedy(model: Seq2Seq, src: Tensor, src_len: Tensor, max_len: int | None = None) -> Decoded:
     """Pick argmax at every step, for a whole batch at once. src (B, S), src_len (B,)."""
@@ -39,7 +46,7 @@ def greedy(model: Seq2Seq, src: Tensor, src_len: Tensor, max_len: int | None = N
     out, att, score = [], [], torch.zeros(b, device=src.device)
     for _ in range(max_len):
         logits, w, state = model.step(prev, state, memory)  # (B, V), (B, S)
-        logp = logits.float().log_softmax(-1)  # (B, V)
+        logp = no_specials(logits).log_softmax(-1)  # (B, V)
         best = logp.argmax(-1)  # (B,)
         score = score + torch.where(done, 0.0, logp.gather(1, best[:, None])[:, 0])
         best = torch.where(done, PAD, best)
@@ -95,7 +102,7 @@ def beam_search(
     att: Tensor | None = None  # (B, K, t, S)
     for _ in range(max_len):
         logits, w, state = model.step(prev, state, memory)
-        logp = logits.float().log_softmax(-1).view(b, k, -1)  # (B, K, V)
+        logp = no_specials(logits).log_softmax(-1).view(b, k, -1)  # (B, K, V)
         v = logp.shape[-1]
         finished = torch.full_like(logp, float("-inf"))
         finished[..., PAD] = 0.0  # a finished hypothesis only extends by pad, at no cost

@@ -1,0 +1,151 @@
+"""Parallel corpora from files: a TSV (source, target, optional extra columns; the
+Tatoeba/manythings format) or two line-aligned files; ``.gz`` allowed. Strict UTF-8 with the
+line number of a bad byte; malformed lines are skipped and counted, or fail, by option."""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, cast
+
+from .example import Example, Splits
+from .tasks import split
+
+TOKENISERS = ("word", "char")
+
+
+@dataclass
+class ReadReport:
+    lines: int = 0
+    kept: int = 0
+    skipped: list[tuple[int, str]] = field(default_factory=list)  # (line number, why)
+    too_long: int = 0
+
+    def summary(self) -> str:
+        text = f"{self.kept} pairs kept of {self.lines} lines"
+        if self.skipped:
+            first = "; ".join(f"line {n}: {why}" for n, why in self.skipped[:3])
+            more = "; ..." if len(self.skipped) > 3 else ""
+            text += f"; {len(self.skipped)} malformed lines skipped ({first}{more})"
+        if self.too_long:
+            text += f"; {self.too_long} pairs over the length limit dropped"
+        return text
+
+
+def open_binary(path: str | Path) -> IO[bytes]:
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"no such corpus file: {p}")
+    return cast(IO[bytes], gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb"))
+
+
+def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """(line number from 1, text without the newline); a bad UTF-8 byte raises ValueError
+    naming the file, line and column."""
+    with open_binary(path) as f:
+        for n, raw in enumerate(f, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise ValueError(
+                    f"{path}:{n}: not valid UTF-8 (byte 0x{raw[err.start]:02x} at column "
+                    f"{err.start + 1}); convert the file to UTF-8, e.g. "
+                    f"`iconv -f cp949 -t utf-8 {Path(path).name}`"
+                ) from None
+            if n == 1:
+                text = text.removeprefix("\ufeff")
+            yield n, text.rstrip("\r\n")
+
+
+def tokenise(text: str, how: str) -> list[str]:
+    if how == "word":
+        return text.split()
+    if how == "char":
+        return list(" ".join(text.split()))
+    raise ValueError(f"unknown tokeniser {how!r}; choose one of {TOKENISERS}")
+
+
+def _keep(ex: Example, max_len: int, report: ReadReport) -> bool:
+    if max_len and (len(ex.src) > max_len or len(ex.tgt) > max_len):
+        report.too_long += 1
+        return False
+    return True
+
+
+def _bad(report: ReadReport, n: int, why: str, strict: bool, path: str | Path) -> None:
+    if strict:
+        raise ValueError(f"{path}:{n}: {why} (without --strict such lines are skipped and counted)")
+    report.skipped.append((n, why))
+
+
+def read_tsv(
+    path: str | Path, *, tokeniser: str = "word", max_len: int = 0, strict: bool = False
+) -> tuple[list[Example], ReadReport]:
+    """Column 1 source, column 2 target; further columns (attribution) are ignored."""
+    report, out = ReadReport(), []
+    for n, line in read_lines(path):
+        report.lines += 1
+        if not line.strip():
+            continue
+        cols = line.split("\t")
+        if len(cols) < 2:
+            _bad(report, n, "no tab: expected source<TAB>target", strict, path)
+            continue
+        src, tgt = tokenise(cols[0], tokeniser), tokenise(cols[1], tokeniser)
+        if not src or not tgt:
+            _bad(report, n, "empty source or target", strict, path)
+            continue
+        ex = Example(src, tgt)
+        if _keep(ex, max_len, report):
+            out.append(ex)
+    report.kept = len(out)
+    return out, report
+
+
+def read_parallel(
+    src_path: str | Path,
+    tgt_path: str | Path,
+    *,
+    tokeniser: str = "word",
+    max_len: int = 0,
+    strict: bool = False,
+) -> tuple[list[Example], ReadReport]:
+    """Two line-aligned files: line i of one translates line i of the other."""
+    src_lines = list(read_lines(src_path))
+    tgt_lines = list(read_lines(tgt_path))
+    if len(src_lines) != len(tgt_lines):
+        raise ValueError(
+            f"{src_path} has {len(src_lines)} lines but {tgt_path} has "
+            f"{len(tgt_lines)}; line-aligned files must have the same number"
+        )
+    report, out = ReadReport(), []
+    for (n, s), (_, t) in zip(src_lines, tgt_lines, strict=True):
+        report.lines += 1
+        src, tgt = tokenise(s, tokeniser), tokenise(t, tokeniser)
+        if not src or not tgt:
+            if src or tgt:
+                _bad(report, n, "empty source or target", strict, src_path)
+            continue
+        ex = Example(src, tgt)
+        if _keep(ex, max_len, report):
+            out.append(ex)
+    report.kept = len(out)
+    return out, report
+
+
+def corpus_splits(
+    examples: list[Example], *, valid: float = 0.05, test: float = 0.05, seed: int = 0
+) -> Splits:
+    """Shuffle with ``seed`` and hold out fractions for valid and test (at least one each)."""
+    if not (0 <= valid < 1 and 0 <= test < 1 and valid + test < 1):
+        raise ValueError(f"valid={valid}, test={test}: fractions in [0, 1) that sum below 1")
+    n = len(examples)
+    nv, nt = max(1, round(n * valid)), max(1, round(n * test))
+    if n - nv - nt < 1:
+        raise ValueError(f"only {n} pairs: too few to hold out valid and test sets")
+    return split(examples, (n - nv - nt, nv, nt), seed)
+
+
+__all__ = ["ReadReport", "corpus_splits", "read_lines", "read_parallel", "read_tsv", "tokenise"]

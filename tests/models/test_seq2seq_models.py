@@ -1,0 +1,65 @@
+"""RNNsearch and RNNencdec: shapes, attention over real source tokens only, config checks."""
+
+import pytest
+import torch
+
+from attnkit.models import build_model, make_config
+from attnkit.models.rnnsearch import RNNSearchConfig
+from attnkit.scores import AdditiveScore
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():  # type: ignore[no-untyped-def]
+    """Small recurrent models run far faster on one thread when the cores are shared."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    torch.manual_seed(0)
+    src = torch.randint(4, 20, (3, 7))
+    src_len = torch.tensor([7, 4, 1])
+    for i, n in enumerate(src_len.tolist()):
+        src[i, n:] = 0
+    tgt_in = torch.randint(4, 15, (3, 5))
+    return src, src_len, tgt_in
+
+
+def test_rnnsearch_logits_and_attention_weights() -> None:
+    model = build_model("rnnsearch", src_vocab=20, tgt_vocab=15, preset="tiny")
+    assert isinstance(model.attention.score, AdditiveScore)  # attnkit's own module
+    src, src_len, tgt_in = inputs()
+    out = model(src, src_len, tgt_in)
+    assert out.logits.shape == (3, 5, 15)
+    assert out.weights is not None and out.weights.shape == (3, 5, 7)
+    torch.testing.assert_close(out.weights.sum(-1), torch.ones(3, 5))
+    assert (out.weights[1, :, 4:] == 0).all() and (out.weights[2, :, 1:] == 0).all()
+
+
+def test_padding_does_not_change_the_output() -> None:
+    model = build_model("rnnsearch", src_vocab=20, tgt_vocab=15, preset="tiny").eval()
+    src, src_len, tgt_in = inputs()
+    wide = torch.cat([src, torch.zeros(3, 4, dtype=torch.long)], 1)
+    a, b = model(src, src_len, tgt_in), model(wide, src_len, tgt_in)
+    torch.testing.assert_close(a.logits, b.logits)
+
+
+def test_rnnencdec_has_no_attention() -> None:
+    model = build_model("rnnencdec", src_vocab=20, tgt_vocab=15, preset="tiny")
+    out = model(*inputs())
+    assert out.logits.shape == (3, 5, 15) and out.weights is None
+
+
+def test_configs_fail_clearly() -> None:
+    with pytest.raises(ValueError, match="dropout"):
+        RNNSearchConfig(src_vocab=5, tgt_vocab=5, dropout=1.5)
+    with pytest.raises(ValueError, match="enc_hidden"):
+        RNNSearchConfig(src_vocab=5, tgt_vocab=5, enc_hidden=0)
+    with pytest.raises(ValueError, match="unknown preset"):
+        make_config("rnnsearch", preset="huge", src_vocab=5, tgt_vocab=5)
+    with pytest.raises(ValueError, match="no option"):
+        make_config("rnnsearch", src_vocab=5, tgt_vocab=5, heads=3)
+    with pytest.raises(ValueError, match="unknown model"):
+        build_model("lstm9000", src_vocab=5, tgt_vocab=5)

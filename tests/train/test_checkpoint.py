@@ -1,0 +1,75 @@
+"""Checkpoints round-trip exactly, hold no pickles, and are replaced atomically."""
+
+import json
+
+import pytest
+import torch
+
+from attnkit.data.vocab import Vocab
+from attnkit.models import build_model
+from attnkit.train import checkpoint
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():  # type: ignore[no-untyped-def]
+    """Small recurrent models run far faster on one thread when the cores are shared."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def test_round_trip_gives_the_same_model(tmp_path) -> None:
+    torch.manual_seed(0)
+    model = build_model("rnnsearch", src_vocab=9, tgt_vocab=8, preset="tiny")
+    sv, tv = Vocab.build([list("abcde")]), Vocab.build([list("wxyz")])
+    checkpoint.save(tmp_path / "ck", model, "rnnsearch", sv, tv, meta={"task": "toy-ko"})
+    files = sorted(p.name for p in (tmp_path / "ck").iterdir())
+    assert files == ["config.json", "model.safetensors", "src_vocab.json", "tgt_vocab.json"]
+    assert json.loads((tmp_path / "ck" / "config.json").read_text())["model"] == "rnnsearch"
+    loaded = checkpoint.load(tmp_path / "ck")
+    assert loaded.src_vocab.tokens == sv.tokens and loaded.meta == {"task": "toy-ko"}
+    for (k, a), (k2, b) in zip(
+        model.state_dict().items(), loaded.model.state_dict().items(), strict=True
+    ):
+        assert k == k2 and torch.equal(a, b)
+    src, n, tgt = torch.tensor([[4, 5, 2]]), torch.tensor([3]), torch.tensor([[1, 4]])
+    model.eval()
+    torch.testing.assert_close(model(src, n, tgt).logits, loaded.model(src, n, tgt).logits)
+
+
+def test_optimizer_state_round_trips(tmp_path) -> None:
+    torch.manual_seed(0)
+    model = build_model("rnnencdec", src_vocab=9, tgt_vocab=8, preset="tiny")
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    model(torch.tensor([[4, 2]]), torch.tensor([2]), torch.tensor([[1, 5]])).logits.sum().backward()
+    opt.step()
+    sv = Vocab.build([["a"]])
+    checkpoint.save(
+        tmp_path / "last", model, "rnnencdec", sv, sv, optimizer=opt, train_state={"epoch": 3}
+    )
+    rng = torch.get_rng_state()  # what the checkpoint recorded
+    model2 = build_model("rnnencdec", src_vocab=9, tgt_vocab=8, preset="tiny")
+    opt2 = torch.optim.Adam(model2.parameters(), lr=0.5)
+    torch.rand(5)
+    state = checkpoint.load_training(tmp_path / "last", model2, opt2)
+    assert state["epoch"] == 3 and torch.equal(torch.get_rng_state(), rng)
+    a, b = opt.state_dict(), opt2.state_dict()
+    assert a["param_groups"][0]["lr"] == b["param_groups"][0]["lr"] == 0.01
+    for i, st in a["state"].items():
+        for key, val in st.items():
+            assert torch.equal(torch.as_tensor(val), torch.as_tensor(b["state"][i][key]))
+
+
+def test_missing_checkpoint_says_what_to_do(tmp_path) -> None:
+    with pytest.raises(FileNotFoundError, match="attnkit train"):
+        checkpoint.load(tmp_path)
+
+
+def test_a_later_save_replaces_the_whole_directory(tmp_path) -> None:
+    model = build_model("rnnsearch", src_vocab=9, tgt_vocab=8, preset="tiny")
+    sv = Vocab.build([["a"]])
+    checkpoint.save(tmp_path / "ck", model, "rnnsearch", sv, sv, meta={"n": 1})
+    checkpoint.save(tmp_path / "ck", model, "rnnsearch", sv, sv, meta={"n": 2})
+    assert checkpoint.load(tmp_path / "ck").meta == {"n": 2}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ck"]  # no temporaries left
