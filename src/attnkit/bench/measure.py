@@ -8,7 +8,9 @@
   so this reads the kernel's resident-set high-water mark: after the warm-up the process's
   peak is reset (``/proc/self/clear_refs`` = 5), one more step runs, and the result is
   VmHWM - VmRSS (from ``/proc/self/status``) — the memory the step needed beyond its inputs
-  and the interpreter, whatever allocated it. Linux only; elsewhere it is reported as None.
+  and the interpreter, whatever allocated it. The process runs with glibc's mmap threshold
+  fixed at 64 KiB, so freed tensors leave the RSS at once (else a warm step reuses retained
+  heap and shows no growth). Linux only; elsewhere it is reported as None.
 
 Run as ``python -m attnkit.bench.measure '<case as JSON>' WARMUP REPEATS``; prints one JSON line.
 """
@@ -106,6 +108,11 @@ def measure_in_subprocess(
     """Run ``measure`` in a fresh interpreter; {"error": ...} if it fails or times out."""
     src = str(Path(__file__).resolve().parents[2])  # the directory holding attnkit/
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    # glibc keeps freed blocks resident and raises its mmap threshold as blocks are freed, so
+    # a step after the warm-up would reuse memory without growing the RSS: a fixed threshold
+    # makes every large tensor its own mapping, returned when freed, and the RSS honest.
+    env.setdefault("MALLOC_MMAP_THRESHOLD_", "65536")
+    env.setdefault("MALLOC_TRIM_THRESHOLD_", "65536")
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
     cmd = [sys.executable, "-m", "attnkit.bench.measure", json.dumps(asdict(case))]

@@ -24,7 +24,7 @@ class Case:
     """One measurement: a variant on a scenario at one size."""
 
     variant: str
-    scenario: str  # global | local | causal
+    scenario: str  # global | local | causal | additive
     n: int
     backward: bool
     batch: int = 1
@@ -35,15 +35,17 @@ class Case:
     @property
     def keys_per_query(self) -> int:
         """W: the keys one query must score (n for global attention)."""
-        if self.scenario == "global":
+        if self.scenario in ("global", "additive"):
             return self.n
         return self.radius + 1 if self.scenario == "causal" else 2 * self.radius + 1
 
     @property
     def flops(self) -> float:
         """The FLOPs the variant must do: 4·n·W·d·H·B forward (QKᵀ and AV); the backward pass
-        counts twice the forward (dQ, dK, dV, dS), so fwd+bwd counts 3x."""
-        fwd = 4.0 * self.n * self.keys_per_query * self.dim * self.heads * self.batch
+        counts twice the forward (dQ, dK, dV, dS), so fwd+bwd counts 3x. Additive scores
+        (hidden width A = d) count n²·(3A + 2d): add, multiply by v and sum, weighted sum."""
+        per_pair = 3 * self.dim + 2 * self.dim if self.scenario == "additive" else 4 * self.dim
+        fwd = float(per_pair) * self.n * self.keys_per_query * self.heads * self.batch
         return 3 * fwd if self.backward else fwd
 
 
@@ -64,6 +66,8 @@ def _naive(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
 def _attention_fn(case: Case) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
     """(q, k, v) (B, H, n, d) -> context (B, H, n, d) for the case's variant and scenario."""
     name, n, r = case.variant, case.n, case.radius
+    if case.scenario == "additive":
+        return _additive(case.dim, chunked=name == "attnkit")
     causal = case.scenario == "causal"
     local = case.scenario != "global"
     if name == "attnkit" and not local:
@@ -87,6 +91,25 @@ def _attention_fn(case: Case) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
     if name == "local-attention":
         return _lucidrains(r, causal)
     raise ValueError(f"unknown variant {name!r} for scenario {case.scenario!r}")
+
+
+def _additive(dim: int, chunked: bool) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
+    """Bahdanau's additive score, A = d: attnkit's (chunked so the (n, n, A) hidden tensor never
+    exceeds 2^24 elements, recomputed in the backward pass) or computed in one piece."""
+    from ..core import attend
+    from ..scores import AdditiveScore
+
+    score = AdditiveScore(dim, dim, dim)
+    if chunked:
+        return lambda q, k, v: attend(q, k, v, score=score, need_weights=False).context
+
+    def whole(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        wq = q @ score.w_query.transpose(0, 1)  # (B, H, n, A)
+        wk = k @ score.w_keys.transpose(0, 1)  # (B, H, n, A)
+        e = torch.tanh(wq[..., :, None, :] + wk[..., None, :, :]) @ score.v  # (B, H, n, n)
+        return torch.softmax(e, dim=-1) @ v  # (B, H, n, d)
+
+    return whole
 
 
 def _flex(n: int, r: int, causal: bool) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
@@ -155,6 +178,7 @@ VARIANTS = {
     "global": ["attnkit", "sdpa", "naive"],
     "local": ["attnkit", "sdpa-band", "flex", "local-attention", "naive"],
     "causal": ["attnkit", "sdpa-band", "flex", "local-attention", "naive"],
+    "additive": ["attnkit", "naive"],
 }
 
 __all__ = ["VARIANTS", "Case", "available", "band", "make_step"]
