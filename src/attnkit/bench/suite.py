@@ -20,13 +20,15 @@ from .variants import VARIANTS, Case, available
 DENSE = {"naive", "sdpa-band", "sdpa"}  # variants whose work grows as n²
 GLOBAL_SIZES = [1024, 2048, 4096, 8192, 16384, 32768]
 LOCAL_SIZES = [1024, 2048, 4096, 8192, 16384, 32768, 65536]
+ADDITIVE_SIZES = [256, 512, 1024, 2048, 4096]
 
 
 @dataclass
 class SuiteConfig:
     global_sizes: list[int] = field(default_factory=lambda: list(GLOBAL_SIZES))
     local_sizes: list[int] = field(default_factory=lambda: list(LOCAL_SIZES))
-    scenarios: list[str] = field(default_factory=lambda: ["global", "local", "causal"])
+    additive_sizes: list[int] = field(default_factory=lambda: list(ADDITIVE_SIZES))
+    scenarios: list[str] = field(default_factory=lambda: ["global", "local", "causal", "additive"])
     backward: list[bool] = field(default_factory=lambda: [False, True])
     variants: list[str] | None = None  # None: every variant of a scenario
     warmup: int = 1
@@ -51,6 +53,9 @@ class SuiteConfig:
 def dense_bytes(case: Case) -> float:
     """Bytes of the n x n tensors a dense variant must hold at once (a lower bound)."""
     nn = float(case.n) ** 2
+    if case.scenario == "additive":  # the (n, n, A) hidden tensor, or attnkit's n x n scores
+        per_pair = case.dim * (2 if case.backward else 1) if case.variant == "naive" else 3
+        return nn * case.heads * case.batch * 4 * per_pair
     if case.variant == "naive":  # scores and weights in float32 (+ their gradients)
         return nn * case.heads * case.batch * 4 * (4 if case.backward else 2)
     if case.variant == "sdpa-band":  # the bool mask and SDPA's float copy of it
@@ -67,7 +72,7 @@ def skip_reason(case: Case, prev: dict[str, Any] | None, cfg: SuiteConfig) -> st
         return f"skipped: needs > {dense_bytes(case) / 2**30:.0f} GiB"
     if prev is None or "ms" not in prev:
         return None
-    power = 2 if case.variant in DENSE or case.scenario == "global" else 1
+    power = 2 if case.variant in DENSE or case.scenario in ("global", "additive") else 1
     grow = (case.n / prev["n"]) ** power
     est_s = prev["ms"] / 1e3 * grow
     if est_s > cfg.time_limit_s:
@@ -80,7 +85,9 @@ def skip_reason(case: Case, prev: dict[str, Any] | None, cfg: SuiteConfig) -> st
 def plan_cases(cfg: SuiteConfig) -> list[Case]:
     cases = []
     for scenario in cfg.scenarios:
-        sizes = cfg.global_sizes if scenario == "global" else cfg.local_sizes
+        sizes = {"global": cfg.global_sizes, "additive": cfg.additive_sizes}.get(
+            scenario, cfg.local_sizes
+        )
         radius = cfg.causal_radius if scenario == "causal" else cfg.local_radius
         for backward in cfg.backward:
             for variant in VARIANTS[scenario]:
@@ -108,7 +115,7 @@ def run_suite(cfg: SuiteConfig, log: Any = print) -> dict[str, Any]:
                 timeout = max(120.0, 12 * cfg.time_limit_s)
                 row.update(measure_in_subprocess(case, cfg.warmup, cfg.repeats, timeout))
             else:
-                row.update(measure(case, cfg.warmup, cfg.repeats, rate_before))
+                row.update(measure(case, cfg.warmup, cfg.repeats))
             if "ms" in row:
                 last[key] = row
             else:
@@ -167,6 +174,10 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     scale = t32["ms"] / ours["ms"] if t32 and ours else None
     add("local time(32768)/time(16384) in [1.8, 2.2]", scale,
         None if scale is None else 1.8 <= scale <= 2.2)  # fmt: skip
+    # the same ratio with each time scaled by the matmul rate measured beside it (load drift)
+    fair = ours["pct_matmul"] / t32["pct_matmul"] * 2 if t32 and ours else None
+    add("  same, load-corrected (2 x %mm(16384) / %mm(32768))", fair,
+        None if fair is None else 1.8 <= fair <= 2.2)  # fmt: skip
     for mode in ("fwd", "fwd+bwd"):
         big = get("attnkit", 65536, mode)
         inputs_mib = 3 * 65536 * 8 * 64 * 4 / 2**20 * (2 if mode == "fwd+bwd" else 1)
