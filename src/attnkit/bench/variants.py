@@ -73,7 +73,7 @@ def _attention_fn(case: Case) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
     if name == "attnkit" and not local:
         from ..core import attend
 
-        return lambda q, k, v: attend(q, k, v, need_weights=False, check_finite=False).context
+        return lambda q, k, v: attend(q, k, v, need_weights=False).context  # defaults
     if name == "attnkit":
         from ..local import sliding_window_attention
 
@@ -122,7 +122,9 @@ def _flex(n: int, r: int, causal: bool) -> Callable[[Tensor, Tensor, Tensor], Te
             return (ki <= qi) & (qi - ki <= r)
         return (qi - ki).abs() <= r
 
-    block_mask = create_block_mask(window, None, None, n, n, device="cpu")
+    # uncompiled, create_block_mask materialises an n x n mask (32 GiB at n = 65536)
+    make = torch.compile(create_block_mask) if n > 16384 else create_block_mask
+    block_mask = make(window, None, None, n, n, device="cpu")
     compiled = torch.compile(flex_attention)
     return lambda q, k, v: compiled(q, k, v, block_mask=block_mask)
 

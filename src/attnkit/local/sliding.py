@@ -34,6 +34,9 @@ from .._checks import check_mask, check_qkv, check_width, check_window
 from ..normalisers import compute_dtype, masked_softmax
 
 DEFAULT_BLOCK = 128  # measured: b in {64, 128, 192, 256} at r = 256; 128 is fastest fwd+bwd
+# interior blocks go to SDPA in runs of this many queries: the backward pass then holds the
+# (nb, L, D) key-tile gradients of one run at a time, not of the whole sequence
+CHUNK_QUERIES = 8192
 
 
 @dataclass
@@ -164,9 +167,12 @@ class _Geometry:
 
 
 def _fused(q: Tensor, k: Tensor, v: Tensor, geo: _Geometry, user: Tensor | None) -> Tensor:
-    """SDPA on the interior blocks with the shared band mask, and on each edge run with its
-    own mask. q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv) -> context (G, Tq, Dv)."""
-    runs = [(0, geo.i0, False), (geo.i0, geo.i1, True), (geo.i1, geo.nb, False)]
+    """SDPA on the interior blocks (in runs of CHUNK_QUERIES) with the shared band mask, and
+    on each edge run with its own mask.
+    q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv) -> context (G, Tq, Dv)."""
+    step = max(1, CHUNK_QUERIES // geo.b)
+    inner = [(i, min(i + step, geo.i1), True) for i in range(geo.i0, geo.i1, step)]
+    runs = [(0, geo.i0, False), *inner, (geo.i1, geo.nb, False)]
     parts = []
     for start, stop, interior in runs:
         if stop <= start:
