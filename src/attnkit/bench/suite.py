@@ -154,6 +154,8 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ours, band = get("attnkit", 16384), get("sdpa-band", 16384)
     speed = band["ms"] / ours["ms"] if ours and band else None
     add("local n=16384: >= 20x faster than SDPA + band mask", speed, _ge(speed, 20))
+    fair = _fair(ours, band)
+    add("  same, load-corrected (ratio of %mm)", fair, _ge(fair, 20))
     mem = (
         ours["peak_mib"] / band["peak_mib"]
         if ours and band and ours.get("peak_mib") and band.get("peak_mib")
@@ -168,6 +170,7 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         a, b = get("attnkit", 16384, mode), get("local-attention", 16384, mode)
         r = b["ms"] / a["ms"] if a and b else None
         add(f"local n=16384 {mode}: >= 1.5x faster than local-attention", r, _ge(r, 1.5))
+        add("  same, load-corrected (ratio of %mm)", _fair(a, b), _ge(_fair(a, b), 1.5))
     pct = ours["pct_matmul"] if ours else None
     add("local n=16384 fwd: >= 40% of the matmul rate (%)", pct, _ge(pct, 40))
     t32 = get("attnkit", 32768)
@@ -184,19 +187,26 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         total = big["peak_mib"] + inputs_mib if big and big.get("peak_mib") is not None else None
         add(f"local n=65536 {mode}: < 2 GiB (inputs + peak, MiB)", total,
             None if total is None else total < 2048)  # fmt: skip
-    ratios = []
+    ratios, fair_ratios = [], []
     for row in rows:
         if row.get("variant") == "attnkit" and row.get("scenario") == "global" and "ms" in row:
             sdpa = _find(rows, variant="sdpa", scenario="global", n=row["n"], mode=row["mode"])
             if sdpa:
                 ratios.append(row["ms"] / sdpa["ms"])
-    worst = statistics.median(ratios) if ratios else None
-    add(
-        "global: attnkit within 1.05x of SDPA (median ratio)",
-        worst,
-        None if worst is None else worst <= 1.05,
-    )
+                fair_ratios.append(sdpa["pct_matmul"] / row["pct_matmul"])
+    for name, values in (("", ratios), ("  same, load-corrected", fair_ratios)):
+        med = statistics.median(values) if values else None
+        label = name or "global: attnkit time / SDPA time <= 1.05 (median over n, modes)"
+        add(label, med, None if med is None else med <= 1.05)
     return out
+
+
+def _fair(ours: dict[str, Any] | None, other: dict[str, Any] | None) -> float | None:
+    """Speed-up with each time taken relative to the matmul timed beside it: the ratio of the
+    two cases' % of the matmul rate (same FLOPs). Robust to load that drifts between cases."""
+    if not ours or not other:
+        return None
+    return float(ours["pct_matmul"] / other["pct_matmul"])
 
 
 def _ge(x: float | None, bound: float) -> bool | None:
