@@ -237,7 +237,8 @@ def format_targets(report: dict[str, Any]) -> str:
 
 
 def write_report(report: dict[str, Any], out: Path) -> list[Path]:
-    """bench.json and one PNG per scenario (time and peak memory vs n, log-log)."""
+    """bench.json and one PNG per scenario: time, % of the matmul rate and peak memory vs n
+    (log-log; the % panel is the one to read when the machine is shared)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(report, indent=1, default=str))
     paths = [out / "bench.json"]
@@ -248,9 +249,13 @@ def write_report(report: dict[str, Any], out: Path) -> list[Path]:
 
     rows = [r for r in report["rows"] if "ms" in r]
     for scenario in sorted({r["scenario"] for r in rows}):
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+        fig, axes = plt.subplots(1, 3, figsize=(16, 4.4))
         for (metric, label), ax in zip(
-            [("ms", "time per step (ms)"), ("peak_mib", "peak extra memory (MiB)")],
+            [
+                ("ms", "time per step (ms)"),
+                ("pct_matmul", "% of the matmul rate (load-robust)"),
+                ("peak_mib", "peak extra memory (MiB)"),
+            ],
             axes,
             strict=True,
         ):
