@@ -12,7 +12,21 @@ from attnkit.cli import main
 
 
 def test_quick_run_writes_table_json_and_plots(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    assert main(["bench", "--quick", "--sizes", "128", "--out", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--quick",
+                "--sizes",
+                "128",
+                "--variants",
+                "attnkit,sdpa,sdpa-band",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "GFLOP/s" in text and "targets:" in text
     report = json.loads((tmp_path / "bench.json").read_text())

@@ -107,3 +107,22 @@ def test_errors_say_what_to_do() -> None:
         sliding_window_attention(q, q, q, 1, mask=torch.ones(1, 5, 5))
     with pytest.raises(ValueError, match="width"):
         sliding_window_attention(q, torch.randn(1, 5, 3), q, 1)
+
+
+def test_interior_runs_in_chunks(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The interior blocks split into several SDPA runs give the same values and gradients."""
+    import attnkit.local.sliding as sliding
+
+    monkeypatch.setattr(sliding, "CHUNK_QUERIES", 16)
+    gen = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(2, 2, 257, 8, generator=gen, dtype=torch.float64) for _ in range(3))
+    inputs = [x.requires_grad_() for x in (q, k, v)]
+    mask = attnkit.padding_mask(torch.tensor([257, 200]))[:, None]
+    ref = attnkit.attend(q, k, v, align=attnkit.SlidingWindow(5), mask=mask)
+    out = sliding_window_attention(q, k, v, 5, mask=mask, block=4)
+    torch.testing.assert_close(out.context, ref.context)
+    g = torch.randn(ref.context.shape, generator=gen, dtype=torch.float64)
+    for got, want in zip(
+        _grads(out.context, inputs, g), _grads(ref.context, inputs, g), strict=True
+    ):
+        torch.testing.assert_close(got, want)

@@ -2,13 +2,16 @@
 
 * time: ``warmup`` untimed steps (FlexAttention compiles in its first), then the median of
   ``repeats`` timed steps (``time.perf_counter``);
-* the matmul rate: 2048 x 2048 float32 matmul, median of 3, measured in the same process just
-  before the case, so that the case's % of it is taken under the same load;
+* the matmul rate: a 2048 x 2048 float32 matmul timed just before each timed step, in the
+  same process, so that the case's % of it is taken under the same load (the median of the
+  per-pair ratios);
 * peak memory: torch's CPU tensors live outside Python's heap (tracemalloc does not see them),
   so this reads the kernel's resident-set high-water mark: after the warm-up the process's
   peak is reset (``/proc/self/clear_refs`` = 5), one more step runs, and the result is
   VmHWM - VmRSS (from ``/proc/self/status``) — the memory the step needed beyond its inputs
-  and the interpreter, whatever allocated it. Linux only; elsewhere it is reported as None.
+  and the interpreter, whatever allocated it. The process runs with glibc's mmap threshold
+  fixed at 64 KiB, so freed tensors leave the RSS at once (else a warm step reuses retained
+  heap and shows no growth). Linux only; elsewhere it is reported as None.
 
 Run as ``python -m attnkit.bench.measure '<case as JSON>' WARMUP REPEATS``; prints one JSON line.
 """
@@ -42,17 +45,23 @@ def median_seconds(step: Step, repeats: int) -> tuple[float, list[float]]:
     return statistics.median(times), times
 
 
-def matmul_gflops(repeats: int = 3) -> float:
-    """The machine's float32 matmul rate now: 2·s³ FLOPs per 2048 x 2048 product."""
+def _matmul_step() -> tuple[Step, float]:
+    """One 2048 x 2048 float32 matmul and its FLOPs (2·s³)."""
     gen = torch.Generator().manual_seed(0)
     a, b = (torch.randn(MATMUL_SIZE, MATMUL_SIZE, generator=gen) for _ in range(2))
 
     def product() -> None:
         torch.mm(a, b)
 
+    return product, 2.0 * MATMUL_SIZE**3
+
+
+def matmul_gflops(repeats: int = 3) -> float:
+    """The machine's float32 matmul rate now (GFLOP/s), median of ``repeats`` products."""
+    product, flops = _matmul_step()
     product()  # warm-up
     seconds, _ = median_seconds(product, repeats)
-    return 2 * MATMUL_SIZE**3 / seconds / 1e9
+    return flops / seconds / 1e9
 
 
 def _status_kib(field: str) -> int | None:
@@ -80,22 +89,29 @@ def peak_extra_mib(step: Step) -> float | None:
     return max(peak - base, 0) / 1024
 
 
-def measure(case: Case, warmup: int, repeats: int, rate: float | None = None) -> dict[str, Any]:
-    """Time and peak memory of one case; its % of ``rate`` (measured now if None)."""
+def measure(case: Case, warmup: int, repeats: int) -> dict[str, Any]:
+    """Time and peak memory of one case. Each timed step is paired with a matmul timed just
+    before it, so that its % of the matmul rate is taken under the same load (the machine is
+    shared); the reported % is the median of the per-pair ratios."""
     torch.manual_seed(0)
-    rate = matmul_gflops() if rate is None else rate
+    product, mm_flops = _matmul_step()
     step = make_step(case)
+    product()
     for _ in range(max(warmup, 1)):
         step()
     peak = peak_extra_mib(step)
-    seconds, times = median_seconds(step, repeats)
-    achieved = case.flops / seconds / 1e9
+    step_s, mm_s = [], []
+    for _ in range(repeats):
+        mm_s.append(median_seconds(product, 1)[0])
+        step_s.append(median_seconds(step, 1)[0])
+    seconds, mm_seconds = statistics.median(step_s), statistics.median(mm_s)
+    pct = [100 * (case.flops / s) / (mm_flops / m) for s, m in zip(step_s, mm_s, strict=True)]
     return {
         "ms": seconds * 1e3,
-        "times_ms": [t * 1e3 for t in times],
-        "gflops": achieved,
-        "matmul_gflops": rate,
-        "pct_matmul": 100 * achieved / rate,
+        "times_ms": [t * 1e3 for t in step_s],
+        "gflops": case.flops / seconds / 1e9,
+        "matmul_gflops": mm_flops / mm_seconds / 1e9,
+        "pct_matmul": statistics.median(pct),
         "peak_mib": peak,
     }
 
@@ -106,6 +122,11 @@ def measure_in_subprocess(
     """Run ``measure`` in a fresh interpreter; {"error": ...} if it fails or times out."""
     src = str(Path(__file__).resolve().parents[2])  # the directory holding attnkit/
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    # glibc keeps freed blocks resident and raises its mmap threshold as blocks are freed, so
+    # a step after the warm-up would reuse memory without growing the RSS: a fixed threshold
+    # makes every large tensor its own mapping, returned when freed, and the RSS honest.
+    env.setdefault("MALLOC_MMAP_THRESHOLD_", "65536")
+    env.setdefault("MALLOC_TRIM_THRESHOLD_", "65536")
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
     cmd = [sys.executable, "-m", "attnkit.bench.measure", json.dumps(asdict(case))]

@@ -24,7 +24,7 @@ class Case:
     """One measurement: a variant on a scenario at one size."""
 
     variant: str
-    scenario: str  # global | local | causal
+    scenario: str  # global | local | causal | additive
     n: int
     backward: bool
     batch: int = 1
@@ -35,15 +35,17 @@ class Case:
     @property
     def keys_per_query(self) -> int:
         """W: the keys one query must score (n for global attention)."""
-        if self.scenario == "global":
+        if self.scenario in ("global", "additive"):
             return self.n
         return self.radius + 1 if self.scenario == "causal" else 2 * self.radius + 1
 
     @property
     def flops(self) -> float:
         """The FLOPs the variant must do: 4·n·W·d·H·B forward (QKᵀ and AV); the backward pass
-        counts twice the forward (dQ, dK, dV, dS), so fwd+bwd counts 3x."""
-        fwd = 4.0 * self.n * self.keys_per_query * self.dim * self.heads * self.batch
+        counts twice the forward (dQ, dK, dV, dS), so fwd+bwd counts 3x. Additive scores
+        (hidden width A = d) count n²·(3A + 2d): add, multiply by v and sum, weighted sum."""
+        per_pair = 3 * self.dim + 2 * self.dim if self.scenario == "additive" else 4 * self.dim
+        fwd = float(per_pair) * self.n * self.keys_per_query * self.heads * self.batch
         return 3 * fwd if self.backward else fwd
 
 
@@ -64,12 +66,14 @@ def _naive(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
 def _attention_fn(case: Case) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
     """(q, k, v) (B, H, n, d) -> context (B, H, n, d) for the case's variant and scenario."""
     name, n, r = case.variant, case.n, case.radius
+    if case.scenario == "additive":
+        return _additive(case.dim, chunked=name == "attnkit")
     causal = case.scenario == "causal"
     local = case.scenario != "global"
     if name == "attnkit" and not local:
         from ..core import attend
 
-        return lambda q, k, v: attend(q, k, v, need_weights=False, check_finite=False).context
+        return lambda q, k, v: attend(q, k, v, need_weights=False).context  # defaults
     if name == "attnkit":
         from ..local import sliding_window_attention
 
@@ -89,6 +93,25 @@ def _attention_fn(case: Case) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
     raise ValueError(f"unknown variant {name!r} for scenario {case.scenario!r}")
 
 
+def _additive(dim: int, chunked: bool) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
+    """Bahdanau's additive score, A = d: attnkit's (chunked so the (n, n, A) hidden tensor never
+    exceeds 2^24 elements, recomputed in the backward pass) or computed in one piece."""
+    from ..core import attend
+    from ..scores import AdditiveScore
+
+    score = AdditiveScore(dim, dim, dim)
+    if chunked:
+        return lambda q, k, v: attend(q, k, v, score=score, need_weights=False).context
+
+    def whole(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        wq = q @ score.w_query.transpose(0, 1)  # (B, H, n, A)
+        wk = k @ score.w_keys.transpose(0, 1)  # (B, H, n, A)
+        e = torch.tanh(wq[..., :, None, :] + wk[..., None, :, :]) @ score.v  # (B, H, n, n)
+        return torch.softmax(e, dim=-1) @ v  # (B, H, n, d)
+
+    return whole
+
+
 def _flex(n: int, r: int, causal: bool) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
     """FlexAttention with a sliding-window block mask, compiled (the only way it runs on CPU;
     it has no CPU backward pass)."""
@@ -99,7 +122,9 @@ def _flex(n: int, r: int, causal: bool) -> Callable[[Tensor, Tensor, Tensor], Te
             return (ki <= qi) & (qi - ki <= r)
         return (qi - ki).abs() <= r
 
-    block_mask = create_block_mask(window, None, None, n, n, device="cpu")
+    # uncompiled, create_block_mask materialises an n x n mask (32 GiB at n = 65536)
+    make = torch.compile(create_block_mask) if n > 16384 else create_block_mask
+    block_mask = make(window, None, None, n, n, device="cpu")
     compiled = torch.compile(flex_attention)
     return lambda q, k, v: compiled(q, k, v, block_mask=block_mask)
 
@@ -155,6 +180,7 @@ VARIANTS = {
     "global": ["attnkit", "sdpa", "naive"],
     "local": ["attnkit", "sdpa-band", "flex", "local-attention", "naive"],
     "causal": ["attnkit", "sdpa-band", "flex", "local-attention", "naive"],
+    "additive": ["attnkit", "naive"],
 }
 
 __all__ = ["VARIANTS", "Case", "available", "band", "make_step"]

@@ -38,8 +38,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--sizes", help="comma-separated n for every scenario (default 1k..32k/64k)")
     p.add_argument(
         "--scenarios",
-        default="global,local,causal",
-        help="any of global (every key), local (radius each side), causal (look-back)",
+        default="global,local,causal,additive",
+        help="any of global (every key), local (radius each side), causal (look-back), "
+        "additive (Bahdanau scores, chunked)",
     )
     p.add_argument("--variants", help="only these variants, comma-separated")
     p.add_argument("--modes", default="fwd,fwd+bwd", help="fwd and/or fwd+bwd")
@@ -71,13 +72,13 @@ def run(args: argparse.Namespace) -> int:
         causal_radius=args.lookback,
     )
     if args.quick:
-        cfg.global_sizes = cfg.local_sizes = [256, 512]
+        cfg.global_sizes = cfg.local_sizes = cfg.additive_sizes = [256, 512]
         cfg.local_radius, cfg.causal_radius = min(args.radius, 32), min(args.lookback, 64)
         cfg.repeats, cfg.warmup, cfg.isolate, cfg.matmul_repeats = 1, 1, False, 1
         if not args.variants:  # FlexAttention compiles for ~15 s: not a smoke test
             cfg.variants = ["attnkit", "sdpa", "sdpa-band", "naive", "local-attention"]
     if args.sizes:
-        cfg.global_sizes = cfg.local_sizes = _sizes(args.sizes)
+        cfg.global_sizes = cfg.local_sizes = cfg.additive_sizes = _sizes(args.sizes)
     print(HEADER)
     report = run_suite(cfg)
     print(format_targets(report))

@@ -34,6 +34,9 @@ from .._checks import check_mask, check_qkv, check_width, check_window
 from ..normalisers import compute_dtype, masked_softmax
 
 DEFAULT_BLOCK = 128  # measured: b in {64, 128, 192, 256} at r = 256; 128 is fastest fwd+bwd
+# interior blocks go to SDPA in runs of this many queries: the backward pass then holds the
+# (nb, L, D) key-tile gradients of one run at a time, not of the whole sequence
+CHUNK_QUERIES = 8192
 
 
 @dataclass
@@ -87,17 +90,14 @@ def sliding_window_attention(
     geo = _Geometry(tq, tk, r, width, b)
 
     q = query.reshape(-1, tq, query.shape[-1])  # (G, Tq, D)
-    qt = F.pad(q, (0, 0, 0, geo.nb * b - tq)).view(q.shape[0], geo.nb, b, -1)  # (G, nb, b, D)
-    kt = geo.tiles(keys.reshape(-1, tk, keys.shape[-1]))  # (G, nb, L, D), a view
-    vt = geo.tiles(values.reshape(-1, tk, values.shape[-1]))  # (G, nb, L, Dv), a view
+    k = keys.reshape(-1, tk, keys.shape[-1])  # (G, Tk, D)
+    v = values.reshape(-1, tk, values.shape[-1])  # (G, Tk, Dv)
     user = None if mask is None else geo.mask_tiles(mask, lead)  # (1|G, nb, b|1, L|1)
-
     if need_weights:
-        ctx, weights = _explicit(qt, kt, vt, geo, user)
-        weights = weights.reshape(*lead, tq, width)
+        ctx, band = _explicit(q, k, v, geo, user)  # (G, Tq, Dv), (G, Tq, W)
+        weights: Tensor | None = band.reshape(*lead, tq, width)
     else:
-        ctx, weights = _fused(qt, kt, vt, geo, user), None
-    ctx = ctx.reshape(ctx.shape[0], geo.nb * b, -1)[:, :tq]  # (G, Tq, Dv)
+        ctx, weights = _fused(q, k, v, geo, user), None  # (G, Tq, Dv)
     return LocalResult(ctx.reshape(*lead, tq, -1).to(values.dtype), weights, -r)
 
 
@@ -112,19 +112,26 @@ class _Geometry:
         a = torch.arange(b)[:, None]  # (b, 1)
         c = torch.arange(self.L)[None, :]  # (1, L)
         self.band = (c >= a) & (c - a < width)  # (b, L), shared by every block
-        # blocks [i0, i1) reach only existing keys: no edge mask needed there
+        # blocks [i0, i1) reach only existing keys and hold no padded query: no edge mask, and
+        # their query and key tiles are views of the inputs, no copy
         self.i0 = min(self.nb, -(-r // b))
-        self.i1 = max(self.i0, min(self.nb, (tk + r - self.L) // b + 1))
+        self.i1 = max(self.i0, min(tq // b, (tk + r - self.L) // b + 1))
 
     def pad_keys(self, x: Tensor, value: float | bool = 0.0) -> Tensor:
         """(..., Tk, D) -> (..., padded, D): r slots in front, the tail padded or cut."""
-        right = self.padded - self.r - self.tk
-        x = F.pad(x, (0, 0, self.r, max(right, 0)), value=value)
-        return x[..., : self.padded, :]
+        return _window(x, -self.r, self.padded - self.r, value)
 
-    def tiles(self, x: Tensor) -> Tensor:
-        """(G, Tk, D) -> overlapping key tiles (G, nb, L, D): a strided view, no copy."""
-        return self.pad_keys(x).unfold(1, self.L, self.b).transpose(-1, -2)
+    def query_tiles(self, q: Tensor, start: int, stop: int) -> Tensor:
+        """Queries of blocks [start, stop): (G, Tq, D) -> (G, nr, b, D), padded at the end."""
+        rows = _window(q, start * self.b, stop * self.b)  # (G, nr·b, D)
+        return rows.view(q.shape[0], stop - start, self.b, q.shape[-1])
+
+    def key_tiles(self, x: Tensor, start: int, stop: int) -> Tensor:
+        """Keys blocks [start, stop) reach: (G, Tk, D) -> (G, nr, L, D), overlapping strided
+        views (``unfold``) of the keys, padded only where a tile hangs over an end."""
+        lo = start * self.b - self.r
+        rows = _window(x, lo, lo + (stop - start - 1) * self.b + self.L)  # (G, ., D)
+        return rows.unfold(1, self.L, self.b).transpose(-1, -2)  # (G, nr, L, D)
 
     def edge_mask(self, start: int, stop: int, device: torch.device) -> Tensor:
         """Band AND "the key exists" for blocks [start, stop): (1, nr, b, L), 4-D (a 3-D mask
@@ -159,20 +166,26 @@ class _Geometry:
         return t.expand(*lead, *t.shape[-3:]).reshape(-1, *t.shape[-3:])
 
 
-def _fused(qt: Tensor, kt: Tensor, vt: Tensor, geo: _Geometry, user: Tensor | None) -> Tensor:
-    """SDPA on the interior blocks with the shared band mask, and on each edge run with its
-    own mask. -> (G, nb, b, Dv)."""
-    runs = [(0, geo.i0, False), (geo.i0, geo.i1, True), (geo.i1, geo.nb, False)]
+def _fused(q: Tensor, k: Tensor, v: Tensor, geo: _Geometry, user: Tensor | None) -> Tensor:
+    """SDPA on the interior blocks (in runs of CHUNK_QUERIES) with the shared band mask, and
+    on each edge run with its own mask.
+    q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv) -> context (G, Tq, Dv)."""
+    step = max(1, CHUNK_QUERIES // geo.b)
+    inner = [(i, min(i + step, geo.i1), True) for i in range(geo.i0, geo.i1, step)]
+    runs = [(0, geo.i0, False), *inner, (geo.i1, geo.nb, False)]
     parts = []
     for start, stop, interior in runs:
         if stop <= start:
             continue
-        m = geo.band.to(qt.device) if interior else geo.edge_mask(start, stop, qt.device)
+        m = geo.band.to(q.device) if interior else geo.edge_mask(start, stop, q.device)
         if user is not None:
             m = m & user[:, start:stop]  # (1|G, nr, b, L)
-        q, k, v = qt[:, start:stop], kt[:, start:stop], vt[:, start:stop]
-        parts.append(_sdpa_zero_empty_rows(q, k, v, m, check=not interior or user is not None))
-    return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)  # (G, nb, b, Dv)
+        qt = geo.query_tiles(q, start, stop)  # (G, nr, b, D)
+        kt, vt = geo.key_tiles(k, start, stop), geo.key_tiles(v, start, stop)  # (G, nr, L, .)
+        out = _sdpa_zero_empty_rows(qt, kt, vt, m, check=not interior or user is not None)
+        rows = min(geo.tq, stop * geo.b) - start * geo.b
+        parts.append(out.reshape(q.shape[0], -1, out.shape[-1])[:, :rows])  # (G, rows, Dv)
+    return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)  # (G, Tq, Dv)
 
 
 def _sdpa_zero_empty_rows(q: Tensor, k: Tensor, v: Tensor, m: Tensor, check: bool) -> Tensor:
@@ -187,21 +200,35 @@ def _sdpa_zero_empty_rows(q: Tensor, k: Tensor, v: Tensor, m: Tensor, check: boo
 
 
 def _explicit(
-    qt: Tensor, kt: Tensor, vt: Tensor, geo: _Geometry, user: Tensor | None
+    q: Tensor, k: Tensor, v: Tensor, geo: _Geometry, user: Tensor | None
 ) -> tuple[Tensor, Tensor]:
     """One pass that also returns the weights: scores per tile in float32, masked softmax,
-    weighted sum. -> context (G, nb, b, Dv), band weights (G, Tq, W)."""
-    work = compute_dtype(qt.dtype)
-    scale = 1.0 / math.sqrt(qt.shape[-1])
-    scores = (qt.to(work) @ kt.to(work).transpose(-1, -2)) * scale  # (G, nb, b, L)
-    m = geo.edge_mask(0, geo.nb, qt.device)  # (1, nb, b, L)
+    weighted sum. -> context (G, Tq, Dv), band weights (G, Tq, W)."""
+    work = compute_dtype(q.dtype)
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    qt = geo.query_tiles(q, 0, geo.nb).to(work)  # (G, nb, b, D)
+    kt, vt = geo.key_tiles(k, 0, geo.nb).to(work), geo.key_tiles(v, 0, geo.nb)  # (G, nb, L, .)
+    scores = (qt @ kt.transpose(-1, -2)) * scale  # (G, nb, b, L)
+    m = geo.edge_mask(0, geo.nb, q.device)  # (1, nb, b, L)
     if user is not None:
         m = m & user
     w = masked_softmax(scores, m).contiguous()  # (G, nb, b, L)
     ctx = w @ vt.to(work)  # (G, nb, b, Dv)
     g, nb, b, L = w.shape
     band = w.as_strided((g, nb, b, geo.width), (nb * b * L, b * L, L + 1, 1))  # (G,nb,b,W)
+    ctx = ctx.reshape(g, nb * b, -1)[:, : geo.tq]  # (G, Tq, Dv)
     return ctx, band.reshape(g, nb * b, geo.width)[:, : geo.tq]
+
+
+def _window(x: Tensor, lo: int, hi: int, value: float | bool = 0.0) -> Tensor:
+    """Rows [lo, hi) of x (..., T, D), rows outside [0, T) filled with ``value``: a view when
+    the range lies inside, else one small padded copy."""
+    t = x.shape[-2]
+    inside = x[..., max(lo, 0) : min(hi, t), :]
+    if lo >= 0 and hi <= t:
+        return inside
+    before, after = max(-lo, 0), max(hi - max(t, lo), 0)
+    return F.pad(inside, (0, 0, before, after), value=value)
 
 
 __all__ = ["DEFAULT_BLOCK", "LocalResult", "sliding_window_attention"]
