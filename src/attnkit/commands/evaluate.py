@@ -20,6 +20,23 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--beam", type=int, default=1)
     p.add_argument("--length-penalty", type=float, default=1.0)
     p.add_argument("--limit", type=int, default=0, help="score only the first N examples")
+    p.add_argument(
+        "--alignments",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="PHARAOH_FILE",
+        help="also score the attention as word alignment: AER (Och & Ney 2003) of argmax and "
+        "of thresholded links, and entropy. The REFERENCE is force-decoded (teacher forcing, as "
+        "Luong 2015 §5.4) since hypotheses differ from it. Gold: the task's links, or a file "
+        "with one line of 0-based src-tgt links ('0-0 2-1') per evaluated sentence",
+    )
+    p.add_argument(
+        "--align-threshold",
+        type=float,
+        default=0.5,
+        help="weight from which a link counts in the thresholded AER (default 0.5)",
+    )
     p.add_argument("--json", action="store_true", help="print the scores as JSON")
     p.add_argument("--device", default="cpu", help="auto | cpu | cuda")
     p.set_defaults(run=run)
@@ -56,8 +73,14 @@ def run(args: argparse.Namespace) -> int:
         length_penalty=args.length_penalty,
     )
     s = score(out.hyps, examples, join="" if tokeniser_of(spec) == "char" else " ")
+    align = None
+    if args.alignments is not None:
+        from ..viz.checkpoint_aer import alignment_report, format_report
+
+        align = alignment_report(loaded, examples, args.alignments, args.align_threshold)
     if args.json:
-        print(json.dumps(asdict(s), indent=1))
+        extra = {} if align is None else {"alignment": align.to_json()}
+        print(json.dumps({**asdict(s), **extra}, indent=1))
         return 0
     print(
         f"{task} {args.split}: {s.n} sentences, "
@@ -70,4 +93,6 @@ def run(args: argparse.Namespace) -> int:
             f"    {row['src_len']:>7} words  n={row['n']:<5} BLEU {row['bleu']:5.1f}  "
             f"exact {100 * float(row['exact_match']):5.1f}%"
         )
+    if align is not None:
+        print("\n".join(format_report(align)))
     return 0

@@ -21,6 +21,11 @@ def add_parser(sub: Any) -> None:
         metavar="FILE.png",
         help="heatmap of the first sentence's attention (FILE-2.png for the 2nd, ...)",
     )
+    p.add_argument(
+        "--show",
+        action="store_true",
+        help="print a terminal heatmap of each translation's attention",
+    )
     p.add_argument("--device", default="cpu", help="auto | cpu | cuda")
     p.set_defaults(run=run)
 
@@ -61,8 +66,12 @@ def run(args: argparse.Namespace) -> int:
 
     char = tokeniser_of(loaded.meta) == "char"
     join = "" if char else " "
-    for hyp in out.hyps:
+    for e, hyp, w in zip(examples, out.hyps, out.weights, strict=True):
         print(join.join(hyp))
+        if args.show:
+            from ..viz.from_checkpoint import translation_heatmap
+
+            print(translation_heatmap(e.src, hyp, w, loaded.src_vocab) + "\n")
     if args.save_attention:
         base = Path(args.save_attention)
         for i, (e, hyp, w) in enumerate(zip(examples, out.hyps, out.weights, strict=True)):

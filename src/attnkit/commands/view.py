@@ -1,8 +1,9 @@
-"""``attnkit view``: look at attention weights that you saved — an interactive HTML page, a
-PNG heatmap, or a heatmap in the terminal.
+"""``attnkit view``: look at attention weights that you saved, or at a checkpoint's attention
+on a sentence — an interactive HTML page, a PNG heatmap, or a heatmap in the terminal.
 
     attnkit view --weights attn.safetensors --src-tokens "I go to school ." \
         --tgt-tokens "나는 학교에 간다 ." --out attn.html --png attn.png
+    attnkit view --checkpoint runs/rs "I am a student" --out attn.html
 """
 
 from __future__ import annotations
@@ -22,10 +23,15 @@ def add_parser(sub: Any) -> None:
             "(H, Tq, Tk) or (L, H, Tq, Tk): rows are target (query) tokens, columns source "
             "(key) tokens. Tokens come from --src-tokens/--tgt-tokens (split on spaces), a "
             '--tokens JSON file {"src": [...], "tgt": [...]}, or the file\'s metadata '
-            "(attnkit.viz.save_attention writes it). No source tokens = self-attention."
+            "(attnkit.viz.save_attention writes it). No source tokens = self-attention. "
+            "Or --checkpoint DIR 'sentence': translate it greedily and show the attention "
+            "(every layer and head where the model offers them)."
         ),
     )
-    p.add_argument("--weights", required=True, help="safetensors file")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--weights", help="safetensors file")
+    src.add_argument("--checkpoint", help="a checkpoint or `attnkit train` folder")
+    p.add_argument("sentence", nargs="?", help="with --checkpoint: the sentence to translate")
     p.add_argument("--name", default="weights", help="tensor name in the file (default weights)")
     p.add_argument("--src-tokens", help="source (key) tokens, separated by spaces")
     p.add_argument("--tgt-tokens", help="target (query) tokens, separated by spaces")
@@ -68,12 +74,33 @@ def _resolve_tokens(args: argparse.Namespace, record: Any) -> tuple[list[str], l
     return tgt, src
 
 
+def _from_checkpoint(args: argparse.Namespace) -> tuple[Any, str]:
+    from ..train import checkpoint
+    from ..viz.from_checkpoint import sentence_attention
+    from .translate import tokenise
+
+    if not args.sentence:
+        raise ValueError(
+            '--checkpoint needs a sentence: attnkit view --checkpoint DIR "I am a student"'
+        )
+    loaded = checkpoint.load(args.checkpoint)
+    hyp, record = sentence_attention(loaded, tokenise(args.sentence, loaded.meta))
+    join = "" if loaded.meta.get("tokenise") == "char" else " "
+    print(f"translation: {join.join(hyp)}")
+    return record, f"{loaded.model_name}: {args.sentence}"
+
+
 def run(args: argparse.Namespace) -> int:
     from ..viz import parse_pharaoh
     from ..viz.outputs import show
     from ..viz.weights_file import load_attention
 
-    record = load_attention(args.weights, name=args.name)
+    if args.checkpoint:
+        record, title = _from_checkpoint(args)
+    elif args.sentence is not None:
+        raise ValueError("a sentence goes with --checkpoint DIR; --weights files carry weights")
+    else:
+        record, title = load_attention(args.weights, name=args.name), Path(args.weights).stem
     tgt, src = _resolve_tokens(args, record)
     head: int | str | None = args.head
     if head not in (None, "mean"):
@@ -91,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         layer=args.layer,
         head=head,
         gold=parse_pharaoh(args.gold) if args.gold else None,
-        title=args.title or Path(args.weights).stem,
+        title=args.title or title,
     )
     print("\n".join(lines))
     return 0

@@ -1,0 +1,152 @@
+"""Alignment quality of a checkpoint's attention: ``attnkit evaluate --alignments``.
+
+A decoded hypothesis is not the reference, so gold links (over reference words) cannot be
+compared with the attention of a decoded sentence. As in the literature (Luong, Pham & Manning
+2015, §5.4: "force decode our models to produce the reference translations"), the model is
+teacher-forced on the REFERENCE target and its attention weights at those steps are scored:
+
+    a_t = attention of decoder step t, fed bos y_1 .. y_{t-1}, predicting y_t   (T x S)
+    argmax links  A = {(argmax_s a_ts, t)}          (one source word per target word)
+    threshold links A = {(s, t) : a_ts >= τ}
+    AER = 1 - (|A ∩ S| + |A ∩ P|) / (|A| + |S|)      (Och & Ney 2003, eq. 22)
+
+Only words are scored: the row of the step that predicts ``<eos>`` and the column of the
+source ``<eos>`` are cut off (weights[:T, :S]; not renormalised, so a word row whose mass sits
+on ``<eos>`` may fall below τ). The entropy is that of those rows renormalised over the
+source words.
+
+Links are (src, tgt), 0-based: Pharaoh ``"1-0"`` links source word 1 to target word 0 — the
+order of ``Example.links`` in toy-ko and of ``attnkit.viz.parse_pharaoh``.
+
+Legend: B batch, T target words, S source words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ..data.batching import batches
+from ..data.example import Example
+from .alignment_quality import AlignmentScores, GoldAlignment, evaluate_alignments, parse_pharaoh
+
+TASK_GOLD = "task"
+
+
+def forced_attention(
+    model: Any,
+    examples: Sequence[Example],
+    src_vocab: Any,
+    tgt_vocab: Any,
+    *,
+    batch_size: int = 128,
+) -> list[Tensor]:
+    """Teacher-force each example's reference target; its attention cut to the words,
+    (T_i, S_i) per example, in the order of ``examples``."""
+    device = next(model.parameters()).device
+    out: list[Tensor] = [torch.empty(0)] * len(examples)
+    model.eval()
+    with torch.no_grad():
+        for b in batches(list(examples), src_vocab, tgt_vocab, batch_size):
+            b = b.to(device)
+            weights = model(b.src, b.src_len, b.tgt_in).weights  # (B, T+1, S+1) | None
+            if weights is None:
+                raise ValueError(
+                    f"{type(model).__name__} has no attention weights to align; "
+                    "use a model with attention (rnnsearch, ...)"
+                )
+            for j, i in enumerate(b.index):
+                e = examples[i]
+                out[i] = weights[j, : len(e.tgt), : len(e.src)].float().cpu()  # (T_i, S_i)
+    return out
+
+
+def gold_from_examples(examples: Sequence[Example]) -> list[GoldAlignment]:
+    """The task's own gold links (``Example.links``), all sure."""
+    if not any(e.links for e in examples):
+        raise ValueError(
+            "these examples carry no gold alignments; pass --alignments FILE "
+            "(Pharaoh format: one line of 0-based 'src-tgt' links per sentence)"
+        )
+    return [GoldAlignment(frozenset(e.links), frozenset(e.links)) for e in examples]
+
+
+def read_gold_file(path: str | Path, examples: Sequence[Example]) -> list[GoldAlignment]:
+    """One Pharaoh line per evaluated example, in order; ``s-t`` sure, ``s?t`` possible.
+    Every error names the file and the line."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"no alignment file {p}")
+    lines = p.read_text(encoding="utf-8").splitlines()
+    if len(lines) != len(examples):
+        raise ValueError(
+            f"{p} has {len(lines)} lines but {len(examples)} sentences are evaluated; write one "
+            "line of links per sentence of the split, in order (--limit N evaluates the first N)"
+        )
+    gold = []
+    for n, (line, e) in enumerate(zip(lines, examples, strict=True), start=1):
+        try:
+            g = parse_pharaoh(line)
+        except ValueError as err:
+            raise ValueError(f"{p} line {n}: {err}") from None
+        for s, t in sorted(g.possible):
+            if s >= len(e.src) or t >= len(e.tgt):
+                raise ValueError(
+                    f"{p} line {n}: link {s}-{t} is outside the {len(e.src)} source x "
+                    f"{len(e.tgt)} target words of sentence {n}; links are 0-based src-tgt "
+                    "(source index first)"
+                )
+        gold.append(g)
+    return gold
+
+
+@dataclass(frozen=True)
+class AlignmentReport:
+    """Scores of the force-decoded attention against ``gold`` ("task" or a file path)."""
+
+    scores: AlignmentScores
+    threshold: float
+    gold: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self.scores), "threshold": self.threshold, "gold": self.gold}
+
+
+def alignment_report(
+    loaded: Any, examples: Sequence[Example], gold_file: str | None, threshold: float
+) -> AlignmentReport:
+    """AER of argmax and of thresholded links, and entropy, of a loaded checkpoint's
+    force-decoded attention; gold from ``gold_file`` or, when None/empty, the examples."""
+    if not 0 < threshold <= 1:
+        raise ValueError(f"--align-threshold {threshold}: pass a weight in (0, 1]")
+    gold = read_gold_file(gold_file, examples) if gold_file else gold_from_examples(examples)
+    weights = forced_attention(loaded.model, examples, loaded.src_vocab, loaded.tgt_vocab)
+    scores = evaluate_alignments(weights, gold, threshold=threshold)
+    return AlignmentReport(scores, threshold, gold_file or TASK_GOLD)
+
+
+def format_report(report: AlignmentReport) -> list[str]:
+    s = report.scores
+    gold = "the task's gold links" if report.gold == TASK_GOLD else report.gold
+    return [
+        f"  alignment of the attention (reference force-decoded; {s.sentences} sentences, "
+        f"gold: {gold})",
+        f"    AER argmax links        {100 * s.aer_argmax:5.1f}%",
+        f"    AER links a >= {report.threshold:<4g}     {100 * (s.aer_threshold or 0.0):5.1f}%",
+        f"    entropy                 {s.entropy:.3f} nats (normalised {s.entropy_normalised:.3f})",
+    ]
+
+
+__all__ = [
+    "AlignmentReport",
+    "alignment_report",
+    "forced_attention",
+    "format_report",
+    "gold_from_examples",
+    "read_gold_file",
+]
