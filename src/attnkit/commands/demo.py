@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     torch.manual_seed(args.seed)
     model = build_model(
         "rnnsearch", preset="small", src_vocab=len(src_vocab), tgt_vocab=len(tgt_vocab)
-    )
+    ).to(pick_device(args.device))
     n_params = sum(p.numel() for p in model.parameters())
     print(
         f"attnkit demo: RNNsearch (Bahdanau 2015; bi-GRU encoder, additive attention, GRU "
