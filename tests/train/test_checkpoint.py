@@ -73,3 +73,13 @@ def test_a_later_save_replaces_the_whole_directory(tmp_path) -> None:
     checkpoint.save(tmp_path / "ck", model, "rnnsearch", sv, sv, meta={"n": 2})
     assert checkpoint.load(tmp_path / "ck").meta == {"n": 2}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ck"]  # no temporaries left
+
+
+def test_resuming_into_a_different_model_fails_clearly(tmp_path) -> None:
+    model = build_model("rnnsearch", src_vocab=9, tgt_vocab=8, preset="tiny")
+    opt = torch.optim.Adam(model.parameters())
+    sv = Vocab.build([["a"]])
+    checkpoint.save(tmp_path / "last", model, "rnnsearch", sv, sv, optimizer=opt)
+    other = build_model("rnnsearch", src_vocab=9, tgt_vocab=8, preset="small")
+    with pytest.raises(ValueError, match="does not fit this model"):
+        checkpoint.load_training(tmp_path / "last", other, torch.optim.Adam(other.parameters()))

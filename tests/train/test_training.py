@@ -124,3 +124,14 @@ def test_model_flags_must_fit_the_model(tmp_path, capsys) -> None:
         == 2
     )
     assert "--score do(es) not apply to --model rnnsearch" in capsys.readouterr().err
+
+
+def test_translate_warns_about_unknown_words(tmp_path, capsys) -> None:
+    out = str(tmp_path / "run")
+    assert (
+        main(["train", "--task", "toy-ko", *TINY, "--epochs", "1", "--out", out, "--no-progress"])
+        == 0
+    )
+    capsys.readouterr()
+    assert main(["translate", "--checkpoint", out, "I am a dragon"]) == 0
+    assert "dragon" in capsys.readouterr().err

@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from ..data.vocab import Vocab
     from ..models import build_model
     from ..train import checkpoint
+    from ..train.aer import attention_aer
     from ..train.evaluate import score, translate
     from ..train.loop import TrainConfig, train
     from ..train.plots import attention_heatmap
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     torch.manual_seed(args.seed)
     model = build_model(
         "rnnsearch", preset="small", src_vocab=len(src_vocab), tgt_vocab=len(tgt_vocab)
-    )
+    ).to(pick_device(args.device))
     n_params = sum(p.numel() for p in model.parameters())
     print(
         f"attnkit demo: RNNsearch (Bahdanau 2015; bi-GRU encoder, additive attention, GRU "
@@ -92,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
     best = checkpoint.load(out / "model" / "best", pick_device(args.device))
     test = translate(best.model, splits.test, src_vocab, tgt_vocab)
     s = score(test.hyps, splits.test)
+    aer = attention_aer(best.model, splits.test, src_vocab, tgt_vocab)
     examples = [Example(x.split(), []) for x in EXAMPLES]
     tr = translate(best.model, examples, src_vocab, tgt_vocab)
     print("\ntranslations (greedy):")
@@ -114,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
         "exact_match": s.exact_match,
         "bleu": s.bleu,
         "chrf": s.chrf,
+        "attention_aer": aer,
         "epochs": result.epochs_run,
         "train_seconds": result.seconds,
         "wall_seconds": wall,
@@ -125,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
     print("\nsummary")
     print(f"  held-out exact match  {100 * s.exact_match:.1f}%  ({s.n} sentences)")
     print(f"  held-out BLEU         {s.bleu:.1f}   chrF {s.chrf:.1f}")
+    if aer is not None:
+        print(f"  attention AER         {100 * aer:.1f}%  (argmax attention vs gold alignments)")
     print(
         f"  training              {result.epochs_run} epochs, {result.seconds:.0f}s "
         f"(stopped: {result.stopped})"

@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..data.source import load_spec, tokeniser_of
     from ..train import checkpoint
+    from ..train.aer import attention_aer
     from ..train.evaluate import score, translate
     from .train import pick_device
 
@@ -73,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         length_penalty=args.length_penalty,
     )
     s = score(out.hyps, examples, join="" if tokeniser_of(spec) == "char" else " ")
+    aer = attention_aer(loaded.model, examples, loaded.src_vocab, loaded.tgt_vocab)
     align = None
     if args.alignments is not None:
         from ..viz.checkpoint_aer import alignment_report, format_report
@@ -80,13 +82,15 @@ def run(args: argparse.Namespace) -> int:
         align = alignment_report(loaded, examples, args.alignments, args.align_threshold)
     if args.json:
         extra = {} if align is None else {"alignment": align.to_json()}
-        print(json.dumps({**asdict(s), **extra}, indent=1))
+        print(json.dumps({**asdict(s), "aer": aer, **extra}, indent=1))
         return 0
     print(
         f"{task} {args.split}: {s.n} sentences, "
         f"{'greedy' if args.beam == 1 else f'beam {args.beam}'}"
     )
     print(f"  exact match {100 * s.exact_match:.1f}%   BLEU {s.bleu:.1f}   chrF {s.chrf:.1f}")
+    if aer is not None:
+        print(f"  attention AER {100 * aer:.1f}% (argmax attention on the reference vs gold links)")
     print("  by source length:")
     for row in s.by_length:
         print(

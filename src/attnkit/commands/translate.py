@@ -54,6 +54,13 @@ def run(args: argparse.Namespace) -> int:
     for i, e in enumerate(examples):
         if not e.src:
             raise ValueError(f"sentence {i + 1} is empty")
+        unknown = sorted({t for t in e.src if t not in loaded.src_vocab.index})
+        if unknown:
+            print(
+                f"warning: sentence {i + 1} has tokens the model never saw in training "
+                f"(read as <unk>): {' '.join(unknown)}",
+                file=sys.stderr,
+            )
     out = translate(
         loaded.model,
         examples,

@@ -27,7 +27,7 @@ class Batch:
     def to(self, device: torch.device | str) -> Batch:
         return Batch(
             self.src.to(device),
-            self.src_len,
+            self.src_len.to(device),
             self.tgt_in.to(device),
             self.tgt_out.to(device),
             self.index,

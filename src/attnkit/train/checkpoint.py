@@ -153,7 +153,13 @@ def load_training(
         else:
             raise FileNotFoundError(f"no resumable checkpoint in {p} (train_state.json missing)")
     state = json.loads((p / "train_state.json").read_text("utf-8"))
-    model.load_state_dict(load_file(str(p / "model.safetensors")))
+    try:
+        model.load_state_dict(load_file(str(p / "model.safetensors")))
+    except RuntimeError as err:
+        raise ValueError(
+            f"the checkpoint in {p} does not fit this model ({str(err).splitlines()[0]}); "
+            "resume with the options of the original run, or train into a new --out"
+        ) from None
     tensors = load_file(str(p / "optimizer.safetensors"))
     rng = tensors.pop("rng.torch")
     per: dict[int, dict[str, Any]] = {}
