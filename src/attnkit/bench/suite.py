@@ -236,12 +236,40 @@ def format_targets(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def format_markdown(report: dict[str, Any]) -> str:
+    """The table and the targets as Markdown (bench.md), ready for docs/performance.md."""
+    rate = report["matmul_gflops"]
+    lines = [
+        f"matmul 2048x2048 float32: {rate['before']:.0f} GFLOP/s at the start, "
+        f"{rate['after']:.0f} at the end of the run",
+        "",
+        "| scenario | mode | n | variant | ms | GFLOP/s | % matmul | peak MiB | note |",
+        "|---|---|---:|---|---:|---:|---:|---:|---|",
+    ]
+    for r in report["rows"]:
+        head = f"| {r['scenario']} | {r['mode']} | {r['n']} | {r['variant']} |"
+        if "ms" not in r:
+            lines.append(f"{head} – | – | – | – | {r.get('skipped', '')} |")
+            continue
+        peak = "n/a" if r.get("peak_mib") is None else f"{r['peak_mib']:.0f}"
+        lines.append(
+            f"{head} {r['ms']:.1f} | {r['gflops']:.1f} | {r['pct_matmul']:.0f} | {peak} | |"
+        )
+    lines += ["", "| target | measured | |", "|---|---:|---|"]
+    for t in report["targets"]:
+        mark = {True: "met", False: "**missed**", None: "not measured"}[t["met"]]
+        value = "–" if t["measured"] is None else f"{t['measured']:.3g}"
+        lines.append(f"| {t['target'].strip()} | {value} | {mark} |")
+    return "\n".join(lines) + "\n"
+
+
 def write_report(report: dict[str, Any], out: Path) -> list[Path]:
-    """bench.json and one PNG per scenario: time, % of the matmul rate and peak memory vs n
-    (log-log; the % panel is the one to read when the machine is shared)."""
+    """bench.json, bench.md and one PNG per scenario: time, % of the matmul rate and peak
+    memory vs n (log-log; the % panel is the one to read when the machine is shared)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(report, indent=1, default=str))
-    paths = [out / "bench.json"]
+    (out / "bench.md").write_text(format_markdown(report))
+    paths = [out / "bench.json", out / "bench.md"]
     import matplotlib
 
     matplotlib.use("Agg")
