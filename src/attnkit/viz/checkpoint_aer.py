@@ -132,8 +132,9 @@ def alignment_report(
 
 def format_report(report: AlignmentReport) -> list[str]:
     s = report.scores
-    gold = "the task's gold links" if report.gold == TASK_GOLD else report.gold
+    gold = "the task's links" if report.gold == TASK_GOLD else report.gold
     return [
+        "",
         f"  alignment of the attention (reference force-decoded; {s.sentences} sentences, "
         f"gold: {gold})",
         f"    AER argmax links        {100 * s.aer_argmax:5.1f}%",
