@@ -187,3 +187,20 @@ def test_evaluate_alignments_malformed_file_names_the_line(
     assert message in err and str(bad) in err
     assert main([*argv[:-1], str(tmp_path / "missing.align")]) == 2
     assert "no alignment file" in capsys.readouterr().err
+
+
+def test_a_model_without_attention_is_a_clear_error(tmp_path, capsys) -> None:
+    splits = load_task("toy-ko", seed=0, **SIZES)
+    src_vocab = Vocab.build(e.src for e in splits.train)
+    tgt_vocab = Vocab.build(e.tgt for e in splits.train)
+    model = build_model("rnnencdec", preset="tiny", src_vocab=len(src_vocab), tgt_vocab=12)
+    meta = {"task": "toy-ko", "task_seed": 0, **SIZES}
+    path = checkpoint.save(
+        tmp_path / "encdec", model, "rnnencdec", src_vocab, Vocab(tgt_vocab.tokens[:12]), meta=meta
+    )
+    assert main(["view", "--checkpoint", str(path), SENTENCE]) == 2
+    assert "rnnencdec has no attention to show" in capsys.readouterr().err
+    assert main(["evaluate", "--checkpoint", str(path), "--limit", "2", "--alignments"]) == 2
+    assert "has no attention weights to align" in capsys.readouterr().err
+    assert main(["translate", "--checkpoint", str(path), "--show", SENTENCE]) == 0
+    assert "no attention to show" in capsys.readouterr().out
