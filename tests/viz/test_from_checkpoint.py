@@ -204,3 +204,23 @@ def test_a_model_without_attention_is_a_clear_error(tmp_path, capsys) -> None:
     assert "has no attention weights to align" in capsys.readouterr().err
     assert main(["translate", "--checkpoint", str(path), "--show", SENTENCE]) == 0
     assert "no attention to show" in capsys.readouterr().out
+
+
+def test_evaluate_alignments_scores_each_layer_of_a_multi_layer_model(
+    ckpt, capsys, monkeypatch
+) -> None:
+    def cross_attention(self, src, src_len, tgt_in):  # (B, L=2, H=2, T, S)
+        w = self(src, src_len, tgt_in).weights  # (B, T, S)
+        return torch.stack([torch.stack([w, w], 1), torch.stack([w.roll(1, -1)] * 2, 1)], 1)
+
+    argv = ["evaluate", "--checkpoint", str(ckpt), "--limit", "12", "--alignments"]
+    assert main([*argv, "--json"]) == 0
+    assert "aer_argmax_by_layer" not in json.loads(capsys.readouterr().out)["alignment"]
+    monkeypatch.setattr(RNNSearch, "cross_attention", cross_attention, raising=False)
+    assert main([*argv, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["alignment"]
+    first, second = got["aer_argmax_by_layer"]
+    assert first == pytest.approx(got["aer_argmax"], abs=1e-12) and 0 <= second <= 1
+    assert second != first
+    assert main(argv) == 0
+    assert "AER argmax by layer     0: " in capsys.readouterr().out
