@@ -187,3 +187,40 @@ def test_evaluate_alignments_malformed_file_names_the_line(
     assert message in err and str(bad) in err
     assert main([*argv[:-1], str(tmp_path / "missing.align")]) == 2
     assert "no alignment file" in capsys.readouterr().err
+
+
+def test_a_model_without_attention_is_a_clear_error(tmp_path, capsys) -> None:
+    splits = load_task("toy-ko", seed=0, **SIZES)
+    src_vocab = Vocab.build(e.src for e in splits.train)
+    tgt_vocab = Vocab.build(e.tgt for e in splits.train)
+    model = build_model("rnnencdec", preset="tiny", src_vocab=len(src_vocab), tgt_vocab=12)
+    meta = {"task": "toy-ko", "task_seed": 0, **SIZES}
+    path = checkpoint.save(
+        tmp_path / "encdec", model, "rnnencdec", src_vocab, Vocab(tgt_vocab.tokens[:12]), meta=meta
+    )
+    assert main(["view", "--checkpoint", str(path), SENTENCE]) == 2
+    assert "rnnencdec has no attention to show" in capsys.readouterr().err
+    assert main(["evaluate", "--checkpoint", str(path), "--limit", "2", "--alignments"]) == 2
+    assert "has no attention weights to align" in capsys.readouterr().err
+    assert main(["translate", "--checkpoint", str(path), "--show", SENTENCE]) == 0
+    assert "no attention to show" in capsys.readouterr().out
+
+
+def test_evaluate_alignments_scores_each_layer_of_a_multi_layer_model(
+    ckpt, capsys, monkeypatch
+) -> None:
+    def cross_attention(self, src, src_len, tgt_in):  # (B, L=2, H=2, T, S)
+        w = self(src, src_len, tgt_in).weights  # (B, T, S)
+        return torch.stack([torch.stack([w, w], 1), torch.stack([w.roll(1, -1)] * 2, 1)], 1)
+
+    argv = ["evaluate", "--checkpoint", str(ckpt), "--limit", "12", "--alignments"]
+    assert main([*argv, "--json"]) == 0
+    assert "aer_argmax_by_layer" not in json.loads(capsys.readouterr().out)["alignment"]
+    monkeypatch.setattr(RNNSearch, "cross_attention", cross_attention, raising=False)
+    assert main([*argv, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["alignment"]
+    first, second = got["aer_argmax_by_layer"]
+    assert first == pytest.approx(got["aer_argmax"], abs=1e-12) and 0 <= second <= 1
+    assert second != first
+    assert main(argv) == 0
+    assert "AER argmax by layer     0: " in capsys.readouterr().out

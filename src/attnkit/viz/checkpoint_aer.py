@@ -66,6 +66,30 @@ def forced_attention(
     return out
 
 
+def forced_layer_attention(
+    model: Any,
+    examples: Sequence[Example],
+    src_vocab: Any,
+    tgt_vocab: Any,
+    *,
+    batch_size: int = 128,
+) -> list[Tensor]:
+    """Like ``forced_attention`` for a model with ``cross_attention`` (every layer and head,
+    e.g. the Transformer): each layer's mean over heads, (L, T_i, S_i) per example."""
+    device = next(model.parameters()).device
+    out: list[Tensor] = [torch.empty(0)] * len(examples)
+    model.eval()
+    with torch.no_grad():
+        for b in batches(list(examples), src_vocab, tgt_vocab, batch_size):
+            b = b.to(device)
+            weights = model.cross_attention(b.src, b.src_len, b.tgt_in)  # (B, L, H, T+1, S+1)
+            weights = weights.float().mean(dim=2)  # (B, L, T+1, S+1)
+            for j, i in enumerate(b.index):
+                e = examples[i]
+                out[i] = weights[j, :, : len(e.tgt), : len(e.src)].cpu()  # (L, T_i, S_i)
+    return out
+
+
 def gold_from_examples(examples: Sequence[Example]) -> list[GoldAlignment]:
     """The task's own gold links (``Example.links``), all sure."""
     if not any(e.links for e in examples):
@@ -112,40 +136,59 @@ class AlignmentReport:
     scores: AlignmentScores
     threshold: float
     gold: str
+    by_layer: tuple[float, ...] | None = None  # AER argmax of each layer's mean of heads
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self.scores), "threshold": self.threshold, "gold": self.gold}
+        extra = {} if self.by_layer is None else {"aer_argmax_by_layer": list(self.by_layer)}
+        return {**asdict(self.scores), "threshold": self.threshold, "gold": self.gold, **extra}
 
 
 def alignment_report(
     loaded: Any, examples: Sequence[Example], gold_file: str | None, threshold: float
 ) -> AlignmentReport:
     """AER of argmax and of thresholded links, and entropy, of a loaded checkpoint's
-    force-decoded attention; gold from ``gold_file`` or, when None/empty, the examples."""
+    force-decoded attention; gold from ``gold_file`` or, when None/empty, the examples.
+    Models with ``cross_attention`` also get the argmax AER of each layer's mean of heads
+    (the weights their ``forward`` returns are one choice among them)."""
     if not 0 < threshold <= 1:
         raise ValueError(f"--align-threshold {threshold}: pass a weight in (0, 1]")
     gold = read_gold_file(gold_file, examples) if gold_file else gold_from_examples(examples)
     weights = forced_attention(loaded.model, examples, loaded.src_vocab, loaded.tgt_vocab)
     scores = evaluate_alignments(weights, gold, threshold=threshold)
-    return AlignmentReport(scores, threshold, gold_file or TASK_GOLD)
+    by_layer = None
+    if hasattr(loaded.model, "cross_attention"):
+        layers = forced_layer_attention(
+            loaded.model, examples, loaded.src_vocab, loaded.tgt_vocab
+        )  # (L, T_i, S_i) each
+        by_layer = tuple(
+            evaluate_alignments([w[k] for w in layers], gold).aer_argmax
+            for k in range(layers[0].shape[0])
+        )
+    return AlignmentReport(scores, threshold, gold_file or TASK_GOLD, by_layer)
 
 
 def format_report(report: AlignmentReport) -> list[str]:
     s = report.scores
-    gold = "the task's gold links" if report.gold == TASK_GOLD else report.gold
-    return [
+    gold = "the task's links" if report.gold == TASK_GOLD else report.gold
+    lines = [
+        "",
         f"  alignment of the attention (reference force-decoded; {s.sentences} sentences, "
         f"gold: {gold})",
         f"    AER argmax links        {100 * s.aer_argmax:5.1f}%",
         f"    AER links a >= {report.threshold:<4g}     {100 * (s.aer_threshold or 0.0):5.1f}%",
         f"    entropy                 {s.entropy:.3f} nats (normalised {s.entropy_normalised:.3f})",
     ]
+    if report.by_layer is not None:
+        layers = "  ".join(f"{k}: {100 * a:.1f}%" for k, a in enumerate(report.by_layer))
+        lines.append(f"    AER argmax by layer     {layers}  (mean of heads)")
+    return lines
 
 
 __all__ = [
     "AlignmentReport",
     "alignment_report",
     "forced_attention",
+    "forced_layer_attention",
     "format_report",
     "gold_from_examples",
     "read_gold_file",
