@@ -9,7 +9,19 @@ MODEL_OPTIONS = ("emb", "enc_hidden", "dec_hidden", "attn_hidden", "maxout", "dr
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default="rnnsearch", help="rnnsearch | rnnencdec (default rnnsearch)")
+    p.add_argument(
+        "--model",
+        default="rnnsearch",
+        help="rnnsearch | rnnencdec | luong | transformer (default rnnsearch)",
+    )
+    p.add_argument(
+        "--opt",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set any option of the model's config, e.g. --opt score=dot --opt align=local-p "
+        "(repeatable; see docs/models.md)",
+    )
     p.add_argument("--preset", default="small", help="named size preset (tiny, small, base, paper)")
     for name in MODEL_OPTIONS:
         p.add_argument(
@@ -107,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from ..data.vocab import Vocab
-    from ..models import build_model
+    from ..models import build_model, parse_options
     from ..train.loop import TrainConfig, train
 
     device = pick_device(args.device)
@@ -128,9 +140,8 @@ def run(args: argparse.Namespace) -> int:
     src_vocab = Vocab.build((e.src for e in splits.train), args.min_freq)
     tgt_vocab = Vocab.build((e.tgt for e in splits.train), args.min_freq)
     torch.manual_seed(args.seed)
-    overrides = {k: getattr(args, k) for k in MODEL_OPTIONS}
-    if args.model == "rnnencdec":
-        overrides.pop("attn_hidden")
+    overrides = {k: getattr(args, k) for k in MODEL_OPTIONS if getattr(args, k) is not None}
+    overrides.update(parse_options(args.model, args.opt))
     model = build_model(
         args.model,
         preset=args.preset,

@@ -1,0 +1,183 @@
+"""Luong, Pham & Manning 2015, "Effective Approaches to Attention-based Neural Machine
+Translation": a stacked LSTM (or GRU) encoder and decoder; the top decoder state h_t queries
+the encoder states h̄_s *after* the recurrent step.
+
+    h_t = stackedRNN([E y_{t-1}; h̃_{t-1}], h_{t-1})     input feeding (§3.3)
+    a_t(s) = align(h_t, h̄_s) = softmax_s(score(h_t, h̄_s))   (eq. 7; dot | general | concat |
+                                                                location, eq. 8)
+    c_t = Σ_s a_t(s) h̄_s
+    h̃_t = tanh(W_c [c_t; h_t])                            (eq. 5)
+    p(y_t | y_<t, x) = softmax(W_s h̃_t)                   (eq. 6)
+
+Alignments (§3.1-3.2): global (every source word); local-m (p_t = t, window [p_t-D, p_t+D]);
+local-p (p_t = S·sigmoid(v_pᵀ tanh(W_p h_t)), S the real source length, weights in the
+window multiplied by exp(-(s-p_t)²/2σ²), σ = D/2). The score, alignment and attention come
+from attnkit (registry.build_score / build_alignment, modules.Attention); a decoding step is
+a single query, so local-m is given the true step t as a per-step window mask.
+
+Legend: B batch, S source length, L layers, n hidden width, E embedding width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from ..alignment import GlobalAlignment, LocalM
+from ..masks import and_masks, band_mask
+from ..modules import Attention
+from ..registry import build_alignment, build_score
+from .base import Memory, Seq2Seq, State, source_mask
+from .encoders import GRUEncoder
+
+SCORE_NAMES = ("dot", "general", "concat", "location")
+ALIGN_NAMES = ("global", "local-m", "local-p")
+
+
+@dataclass
+class LuongConfig:
+    src_vocab: int
+    tgt_vocab: int
+    emb: int = 64
+    hidden: int = 128  # n: encoder and decoder width (dot needs them equal)
+    layers: int = 2
+    cell: str = "lstm"  # lstm | gru
+    score: str = "general"  # dot | general | concat | location
+    align: str = "global"  # global | local-m | local-p
+    window: int = 10  # D, half-width of the local window (paper: 10)
+    input_feeding: bool = True
+    max_src_len: int = 100  # rows of W_a for the location score
+    dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("src_vocab", "tgt_vocab", "emb", "hidden", "layers", "max_src_len"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"LuongConfig.{name}={getattr(self, name)}; it must be >= 1")
+        if self.cell not in ("lstm", "gru"):
+            raise ValueError(f"LuongConfig.cell={self.cell!r}; choose 'lstm' or 'gru'")
+        if self.score not in SCORE_NAMES:
+            raise ValueError(f"LuongConfig.score={self.score!r}; choose one of {SCORE_NAMES}")
+        if self.align not in ALIGN_NAMES:
+            raise ValueError(f"LuongConfig.align={self.align!r}; choose one of {ALIGN_NAMES}")
+        if self.window < (1 if self.align == "local-p" else 0):
+            raise ValueError(
+                f"LuongConfig.window={self.window}; local-m needs >= 0, local-p >= 1 (σ = D/2)"
+            )
+        if not isinstance(self.input_feeding, bool):
+            raise ValueError(f"LuongConfig.input_feeding={self.input_feeding!r}; use True/False")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"LuongConfig.dropout={self.dropout}; it must be in [0, 1)")
+
+
+# Named presets (vocabulary sizes are filled in from the data).
+PRESETS: dict[str, dict[str, float | int | str | bool]] = {
+    "tiny": dict(emb=16, hidden=32, layers=1, window=3),
+    "small": dict(emb=64, hidden=96, layers=2, window=3),
+    "base": dict(emb=128, hidden=256, layers=2, window=5, dropout=0.1),
+    # Luong 2015, §4.1: 4 layers, 1000 cells, 1000-d embeddings, dropout 0.2, D = 10
+    "paper": dict(emb=1000, hidden=1000, layers=4, window=10, dropout=0.2),
+}
+
+
+class StackedCell(nn.Module):
+    """L stacked LSTM/GRU cells with dropout between layers. State h, c: (B, L, n)."""
+
+    def __init__(self, cell: str, input_dim: int, hidden: int, layers: int, dropout: float):
+        super().__init__()
+        make = nn.LSTMCell if cell == "lstm" else nn.GRUCell
+        self.cells = nn.ModuleList(
+            make(input_dim if i == 0 else hidden, hidden) for i in range(layers)
+        )
+        self.lstm = cell == "lstm"
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, h: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
+        hs, cs = [], []
+        for i, cell in enumerate(self.cells):
+            if self.lstm:
+                h_i, c_i = cell(x, (h[:, i], c[:, i]))  # (B, n) each
+            else:
+                h_i, c_i = cell(x, h[:, i]), c[:, i]
+            hs.append(h_i)
+            cs.append(c_i)
+            x = self.drop(h_i)
+        return torch.stack(hs, 1), torch.stack(cs, 1)  # (B, L, n) each
+
+
+class Luong(Seq2Seq):
+    name = "luong"
+
+    def __init__(self, config: LuongConfig) -> None:
+        super().__init__()
+        self.config = c = config
+        self.encoder = GRUEncoder(
+            c.src_vocab,
+            c.emb,
+            c.hidden,
+            bidirectional=False,
+            layers=c.layers,
+            dropout=c.dropout,
+            cell=c.cell,
+        )
+        self.tgt_emb = nn.Embedding(c.tgt_vocab, c.emb, padding_idx=0)
+        self.decoder = StackedCell(
+            c.cell, c.emb + (c.hidden if c.input_feeding else 0), c.hidden, c.layers, c.dropout
+        )
+        score = build_score(c.score, c.hidden, c.hidden, hidden=c.hidden, max_keys=c.max_src_len)
+        self.alignment = build_alignment(c.align, c.hidden, c.window)
+        # local-m's window depends on the decoding step t, which a one-query call cannot know:
+        # the step's window comes in as a mask (see window_at) and the module aligns globally.
+        step_align = GlobalAlignment() if isinstance(self.alignment, LocalM) else self.alignment
+        self.attention = Attention(score, step_align)
+        self.combine = nn.Linear(2 * c.hidden, c.hidden, bias=False)  # W_c
+        self.out = nn.Linear(c.hidden, c.tgt_vocab)  # W_s
+        self.drop = nn.Dropout(c.dropout)
+
+    def encode(self, src: Tensor, src_len: Tensor) -> Memory:
+        if src.shape[1] > self.config.max_src_len and self.config.score == "location":
+            raise ValueError(
+                f"source length {src.shape[1]} > max_src_len={self.config.max_src_len} of the "
+                "location score; build the model with a larger max_src_len"
+            )
+        states, _, final = self.encoder(src, src_len)  # (B, S, n); final: (L, B, n) [x2]
+        h, c = final if isinstance(final, tuple) else (final, torch.zeros_like(final))
+        return {
+            "keys": states,  # h̄_s (B, S, n)
+            "mask": source_mask(src_len, src.shape[1]),  # (B, 1, S)
+            "h0": h.transpose(0, 1),  # (B, L, n)
+            "c0": c.transpose(0, 1),  # (B, L, n)
+        }
+
+    def init_state(self, memory: Memory) -> State:
+        h0 = memory["h0"]
+        feed = h0.new_zeros(h0.shape[0], self.config.hidden)  # h̃_0 (B, n)
+        t = torch.zeros(h0.shape[0], dtype=torch.long, device=h0.device)  # step index (B,)
+        return (h0, memory["c0"], feed, t)
+
+    def window_at(self, t: Tensor, num_keys: int) -> Tensor | None:
+        """Local-m's window for decoder step t (B,): |s - t| <= D, the row t of LocalM's band
+        (Luong 2015, §3.2, p_t = t) -> (B, 1, S); None for the other alignments."""
+        if not isinstance(self.alignment, LocalM):
+            return None
+        rows = int(t.max()) + 1
+        band = band_mask(rows, num_keys, self.alignment.window, device=t.device)  # (rows, S)
+        return band[t][:, None]  # (B, 1, S)
+
+    def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, Tensor, State]:
+        h_prev, c_prev, feed, t = state  # (B, L, n), (B, L, n), (B, n), (B,)
+        y = self.drop(self.tgt_emb(prev))  # (B, E)
+        x = torch.cat([y, feed], dim=-1) if self.config.input_feeding else y  # (B, E [+ n])
+        h, c = self.decoder(x, h_prev, c_prev)  # (B, L, n)
+        h_top = h[:, -1]  # h_t (B, n)
+        keys = memory["keys"]  # (B, S, n)
+        mask = and_masks(memory["mask"], self.window_at(t, keys.shape[1]))  # (B, 1, S)
+        att = self.attention(h_top[:, None], keys, mask=mask)  # context (B, 1, n)
+        h_tilde = torch.tanh(self.combine(torch.cat([att.context[:, 0], h_top], -1)))  # (B, n)
+        logits = self.out(self.drop(h_tilde))  # (B, V)
+        assert att.weights is not None
+        return logits, att.weights[:, 0], (h, c, h_tilde, t + 1)  # weights (B, S)
+
+
+__all__ = ["ALIGN_NAMES", "PRESETS", "SCORE_NAMES", "Luong", "LuongConfig"]
