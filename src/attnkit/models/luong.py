@@ -126,11 +126,11 @@ class Luong(Seq2Seq):
             c.cell, c.emb + (c.hidden if c.input_feeding else 0), c.hidden, c.layers, c.dropout
         )
         score = build_score(c.score, c.hidden, c.hidden, hidden=c.hidden, max_keys=c.max_src_len)
-        self.alignment = build_alignment(c.align, c.hidden, c.window)
+        align = build_alignment(c.align, c.hidden, c.window)
         # local-m's window depends on the decoding step t, which a one-query call cannot know:
         # the step's window comes in as a mask (see window_at) and the module aligns globally.
-        step_align = GlobalAlignment() if isinstance(self.alignment, LocalM) else self.alignment
-        self.attention = Attention(score, step_align)
+        self.local_m = align.window if isinstance(align, LocalM) else None
+        self.attention = Attention(score, GlobalAlignment() if self.local_m is not None else align)
         self.combine = nn.Linear(2 * c.hidden, c.hidden, bias=False)  # W_c
         self.out = nn.Linear(c.hidden, c.tgt_vocab)  # W_s
         self.drop = nn.Dropout(c.dropout)
@@ -159,10 +159,10 @@ class Luong(Seq2Seq):
     def window_at(self, t: Tensor, num_keys: int) -> Tensor | None:
         """Local-m's window for decoder step t (B,): |s - t| <= D, the row t of LocalM's band
         (Luong 2015, §3.2, p_t = t) -> (B, 1, S); None for the other alignments."""
-        if not isinstance(self.alignment, LocalM):
+        if self.local_m is None:
             return None
         rows = int(t.max()) + 1
-        band = band_mask(rows, num_keys, self.alignment.window, device=t.device)  # (rows, S)
+        band = band_mask(rows, num_keys, self.local_m, device=t.device)  # (rows, S)
         return band[t][:, None]  # (B, 1, S)
 
     def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, Tensor, State]:
