@@ -133,6 +133,8 @@ def test_config_errors_say_what_to_do() -> None:
     }
     with pytest.raises(ValueError, match="KEY=VALUE"):
         parse_options("luong", ["heads=4"])
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        parse_options("luong", ["src_vocab=4"])
     with pytest.raises(ValueError, match="takes a int"):
         parse_options("luong", ["layers=two"])
 
@@ -155,3 +157,17 @@ def test_training_lowers_the_loss_and_checkpoint_round_trips(tmp_path) -> None:
         torch.testing.assert_close(
             loaded.model(src, src_len, tgt).logits, m(src, src_len, tgt).logits
         )
+
+
+def test_cli_trains_and_translates_with_options(tmp_path, capsys) -> None:
+    from attnkit.cli import main
+
+    out = str(tmp_path / "run")
+    args = ["train", "--task", "toy-ko", "--model", "luong", "--preset", "tiny", "--epochs", "1"]
+    args += ["--train-size", "64", "--valid-size", "8", "--test-size", "8", "--no-progress"]
+    args += ["--opt", "align=local-m", "--opt", "cell=gru", "--opt", "score=dot", "--out", out]
+    assert main(args) == 0
+    assert '"align": "local-m"' in (tmp_path / "run" / "best" / "config.json").read_text()
+    capsys.readouterr()
+    assert main(["translate", "--checkpoint", out, "--beam", "2", "I am a student"]) == 0
+    assert capsys.readouterr().out.strip()

@@ -137,3 +137,17 @@ def test_training_lowers_the_loss_and_checkpoint_round_trips(tmp_path) -> None:
     checkpoint.save(tmp_path / "shared", shared, "transformer", tv, tv)
     again = checkpoint.load(tmp_path / "shared").model
     assert again.src_emb is None and torch.equal(again.tgt_emb.weight, shared.tgt_emb.weight)
+
+
+def test_cli_trains_and_translates_with_options(tmp_path, capsys) -> None:
+    from attnkit.cli import main
+
+    out = str(tmp_path / "run")
+    args = ["train", "--task", "toy-ko", "--model", "transformer", "--preset", "tiny"]
+    args += ["--epochs", "1", "--train-size", "64", "--valid-size", "8", "--test-size", "8"]
+    args += ["--no-progress", "--opt", "norm=pre", "--opt", "share=none", "--out", out]
+    assert main(args) == 0
+    assert '"norm": "pre"' in (tmp_path / "run" / "best" / "config.json").read_text()
+    capsys.readouterr()
+    assert main(["translate", "--checkpoint", out, "--beam", "2", "I am a student"]) == 0
+    assert capsys.readouterr().out.strip()

@@ -45,9 +45,10 @@ def make_config(name: str, *, preset: str | None = None, **overrides: Any) -> An
 
 def parse_options(name: str, pairs: list[str]) -> dict[str, Any]:
     """``["score=dot", "layers=2", "input_feeding=false"]`` -> typed config overrides for model
-    ``name`` (types from its config dataclass), for ``attnkit train --opt KEY=VALUE``."""
+    ``name`` (types from its config dataclass), for ``attnkit train --opt KEY=VALUE``; the
+    vocabulary sizes come from the data and cannot be set."""
     _, config_cls, _ = _entry(name)
-    types = {f.name: f.type for f in fields(config_cls)}
+    types = {f.name: f.type for f in fields(config_cls) if not f.name.endswith("_vocab")}
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
