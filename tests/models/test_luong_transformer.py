@@ -6,7 +6,7 @@ import torch
 
 from attnkit.models import build_model
 from attnkit.models.luong import LuongConfig
-from attnkit.models.transformer import TransformerConfig, sinusoidal_positions
+from attnkit.models.transformer import TransformerConfig, sinusoids
 from attnkit.modules import CrossAttention, SelfAttention
 
 
@@ -65,10 +65,10 @@ def test_luong_config_errors() -> None:
         LuongConfig(src_vocab=5, tgt_vocab=5, cell="rnn")
 
 
-@pytest.mark.parametrize("norm_first", [True, False])
-def test_transformer_stepwise_equals_parallel(norm_first: bool) -> None:
+@pytest.mark.parametrize("norm", ["pre", "post"])
+def test_transformer_stepwise_equals_parallel(norm: str) -> None:
     model = build_model(
-        "transformer", src_vocab=20, tgt_vocab=15, preset="tiny", norm_first=norm_first
+        "transformer", src_vocab=20, tgt_vocab=15, preset="tiny", norm=norm
     ).eval()
     assert any(isinstance(m, CrossAttention) for m in model.modules())
     assert any(isinstance(m, SelfAttention) for m in model.modules())
@@ -94,7 +94,7 @@ def test_future_target_tokens_do_not_leak() -> None:
 
 
 def test_sinusoidal_positions_match_the_formula() -> None:
-    pe = sinusoidal_positions(50, 8).double()
+    pe = sinusoids(50, 8).double()
     pos, i = 37, 2
     assert abs(pe[pos, 2 * i] - torch.sin(torch.tensor(pos / 10000 ** (2 * i / 8)))) < 1e-5
     assert abs(pe[pos, 2 * i + 1] - torch.cos(torch.tensor(pos / 10000 ** (2 * i / 8)))) < 1e-5

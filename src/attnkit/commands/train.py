@@ -25,7 +25,8 @@ MODEL_OPTIONS: dict[str, type] = {
     "ff": int,
     "enc_layers": int,
     "dec_layers": int,
-    "max_len_model": int,
+    "norm": str,
+    "share": str,
     "dropout": float,
 }
 
@@ -51,11 +52,11 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
         help="luong: do not feed h̃_t to the next step",
     )
     g.add_argument(
-        "--post-norm",
-        dest="norm_first",
-        action="store_false",
-        default=None,
-        help="transformer: LayerNorm after each residual (the paper); default pre-norm",
+        "--opt",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set any option of the model's config, e.g. --opt share=none (repeatable)",
     )
 
 
@@ -70,6 +71,8 @@ MODEL_HELP = {
     "dim": "transformer: model width",
     "heads": "transformer: attention heads",
     "ff": "transformer: feed-forward width",
+    "norm": "transformer: post (the paper) | pre",
+    "share": "transformer: none | output | all (embedding sharing)",
     "dropout": "dropout probability",
     "enc_hidden": "rnnsearch/rnnencdec: encoder width",
     "dec_hidden": "rnnsearch/rnnencdec: decoder width",
@@ -86,7 +89,7 @@ def model_overrides(args: argparse.Namespace) -> dict[str, Any]:
     if args.model not in MODELS:
         raise ValueError(f"unknown model {args.model!r}; choose one of {sorted(MODELS)}")
     known = {f.name for f in fields(MODELS[args.model][1])}
-    given = {k: getattr(args, k, None) for k in [*MODEL_OPTIONS, "input_feeding", "norm_first"]}
+    given = {k: getattr(args, k, None) for k in [*MODEL_OPTIONS, "input_feeding"]}
     given = {k: v for k, v in given.items() if v is not None}
     wrong = sorted(set(given) - known)
     if wrong:
@@ -226,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from ..data.vocab import Vocab
-    from ..models import build_model
+    from ..models import build_model, parse_options
     from ..train.loop import TrainConfig, train
 
     device = pick_device(args.device)
@@ -252,6 +255,7 @@ def run(args: argparse.Namespace) -> int:
     tgt_vocab = Vocab.build((e.tgt for e in splits.train), args.min_freq)
     torch.manual_seed(args.seed)
     overrides = model_overrides(args)
+    overrides.update(parse_options(args.model, args.opt))
     model = build_model(
         args.model,
         preset=args.preset,

@@ -15,11 +15,7 @@ MODELS: dict[str, tuple[type, type, dict[str, dict[str, Any]]]] = {
     "rnnsearch": (rnnsearch.RNNSearch, rnnsearch.RNNSearchConfig, rnnsearch.PRESETS),
     "rnnencdec": (rnnencdec.RNNEncDec, rnnencdec.RNNEncDecConfig, rnnencdec.PRESETS),
     "luong": (luong.Luong, luong.LuongConfig, luong.PRESETS),
-    "transformer": (
-        transformer.Transformer,
-        transformer.TransformerConfig,
-        transformer.PRESETS,
-    ),
+    "transformer": (transformer.Transformer, transformer.TransformerConfig, transformer.PRESETS),
 }
 
 
@@ -47,6 +43,35 @@ def make_config(name: str, *, preset: str | None = None, **overrides: Any) -> An
     return config_cls(**values)
 
 
+def parse_options(name: str, pairs: list[str]) -> dict[str, Any]:
+    """``["score=dot", "layers=2", "input_feeding=false"]`` -> typed config overrides for model
+    ``name`` (types from its config dataclass), for ``attnkit train --opt KEY=VALUE``; the
+    vocabulary sizes come from the data and cannot be set."""
+    _, config_cls, _ = _entry(name)
+    types = {f.name: f.type for f in fields(config_cls) if not f.name.endswith("_vocab")}
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in types:
+            raise ValueError(
+                f"--opt {pair!r}: expected KEY=VALUE with KEY one of {sorted(types)} ({name})"
+            )
+        kind = str(types[key])
+        try:
+            if kind == "bool":
+                if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError(raw)
+                out[key] = raw.lower() in ("true", "1", "yes")
+            elif kind in ("int", "float"):
+                out[key] = int(raw) if kind == "int" else float(raw)
+            else:
+                out[key] = raw
+        except ValueError:
+            raise ValueError(f"--opt {pair!r}: {key} takes a {kind}, not {raw!r}") from None
+    return out
+
+
 def build_model(name: str, config: Any = None, **kwargs: Any) -> Seq2Seq:
     model_cls, _, _ = _entry(name)
     return model_cls(make_config(name, **kwargs) if config is None else config)
@@ -56,4 +81,12 @@ def config_to_json(config: Any) -> dict[str, Any]:
     return asdict(config)
 
 
-__all__ = ["MODELS", "Seq2Seq", "Seq2SeqOutput", "build_model", "config_to_json", "make_config"]
+__all__ = [
+    "MODELS",
+    "Seq2Seq",
+    "Seq2SeqOutput",
+    "build_model",
+    "config_to_json",
+    "make_config",
+    "parse_options",
+]

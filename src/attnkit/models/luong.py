@@ -1,16 +1,21 @@
 """Luong, Pham & Manning 2015, "Effective Approaches to Attention-based Neural Machine
-Translation": stacked LSTM (or GRU) encoder and decoder; the decoder's top state h_t queries
-the source, then an attentional hidden state feeds the output and (input feeding) the next step.
+Translation": a stacked LSTM (or GRU) encoder and decoder; the top decoder state h_t queries
+the encoder states h̄_s *after* the recurrent step.
 
-    a_t = align(h_t, h̄_s)        global | local-m | local-p   (§3.1-3.2; attnkit alignments)
-    score(h_t, h̄_s)              dot | general | concat | location  (eq. 8; attnkit scores)
+    h_t = stackedRNN([E y_{t-1}; h̃_{t-1}], h_{t-1})     input feeding (§3.3)
+    a_t(s) = align(h_t, h̄_s) = softmax_s(score(h_t, h̄_s))   (eq. 7; dot | general | concat |
+                                                                location, eq. 8)
     c_t = Σ_s a_t(s) h̄_s
-    h̃_t = tanh(W_c [c_t; h_t])                                  (eq. 5)
-    p(y_t | y_<t, x) = softmax(W_s h̃_t)                         (eq. 6)
-    input feeding (§3.3): the decoder input at t+1 is [E y_t; h̃_t]
+    h̃_t = tanh(W_c [c_t; h_t])                            (eq. 5)
+    p(y_t | y_<t, x) = softmax(W_s h̃_t)                   (eq. 6)
 
-Local-m puts the window centre at p_t = t (the decoder step), so each step attends row t of
-attnkit's band mask. Legend: B batch, S source length, L layers, n width.
+Alignments (§3.1-3.2): global (every source word); local-m (p_t = t, window [p_t-D, p_t+D]);
+local-p (p_t = S·sigmoid(v_pᵀ tanh(W_p h_t)), S the real source length, weights in the
+window multiplied by exp(-(s-p_t)²/2σ²), σ = D/2). The score, alignment and attention come
+from attnkit (registry.build_score / build_alignment, modules.Attention); a decoding step is
+a single query, so local-m is given the true step t as a per-step window mask.
+
+Legend: B batch, S source length, L layers, n hidden width, E embedding width.
 """
 
 from __future__ import annotations
@@ -20,15 +25,15 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from ..alignment import GlobalAlignment
+from ..alignment import GlobalAlignment, LocalM
 from ..masks import and_masks, band_mask
 from ..modules import Attention
 from ..registry import build_alignment, build_score
 from .base import Memory, Seq2Seq, State, source_mask
 from .encoders import GRUEncoder
 
-SCORES = ("dot", "general", "concat", "location")
-ALIGNS = ("global", "local-m", "local-p")
+SCORE_NAMES = ("dot", "general", "concat", "location")
+ALIGN_NAMES = ("global", "local-m", "local-p")
 
 
 @dataclass
@@ -36,14 +41,14 @@ class LuongConfig:
     src_vocab: int
     tgt_vocab: int
     emb: int = 64
-    hidden: int = 128
+    hidden: int = 128  # n: encoder and decoder width (dot needs them equal)
     layers: int = 2
-    cell: str = "lstm"  # lstm (the paper) | gru
-    score: str = "general"
-    align: str = "global"
-    window: int = 10  # D of local attention (the paper: 10)
+    cell: str = "lstm"  # lstm | gru
+    score: str = "general"  # dot | general | concat | location
+    align: str = "global"  # global | local-m | local-p
+    window: int = 10  # D, half-width of the local window (paper: 10)
     input_feeding: bool = True
-    max_src_len: int = 128  # the location score has one weight row per source position
+    max_src_len: int = 100  # rows of W_a for the location score
     dropout: float = 0.0
 
     def __post_init__(self) -> None:
@@ -51,24 +56,54 @@ class LuongConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"LuongConfig.{name}={getattr(self, name)}; it must be >= 1")
         if self.cell not in ("lstm", "gru"):
-            raise ValueError(f"LuongConfig.cell={self.cell!r}; choose lstm or gru")
-        if self.score not in SCORES:
-            raise ValueError(f"LuongConfig.score={self.score!r}; choose one of {SCORES}")
-        if self.align not in ALIGNS:
-            raise ValueError(f"LuongConfig.align={self.align!r}; choose one of {ALIGNS}")
-        if self.align != "global" and self.window < 1:
-            raise ValueError(f"LuongConfig.window={self.window}; local attention needs >= 1")
+            raise ValueError(f"LuongConfig.cell={self.cell!r}; choose 'lstm' or 'gru'")
+        if self.score not in SCORE_NAMES:
+            raise ValueError(f"LuongConfig.score={self.score!r}; choose one of {SCORE_NAMES}")
+        if self.align not in ALIGN_NAMES:
+            raise ValueError(f"LuongConfig.align={self.align!r}; choose one of {ALIGN_NAMES}")
+        if self.window < (1 if self.align == "local-p" else 0):
+            raise ValueError(
+                f"LuongConfig.window={self.window}; local-m needs >= 0, local-p >= 1 (σ = D/2)"
+            )
+        if not isinstance(self.input_feeding, bool):
+            raise ValueError(f"LuongConfig.input_feeding={self.input_feeding!r}; use True/False")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"LuongConfig.dropout={self.dropout}; it must be in [0, 1)")
 
 
+# Named presets (vocabulary sizes are filled in from the data).
 PRESETS: dict[str, dict[str, float | int | str | bool]] = {
-    "tiny": dict(emb=16, hidden=24, layers=1),
-    "small": dict(emb=64, hidden=128, layers=2),
-    "base": dict(emb=256, hidden=256, layers=2),
-    # Luong 2015, §4.1: 4 layers of 1000 LSTM cells, 1000-d embeddings, dropout 0.2, D = 10
-    "paper": dict(emb=1000, hidden=1000, layers=4, dropout=0.2, window=10),
+    "tiny": dict(emb=16, hidden=32, layers=1, window=3),
+    "small": dict(emb=64, hidden=96, layers=2, window=3),
+    "base": dict(emb=128, hidden=256, layers=2, window=5, dropout=0.1),
+    # Luong 2015, §4.1: 4 layers, 1000 cells, 1000-d embeddings, dropout 0.2, D = 10
+    "paper": dict(emb=1000, hidden=1000, layers=4, window=10, dropout=0.2),
 }
+
+
+class StackedCell(nn.Module):
+    """L stacked LSTM/GRU cells with dropout between layers. State h, c: (B, L, n)."""
+
+    def __init__(self, cell: str, input_dim: int, hidden: int, layers: int, dropout: float):
+        super().__init__()
+        make = nn.LSTMCell if cell == "lstm" else nn.GRUCell
+        self.cells = nn.ModuleList(
+            make(input_dim if i == 0 else hidden, hidden) for i in range(layers)
+        )
+        self.lstm = cell == "lstm"
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, h: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
+        hs, cs = [], []
+        for i, cell in enumerate(self.cells):
+            if self.lstm:
+                h_i, c_i = cell(x, (h[:, i], c[:, i]))  # (B, n) each
+            else:
+                h_i, c_i = cell(x, h[:, i]), c[:, i]
+            hs.append(h_i)
+            cs.append(c_i)
+            x = self.drop(h_i)
+        return torch.stack(hs, 1), torch.stack(cs, 1)  # (B, L, n) each
 
 
 class Luong(Seq2Seq):
@@ -87,23 +122,15 @@ class Luong(Seq2Seq):
             cell=c.cell,
         )
         self.tgt_emb = nn.Embedding(c.tgt_vocab, c.emb, padding_idx=0)
-        rnn = {"lstm": nn.LSTM, "gru": nn.GRU}[c.cell]
-        in_dim = c.emb + (c.hidden if c.input_feeding else 0)
-        self.decoder = rnn(
-            in_dim,
-            c.hidden,
-            num_layers=c.layers,
-            batch_first=True,
-            dropout=c.dropout if c.layers > 1 else 0.0,
+        self.decoder = StackedCell(
+            c.cell, c.emb + (c.hidden if c.input_feeding else 0), c.hidden, c.layers, c.dropout
         )
         score = build_score(c.score, c.hidden, c.hidden, hidden=c.hidden, max_keys=c.max_src_len)
-        # local-m is applied per step below (p_t = t); the others are attnkit alignments
-        align = (
-            GlobalAlignment()
-            if c.align == "local-m"
-            else build_alignment(c.align, c.hidden, c.window)
-        )
-        self.attention = Attention(score, align)
+        align = build_alignment(c.align, c.hidden, c.window)
+        # local-m's window depends on the decoding step t, which a one-query call cannot know:
+        # the step's window comes in as a mask (see window_at) and the module aligns globally.
+        self.local_m = align.window if isinstance(align, LocalM) else None
+        self.attention = Attention(score, GlobalAlignment() if self.local_m is not None else align)
         self.combine = nn.Linear(2 * c.hidden, c.hidden, bias=False)  # W_c
         self.out = nn.Linear(c.hidden, c.tgt_vocab)  # W_s
         self.drop = nn.Dropout(c.dropout)
@@ -111,52 +138,46 @@ class Luong(Seq2Seq):
     def encode(self, src: Tensor, src_len: Tensor) -> Memory:
         if src.shape[1] > self.config.max_src_len and self.config.score == "location":
             raise ValueError(
-                f"source of {src.shape[1]} tokens exceeds max_src_len="
-                f"{self.config.max_src_len} of the location score"
+                f"source length {src.shape[1]} > max_src_len={self.config.max_src_len} of the "
+                "location score; build the model with a larger max_src_len"
             )
-        states, _, h = self.encoder(src, src_len)  # (B, S, n); final (L, B, n) [, cell]
-        mem = {"keys": states, "mask": source_mask(src_len, src.shape[1])}  # (B, 1, S)
-        if isinstance(h, tuple):
-            mem["h0"], mem["c0"] = h[0].transpose(0, 1), h[1].transpose(0, 1)  # (B, L, n)
-        else:
-            mem["h0"] = h.transpose(0, 1)  # (B, L, n)
-        return mem
+        states, _, final = self.encoder(src, src_len)  # (B, S, n); final: (L, B, n) [x2]
+        h, c = final if isinstance(final, tuple) else (final, torch.zeros_like(final))
+        return {
+            "keys": states,  # h̄_s (B, S, n)
+            "mask": source_mask(src_len, src.shape[1]),  # (B, 1, S)
+            "h0": h.transpose(0, 1),  # (B, L, n)
+            "c0": c.transpose(0, 1),  # (B, L, n)
+        }
 
     def init_state(self, memory: Memory) -> State:
         h0 = memory["h0"]
-        b = h0.shape[0]
-        feed = h0.new_zeros(b, self.config.hidden)  # h̃_0 = 0
-        step = torch.zeros(b, dtype=torch.long, device=h0.device)
-        if "c0" in memory:
-            return (h0, memory["c0"], feed, step)
-        return (h0, feed, step)
+        feed = h0.new_zeros(h0.shape[0], self.config.hidden)  # h̃_0 (B, n)
+        t = torch.zeros(h0.shape[0], dtype=torch.long, device=h0.device)  # step index (B,)
+        return (h0, memory["c0"], feed, t)
+
+    def window_at(self, t: Tensor, num_keys: int) -> Tensor | None:
+        """Local-m's window for decoder step t (B,): |s - t| <= D, the row t of LocalM's band
+        (Luong 2015, §3.2, p_t = t) -> (B, 1, S); None for the other alignments."""
+        if self.local_m is None:
+            return None
+        rows = int(t.max()) + 1
+        band = band_mask(rows, num_keys, self.local_m, device=t.device)  # (rows, S)
+        return band[t][:, None]  # (B, 1, S)
 
     def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, Tensor, State]:
-        lstm = len(state) == 4
-        h, feed, t = (state[0], state[2], state[3]) if lstm else (state[0], state[1], state[2])
+        h_prev, c_prev, feed, t = state  # (B, L, n), (B, L, n), (B, n), (B,)
         y = self.drop(self.tgt_emb(prev))  # (B, E)
-        x = torch.cat([y, feed], -1) if self.config.input_feeding else y  # (B, E [+ n])
-        hx = (
-            (h.transpose(0, 1).contiguous(), state[1].transpose(0, 1).contiguous())
-            if lstm
-            else h.transpose(0, 1).contiguous()
-        )  # (L, B, n)
-        out, new = self.decoder(x[:, None], hx)  # (B, 1, n)
-        mask = memory["mask"]  # (B, 1, S)
-        if self.config.align == "local-m":
-            pos = int(t[0])  # every row of a batch is at the same step
-            window = band_mask(pos + 1, mask.shape[-1], self.config.window, device=mask.device)
-            mask = and_masks(mask, window[pos:])  # type: ignore[assignment]  # (B, 1, S)
-        att = self.attention(out, memory["keys"], mask=mask)
-        h_t, c_t = out[:, 0], att.context[:, 0]  # (B, n), (B, n)
-        h_tilde = torch.tanh(self.combine(torch.cat([c_t, h_t], -1)))  # (B, n)
+        x = torch.cat([y, feed], dim=-1) if self.config.input_feeding else y  # (B, E [+ n])
+        h, c = self.decoder(x, h_prev, c_prev)  # (B, L, n)
+        h_top = h[:, -1]  # h_t (B, n)
+        keys = memory["keys"]  # (B, S, n)
+        mask = and_masks(memory["mask"], self.window_at(t, keys.shape[1]))  # (B, 1, S)
+        att = self.attention(h_top[:, None], keys, mask=mask)  # context (B, 1, n)
+        h_tilde = torch.tanh(self.combine(torch.cat([att.context[:, 0], h_top], -1)))  # (B, n)
         logits = self.out(self.drop(h_tilde))  # (B, V)
-        if lstm:
-            new_state: State = (new[0].transpose(0, 1), new[1].transpose(0, 1), h_tilde, t + 1)
-        else:
-            new_state = (new.transpose(0, 1), h_tilde, t + 1)
         assert att.weights is not None
-        return logits, att.weights[:, 0], new_state
+        return logits, att.weights[:, 0], (h, c, h_tilde, t + 1)  # weights (B, S)
 
 
-__all__ = ["PRESETS", "Luong", "LuongConfig"]
+__all__ = ["ALIGN_NAMES", "PRESETS", "SCORE_NAMES", "Luong", "LuongConfig"]

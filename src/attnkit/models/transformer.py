@@ -1,144 +1,153 @@
-"""Transformer encoder-decoder (Vaswani et al. 2017, "Attention Is All You Need"), assembled
-from attnkit's SelfAttention / CrossAttention (multi-head scaled-dot attention, §3.2):
+"""The Transformer encoder-decoder (Vaswani et al. 2017, "Attention Is All You Need"), built
+from attnkit's SelfAttention / CrossAttention (multi-head scaled dot-product attention,
+eq. 1 and §3.2.2) with CausalAlignment for the decoder's self-attention.
 
-    x = E x · √d + PE                         PE(pos, 2i) = sin(pos / 10000^(2i/d))  (§3.5)
-    encoder layer:  x = x + SelfAttn(x);  x = x + FFN(x)
-    decoder layer:  y = y + SelfAttn_causal(y);  y = y + CrossAttn(y, memory);  y = y + FFN(y)
-    FFN(x) = max(0, x W₁ + b₁) W₂ + b₂        (eq. 2)
+    x_0 = √d · E[y] + PE,  PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)  (§3.5)
+    post-norm (paper):  x = LayerNorm(x + Dropout(Sublayer(x)))                           (§5.4)
+    pre-norm:           x = x + Dropout(Sublayer(LayerNorm(x)))   (+ a final LayerNorm)
+    FFN(x) = max(0, x W_1 + b_1) W_2 + b_2                                                (eq. 2)
+    logits = x_L W_out, with W_out = E_tgt (tied, §3.4) or its own matrix
 
-with a LayerNorm after each residual sum (post-norm, the paper) or before each sub-layer
-(pre-norm, ``norm_first=True``). The attention weights returned are the last decoder layer's
-cross-attention averaged over heads. Stepwise decoding re-runs the decoder on the prefix.
+Teacher forcing (``forward``) decodes the whole target in one parallel pass; ``step`` keeps
+the generated prefix in its state and re-runs the decoder on it (simple and exact, O(T²)).
 
-Legend: B batch, S source length, T target length, D width, H heads.
+Legend: B batch, S source length, T target length, D model width, H heads, L layers,
+V target vocabulary.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..masks import causal_mask
-from ..modules import CrossAttention, SelfAttention
+from ..alignment import CausalAlignment
+from ..modules import CrossAttention, SelfAttention, check_heads
 from .base import Memory, Seq2Seq, Seq2SeqOutput, State, source_mask
+
+SHARE = ("none", "output", "all")
 
 
 @dataclass
 class TransformerConfig:
     src_vocab: int
     tgt_vocab: int
-    dim: int = 128
+    dim: int = 128  # d_model
     heads: int = 4
-    ff: int = 256
     enc_layers: int = 2
     dec_layers: int = 2
-    dropout: float = 0.1
-    norm_first: bool = True  # pre-norm; False = post-norm as in the paper
-    max_len: int = 512
+    ff: int = 512  # d_ff
+    dropout: float = 0.1  # residual, embedding and attention-weight dropout (P_drop)
+    norm: str = "post"  # post (paper) | pre
+    share: str = "output"  # none | output (tie E_tgt and W_out) | all (also E_src; same vocab)
 
     def __post_init__(self) -> None:
-        for name in (
-            "src_vocab",
-            "tgt_vocab",
-            "dim",
-            "heads",
-            "ff",
-            "enc_layers",
-            "dec_layers",
-            "max_len",
-        ):
+        for name in ("src_vocab", "tgt_vocab", "dim", "enc_layers", "dec_layers", "ff"):
             if getattr(self, name) < 1:
                 raise ValueError(f"TransformerConfig.{name}={getattr(self, name)}; it must be >= 1")
-        if self.dim % self.heads:
-            raise ValueError(
-                f"TransformerConfig: heads={self.heads} does not divide dim="
-                f"{self.dim}; pick heads from "
-                f"{[h for h in range(1, self.dim + 1) if self.dim % h == 0]}"
-            )
+        check_heads(self.dim, self.heads)
         if self.dim % 2:
+            raise ValueError(f"TransformerConfig.dim={self.dim}; sinusoids need an even width")
+        if self.norm not in ("post", "pre"):
+            raise ValueError(f"TransformerConfig.norm={self.norm!r}; choose 'post' or 'pre'")
+        if self.share not in SHARE:
+            raise ValueError(f"TransformerConfig.share={self.share!r}; choose one of {SHARE}")
+        if self.share == "all" and self.src_vocab != self.tgt_vocab:
             raise ValueError(
-                f"TransformerConfig.dim={self.dim}; sinusoidal positions need an even width"
+                f"share='all' needs one joint vocabulary, but src_vocab={self.src_vocab} != "
+                f"tgt_vocab={self.tgt_vocab}; use share='output' or 'none'"
             )
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"TransformerConfig.dropout={self.dropout}; it must be in [0, 1)")
 
 
-PRESETS: dict[str, dict[str, float | int | bool]] = {
-    "tiny": dict(dim=16, heads=2, ff=32, enc_layers=1, dec_layers=1, dropout=0.0),
-    "small": dict(dim=128, heads=4, ff=256, enc_layers=2, dec_layers=2),
-    # Vaswani 2017, Table 3 "base"
-    "base": dict(dim=512, heads=8, ff=2048, enc_layers=6, dec_layers=6, norm_first=False),
+# Named presets (vocabulary sizes are filled in from the data).
+PRESETS: dict[str, dict[str, float | int | str]] = {
+    "tiny": dict(dim=32, heads=2, enc_layers=1, dec_layers=1, ff=64, dropout=0.0),
+    "small": dict(dim=64, heads=4, enc_layers=2, dec_layers=2, ff=256, dropout=0.1),
+    "base": dict(dim=256, heads=4, enc_layers=3, dec_layers=3, ff=1024, dropout=0.1),
+    # Vaswani 2017, Table 3 "base": d_model 512, 8 heads, N = 6, d_ff 2048, P_drop 0.1
+    "paper": dict(dim=512, heads=8, enc_layers=6, dec_layers=6, ff=2048, dropout=0.1),
 }
 
 
-def sinusoidal_positions(length: int, dim: int) -> Tensor:
-    """PE (length, dim): sin on even, cos on odd features (Vaswani 2017, §3.5)."""
-    pos = torch.arange(length, dtype=torch.float32)[:, None]  # (T, 1)
-    freq = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-math.log(10000.0) / dim))
-    pe = torch.zeros(length, dim)
-    pe[:, 0::2] = torch.sin(pos * freq)  # (T, D/2)
-    pe[:, 1::2] = torch.cos(pos * freq)
-    return pe
+def sinusoids(length: int, dim: int, device: torch.device | None = None) -> Tensor:
+    """Vaswani 2017, §3.5: PE(pos, 2i) = sin(pos/10000^(2i/d)), PE(pos, 2i+1) = cos(...).
+    -> (length, dim)."""
+    pos = torch.arange(length, device=device, dtype=torch.float32)[:, None]  # (T, 1)
+    inv = torch.exp(
+        torch.arange(0, dim, 2, device=device, dtype=torch.float32) * (-math.log(10000.0) / dim)
+    )  # (D/2,)
+    pe = torch.zeros(length, dim, device=device)
+    pe[:, 0::2] = torch.sin(pos * inv)  # (T, D/2)
+    pe[:, 1::2] = torch.cos(pos * inv)  # (T, D/2)
+    return pe  # (T, D)
 
 
-class Sublayer(nn.Module):
-    """Residual around ``fn`` with LayerNorm before (pre-norm) or after (post-norm)."""
+class Residual(nn.Module):
+    """One sublayer with its residual connection, post-norm or pre-norm (see module doc)."""
 
-    def __init__(self, dim: int, dropout: float, norm_first: bool) -> None:
+    def __init__(self, dim: int, dropout: float, pre_norm: bool) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(dim)
         self.drop = nn.Dropout(dropout)
-        self.norm_first = norm_first
+        self.pre_norm = pre_norm
 
-    def forward(self, x: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
-        if self.norm_first:
-            return x + self.drop(fn(self.norm(x)))
-        return self.norm(x + self.drop(fn(x)))
+    def forward(self, x: Tensor, sublayer) -> tuple[Tensor, Tensor | None]:
+        out, weights = sublayer(self.norm(x) if self.pre_norm else x)  # (B, T, D)
+        x = x + self.drop(out)
+        return (x if self.pre_norm else self.norm(x)), weights
 
 
-def feed_forward(c: TransformerConfig) -> nn.Module:
-    return nn.Sequential(
-        nn.Linear(c.dim, c.ff), nn.ReLU(), nn.Dropout(c.dropout), nn.Linear(c.ff, c.dim)
-    )
+class FeedForward(nn.Module):
+    """Vaswani 2017, eq. 2: FFN(x) = max(0, x W_1 + b_1) W_2 + b_2."""
+
+    def __init__(self, dim: int, ff: int, dropout: float) -> None:
+        super().__init__()
+        self.w1, self.w2, self.drop = nn.Linear(dim, ff), nn.Linear(ff, dim), nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> tuple[Tensor, None]:
+        return self.w2(self.drop(F.relu(self.w1(x)))), None  # (B, T, D)
 
 
 class EncoderLayer(nn.Module):
     def __init__(self, c: TransformerConfig) -> None:
         super().__init__()
+        pre = c.norm == "pre"
         self.attn = SelfAttention(c.dim, c.heads, dropout=c.dropout)
-        self.ff = feed_forward(c)
-        self.s1, self.s2 = (Sublayer(c.dim, c.dropout, c.norm_first) for _ in range(2))
+        self.ffn = FeedForward(c.dim, c.ff, c.dropout)
+        self.res1, self.res2 = Residual(c.dim, c.dropout, pre), Residual(c.dim, c.dropout, pre)
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
-        x = self.s1(x, lambda h: self.attn(h, mask=mask, need_weights=False).context)  # (B, S, D)
-        return self.s2(x, self.ff)
+        x, _ = self.res1(x, lambda h: (self.attn(h, mask=mask, need_weights=False).context, None))
+        x, _ = self.res2(x, self.ffn)
+        return x  # (B, S, D)
 
 
 class DecoderLayer(nn.Module):
     def __init__(self, c: TransformerConfig) -> None:
         super().__init__()
-        self.self_attn = SelfAttention(c.dim, c.heads, dropout=c.dropout)
-        self.cross = CrossAttention(c.dim, c.heads, dropout=c.dropout)
-        self.ff = feed_forward(c)
-        self.s1, self.s2, self.s3 = (Sublayer(c.dim, c.dropout, c.norm_first) for _ in range(3))
+        pre = c.norm == "pre"
+        self.self_attn = SelfAttention(c.dim, c.heads, align=CausalAlignment(), dropout=c.dropout)
+        self.cross_attn = CrossAttention(c.dim, c.heads, dropout=c.dropout)
+        self.ffn = FeedForward(c.dim, c.ff, c.dropout)
+        self.res = nn.ModuleList(Residual(c.dim, c.dropout, pre) for _ in range(3))
 
-    def forward(
-        self, y: Tensor, memory: Tensor, self_mask: Tensor, src_mask: Tensor, need_weights: bool
-    ) -> tuple[Tensor, Tensor | None]:
-        y = self.s1(y, lambda h: self.self_attn(h, mask=self_mask, need_weights=False).context)
-        out: dict[str, Tensor | None] = {}
+    def forward(self, y: Tensor, memory: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+        """y (B, T, D), memory (B, S, D), mask (B, 1, S) -> y (B, T, D), weights (B, H, T, S)."""
+        y, _ = self.res[0](y, lambda h: (self.self_attn(h, need_weights=False).context, None))
 
-        def cross(h: Tensor) -> Tensor:
-            r = self.cross(h, memory, mask=src_mask, need_weights=need_weights)
-            out["w"] = r.weights  # (B, H, T, S)
-            return r.context
+        def cross(h: Tensor) -> tuple[Tensor, Tensor | None]:
+            r = self.cross_attn(h, memory, mask=mask)
+            return r.context, r.weights  # (B, T, D), (B, H, T, S)
 
-        y = self.s2(y, cross)  # (B, T, D)
-        return self.s3(y, self.ff), out["w"]
+        y, weights = self.res[1](y, cross)
+        y, _ = self.res[2](y, self.ffn)
+        assert weights is not None
+        return y, weights
 
 
 class Transformer(Seq2Seq):
@@ -147,57 +156,64 @@ class Transformer(Seq2Seq):
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
         self.config = c = config
-        self.src_emb = nn.Embedding(c.src_vocab, c.dim, padding_idx=0)
         self.tgt_emb = nn.Embedding(c.tgt_vocab, c.dim, padding_idx=0)
-        self.register_buffer("pe", sinusoidal_positions(c.max_len, c.dim), persistent=False)
+        # share="all": one table for both sides, registered once (checkpoints stay flat)
+        self.src_emb = None if c.share == "all" else nn.Embedding(c.src_vocab, c.dim, padding_idx=0)
+        for emb in (self.src_emb, self.tgt_emb):
+            if emb is not None:
+                nn.init.normal_(emb.weight, std=c.dim**-0.5)
         self.enc = nn.ModuleList(EncoderLayer(c) for _ in range(c.enc_layers))
         self.dec = nn.ModuleList(DecoderLayer(c) for _ in range(c.dec_layers))
-        self.enc_norm = nn.LayerNorm(c.dim) if c.norm_first else nn.Identity()
-        self.dec_norm = nn.LayerNorm(c.dim) if c.norm_first else nn.Identity()
-        self.out = nn.Linear(c.dim, c.tgt_vocab)
+        pre = c.norm == "pre"
+        self.enc_norm = nn.LayerNorm(c.dim) if pre else nn.Identity()
+        self.dec_norm = nn.LayerNorm(c.dim) if pre else nn.Identity()
+        # tied output: logits = x E_tgtᵀ + b (no second copy of E, so checkpoints stay flat)
+        self.out = None if c.share != "none" else nn.Linear(c.dim, c.tgt_vocab, bias=False)
+        self.out_bias = nn.Parameter(torch.zeros(c.tgt_vocab))
         self.drop = nn.Dropout(c.dropout)
 
     def embed(self, emb: nn.Embedding, ids: Tensor) -> Tensor:
-        if ids.shape[1] > self.config.max_len:
-            raise ValueError(
-                f"sequence of {ids.shape[1]} tokens exceeds max_len="
-                f"{self.config.max_len}; raise TransformerConfig.max_len"
-            )
-        pe: Tensor = self.pe  # type: ignore[assignment]
-        x = emb(ids) * math.sqrt(self.config.dim) + pe[: ids.shape[1]]  # (B, T, D)
-        return self.drop(x)
+        x = emb(ids) * math.sqrt(self.config.dim)  # (B, T, D)
+        return self.drop(x + sinusoids(ids.shape[1], self.config.dim, ids.device).to(x.dtype))
 
     def encode(self, src: Tensor, src_len: Tensor) -> Memory:
         mask = source_mask(src_len, src.shape[1])  # (B, 1, S)
-        x = self.embed(self.src_emb, src)
+        x = self.embed(self.tgt_emb if self.src_emb is None else self.src_emb, src)  # (B, S, D)
         for layer in self.enc:
             x = layer(x, mask)
-        return {"keys": self.enc_norm(x), "mask": mask}
+        return {"memory": self.enc_norm(x), "mask": mask}  # (B, S, D), (B, 1, S)
 
-    def decode(self, tgt_in: Tensor, memory: Memory) -> tuple[Tensor, Tensor | None]:
-        t = tgt_in.shape[1]
-        self_mask = causal_mask(t, device=tgt_in.device)  # (T, T)
-        y = self.embed(self.tgt_emb, tgt_in)
-        w = None
-        for i, layer in enumerate(self.dec):
-            last = i == len(self.dec) - 1
-            y, w = layer(y, memory["keys"], self_mask, memory["mask"], need_weights=last)
-        weights = None if w is None else w.mean(dim=1)  # (B, T, S)
-        return self.out(self.dec_norm(y)), weights  # (B, T, V)
+    def decode(self, tgt_in: Tensor, memory: Memory) -> tuple[Tensor, Tensor]:
+        """tgt_in (B, T) -> logits (B, T, V), cross-attention weights (L, B, H, T, S)."""
+        y = self.embed(self.tgt_emb, tgt_in)  # (B, T, D)
+        weights = []
+        for layer in self.dec:
+            y, w = layer(y, memory["memory"], memory["mask"])  # (B, T, D), (B, H, T, S)
+            weights.append(w)
+        y = self.dec_norm(y)
+        w_out = self.tgt_emb.weight if self.out is None else self.out.weight  # (V, D)
+        return F.linear(y, w_out, self.out_bias), torch.stack(weights)  # (B, T, V), (L, ...)
 
     def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> Seq2SeqOutput:
+        """Teacher forcing in one parallel pass; weights: last layer's cross-attention averaged
+        over heads (B, T, S)."""
         logits, weights = self.decode(tgt_in, self.encode(src, src_len))
-        return Seq2SeqOutput(logits, weights)
+        return Seq2SeqOutput(logits, weights[-1].mean(dim=1))  # (B, T, V), (B, T, S)
+
+    def cross_attention(self, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> Tensor:
+        """Every layer's per-head cross-attention for a teacher-forced target (for a viewer):
+        src (B, S), src_len (B,), tgt_in (B, T) -> (B, L, H, T, S); ``[0]`` is (L, H, T, S)."""
+        _, weights = self.decode(tgt_in, self.encode(src, src_len))  # (L, B, H, T, S)
+        return weights.transpose(0, 1)  # (B, L, H, T, S)
 
     def init_state(self, memory: Memory) -> State:
-        b = memory["keys"].shape[0]
-        return (torch.ones(b, 0, dtype=torch.long, device=memory["keys"].device),)
+        b = memory["memory"].shape[0]
+        return (torch.zeros(b, 0, dtype=torch.long, device=memory["memory"].device),)
 
     def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, Tensor, State]:
-        prefix = torch.cat([state[0], prev[:, None]], 1)  # (B, t)
-        logits, weights = self.decode(prefix, memory)
-        assert weights is not None
-        return logits[:, -1], weights[:, -1], (prefix,)
+        prefix = torch.cat([state[0], prev[:, None]], dim=1)  # (B, t+1)
+        logits, weights = self.decode(prefix, memory)  # (B, t+1, V), (L, B, H, t+1, S)
+        return logits[:, -1], weights[-1, :, :, -1].mean(dim=1), (prefix,)  # (B, V), (B, S)
 
 
-__all__ = ["PRESETS", "Transformer", "TransformerConfig", "sinusoidal_positions"]
+__all__ = ["PRESETS", "Transformer", "TransformerConfig", "sinusoids"]

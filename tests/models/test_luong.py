@@ -1,0 +1,173 @@
+"""Luong 2015: every score x alignment runs, padding and local windows get zero weight,
+local-p's centre follows eq. 9, training lowers the loss, checkpoints round-trip."""
+
+import itertools
+
+import pytest
+import torch
+
+from attnkit.data.batching import batches
+from attnkit.data.tasks import load_task
+from attnkit.data.vocab import Vocab
+from attnkit.models import build_model, make_config, parse_options
+from attnkit.models.luong import ALIGN_NAMES, SCORE_NAMES, LuongConfig
+from attnkit.train import checkpoint
+from attnkit.train.loop import TrainConfig, train, valid_loss
+
+torch.set_num_threads(1)  # small models: one thread is fastest on a shared CPU
+
+V_SRC, V_TGT, D = 23, 29, 2
+LENGTHS = torch.tensor([9, 6, 3])
+
+
+def batch(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(3, V_SRC, (3, 9), generator=g)  # (B, S)
+    src[torch.arange(9)[None, :] >= LENGTHS[:, None]] = 0  # padding
+    tgt = torch.randint(3, V_TGT, (3, 8), generator=g)  # (B, T); T > S + D on row 2
+    return src, LENGTHS.clone(), tgt
+
+
+def model(**kw):
+    torch.manual_seed(0)
+    kw = {"preset": "tiny", "window": D, **kw}
+    return build_model("luong", src_vocab=V_SRC, tgt_vocab=V_TGT, **kw).eval()
+
+
+@pytest.mark.parametrize("score,align", list(itertools.product(SCORE_NAMES, ALIGN_NAMES)))
+def test_every_score_and_alignment_runs(score: str, align: str) -> None:
+    m = model(score=score, align=align, cell="gru" if score == "dot" else "lstm", layers=2)
+    src, src_len, tgt = batch()
+    out = m(src, src_len, tgt)
+    assert out.logits.shape == (3, 8, V_TGT) and out.weights is not None
+    w = out.weights  # (B, T, S)
+    assert w.shape == (3, 8, 9) and torch.isfinite(out.logits).all()
+    pad = torch.arange(9)[None, None, :] >= src_len[:, None, None]  # (B, 1, S)
+    assert (w.masked_select(pad.expand_as(w)) == 0).all()  # padding gets no attention
+    if align == "global":
+        torch.testing.assert_close(w.sum(-1), torch.ones(3, 8))
+    out.logits.sum().backward()  # every part is differentiable
+
+
+def test_local_m_window_follows_the_decoder_step() -> None:
+    m = model(align="local-m")
+    src, src_len, tgt = batch()
+    with torch.no_grad():
+        w = m(src, src_len, tgt).weights  # (B, T, S)
+    assert w is not None
+    t = torch.arange(8)[:, None]  # (T, 1)
+    s = torch.arange(9)[None, :]  # (1, S)
+    outside = (s - t).abs() > D  # (T, S): p_t = t
+    assert (w[:, outside] == 0).all()
+    real = s < src_len[:, None, None]  # (B, 1, S)
+    inside = ~outside & real  # (B, T, S)
+    rows = inside.any(-1)  # (B, T): steps whose window meets the source
+    torch.testing.assert_close(w.sum(-1)[rows], torch.ones(int(rows.sum())))
+    assert (w.sum(-1)[~rows] == 0).all()  # t > S + D: empty window, zero weights, no NaN
+    assert bool((~rows).any())  # the batch does reach past the source
+
+
+def test_local_p_position_is_eq9_and_window_is_respected() -> None:
+    m = model(align="local-p")
+    src, src_len, tgt = batch()
+    seen: list[tuple[torch.Tensor, torch.Tensor]] = []
+    hook = m.attention.register_forward_hook(
+        lambda mod, args, out: seen.append((args[0].detach(), out.extras["position"].detach()))
+    )
+    with torch.no_grad():
+        w = m(src, src_len, tgt).weights  # (B, T, S)
+    hook.remove()
+    assert w is not None and len(seen) == 8
+    a = m.attention.align  # attnkit's LocalP, built by the registry
+    s = torch.arange(9, dtype=torch.float64)
+    for t, (h_t, p) in enumerate(seen):  # h_t (B, 1, n), p (B, 1)
+        h = h_t[:, 0].double()  # (B, n)
+        expect = src_len.double() * torch.sigmoid(
+            torch.tanh(h @ a.w_p.double().T) @ a.v_p.double()
+        )  # eq. 9 with S the real source length
+        torch.testing.assert_close(p[:, 0].double(), expect, rtol=1e-5, atol=1e-5)
+        outside = (s[None, :] - expect[:, None]).abs() > D + 1e-4  # (B, S)
+        assert (w[:, t][outside] == 0).all()
+        # inside the window: softmax over the window times the Gaussian prior (σ = D/2)
+        inside = ~outside & (s[None, :] < src_len[:, None])
+        prior = torch.exp(-((s[None, :] - expect[:, None]) ** 2) / (2 * (D / 2) ** 2))
+        ratio = w[:, t].double() / prior  # (B, S) = the normalised scores inside the window
+        sums = torch.where(inside, ratio, 0).sum(-1)
+        torch.testing.assert_close(
+            sums[inside.any(-1)],
+            torch.ones(int(inside.any(-1).sum())).double(),
+            rtol=1e-4,
+            atol=1e-4,
+        )
+
+
+def test_forward_equals_step_by_step_and_input_feeding_matters() -> None:
+    m = model(align="local-m", score="concat")
+    src, src_len, tgt = batch()
+    with torch.no_grad():
+        out = m(src, src_len, tgt)
+        memory = m.encode(src, src_len)
+        state = m.init_state(memory)
+        for t in range(tgt.shape[1]):
+            logits, w, state = m.step(tgt[:, t], state, memory)
+            torch.testing.assert_close(logits, out.logits[:, t])
+            torch.testing.assert_close(w, out.weights[:, t])
+        plain = model(align="local-m", score="concat", input_feeding=False)
+    assert plain.decoder.cells[0].input_size == m.decoder.cells[0].input_size - 32
+
+
+def test_config_errors_say_what_to_do() -> None:
+    with pytest.raises(ValueError, match="choose one of"):
+        LuongConfig(10, 10, score="additive-ish")
+    with pytest.raises(ValueError, match="local-p"):
+        LuongConfig(10, 10, align="local-p", window=0)
+    with pytest.raises(ValueError, match="lstm"):
+        make_config("luong", src_vocab=5, tgt_vocab=5, cell="rnn")
+    with pytest.raises(ValueError, match="max_src_len"):
+        m = model(score="location", max_src_len=4)
+        m(*batch())
+    assert parse_options("luong", ["score=dot", "layers=3", "input_feeding=false"]) == {
+        "score": "dot",
+        "layers": 3,
+        "input_feeding": False,
+    }
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        parse_options("luong", ["heads=4"])
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        parse_options("luong", ["src_vocab=4"])
+    with pytest.raises(ValueError, match="takes a int"):
+        parse_options("luong", ["layers=two"])
+
+
+def test_training_lowers_the_loss_and_checkpoint_round_trips(tmp_path) -> None:
+    sp = load_task("toy-ko", seed=0, train_size=240, valid_size=30, test_size=0)
+    sv, tv = Vocab.build(e.src for e in sp.train), Vocab.build(e.tgt for e in sp.train)
+    torch.manual_seed(0)
+    m = build_model("luong", src_vocab=len(sv), tgt_vocab=len(tv), preset="tiny", align="local-p")
+    before = valid_loss(m, batches(sp.valid, sv, tv, 16))
+    cfg = TrainConfig(epochs=3, batch_size=16, lr=1e-2, progress=False, patience=0)
+    result = train(m, "luong", sp.train, sp.valid, sv, tv, cfg, tmp_path, log=lambda s: None)
+    losses = [before] + [row["valid_loss"] for row in result.history]
+    assert losses == sorted(losses, reverse=True) and losses[-1] < 0.8 * before, losses
+    loaded = checkpoint.load(tmp_path / "last")
+    assert loaded.model_name == "luong" and loaded.model.config == m.config
+    src, src_len, tgt = torch.tensor([[5, 6, 7, 2]]), torch.tensor([4]), torch.tensor([[1, 5]])
+    m.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(
+            loaded.model(src, src_len, tgt).logits, m(src, src_len, tgt).logits
+        )
+
+
+def test_cli_trains_and_translates_with_options(tmp_path, capsys) -> None:
+    from attnkit.cli import main
+
+    out = str(tmp_path / "run")
+    args = ["train", "--task", "toy-ko", "--model", "luong", "--preset", "tiny", "--epochs", "1"]
+    args += ["--train-size", "64", "--valid-size", "8", "--test-size", "8", "--no-progress"]
+    args += ["--opt", "align=local-m", "--opt", "cell=gru", "--opt", "score=dot", "--out", out]
+    assert main(args) == 0
+    assert '"align": "local-m"' in (tmp_path / "run" / "best" / "config.json").read_text()
+    capsys.readouterr()
+    assert main(["translate", "--checkpoint", out, "--beam", "2", "I am a student"]) == 0
+    assert capsys.readouterr().out.strip()
