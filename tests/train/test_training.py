@@ -135,3 +135,19 @@ def test_translate_warns_about_unknown_words(tmp_path, capsys) -> None:
     capsys.readouterr()
     assert main(["translate", "--checkpoint", out, "I am a dragon"]) == 0
     assert "dragon" in capsys.readouterr().err
+
+
+def test_cli_corpus_files_train_and_evaluate(tmp_path, capsys) -> None:
+    sp = load_task("toy-ko", seed=0, train_size=200, valid_size=0, test_size=0)
+    lines = [f"{' '.join(e.src)}\t{' '.join(e.tgt)}\tCC-BY" for e in sp.train]
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("\n".join([*lines[:50], "a line without a tab", *lines[50:]]), "utf-8")
+    out = str(tmp_path / "run")
+    args = ["train", "--train-tsv", str(tsv), "--preset", "tiny", "--epochs", "1"]
+    assert main([*args, "--out", out, "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "200 pairs kept of 201 lines" in err and "line 51" in err
+    assert main(["evaluate", "--checkpoint", out, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n"] == 10  # the 5% held-out test split
+    assert main([*args, "--strict", "--out", str(tmp_path / "strict")]) == 2
+    assert "pairs.tsv:51: no tab" in capsys.readouterr().err

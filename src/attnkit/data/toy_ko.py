@@ -17,9 +17,13 @@ adverbs (yesterday/today/tomorrow -> past/present/future) at the front or the en
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .example import Example
+
+T = TypeVar("T")
 
 # -- particles chosen by the final consonant (batchim) of the last syllable ------------------
 
@@ -186,7 +190,7 @@ class Grammar:
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
 
-    def pick(self, xs):
+    def pick(self, xs: Sequence[T]) -> T:
         return self.rng.choice(xs)
 
     # a subject in topic form; returns (phrase, "be" form, 3rd-person singular?, plural?)

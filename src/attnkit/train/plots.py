@@ -3,6 +3,7 @@ koreanize_matplotlib's font)."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,7 +23,9 @@ def attention_heatmap(
     import matplotlib
 
     matplotlib.use("Agg")
-    import koreanize_matplotlib  # noqa: F401  (registers a Hangul font)
+    with warnings.catch_warnings():  # it uses distutils' LooseVersion
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import koreanize_matplotlib  # noqa: F401  (registers a Hangul font)
     import matplotlib.pyplot as plt
 
     w = np.asarray(weights.detach().cpu() if isinstance(weights, Tensor) else weights, float)
