@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from ..train.aer import attention_aer
     from ..train.evaluate import score, translate
     from ..train.loop import TrainConfig, train
-    from ..train.plots import attention_heatmap
+    from ..viz import heatmap
     from .train import pick_device, set_threads
 
     start = time.perf_counter()
@@ -102,11 +102,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {' '.join(e.src):<40} -> {' '.join(hyp)}")
         if i < 2 and w is not None:
             png = out / f"attention-{i + 1}.png"
-            attention_heatmap(
+            heatmap(
                 w,
-                [*e.src, "<eos>"],
                 [*hyp, "<eos>"],
-                png,
+                [*e.src, "<eos>"],
+                path=png,
                 title="RNNsearch attention (additive score)",
             )
             pngs.append(str(png))

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from ..data.example import Example
     from ..train import checkpoint
     from ..train.evaluate import translate
-    from ..train.plots import attention_heatmap
+    from ..viz import heatmap
     from .train import pick_device
 
     loaded = checkpoint.load(args.checkpoint, pick_device(args.device))
@@ -91,6 +91,6 @@ def run(args: argparse.Namespace) -> int:
 
             src = [shown(t) if t in loaded.src_vocab.index else f"{t}(unk)" for t in e.src]
             tgt = [shown(t) for t in hyp]
-            attention_heatmap(w, [*src, "<eos>"], [*tgt, "<eos>"][: w.shape[0]], path)
+            heatmap(w, [*tgt, "<eos>"][: w.shape[0]], [*src, "<eos>"], path=path)
             print(f"attention heatmap: {path}", file=sys.stderr)
     return 0
