@@ -11,7 +11,7 @@ HELP = {
     "task": "copy (default) | reverse | sort",
     "min_len": "shortest source (default 5)",
     "max_len": "longest source (default 50)",
-    "steps": "updates per model, the shared budget (default 1000)",
+    "steps": "updates per model, the shared budget (default 800)",
     "batch_size": "pairs per update (default 32)",
     "emb": "embedding width of both models (default 32)",
     "hidden": "every hidden width of both models (default 64)",
@@ -46,9 +46,7 @@ def add_parser(sub: Any) -> None:
     for f in fields(LengthConfig):
         q.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=None,
                        help=HELP[f.name])  # fmt: skip
-    q.add_argument(
-        "--out", default="attnkit-length", help="output folder (default attnkit-length/)"
-    )
+    q.add_argument("--out", default="runs/length", help="output folder (default runs/length/)")
     q.add_argument(
         "--quick",
         action="store_true",

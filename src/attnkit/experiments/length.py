@@ -33,7 +33,7 @@ class LengthConfig:
     task: str = "copy"  # copy | reverse | sort: a fixed-size vector must hold every symbol
     min_len: int = 5
     max_len: int = 50
-    steps: int = 1000  # updates per model (the shared budget)
+    steps: int = 800  # updates per model (the shared budget)
     batch_size: int = 32
     emb: int = 32
     hidden: int = 64  # encoder (per direction), decoder, attention and summary width
