@@ -85,6 +85,7 @@ def test_quick_run_writes_table_csv_json_png(tmp_path: Path, one_thread: None, c
         "rnnencdec",
         "rnnsearch",
     }
+    assert result["train_commands"]["rnnsearch"].startswith("attnkit train --task copy")
     assert set(result["verdict"]) >= {"drop", "gap_longest", "reproduced", "reasons"}
     png = (out / "length.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000

@@ -82,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
     print(text_table(result))
     for path in write_files(result, out):
         print(f"wrote {path}")
+    print(f"total {result['total_seconds']:.0f}s (training and scoring)")
     print(verdict_line(result))
     if args.quick:
         print("(--quick: too few updates to show the effect; the verdict is not checked)")

@@ -204,6 +204,7 @@ def run_experiment(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, 
     from ..train.evaluate import translate
 
     out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
     seconds = train_models(cfg, out, say)
     test = load_task(
         cfg.task,
@@ -225,7 +226,9 @@ def run_experiment(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, 
     return {
         "config": asdict(cfg),
         "parameters": params,
+        "train_commands": {m: " ".join(["attnkit", *train_argv(cfg, m, out / m)]) for m in MODELS},
         "train_seconds": {m: round(s, 1) for m, s in seconds.items()},
+        "total_seconds": round(time.perf_counter() - t0, 1),
         "by_length": table,
         "verdict": asdict(v),
     }
