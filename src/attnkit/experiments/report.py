@@ -66,8 +66,19 @@ def write_files(result: dict[str, Any], out: Path) -> list[Path]:
         w = csv.DictWriter(f, fieldnames=list(table[0]))
         w.writeheader()
         w.writerows(table)
-    json_path.write_text(json.dumps(result, indent=1), encoding="utf-8")
+    json_path.write_text(json.dumps(_no_nan(result), indent=1), encoding="utf-8")
     return [csv_path, json_path, plot(result, out / "length.png")]
+
+
+def _no_nan(x: Any) -> Any:
+    """NaN (an empty bin, a drop from 0 BLEU) as JSON null: strict JSON has no NaN."""
+    if isinstance(x, float) and math.isnan(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _no_nan(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_no_nan(v) for v in x]
+    return x
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:
