@@ -11,7 +11,17 @@ from collections.abc import Sequence
 
 from . import __version__
 
-COMMANDS = ["demo", "train", "translate", "evaluate", "view", "explain", "bench", "info"]
+COMMANDS = [
+    "demo",
+    "train",
+    "translate",
+    "evaluate",
+    "view",
+    "explain",
+    "bench",
+    "info",
+    "experiment",
+]
 
 
 def make_parser() -> argparse.ArgumentParser:

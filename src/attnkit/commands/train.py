@@ -226,13 +226,22 @@ def data_spec(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Train; under ``torchrun`` with DistributedDataParallel (see train/distributed.py)."""
+    from ..train.distributed import process_group
+
+    device = pick_device(args.device)
+    with process_group(device) as dist:
+        return train_here(args, device if dist is None else str(dist.device), dist)
+
+
+def train_here(args: argparse.Namespace, device: str, dist: Any = None) -> int:
     import torch
 
     from ..data.vocab import Vocab
     from ..models import build_model, parse_options
     from ..train.loop import TrainConfig, train
 
-    device = pick_device(args.device)
+    say = print if dist is None or dist.is_main else (lambda *a, **k: None)
     set_threads(args.threads)
     cfg = TrainConfig(
         epochs=args.epochs,
@@ -264,9 +273,10 @@ def run(args: argparse.Namespace) -> int:
         **overrides,
     ).to(device)
     n_params = sum(p.numel() for p in model.parameters())
-    print(
+    ranks = "" if dist is None else f" x {dist.world_size} processes ({dist.backend})"
+    say(
         f"{args.model} ({n_params:,} parameters) on {len(splits.train)} training pairs; "
-        f"vocab {len(src_vocab)} -> {len(tgt_vocab)}; device {device}"
+        f"vocab {len(src_vocab)} -> {len(tgt_vocab)}; device {device}{ranks}"
     )
     result = train(
         model,
@@ -279,8 +289,9 @@ def run(args: argparse.Namespace) -> int:
         args.out,
         resume=args.resume,
         meta=meta,
+        dist=dist,
     )
-    print(
+    say(
         f"stopped ({result.stopped}) after {result.epochs_run} epochs, {result.steps} steps, "
         f"{result.seconds:.0f}s; best valid loss {result.best_valid_loss:.4f}; "
         f"checkpoint in {args.out}/best"

@@ -26,6 +26,7 @@ from ..data.example import Example
 from ..data.vocab import Vocab
 from ..models import Seq2Seq
 from . import checkpoint
+from .distributed import DistContext
 from .evaluate import exact_match, translate
 
 
@@ -106,10 +107,14 @@ def train(
     resume: bool = False,
     meta: dict[str, Any] | None = None,
     log: Callable[[str], None] | None = None,
+    dist: DistContext | None = None,
 ) -> TrainResult:
-    """Train ``model`` and write ``out/best`` (lowest valid loss) and ``out/last`` (resumable)."""
+    """Train ``model`` and write ``out/best`` (lowest valid loss) and ``out/last`` (resumable).
+    With ``dist`` (see distributed.py) each global batch is split across the ranks and only
+    rank 0 writes files and logs."""
     out = Path(out)
-    log = log or (lambda s: print(s, file=sys.stderr))
+    main = dist is None or dist.is_main
+    log = (log or (lambda s: print(s, file=sys.stderr))) if main else (lambda s: None)
     meta = {**(meta or {}), "train": asdict(cfg)}
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     state: dict[str, Any] = {
@@ -131,8 +136,11 @@ def train(
         else:
             log(f"--resume: nothing to resume in {out}; starting fresh")
     valid_batches = batches(valid_data, src_vocab, tgt_vocab, cfg.batch_size)
+    ddp = None if dist is None else dist.wrap(model)
 
     def save_last() -> None:
+        if not main:
+            return
         checkpoint.save(
             out / "last",
             model,
@@ -155,7 +163,7 @@ def train(
             total=len(train_batches),
             initial=state["step_in_epoch"],
             desc=f"epoch {epoch + 1}/{cfg.epochs}",
-            disable=not cfg.progress,
+            disable=not (cfg.progress and main),
             leave=False,
             file=sys.stderr,
             dynamic_ncols=True,
@@ -164,7 +172,7 @@ def train(
         for i in range(state["step_in_epoch"], len(train_batches)):
             b = train_batches[i]
             model.train()
-            loss, _ = loss_of(model, b)
+            loss = loss_of(model, b)[0] if dist is None or ddp is None else dist.loss(ddp, b)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             if cfg.clip > 0:
@@ -173,7 +181,7 @@ def train(
             state["step_in_epoch"] = i + 1
             state["global_step"] += 1
             tok += b.tokens
-            lv = float(loss.detach())
+            lv = float(loss.detach()) if dist is None else dist.mean_loss(loss)
             run_loss = 0.9 * run_loss + 0.1 * lv if i else lv
             bar.set_postfix(loss=f"{run_loss:.3f}", tok_s=f"{tok / (time.perf_counter() - t0):.0f}")
             bar.update(1)
@@ -181,13 +189,18 @@ def train(
                 time.sleep(cfg.sleep_per_step)
             if cfg.save_every and state["global_step"] % cfg.save_every == 0:
                 save_last()
-            if cfg.time_limit and time.perf_counter() - start > cfg.time_limit:
+            over = bool(cfg.time_limit) and time.perf_counter() - start > cfg.time_limit
+            if dist is not None and cfg.time_limit:
+                over = dist.any(over)  # every rank stops after the same step
+            if over:
                 stopped = "time limit"
                 break
         bar.close()
         vl = valid_loss(model, valid_batches)
         hyps = translate(model, valid_data, src_vocab, tgt_vocab, batch_size=256).hyps
         em = exact_match(hyps, [e.tgt for e in valid_data])
+        if dist is not None:  # rank 0's scores decide for all, so every rank stops together
+            vl, em = dist.from_main(vl, em)
         row = {
             "epoch": epoch + 1,
             "train_loss": round(run_loss, 4),
@@ -199,14 +212,15 @@ def train(
         improved = vl < state["best_valid"]
         if improved:
             state["best_valid"], state["bad_epochs"] = vl, 0
-            checkpoint.save(
-                out / "best",
-                model,
-                model_name,
-                src_vocab,
-                tgt_vocab,
-                meta={**meta, "epoch": epoch + 1, "valid_loss": vl, "valid_exact": em},
-            )
+            if main:
+                checkpoint.save(
+                    out / "best",
+                    model,
+                    model_name,
+                    src_vocab,
+                    tgt_vocab,
+                    meta={**meta, "epoch": epoch + 1, "valid_loss": vl, "valid_exact": em},
+                )
         else:
             state["bad_epochs"] += 1
         log(
@@ -220,7 +234,8 @@ def train(
         if cfg.target_exact and em >= cfg.target_exact:
             stopped = "target exact match"
         save_last()
-    checkpoint.write_text(out / "history.json", json.dumps(state["history"], indent=1))
+    if main:
+        checkpoint.write_text(out / "history.json", json.dumps(state["history"], indent=1))
     return TrainResult(
         len(state["history"]),
         state["global_step"],

@@ -1,0 +1,1 @@
+"""Experiments that reproduce the figures of papers on data generated here."""

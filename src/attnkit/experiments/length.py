@@ -1,0 +1,237 @@
+"""Score by source length, with and without attention: the shape of Bahdanau, Cho & Bengio
+(2015), Figure 2. RNNencdec squeezes the whole source into one fixed-size vector c; RNNsearch
+looks back at every annotation h_j through α_ij = softmax_j(v_aᵀ tanh(W_a s_{i-1} + U_a h_j)).
+The paper: "the performance of RNNencdec dramatically drops as the length of the sentences
+increases", while RNNsearch "does not deteriorate" (Sec. 5.1).
+
+Both models are trained with the same widths, the same data, the same batches and the same
+number of updates (one pass over ``steps · batch_size`` generated pairs), each by the plain
+``attnkit train`` command; the test set is then decoded greedily and scored (BLEU, exact match)
+in bins of source length.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..data.example import Example
+
+MODELS = ("rnnencdec", "rnnsearch")  # without, with attention
+
+
+@dataclass
+class LengthConfig:
+    task: str = "copy"  # copy | reverse | sort: a fixed-size vector must hold every symbol
+    min_len: int = 5
+    max_len: int = 50
+    steps: int = 800  # updates per model (the shared budget)
+    batch_size: int = 32
+    emb: int = 32
+    hidden: int = 64  # encoder (per direction), decoder, attention and summary width
+    lr: float = 3e-3
+    valid_size: int = 64
+    test_size: int = 540
+    bin_width: int = 5
+    seed: int = 0
+    jobs: int = 2  # models trained at once (separate processes); 1 = one after the other here
+    threads: int = 1  # torch threads per training process
+
+    def __post_init__(self) -> None:
+        if self.task not in ("copy", "reverse", "sort"):
+            raise ValueError(f"task {self.task!r}; choose copy, reverse or sort")
+        if not 1 <= self.min_len <= self.max_len:
+            raise ValueError(f"lengths {self.min_len}..{self.max_len}: need 1 <= min <= max")
+        for name in ("steps", "batch_size", "emb", "hidden", "test_size", "bin_width"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
+        if self.valid_size < 1 or self.jobs < 1 or self.threads < 1:
+            raise ValueError("--valid-size, --jobs and --threads must be at least 1")
+        if not self.lr > 0:
+            raise ValueError(f"--lr {self.lr}; it must be positive")
+
+    @property
+    def train_size(self) -> int:
+        return self.steps * self.batch_size  # one epoch = exactly ``steps`` updates
+
+
+QUICK = dict(steps=4, batch_size=8, emb=8, hidden=8, valid_size=8, test_size=46, jobs=1)
+
+
+def train_argv(cfg: LengthConfig, model: str, out: Path) -> list[str]:
+    """The ``attnkit train`` arguments for ``model``; identical for both but the one width
+    that only one model has (attention width / summary width)."""
+    own = ["--attn-hidden", cfg.hidden] if model == "rnnsearch" else ["--context", cfg.hidden]
+    args: list[Any] = [
+        "train", "--task", cfg.task, "--task-seed", cfg.seed,
+        "--min-len", cfg.min_len, "--max-len", cfg.max_len,
+        "--train-size", cfg.train_size, "--valid-size", cfg.valid_size,
+        "--test-size", cfg.test_size,
+        "--model", model, "--emb", cfg.emb, "--enc-hidden", cfg.hidden,
+        "--dec-hidden", cfg.hidden, "--maxout", cfg.hidden, *own, "--dropout", 0,
+        "--batch-size", cfg.batch_size, "--lr", cfg.lr, "--epochs", 1, "--patience", 0,
+        "--save-every", max(cfg.steps // 10, 1), "--seed", cfg.seed,
+        "--threads", cfg.threads, "--no-progress", "--out", out,
+    ]  # fmt: skip
+    return [str(a) for a in args]
+
+
+def _steps_done(out: Path) -> int:
+    try:
+        return int(json.loads((out / "last" / "train_state.json").read_text())["global_step"])
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def train_models(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, float]:
+    """Train both models into ``out/<model>``; returns wall-clock seconds per model."""
+    runs = {m: out / m for m in MODELS}
+    seconds: dict[str, float] = {}
+    if cfg.jobs == 1:
+        from ..cli import main
+
+        for m, d in runs.items():
+            t0 = time.perf_counter()
+            if main(train_argv(cfg, m, d)) != 0:
+                raise ValueError(f"training {m} failed; see the messages above")
+            seconds[m] = time.perf_counter() - t0
+        return seconds
+    import attnkit
+
+    src = str(Path(attnkit.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    procs: dict[str, tuple[subprocess.Popen[bytes], float]] = {}
+    for m, d in runs.items():
+        d.mkdir(parents=True, exist_ok=True)
+        with open(out / f"{m}.log", "wb") as logf:
+            cmd = [sys.executable, "-m", "attnkit", *train_argv(cfg, m, d)]
+            procs[m] = (subprocess.Popen(cmd, env=env, stdout=logf, stderr=logf), time.time())
+    t0, last = time.time(), 0.0
+    while any(m not in seconds for m in procs):
+        for m, (p, started) in procs.items():
+            if m not in seconds and p.poll() is not None:
+                seconds[m] = time.time() - started
+                if p.returncode != 0:
+                    for q, _ in procs.values():
+                        if q.poll() is None:
+                            q.terminate()
+                    raise ValueError(f"training {m} failed; see {out / f'{m}.log'}")
+        if time.time() - last > 30:
+            last = time.time()
+            done = "  ".join(f"{m} {_steps_done(d)}/{cfg.steps}" for m, d in runs.items())
+            say(f"  [{time.time() - t0:4.0f}s] steps: {done}")
+        time.sleep(0.5)
+    return seconds
+
+
+def bins(cfg: LengthConfig) -> list[tuple[int, int]]:
+    """[lo, hi] source-length bins of ``bin_width``; a short last bin joins the one before."""
+    out = [
+        (lo, min(lo + cfg.bin_width - 1, cfg.max_len))
+        for lo in range(cfg.min_len, cfg.max_len + 1, cfg.bin_width)
+    ]
+    if len(out) > 1 and out[-1][1] - out[-1][0] + 1 < cfg.bin_width / 2:
+        out[-2:] = [(out[-2][0], out[-1][1])]
+    return out
+
+
+def score_by_length(
+    hyps: Sequence[Sequence[str]], examples: Sequence[Example], edges: Sequence[tuple[int, int]]
+) -> list[dict[str, Any]]:
+    """BLEU (sacrebleu, 0..100) and exact match (%) of the examples in each length bin."""
+    from ..train.evaluate import score
+
+    rows = []
+    for lo, hi in edges:
+        idx = [i for i, e in enumerate(examples) if lo <= len(e.src) <= hi]
+        s = score([hyps[i] for i in idx], [examples[i] for i in idx]) if idx else None
+        rows.append(
+            {
+                "src_len": f"{lo}-{hi}",
+                "n": len(idx),
+                "bleu": round(s.bleu, 2) if s else math.nan,
+                "exact": round(100 * s.exact_match, 2) if s else math.nan,
+            }
+        )
+    return rows
+
+
+@dataclass
+class Verdict:
+    """Did the figure's shape appear? Drops are relative: 1 - score(longest) / score(shortest)."""
+
+    drop: dict[str, float]
+    gap_longest: float  # RNNsearch minus RNNencdec BLEU on the longest bin
+    reproduced: bool
+    reasons: list[str] = field(default_factory=list)
+
+
+MAX_SEARCH_DROP = 0.2  # RNNsearch keeps >= 80% of its short-sentence BLEU on the longest bin
+MIN_ENCDEC_DROP = 0.5  # RNNencdec loses at least half of it
+MIN_GAP = 20.0  # and RNNsearch leads by 20 BLEU points there
+
+
+def verdict(table: dict[str, list[dict[str, Any]]]) -> Verdict:
+    """Compare the shortest and the longest length bin of each model (computed, not assumed)."""
+    drop, reasons = {}, []
+    for m in MODELS:
+        short, long = table[m][0]["bleu"], table[m][-1]["bleu"]
+        drop[m] = 1.0 - long / short if short > 0 else math.nan
+    gap = table["rnnsearch"][-1]["bleu"] - table["rnnencdec"][-1]["bleu"]
+    if math.isnan(drop["rnnsearch"]) or math.isnan(drop["rnnencdec"]):
+        reasons.append("a model scored 0 BLEU on the shortest bin: it has not learnt the task")
+    if drop["rnnsearch"] > MAX_SEARCH_DROP:
+        reasons.append(f"RNNsearch dropped {drop['rnnsearch']:.0%} (> {MAX_SEARCH_DROP:.0%})")
+    if drop["rnnencdec"] < MIN_ENCDEC_DROP:
+        reasons.append(f"RNNencdec dropped only {drop['rnnencdec']:.0%} (< {MIN_ENCDEC_DROP:.0%})")
+    if not gap >= MIN_GAP:
+        reasons.append(f"gap on the longest bin {gap:.1f} BLEU (< {MIN_GAP:.0f})")
+    return Verdict(drop, gap, not reasons, reasons)
+
+
+def run_experiment(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, Any]:
+    """Train, decode the test set, score by length. Returns the JSON-able result."""
+    from ..data.tasks import load_task
+    from ..train import checkpoint
+    from ..train.evaluate import translate
+
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    seconds = train_models(cfg, out, say)
+    test = load_task(
+        cfg.task,
+        seed=cfg.seed,
+        train_size=cfg.train_size,
+        valid_size=cfg.valid_size,
+        test_size=cfg.test_size,
+        min_len=cfg.min_len,
+        max_len=cfg.max_len,
+    ).test
+    edges = bins(cfg)
+    table, params = {}, {}
+    for m in MODELS:
+        ck = checkpoint.load(out / m / "last")
+        params[m] = sum(p.numel() for p in ck.model.parameters())
+        hyps = translate(ck.model, test, ck.src_vocab, ck.tgt_vocab, batch_size=128).hyps
+        table[m] = score_by_length(hyps, test, edges)
+    v = verdict(table)
+    return {
+        "config": asdict(cfg),
+        "parameters": params,
+        "train_commands": {m: " ".join(["attnkit", *train_argv(cfg, m, out / m)]) for m in MODELS},
+        "train_seconds": {m: round(s, 1) for m, s in seconds.items()},
+        "total_seconds": round(time.perf_counter() - t0, 1),
+        "by_length": table,
+        "verdict": asdict(v),
+    }
+
+
+__all__ = ["MODELS", "QUICK", "LengthConfig", "Verdict", "bins", "run_experiment", "verdict"]
