@@ -45,20 +45,20 @@ def median_seconds(step: Step, repeats: int) -> tuple[float, list[float]]:
     return statistics.median(times), times
 
 
-def _matmul_step() -> tuple[Step, float]:
-    """One 2048 x 2048 float32 matmul and its FLOPs (2·s³)."""
+def _matmul_step(size: int = MATMUL_SIZE) -> tuple[Step, float]:
+    """One size x size float32 matmul (2048 unless a smoke run asks less) and its FLOPs."""
     gen = torch.Generator().manual_seed(0)
-    a, b = (torch.randn(MATMUL_SIZE, MATMUL_SIZE, generator=gen) for _ in range(2))
+    a, b = (torch.randn(size, size, generator=gen) for _ in range(2))
 
     def product() -> None:
         torch.mm(a, b)
 
-    return product, 2.0 * MATMUL_SIZE**3
+    return product, 2.0 * size**3
 
 
-def matmul_gflops(repeats: int = 3) -> float:
+def matmul_gflops(repeats: int = 3, size: int = MATMUL_SIZE) -> float:
     """The machine's float32 matmul rate now (GFLOP/s), median of ``repeats`` products."""
-    product, flops = _matmul_step()
+    product, flops = _matmul_step(size)
     product()  # warm-up
     seconds, _ = median_seconds(product, repeats)
     return flops / seconds / 1e9
@@ -89,12 +89,14 @@ def peak_extra_mib(step: Step) -> float | None:
     return max(peak - base, 0) / 1024
 
 
-def measure(case: Case, warmup: int, repeats: int) -> dict[str, Any]:
+def measure(
+    case: Case, warmup: int, repeats: int, matmul_size: int = MATMUL_SIZE
+) -> dict[str, Any]:
     """Time and peak memory of one case. Each timed step is paired with a matmul timed just
     before it, so that its % of the matmul rate is taken under the same load (the machine is
     shared); the reported % is the median of the per-pair ratios."""
     torch.manual_seed(0)
-    product, mm_flops = _matmul_step()
+    product, mm_flops = _matmul_step(matmul_size)
     step = make_step(case)
     product()
     for _ in range(max(warmup, 1)):

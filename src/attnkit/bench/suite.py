@@ -41,6 +41,7 @@ class SuiteConfig:
     causal_radius: int = 512
     isolate: bool = True  # a fresh process per case (honest peak memory); False: smoke runs
     matmul_repeats: int = 5
+    matmul_size: int = 2048  # a smoke run may use less
 
     def __post_init__(self) -> None:
         for name in self.scenarios:
@@ -102,8 +103,9 @@ def plan_cases(cfg: SuiteConfig) -> list[Case]:
 
 def run_suite(cfg: SuiteConfig, log: Any = print) -> dict[str, Any]:
     """Measure every planned case (one fresh process each) and return the report dict."""
-    rate_before = matmul_gflops(cfg.matmul_repeats)
-    log(f"matmul 2048x2048 float32: {rate_before:.0f} GFLOP/s")
+    rate_before = matmul_gflops(cfg.matmul_repeats, cfg.matmul_size)
+    size = cfg.matmul_size
+    log(f"matmul {size}x{size} float32: {rate_before:.0f} GFLOP/s")
     rows: list[dict[str, Any]] = []
     last: dict[tuple[str, str, bool], dict[str, Any]] = {}
     for case in plan_cases(cfg):
@@ -115,7 +117,7 @@ def run_suite(cfg: SuiteConfig, log: Any = print) -> dict[str, Any]:
                 timeout = max(120.0, 12 * cfg.time_limit_s)
                 row.update(measure_in_subprocess(case, cfg.warmup, cfg.repeats, timeout))
             else:
-                row.update(measure(case, cfg.warmup, cfg.repeats))
+                row.update(measure(case, cfg.warmup, cfg.repeats, cfg.matmul_size))
             if "ms" in row:
                 last[key] = row
             else:
@@ -125,7 +127,7 @@ def run_suite(cfg: SuiteConfig, log: Any = print) -> dict[str, Any]:
             last[key] = {"n": case.n, "ms": float("inf")} if "GiB" in reason else last.get(key, {})
         rows.append(row)
         log(format_row(row))
-    rate_after = matmul_gflops(cfg.matmul_repeats)
+    rate_after = matmul_gflops(cfg.matmul_repeats, cfg.matmul_size)
     return {
         "matmul_gflops": {"before": rate_before, "after": rate_after},
         "config": asdict(cfg),
@@ -240,7 +242,8 @@ def format_markdown(report: dict[str, Any]) -> str:
     """The table and the targets as Markdown (bench.md), ready for docs/performance.md."""
     rate = report["matmul_gflops"]
     lines = [
-        f"matmul 2048x2048 float32: {rate['before']:.0f} GFLOP/s at the start, "
+        f"matmul float32 ({report['config'].get('matmul_size', 2048)}²): "
+        f"{rate['before']:.0f} GFLOP/s at the start, "
         f"{rate['after']:.0f} at the end of the run",
         "",
         "| scenario | mode | n | variant | ms | GFLOP/s | % matmul | peak MiB | note |",

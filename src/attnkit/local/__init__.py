@@ -4,11 +4,14 @@ Tq x Tk matrix. The reference semantics are ``attnkit.attend`` with the ``Slidin
 
 from .band import band_key_index, band_to_dense
 from .sliding import DEFAULT_BLOCK, LocalResult, sliding_window_attention
+from .window import WindowResult, local_window_attention
 
 __all__ = [
     "DEFAULT_BLOCK",
     "LocalResult",
+    "WindowResult",
     "band_key_index",
     "band_to_dense",
+    "local_window_attention",
     "sliding_window_attention",
 ]
