@@ -163,7 +163,7 @@ def train(
             total=len(train_batches),
             initial=state["step_in_epoch"],
             desc=f"epoch {epoch + 1}/{cfg.epochs}",
-            disable=not (cfg.progress and main),
+            disable=not (cfg.progress and main and sys.stderr.isatty()),  # no bar in logs
             leave=False,
             file=sys.stderr,
             dynamic_ncols=True,
