@@ -14,7 +14,7 @@ from attnkit.models.luong import ALIGN_NAMES, SCORE_NAMES, LuongConfig
 from attnkit.train import checkpoint
 from attnkit.train.loop import TrainConfig, train, valid_loss
 
-torch.set_num_threads(1)  # small models: one thread is fastest on a shared CPU
+pytestmark = pytest.mark.usefixtures("one_thread_module")
 
 V_SRC, V_TGT, D = 23, 29, 2
 LENGTHS = torch.tensor([9, 6, 3])

@@ -7,14 +7,7 @@ from attnkit.models import build_model, make_config
 from attnkit.models.rnnsearch import RNNSearchConfig
 from attnkit.scores import AdditiveScore
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():  # type: ignore[no-untyped-def]
-    """Small recurrent models run far faster on one thread when the cores are shared."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread_module")
 
 
 def inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

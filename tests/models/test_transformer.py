@@ -13,7 +13,7 @@ from attnkit.train import checkpoint
 from attnkit.train.decode import greedy
 from attnkit.train.loop import TrainConfig, train, valid_loss
 
-torch.set_num_threads(1)  # small models: one thread is fastest on a shared CPU
+pytestmark = pytest.mark.usefixtures("one_thread_module")
 
 V_SRC, V_TGT = 23, 29
 LENGTHS = torch.tensor([9, 6, 3])

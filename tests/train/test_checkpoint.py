@@ -9,14 +9,7 @@ from attnkit.data.vocab import Vocab
 from attnkit.models import build_model
 from attnkit.train import checkpoint
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():  # type: ignore[no-untyped-def]
-    """Small recurrent models run far faster on one thread when the cores are shared."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread_module")
 
 
 def test_round_trip_gives_the_same_model(tmp_path) -> None:

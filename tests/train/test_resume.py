@@ -15,14 +15,7 @@ from safetensors.torch import load_file
 
 from attnkit.cli import main
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():  # type: ignore[no-untyped-def]
-    """Small recurrent models run far faster on one thread when the cores are shared."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread_module")
 
 
 ARGS = [

@@ -11,14 +11,7 @@ from attnkit.data.vocab import Vocab
 from attnkit.models import build_model
 from attnkit.train.loop import TrainConfig, train
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():  # type: ignore[no-untyped-def]
-    """Small recurrent models run far faster on one thread when the cores are shared."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread_module")
 
 
 TINY = ["--train-size", "300", "--valid-size", "30", "--test-size", "30", "--preset", "tiny"]
