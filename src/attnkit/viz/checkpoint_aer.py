@@ -23,7 +23,7 @@ Legend: B batch, T target words, S source words.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,29 @@ from .alignment_quality import AlignmentScores, GoldAlignment, evaluate_alignmen
 TASK_GOLD = "task"
 
 
+def _forced(
+    model: Any,
+    examples: Sequence[Example],
+    src_vocab: Any,
+    tgt_vocab: Any,
+    batch_size: int,
+    weights_of: Callable[[Any], Tensor],
+) -> list[Tensor]:
+    """Teacher-force each example's reference target; ``weights_of(batch)`` gives
+    (B, ..., T+1, S+1) weights, cut here to the words: (..., T_i, S_i) per example, in the
+    order of ``examples``."""
+    device = next(model.parameters()).device
+    out: list[Tensor] = [torch.empty(0)] * len(examples)
+    model.eval()
+    with torch.no_grad():
+        for b in batches(list(examples), src_vocab, tgt_vocab, batch_size):
+            weights = weights_of(b.to(device)).float()  # (B, ..., T+1, S+1)
+            for j, i in enumerate(b.index):
+                e = examples[i]
+                out[i] = weights[j, ..., : len(e.tgt), : len(e.src)].cpu()  # (..., T_i, S_i)
+    return out
+
+
 def forced_attention(
     model: Any,
     examples: Sequence[Example],
@@ -46,24 +69,19 @@ def forced_attention(
     *,
     batch_size: int = 128,
 ) -> list[Tensor]:
-    """Teacher-force each example's reference target; its attention cut to the words,
-    (T_i, S_i) per example, in the order of ``examples``."""
-    device = next(model.parameters()).device
-    out: list[Tensor] = [torch.empty(0)] * len(examples)
-    model.eval()
-    with torch.no_grad():
-        for b in batches(list(examples), src_vocab, tgt_vocab, batch_size):
-            b = b.to(device)
-            weights = model(b.src, b.src_len, b.tgt_in).weights  # (B, T+1, S+1) | None
-            if weights is None:
-                raise ValueError(
-                    f"{type(model).__name__} has no attention weights to align; "
-                    "use a model with attention (rnnsearch, ...)"
-                )
-            for j, i in enumerate(b.index):
-                e = examples[i]
-                out[i] = weights[j, : len(e.tgt), : len(e.src)].float().cpu()  # (T_i, S_i)
-    return out
+    """The attention the model's forward returns while reading the reference: (T_i, S_i)
+    per example."""
+
+    def weights_of(b: Any) -> Tensor:
+        weights = model(b.src, b.src_len, b.tgt_in).weights  # (B, T+1, S+1) | None
+        if weights is None:
+            raise ValueError(
+                f"{type(model).__name__} has no attention weights to align; "
+                "use a model with attention (rnnsearch, ...)"
+            )
+        return weights
+
+    return _forced(model, examples, src_vocab, tgt_vocab, batch_size, weights_of)
 
 
 def forced_layer_attention(
@@ -76,18 +94,12 @@ def forced_layer_attention(
 ) -> list[Tensor]:
     """Like ``forced_attention`` for a model with ``cross_attention`` (every layer and head,
     e.g. the Transformer): each layer's mean over heads, (L, T_i, S_i) per example."""
-    device = next(model.parameters()).device
-    out: list[Tensor] = [torch.empty(0)] * len(examples)
-    model.eval()
-    with torch.no_grad():
-        for b in batches(list(examples), src_vocab, tgt_vocab, batch_size):
-            b = b.to(device)
-            weights = model.cross_attention(b.src, b.src_len, b.tgt_in)  # (B, L, H, T+1, S+1)
-            weights = weights.float().mean(dim=2)  # (B, L, T+1, S+1)
-            for j, i in enumerate(b.index):
-                e = examples[i]
-                out[i] = weights[j, :, : len(e.tgt), : len(e.src)].cpu()  # (L, T_i, S_i)
-    return out
+
+    def weights_of(b: Any) -> Tensor:
+        weights = model.cross_attention(b.src, b.src_len, b.tgt_in)  # (B, L, H, T+1, S+1)
+        return weights.float().mean(dim=2)  # (B, L, T+1, S+1)
+
+    return _forced(model, examples, src_vocab, tgt_vocab, batch_size, weights_of)
 
 
 def gold_from_examples(examples: Sequence[Example]) -> list[GoldAlignment]:
