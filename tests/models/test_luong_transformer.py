@@ -60,9 +60,7 @@ def test_luong_config_errors() -> None:
 
 @pytest.mark.parametrize("norm", ["pre", "post"])
 def test_transformer_stepwise_equals_parallel(norm: str) -> None:
-    model = build_model(
-        "transformer", src_vocab=20, tgt_vocab=15, preset="tiny", norm=norm
-    ).eval()
+    model = build_model("transformer", src_vocab=20, tgt_vocab=15, preset="tiny", norm=norm).eval()
     assert any(isinstance(m, CrossAttention) for m in model.modules())
     assert any(isinstance(m, SelfAttention) for m in model.modules())
     src, src_len, tgt = inputs()

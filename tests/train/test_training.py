@@ -144,3 +144,29 @@ def test_cli_corpus_files_train_and_evaluate(tmp_path, capsys) -> None:
     assert json.loads(capsys.readouterr().out)["n"] == 10  # the 5% held-out test split
     assert main([*args, "--strict", "--out", str(tmp_path / "strict")]) == 2
     assert "pairs.tsv:51: no tab" in capsys.readouterr().err
+
+
+def test_cli_subwords_with_held_out_files(tmp_path, capsys) -> None:
+    """--tokenise spm with Multi30K-style train/valid/test files: translate prints
+    detokenised text and evaluate scores the whole test file with sacreBLEU."""
+    sp = load_task("toy-ko", seed=0, train_size=300, valid_size=20, test_size=12)
+    files = {}
+    for split in ("train", "valid", "test"):
+        for side in ("src", "tgt"):
+            path = tmp_path / f"{split}.{side}"
+            path.write_text(
+                "\n".join(" ".join(getattr(e, side)) for e in sp.get(split)) + "\n", "utf-8"
+            )
+            files[f"--{split}-{side}"] = str(path)
+    out = str(tmp_path / "run")
+    args = ["train", *[x for kv in files.items() for x in kv], "--tokenise", "spm"]
+    args += ["--spm-vocab", "200", "--preset", "tiny", "--model", "transformer"]
+    args += ["--epochs", "1", "--warmup", "10", "--label-smoothing", "0.1", "--valid-decode", "0"]
+    assert main([*args, "--out", out, "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["translate", "--checkpoint", out, "I am a student"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.strip() and "\u2581" not in printed
+    assert main(["evaluate", "--checkpoint", out]) == 0
+    text = capsys.readouterr().out
+    assert "test: 12 sentences" in text and "sacreBLEU" in text

@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     from ..data.source import load_spec, tokeniser_of
+    from ..data.tokenisers import tokenisers_of
     from ..train import checkpoint
     from ..train.aer import attention_aer
     from ..train.evaluate import score, translate
@@ -73,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
         beam=args.beam,
         length_penalty=args.length_penalty,
     )
-    s = score(out.hyps, examples, join="" if tokeniser_of(spec) == "char" else " ")
+    tgt_tok = tokenisers_of(spec)[1]
+    detok = tgt_tok.decode if tgt_tok.name == "spm" else None
+    s = score(out.hyps, examples, join="" if tokeniser_of(spec) == "char" else " ", detok=detok)
     aer = attention_aer(loaded.model, examples, loaded.src_vocab, loaded.tgt_vocab)
     align = None
     if args.alignments is not None:
@@ -89,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
         f"{'greedy' if args.beam == 1 else f'beam {args.beam}'}"
     )
     print(f"  exact match {100 * s.exact_match:.1f}%   BLEU {s.bleu:.1f}   chrF {s.chrf:.1f}")
+    if detok is not None:
+        print("  (sacreBLEU: detokenised output against the raw references, 13a tokenisation)")
     if aer is not None:
         print(f"  attention AER {100 * aer:.1f}% (argmax attention on the reference vs gold links)")
     print("  by source length:")

@@ -102,6 +102,26 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epochs", type=int, default=20)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument(
+        "--warmup",
+        type=int,
+        default=0,
+        help="steps of linear learning-rate warm-up, then decay as 1/sqrt(step) (Vaswani "
+        "2017, §5.3, with --lr as the peak); 0 = constant --lr",
+    )
+    p.add_argument(
+        "--label-smoothing",
+        type=float,
+        default=0.0,
+        help="label smoothing of the training loss (Szegedy 2016; 0.1 in Vaswani 2017)",
+    )
+    p.add_argument(
+        "--valid-decode",
+        type=int,
+        default=-1,
+        help="greedy-decode this many valid sentences each epoch for exact match "
+        "(-1 = all, 0 = none: validation loss only)",
+    )
     p.add_argument("--clip", type=float, default=1.0, help="max gradient norm (0 = off)")
     p.add_argument("--patience", type=int, default=3, help="early stopping patience (0 = off)")
     p.add_argument("--seed", type=int, default=0)
@@ -148,11 +168,19 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--train-tsv", default=None, help="TSV: source<TAB>target[<TAB>...] (.gz ok)")
     g.add_argument("--train-src", default=None, help="source side, one sentence a line")
     g.add_argument("--train-tgt", default=None, help="target side, line-aligned with --train-src")
+    g.add_argument("--valid-src", default=None, help="held-out valid file, source side")
+    g.add_argument("--valid-tgt", default=None, help="held-out valid file, target side")
+    g.add_argument("--test-src", default=None, help="held-out test file, source side")
+    g.add_argument("--test-tgt", default=None, help="held-out test file, target side")
     g.add_argument(
         "--tokenise",
         default="word",
-        choices=["word", "char"],
-        help="corpora: whitespace words or characters",
+        choices=["word", "char", "spm"],
+        help="corpora: whitespace words, characters, or SentencePiece subwords learned from "
+        "the training split (one model per language)",
+    )
+    g.add_argument(
+        "--spm-vocab", type=int, default=8000, help="subword vocabulary size (default 8000)"
     )
     g.add_argument(
         "--strict",
@@ -201,7 +229,7 @@ def set_threads(n: int) -> None:
 
 def data_spec(args: argparse.Namespace) -> dict[str, Any]:
     """The JSON-able description of the data, stored in the checkpoint (see data/source.py)."""
-    files = [args.train_tsv, args.train_src, args.train_tgt]
+    files = [args.train_tsv, args.train_src, args.train_tgt, args.valid_src, args.test_src]
     if args.task and any(files):
         raise ValueError("give either --task or corpus files, not both")
     if args.task:
@@ -213,13 +241,22 @@ def data_spec(args: argparse.Namespace) -> dict[str, Any]:
 
     spec: dict[str, Any] = {
         "tokenise": args.tokenise,
+        "spm_vocab": args.spm_vocab,
         "max_len": args.max_len,
         "strict": args.strict,
         "valid_fraction": args.valid_fraction,
         "test_fraction": args.test_fraction,
         "split_seed": args.task_seed,
     }
-    for k in ("train_tsv", "train_src", "train_tgt"):
+    for k in (
+        "train_tsv",
+        "train_src",
+        "train_tgt",
+        "valid_src",
+        "valid_tgt",
+        "test_src",
+        "test_tgt",
+    ):
         if getattr(args, k):
             spec[k] = str(Path(getattr(args, k)).resolve())
     return spec
@@ -252,13 +289,16 @@ def train_here(args: argparse.Namespace, device: str, dist: Any = None) -> int:
         seed=args.seed,
         save_every=args.save_every,
         time_limit=args.time_limit,
+        warmup=args.warmup,
+        label_smoothing=args.label_smoothing,
+        valid_decode=args.valid_decode,
         target_exact=args.target_exact,
         progress=not args.no_progress,
         sleep_per_step=args.sleep_per_step,
     )
-    from ..data.source import load_spec
+    from ..data.source import fit_tokenisers, load_spec
 
-    meta = data_spec(args)
+    meta = fit_tokenisers(data_spec(args))
     splits = load_spec(meta)
     src_vocab = Vocab.build((e.src for e in splits.train), args.min_freq)
     tgt_vocab = Vocab.build((e.tgt for e in splits.train), args.min_freq)

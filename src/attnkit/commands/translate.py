@@ -31,10 +31,14 @@ def add_parser(sub: Any) -> None:
 
 
 def tokenise(sentence: str, meta: dict[str, Any]) -> list[str]:
-    from ..data.corpus import tokenise as tok
+    """The source tokens, as the checkpoint's training data was tokenised."""
     from ..data.source import tokeniser_of
+    from ..data.tokenisers import Chars, Words, tokenisers_of
 
-    return tok(sentence, tokeniser_of(meta))
+    kind = tokeniser_of(meta)
+    if kind == "char":
+        return Chars().encode(sentence)
+    return Words().encode(sentence) if kind == "word" else tokenisers_of(meta)[0].encode(sentence)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,11 +74,15 @@ def run(args: argparse.Namespace) -> int:
         length_penalty=args.length_penalty,
     )
     from ..data.source import tokeniser_of
+    from ..data.tokenisers import Chars, Words, tokenisers_of
 
-    char = tokeniser_of(loaded.meta) == "char"
-    join = "" if char else " "
+    kind = tokeniser_of(loaded.meta)  # subwords are printed as detokenised text
+    tgt_tok = (
+        tokenisers_of(loaded.meta)[1] if kind == "spm" else {"char": Chars()}.get(kind, Words())
+    )
+    detok = tgt_tok.decode
     for e, hyp, w in zip(examples, out.hyps, out.weights, strict=True):
-        print(join.join(hyp))
+        print(detok(hyp))
         if args.show:
             from ..viz.from_checkpoint import translation_heatmap
 

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, cast
 
-from .example import Example, Splits
+from .example import Example, Splits, T
 from .tasks import split
+from .tokenisers import Chars, Tokeniser, Words
 
 TOKENISERS = ("word", "char")
 
@@ -60,18 +61,25 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
 
 
 def tokenise(text: str, how: str) -> list[str]:
+    """Whitespace words ("word") or characters ("char"); subwords need a trained model (see
+    tokenisers.py)."""
     if how == "word":
-        return text.split()
+        return Words().encode(text)
     if how == "char":
-        return list(" ".join(text.split()))
+        return Chars().encode(text)
     raise ValueError(f"unknown tokeniser {how!r}; choose one of {TOKENISERS}")
 
 
-def _keep(ex: Example, max_len: int, report: ReadReport) -> bool:
-    if max_len and (len(ex.src) > max_len or len(ex.tgt) > max_len):
-        report.too_long += 1
-        return False
-    return True
+Pair = tuple[Tokeniser, Tokeniser]  # (source, target)
+
+
+def _pair(tokeniser: str | Pair) -> Pair:
+    if isinstance(tokeniser, str):
+        one: Tokeniser = {"word": Words(), "char": Chars()}.get(tokeniser)  # type: ignore[assignment]
+        if one is None:
+            raise ValueError(f"unknown tokeniser {tokeniser!r}; choose one of {TOKENISERS}")
+        return one, one
+    return tokeniser
 
 
 def _bad(report: ReadReport, n: int, why: str, strict: bool, path: str | Path) -> None:
@@ -80,9 +88,14 @@ def _bad(report: ReadReport, n: int, why: str, strict: bool, path: str | Path) -
     report.skipped.append((n, why))
 
 
-def read_tsv(
-    path: str | Path, *, tokeniser: str = "word", max_len: int = 0, strict: bool = False
-) -> tuple[list[Example], ReadReport]:
+@dataclass(frozen=True)
+class RawPair:
+    line: int  # 1-based line number in the source file
+    src: str
+    tgt: str
+
+
+def raw_tsv(path: str | Path, *, strict: bool = False) -> tuple[list[RawPair], ReadReport]:
     """Column 1 source, column 2 target; further columns (attribution) are ignored."""
     report, out = ReadReport(), []
     for n, line in read_lines(path):
@@ -93,25 +106,16 @@ def read_tsv(
         if len(cols) < 2:
             _bad(report, n, "no tab: expected source<TAB>target", strict, path)
             continue
-        src, tgt = tokenise(cols[0], tokeniser), tokenise(cols[1], tokeniser)
-        if not src or not tgt:
+        if not cols[0].strip() or not cols[1].strip():
             _bad(report, n, "empty source or target", strict, path)
             continue
-        ex = Example(src, tgt)
-        if _keep(ex, max_len, report):
-            out.append(ex)
-    report.kept = len(out)
+        out.append(RawPair(n, cols[0], cols[1]))
     return out, report
 
 
-def read_parallel(
-    src_path: str | Path,
-    tgt_path: str | Path,
-    *,
-    tokeniser: str = "word",
-    max_len: int = 0,
-    strict: bool = False,
-) -> tuple[list[Example], ReadReport]:
+def raw_parallel(
+    src_path: str | Path, tgt_path: str | Path, *, strict: bool = False
+) -> tuple[list[RawPair], ReadReport]:
     """Two line-aligned files: line i of one translates line i of the other."""
     src_lines = list(read_lines(src_path))
     tgt_lines = list(read_lines(tgt_path))
@@ -123,21 +127,59 @@ def read_parallel(
     report, out = ReadReport(), []
     for (n, s), (_, t) in zip(src_lines, tgt_lines, strict=True):
         report.lines += 1
-        src, tgt = tokenise(s, tokeniser), tokenise(t, tokeniser)
-        if not src or not tgt:
-            if src or tgt:
+        if not s.strip() or not t.strip():
+            if s.strip() or t.strip():
                 _bad(report, n, "empty source or target", strict, src_path)
             continue
-        ex = Example(src, tgt)
-        if _keep(ex, max_len, report):
-            out.append(ex)
-    report.kept = len(out)
+        out.append(RawPair(n, s, t))
     return out, report
 
 
+def tokenise_pairs(
+    raw: list[RawPair], tokeniser: str | Pair, report: ReadReport, *, max_len: int = 0
+) -> list[Example]:
+    """Examples (tokens, with the raw target kept as the reference text); pairs with a side
+    longer than ``max_len`` tokens are dropped and counted (0 = keep all)."""
+    src_tok, tgt_tok = _pair(tokeniser)
+    out = []
+    for r in raw:
+        ex = Example(src_tok.encode(r.src), tgt_tok.encode(r.tgt), ref=r.tgt.strip())
+        if max_len and (len(ex.src) > max_len or len(ex.tgt) > max_len):
+            report.too_long += 1
+            continue
+        out.append(ex)
+    report.kept = len(out)
+    return out
+
+
+def read_tsv(
+    path: str | Path,
+    *,
+    tokeniser: str | Pair = "word",
+    max_len: int = 0,
+    strict: bool = False,
+) -> tuple[list[Example], ReadReport]:
+    """Column 1 source, column 2 target; further columns (attribution) are ignored."""
+    raw, report = raw_tsv(path, strict=strict)
+    return tokenise_pairs(raw, tokeniser, report, max_len=max_len), report
+
+
+def read_parallel(
+    src_path: str | Path,
+    tgt_path: str | Path,
+    *,
+    tokeniser: str | Pair = "word",
+    max_len: int = 0,
+    strict: bool = False,
+) -> tuple[list[Example], ReadReport]:
+    """Two line-aligned files: line i of one translates line i of the other."""
+    raw, report = raw_parallel(src_path, tgt_path, strict=strict)
+    return tokenise_pairs(raw, tokeniser, report, max_len=max_len), report
+
+
 def corpus_splits(
-    examples: list[Example], *, valid: float = 0.05, test: float = 0.05, seed: int = 0
-) -> Splits:
+    examples: list[T], *, valid: float = 0.05, test: float = 0.05, seed: int = 0
+) -> Splits[T]:
     """Shuffle with ``seed`` and hold out fractions for valid and test (at least one each)."""
     if not (0 <= valid < 1 and 0 <= test < 1 and valid + test < 1):
         raise ValueError(f"valid={valid}, test={test}: fractions in [0, 1) that sum below 1")
@@ -148,4 +190,15 @@ def corpus_splits(
     return split(examples, (n - nv - nt, nv, nt), seed)
 
 
-__all__ = ["ReadReport", "corpus_splits", "read_lines", "read_parallel", "read_tsv", "tokenise"]
+__all__ = [
+    "RawPair",
+    "ReadReport",
+    "corpus_splits",
+    "raw_parallel",
+    "raw_tsv",
+    "read_lines",
+    "read_parallel",
+    "read_tsv",
+    "tokenise",
+    "tokenise_pairs",
+]

@@ -3,25 +3,33 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 
 @dataclass(frozen=True)
 class Example:
-    """src / tgt: whitespace tokens (or characters). links: gold alignment pairs
-    (src_idx, tgt_idx), 0-based; empty when the task has none."""
+    """src / tgt: tokens (words, characters or subwords). links: gold alignment pairs
+    (src_idx, tgt_idx), 0-based; empty when the task has none. ref: the target as raw text
+    (corpora), the reference that BLEU on detokenised output is scored against."""
 
     src: list[str]
     tgt: list[str]
     links: list[tuple[int, int]] = field(default_factory=list)
+    ref: str = ""
+
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class Splits:
-    train: list[Example]
-    valid: list[Example]
-    test: list[Example]
+class Splits(Generic[T]):
+    """train / valid / test; of Examples, or of raw text pairs before tokenisation."""
 
-    def get(self, name: str) -> list[Example]:
+    train: list[T]
+    valid: list[T]
+    test: list[T]
+
+    def get(self, name: str) -> list[T]:
         if name not in ("train", "valid", "test"):
             raise ValueError(f"unknown split {name!r}; choose train, valid or test")
         return getattr(self, name)

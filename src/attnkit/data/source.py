@@ -11,9 +11,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .corpus import corpus_splits, read_parallel, read_tsv
+from .corpus import RawPair, ReadReport, corpus_splits, raw_parallel, raw_tsv, tokenise_pairs
 from .example import Splits
 from .tasks import JOIN, load_task
+from .tokenisers import tokenisers_of, train_spm
 
 CHAR_TASKS = {name for name, j in JOIN.items() if j == ""}
 
@@ -22,6 +23,54 @@ def tokeniser_of(spec: dict[str, Any]) -> str:
     if "task" in spec:
         return "char" if spec["task"] in CHAR_TASKS else "word"
     return str(spec.get("tokenise", "word"))
+
+
+def _raw_train(spec: dict[str, Any]) -> tuple[list[RawPair], ReadReport]:
+    strict = bool(spec.get("strict"))
+    if spec.get("train_tsv"):
+        return raw_tsv(spec["train_tsv"], strict=strict)
+    if spec.get("train_src") and spec.get("train_tgt"):
+        return raw_parallel(spec["train_src"], spec["train_tgt"], strict=strict)
+    raise ValueError(
+        "say what to train on: --task NAME, --train-tsv FILE, or --train-src FILE --train-tgt FILE"
+    )
+
+
+def _held_out(spec: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """Explicit valid/test files, e.g. Multi30K's val and test_2016_flickr."""
+    out = {}
+    for split in ("valid", "test"):
+        s, t = spec.get(f"{split}_src"), spec.get(f"{split}_tgt")
+        if bool(s) != bool(t):
+            raise ValueError(f"--{split}-src and --{split}-tgt go together")
+        if s and t:
+            out[split] = (str(s), str(t))
+    if out and len(out) != 2:
+        raise ValueError("give both --valid-src/--valid-tgt and --test-src/--test-tgt, or neither")
+    return out
+
+
+def fit_tokenisers(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec with its subword models learned from the training split (``tokenise='spm'``;
+    a spec that already carries them, or uses words or characters, is returned as it is).
+    With corpus_splits (no held-out files) the models see the training pairs only."""
+    if spec.get("tokenise") != "spm" or spec.get("spm"):
+        return spec
+    raw, _ = _raw_train(spec)
+    if not _held_out(spec):
+        raw = corpus_splits(raw, **_fractions(spec)).train
+    size = int(spec.get("spm_vocab") or 8000)
+    src = train_spm((r.src for r in raw), size)
+    tgt = train_spm((r.tgt for r in raw), size)
+    return {**spec, "spm": {"src": src.to_json(), "tgt": tgt.to_json()}}
+
+
+def _fractions(spec: dict[str, Any]) -> dict[str, Any]:
+    return dict(
+        valid=spec.get("valid_fraction", 0.05),
+        test=spec.get("test_fraction", 0.05),
+        seed=spec.get("split_seed", 0),
+    )
 
 
 def load_spec(spec: dict[str, Any], *, quiet: bool = False) -> Splits:
@@ -34,28 +83,30 @@ def load_spec(spec: dict[str, Any], *, quiet: bool = False) -> Splits:
                 for k in ("train_size", "valid_size", "test_size", "min_len", "max_len")
             },
         )
-    common = dict(
-        tokeniser=tokeniser_of(spec),
-        max_len=spec.get("max_len") or 0,
-        strict=bool(spec.get("strict")),
-    )
-    if spec.get("train_tsv"):
-        examples, report = read_tsv(spec["train_tsv"], **common)  # type: ignore[arg-type]
-    elif spec.get("train_src") and spec.get("train_tgt"):
-        examples, report = read_parallel(spec["train_src"], spec["train_tgt"], **common)  # type: ignore[arg-type]
-    else:
-        raise ValueError(
-            "say what to train on: --task NAME, --train-tsv FILE, or "
-            "--train-src FILE --train-tgt FILE"
-        )
+    pair = tokenisers_of(spec)
+    max_len = int(spec.get("max_len") or 0)
+    raw, report = _raw_train(spec)
+    held = _held_out(spec)
+    if not held:  # split the raw pairs first, so subwords are learned from train alone
+        parts = corpus_splits(raw, **_fractions(spec))
+        out = [
+            tokenise_pairs(x, pair, report, max_len=max_len)
+            for x in (parts.train, parts.valid, parts.test)
+        ]
+        report.kept = sum(len(x) for x in out)
+        if not quiet:
+            print(f"corpus: {report.summary()}", file=sys.stderr)
+        return Splits(*out)
+    train = tokenise_pairs(raw, pair, report, max_len=max_len)
     if not quiet:
-        print(f"corpus: {report.summary()}", file=sys.stderr)
-    return corpus_splits(
-        examples,
-        valid=spec.get("valid_fraction", 0.05),
-        test=spec.get("test_fraction", 0.05),
-        seed=spec.get("split_seed", 0),
-    )
+        print(f"corpus (train): {report.summary()}", file=sys.stderr)
+    held_out = {}
+    for split, (s, t) in held.items():  # held-out sets are kept whole: no length filter
+        r, rep = raw_parallel(s, t, strict=bool(spec.get("strict")))
+        held_out[split] = tokenise_pairs(r, pair, rep)
+        if rep.skipped:
+            raise ValueError(f"{s}: {rep.summary()}; held-out files must have no empty lines")
+    return Splits(train, held_out["valid"], held_out["test"])
 
 
-__all__ = ["load_spec", "tokeniser_of"]
+__all__ = ["fit_tokenisers", "load_spec", "tokeniser_of"]

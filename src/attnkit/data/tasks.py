@@ -6,7 +6,7 @@ import random
 from collections.abc import Callable
 
 from . import dates, synthetic, toy_ko
-from .example import Example, Splits
+from .example import Splits, T
 
 DEFAULT_SIZES = {
     "toy-ko": (8000, 400, 500),
@@ -19,7 +19,7 @@ DEFAULT_SIZES = {
 JOIN = {"dates": ""}
 
 
-def split(examples: list[Example], sizes: tuple[int, int, int], seed: int) -> Splits:
+def split(examples: list[T], sizes: tuple[int, int, int], seed: int) -> Splits[T]:
     """Shuffle distinct examples with ``seed`` and cut them into train/valid/test."""
     xs = list(examples)
     random.Random(seed).shuffle(xs)

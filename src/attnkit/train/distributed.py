@@ -101,7 +101,7 @@ class DistContext:
         ids = [self.device.index] if self.device.type == "cuda" else None
         return DistributedDataParallel(model, device_ids=ids)
 
-    def loss(self, ddp_model: nn.Module, b: Batch) -> Tensor:
+    def loss(self, ddp_model: nn.Module, b: Batch, label_smoothing: float = 0.0) -> Tensor:
         """This rank's share of the token-mean loss of the global batch ``b``; see the module
         docstring. A rank left without rows still takes part in the gradient all-reduce."""
         n_global = max(b.tokens, 1)
@@ -112,7 +112,11 @@ class DistContext:
         part = part.to(self.device)
         logits = ddp_model(part.src, part.src_len, part.tgt_in).logits  # (b, T, V)
         total = F.cross_entropy(
-            logits.flatten(0, 1), part.tgt_out.flatten(), ignore_index=0, reduction="sum"
+            logits.flatten(0, 1),
+            part.tgt_out.flatten(),
+            ignore_index=0,
+            reduction="sum",
+            label_smoothing=label_smoothing,
         )
         return total * weight
 

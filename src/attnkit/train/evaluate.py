@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -65,10 +65,10 @@ class Scores:
     by_length: list[dict[str, float | int | str]] = field(default_factory=list)
 
 
-def _bleu(hyps: list[str], refs: list[str]) -> float:
+def _bleu(hyps: list[str], refs: list[str], tokenize: str = "none") -> float:
     import sacrebleu
 
-    return float(sacrebleu.corpus_bleu(hyps, [refs], tokenize="none").score) if hyps else 0.0
+    return float(sacrebleu.corpus_bleu(hyps, [refs], tokenize=tokenize).score) if hyps else 0.0
 
 
 def score(
@@ -76,14 +76,23 @@ def score(
     examples: Sequence[Example],
     *,
     join: str = " ",
+    detok: Callable[[Sequence[str]], str] | None = None,
     buckets: Sequence[int] = (5, 10, 20, 40),
 ) -> Scores:
-    """Corpus scores; tokens are joined with ``join`` (" " for words, "" for characters) and
-    BLEU uses those tokens as they are (sacrebleu tokenize="none")."""
+    """Corpus scores. Without ``detok``, tokens are joined with ``join`` (" " for words, ""
+    for characters) and BLEU uses those tokens as they are (sacrebleu tokenize="none"). With
+    ``detok`` (subwords), hypotheses are detokenised and scored against the raw reference
+    text with sacrebleu's standard 13a tokenisation: the usual, comparable sacreBLEU."""
     import sacrebleu
 
-    h = [join.join(x) for x in hyps]
-    r = [join.join(e.tgt) for e in examples]
+    if detok is None:
+        h = [join.join(x) for x in hyps]
+        r = [join.join(e.tgt) for e in examples]
+        tokenize = "none"
+    else:
+        h = [detok(x) for x in hyps]
+        r = [e.ref or detok(e.tgt) for e in examples]
+        tokenize = "13a"
     chrf = float(sacrebleu.corpus_chrf(h, [r]).score) if h else 0.0
     rows: list[dict[str, float | int | str]] = []
     lo = 0
@@ -94,7 +103,7 @@ def score(
                 {
                     "src_len": f"{lo + 1}-{hi}" if hi < 10**9 else f">{lo}",
                     "n": len(idx),
-                    "bleu": _bleu([h[i] for i in idx], [r[i] for i in idx]),
+                    "bleu": _bleu([h[i] for i in idx], [r[i] for i in idx], tokenize),
                     "exact_match": exact_match(
                         [hyps[i] for i in idx], [examples[i].tgt for i in idx]
                     ),
@@ -102,7 +111,11 @@ def score(
             )
         lo = hi
     return Scores(
-        len(examples), exact_match(hyps, [e.tgt for e in examples]), _bleu(h, r), chrf, rows
+        len(examples),
+        exact_match(hyps, [e.tgt for e in examples]),
+        _bleu(h, r, tokenize),
+        chrf,
+        rows,
     )
 
 

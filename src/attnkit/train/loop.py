@@ -41,6 +41,9 @@ class TrainConfig:
     save_every: int = 0  # also checkpoint every N steps (for --resume); 0 = at epoch ends only
     time_limit: float = 0.0  # seconds; stop after the step that crosses it; 0 = none
     target_exact: float = 0.0  # stop once valid exact match reaches it; 0 = never
+    warmup: int = 0  # linear warm-up steps, then lr * sqrt(warmup / step); 0 = constant lr
+    label_smoothing: float = 0.0  # of the training loss; valid loss is plain cross-entropy
+    valid_decode: int = -1  # valid sentences greedy-decoded per epoch (-1 all, 0 none)
     progress: bool = True
     sleep_per_step: float = 0.0  # testing aid: slow training down so it can be interrupted
 
@@ -51,8 +54,22 @@ class TrainConfig:
             )
         if not self.lr > 0:
             raise ValueError(f"lr={self.lr}; it must be positive")
-        if self.clip < 0 or self.patience < 0 or self.save_every < 0 or self.time_limit < 0:
-            raise ValueError("clip, patience, save_every and time_limit must not be negative")
+        if min(self.clip, self.patience, self.save_every, self.time_limit, self.warmup) < 0:
+            raise ValueError(
+                "clip, patience, save_every, time_limit and warmup must not be negative"
+            )
+        if not 0 <= self.label_smoothing < 1:
+            raise ValueError(f"label_smoothing={self.label_smoothing}; it must be in [0, 1)")
+        if self.valid_decode < -1:
+            raise ValueError(f"valid_decode={self.valid_decode}; use -1 (all), 0 or a count")
+
+    def lr_at(self, step: int) -> float:
+        """Learning rate of step 1, 2, ...: constant, or with ``warmup`` steps rising
+        linearly to ``lr`` and then falling as 1/sqrt(step) (Vaswani 2017, eq. 3, with the
+        peak given directly instead of through d_model)."""
+        if not self.warmup:
+            return self.lr
+        return self.lr * min(step / self.warmup, math.sqrt(self.warmup / max(step, 1)))
 
 
 @dataclass
@@ -65,11 +82,16 @@ class TrainResult:
     stopped: str = "epochs"
 
 
-def loss_of(model: Seq2Seq, b: Batch) -> tuple[torch.Tensor, Any]:
+def loss_of(model: Seq2Seq, b: Batch, label_smoothing: float = 0.0) -> tuple[torch.Tensor, Any]:
     b = b.to(next(model.parameters()).device)
     out = model(b.src, b.src_len, b.tgt_in)
     logits = out.logits  # (B, T, V)
-    loss = F.cross_entropy(logits.flatten(0, 1), b.tgt_out.flatten(), ignore_index=0)
+    loss = F.cross_entropy(
+        logits.flatten(0, 1),
+        b.tgt_out.flatten(),
+        ignore_index=0,
+        label_smoothing=label_smoothing,
+    )
     return loss, out
 
 
@@ -172,7 +194,12 @@ def train(
         for i in range(state["step_in_epoch"], len(train_batches)):
             b = train_batches[i]
             model.train()
-            loss = loss_of(model, b)[0] if dist is None or ddp is None else dist.loss(ddp, b)
+            for group in opt.param_groups:
+                group["lr"] = cfg.lr_at(state["global_step"] + 1)
+            ls = cfg.label_smoothing
+            loss = (
+                loss_of(model, b, ls)[0] if dist is None or ddp is None else dist.loss(ddp, b, ls)
+            )
             opt.zero_grad(set_to_none=True)
             loss.backward()
             if cfg.clip > 0:
@@ -197,8 +224,9 @@ def train(
                 break
         bar.close()
         vl = valid_loss(model, valid_batches)
-        hyps = translate(model, valid_data, src_vocab, tgt_vocab, batch_size=256).hyps
-        em = exact_match(hyps, [e.tgt for e in valid_data])
+        shown = valid_data if cfg.valid_decode < 0 else valid_data[: cfg.valid_decode]
+        hyps = translate(model, shown, src_vocab, tgt_vocab, batch_size=256).hyps
+        em = exact_match(hyps, [e.tgt for e in shown]) if shown else 0.0
         if dist is not None:  # rank 0's scores decide for all, so every rank stops together
             vl, em = dist.from_main(vl, em)
         row = {
@@ -223,9 +251,10 @@ def train(
                 )
         else:
             state["bad_epochs"] += 1
+        exact = f"valid exact {100 * em:.1f}%  " if shown else ""
         log(
             f"epoch {epoch + 1}: train loss {run_loss:.3f}  valid loss {vl:.3f}  "
-            f"valid exact {100 * em:.1f}%  ({row['seconds']:.0f}s){'  *' if improved else ''}"
+            f"{exact}({row['seconds']:.0f}s){'  *' if improved else ''}"
         )
         if stopped == "epochs":
             state["epoch"], state["step_in_epoch"] = epoch + 1, 0
