@@ -147,3 +147,22 @@ def test_multihead_causal_alignment_equals_sdpa_is_causal(need_weights: bool) ->
     expected = m.out_proj(rearrange(ctx, "b h t d -> b t (h d)"))
     got = m(x, need_weights=need_weights).context
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
+
+
+def test_self_attention_step_equals_the_causal_row_it_replaces() -> None:
+    """Incremental decoding: position t attending its cached past equals row t of the causal
+    forward pass over the whole prefix (values, in float64)."""
+    from attnkit.alignment import CausalAlignment
+    from attnkit.modules import SelfAttention
+
+    torch.manual_seed(0)
+    m = SelfAttention(8, 2, align=CausalAlignment()).double()
+    x = torch.randn(3, 5, 8, dtype=torch.float64)  # (B, T, D)
+    full = m(x).context  # (B, T, D)
+    for t in range(5):
+        got = m.step(x[:, t : t + 1], x[:, :t]).context  # (B, 1, D)
+        torch.testing.assert_close(got[:, 0], full[:, t], rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="use forward"):
+        SelfAttention(8, 2).step(x[:, :1].float(), x[:, :0].float())
+    with pytest.raises(ValueError, match=r"one position x \(B, 1, D\)"):
+        m.step(x[:, :2], x[:, :0])

@@ -5,10 +5,11 @@ Legend: B batch, H heads, Tq queries, Tk keys, D model width, Dh = D / H head wi
 
 from __future__ import annotations
 
+import torch
 from einops import rearrange
 from torch import Tensor, nn
 
-from .alignment import Alignment
+from .alignment import Alignment, CausalAlignment
 from .core import AttentionResult, NormaliseFn, Reduced, ReduceFn, attend, weighted_sum
 from .normalisers import softmax
 from .scores import ScaledDotScore, Score
@@ -136,6 +137,21 @@ class MultiHeadAttention(nn.Module):
         need_weights: bool = True,
         average_weights: bool = False,
     ) -> AttentionResult:
+        return self.attend_with(
+            self.align, query, keys, values, mask, need_weights, average_weights
+        )
+
+    def attend_with(
+        self,
+        align: Alignment,
+        query: Tensor,
+        keys: Tensor | None = None,
+        values: Tensor | None = None,
+        mask: Tensor | None = None,
+        need_weights: bool = True,
+        average_weights: bool = False,
+    ) -> AttentionResult:
+        """``forward`` with another alignment in place of the module's own (same weights)."""
         keys = query if keys is None else keys
         values = keys if values is None else values
         if query.dim() != 3 or keys.dim() != 3 or values.dim() != 3:
@@ -168,7 +184,7 @@ class MultiHeadAttention(nn.Module):
             k,
             v,
             score=self.score,
-            align=self.align,
+            align=align,
             normaliser=self.normaliser,
             reduce=DropoutReduce(self.dropout) if use_dropout else weighted_sum,
             mask=heads_mask(mask),
@@ -188,6 +204,20 @@ class SelfAttention(MultiHeadAttention):
         self, x: Tensor, mask: Tensor | None = None, need_weights: bool = True
     ) -> AttentionResult:
         return super().forward(x, x, x, mask=mask, need_weights=need_weights)
+
+    def step(self, x: Tensor, past: Tensor, need_weights: bool = False) -> AttentionResult:
+        """Incremental decoding: x (B, 1, D) is position t of a causal sequence whose earlier
+        inputs are ``past`` (B, t, D); it attends past and itself. Equals row t of
+        ``forward(cat(past, x))`` with a causal alignment, at O(t) cost instead of O(t²)."""
+        if not isinstance(self.align, CausalAlignment):
+            raise ValueError(
+                f"step() is incremental causal decoding; this module's alignment is "
+                f"{type(self.align).__name__}, use forward() on the whole sequence"
+            )
+        if x.dim() != 3 or x.shape[1] != 1:
+            raise ValueError(f"step() takes one position x (B, 1, D), got {tuple(x.shape)}")
+        keys = torch.cat([past, x], dim=1)  # (B, t+1, D)
+        return self.attend_with(Alignment(), x, keys, keys, None, need_weights)
 
 
 class CrossAttention(MultiHeadAttention):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -97,9 +98,16 @@ class Residual(nn.Module):
         self.pre_norm = pre_norm
 
     def forward(self, x: Tensor, sublayer) -> tuple[Tensor, Tensor | None]:
-        out, weights = sublayer(self.norm(x) if self.pre_norm else x)  # (B, T, D)
+        out, weights = sublayer(self.inner(x))  # (B, T, D)
+        return self.merge(x, out), weights
+
+    def inner(self, x: Tensor) -> Tensor:
+        """What the sublayer sees: LayerNorm(x) (pre-norm) or x (post-norm)."""
+        return self.norm(x) if self.pre_norm else x
+
+    def merge(self, x: Tensor, out: Tensor) -> Tensor:
         x = x + self.drop(out)
-        return (x if self.pre_norm else self.norm(x)), weights
+        return x if self.pre_norm else self.norm(x)
 
 
 class FeedForward(nn.Module):
@@ -139,6 +147,22 @@ class DecoderLayer(nn.Module):
     def forward(self, y: Tensor, memory: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
         """y (B, T, D), memory (B, S, D), mask (B, 1, S) -> y (B, T, D), weights (B, H, T, S)."""
         y, _ = self.res[0](y, lambda h: (self.self_attn(h, need_weights=False).context, None))
+        return self.attend_memory(y, memory, mask)
+
+    def step(
+        self, y: Tensor, past: Tensor, memory: Tensor, mask: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Incremental decoding of position t: y (B, 1, D), past (B, t, D) = what the
+        self-attention saw at positions < t -> y (B, 1, D), weights (B, H, 1, S), past
+        (B, t+1, D). Equals row t of ``forward`` on the whole prefix."""
+        res = cast(Residual, self.res[0])
+        h = res.inner(y)  # (B, 1, D)
+        y = res.merge(y, self.self_attn.step(h, past).context)  # (B, 1, D)
+        y, weights = self.attend_memory(y, memory, mask)
+        return y, weights, torch.cat([past, h], dim=1)
+
+    def attend_memory(self, y: Tensor, memory: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+        """The cross-attention and feed-forward sublayers."""
 
         def cross(h: Tensor) -> tuple[Tensor, Tensor | None]:
             r = self.cross_attn(h, memory, mask=mask)
@@ -172,9 +196,11 @@ class Transformer(Seq2Seq):
         self.out_bias = nn.Parameter(torch.zeros(c.tgt_vocab))
         self.drop = nn.Dropout(c.dropout)
 
-    def embed(self, emb: nn.Embedding, ids: Tensor) -> Tensor:
+    def embed(self, emb: nn.Embedding, ids: Tensor, start: int = 0) -> Tensor:
+        """ids (B, T) at positions start.. -> (B, T, D): sqrt(D) E[ids] + PE (§3.4, §3.5)."""
         x = emb(ids) * math.sqrt(self.config.dim)  # (B, T, D)
-        return self.drop(x + sinusoids(ids.shape[1], self.config.dim, ids.device).to(x.dtype))
+        pe = sinusoids(start + ids.shape[1], self.config.dim, ids.device)[start:]  # (T, D)
+        return self.drop(x + pe.to(x.dtype))
 
     def encode(self, src: Tensor, src_len: Tensor) -> Memory:
         mask = source_mask(src_len, src.shape[1])  # (B, 1, S)
@@ -207,13 +233,27 @@ class Transformer(Seq2Seq):
         return weights.transpose(0, 1)  # (B, L, H, T, S)
 
     def init_state(self, memory: Memory) -> State:
-        b = memory["memory"].shape[0]
-        return (torch.zeros(b, 0, dtype=torch.long, device=memory["memory"].device),)
+        """Per decoder layer, the self-attention inputs seen so far: L tensors (B, t, D)."""
+        m = memory["memory"]  # (B, S, D)
+        return tuple(m.new_zeros(m.shape[0], 0, m.shape[2]) for _ in self.dec)
 
     def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, Tensor, State]:
-        prefix = torch.cat([state[0], prev[:, None]], dim=1)  # (B, t+1)
-        logits, weights = self.decode(prefix, memory)  # (B, t+1, V), (L, B, H, t+1, S)
-        return logits[:, -1], weights[-1, :, :, -1].mean(dim=1), (prefix,)  # (B, V), (B, S)
+        """Incremental decoding (a cache of each layer's self-attention input): O(t) work at
+        step t instead of recomputing the prefix. prev (B,) -> logits (B, V), weights (B, S)
+        (last layer's cross-attention averaged over heads)."""
+        t = state[0].shape[1]
+        y = self.embed(self.tgt_emb, prev[:, None], start=t)  # (B, 1, D)
+        new_state, weights = [], None
+        for layer, past in zip(self.dec, state, strict=True):
+            y, weights, past = cast(DecoderLayer, layer).step(
+                y, past, memory["memory"], memory["mask"]
+            )
+            new_state.append(past)  # (B, t+1, D)
+        y = self.dec_norm(y)  # (B, 1, D)
+        w_out = self.tgt_emb.weight if self.out is None else self.out.weight  # (V, D)
+        logits = F.linear(y[:, 0], w_out, self.out_bias)  # (B, V)
+        assert weights is not None
+        return logits, weights[:, :, 0].mean(dim=1), tuple(new_state)  # (B, V), (B, S)
 
 
 __all__ = ["PRESETS", "Transformer", "TransformerConfig", "sinusoids"]
