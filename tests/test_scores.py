@@ -199,3 +199,19 @@ def test_additive_module_budget_through_attend(monkeypatch) -> None:
 def test_additive_chunked_with_no_queries() -> None:
     sc = AdditiveScore(4, max_elements=10)
     assert sc(torch.randn(2, 0, 4), torch.randn(2, 5, 4)).shape == (2, 0, 5)
+
+
+def test_additive_on_projected_keys_equals_the_full_score() -> None:
+    """Bahdanau 2015, App. A.1.2: U_a h_j precomputed once gives the same scores and
+    gradients as projecting the keys inside the score (float64)."""
+    from attnkit.scores import AdditiveScore
+
+    torch.manual_seed(0)
+    s = AdditiveScore(5, 7, 6).double()
+    torch.nn.init.normal_(s.bias)
+    q = torch.randn(2, 3, 5, dtype=torch.float64, requires_grad=True)
+    k = torch.randn(2, 4, 7, dtype=torch.float64, requires_grad=True)
+    torch.testing.assert_close(s.on_projected_keys(q, s.project_keys(k)), s(q, k))
+    assert torch.autograd.gradcheck(lambda q, k: s.on_projected_keys(q, s.project_keys(k)), (q, k))
+    with pytest.raises(ValueError, match="keys has width 5"):
+        s.project_keys(q)

@@ -79,12 +79,28 @@ def additive_score(
     (..., 1, 1, A) slice already is): queries, and keys when one query row is too large, are
     processed in blocks (and recomputed in the backward pass).
     """
-    wq = query @ w_query.transpose(0, 1)  # (..., Tq, A)
     wk = keys @ w_keys.transpose(0, 1)  # (..., Tk, A)
     if bias is not None:
         wk = wk + bias
-    batch = math.prod(torch.broadcast_shapes(query.shape[:-2], keys.shape[:-2]))
-    tq, tk, a = query.shape[-2], keys.shape[-2], w_query.shape[0]
+    return additive_projected_score(query, wk, w_query, v, max_elements=max_elements)
+
+
+def additive_projected_score(
+    query: Tensor,
+    projected_keys: Tensor,
+    w_query: Tensor,
+    v: Tensor,
+    *,
+    max_elements: int = 1 << 24,
+) -> Tensor:
+    """The additive score on keys already projected, ``projected_keys`` = W₂ h + b
+    (..., Tk, A): score(s, h) = vᵀ tanh(W₁ s + projected_keys). A decoder that queries the
+    same annotations at every step projects them once per sentence (Bahdanau 2015, App.
+    A.1.2: "U_a h_j does not depend on i, we can pre-compute it"). -> (..., Tq, Tk)."""
+    wq = query @ w_query.transpose(0, 1)  # (..., Tq, A)
+    wk = projected_keys  # (..., Tk, A)
+    batch = math.prod(torch.broadcast_shapes(query.shape[:-2], wk.shape[:-2]))
+    tq, tk, a = query.shape[-2], wk.shape[-2], w_query.shape[0]
     per_key = max(1, batch * a)  # elements of one (query, key) column of the hidden tensor
     k_chunk = max(1, min(tk, max_elements // per_key))
     q_chunk = max(1, min(tq, max_elements // (per_key * k_chunk)))
@@ -215,6 +231,24 @@ class AdditiveScore(Score):
             self.w_keys.to(query.dtype),
             self.v.to(query.dtype),
             None if self.bias is None else self.bias.to(query.dtype),
+            max_elements=self.max_elements,
+        )
+
+    def project_keys(self, keys: Tensor) -> Tensor:
+        """W₂ h + b: keys (..., Tk, Dk) -> (..., Tk, A), for ``on_projected_keys``."""
+        check_width("keys", keys.shape[-1], self.w_keys.shape[1], "see AdditiveScore(key_dim)")
+        wk = keys @ self.w_keys.to(keys.dtype).transpose(0, 1)  # (..., Tk, A)
+        return wk if self.bias is None else wk + self.bias.to(keys.dtype)
+
+    def on_projected_keys(self, query: Tensor, projected_keys: Tensor) -> Tensor:
+        """The same score, given keys from ``project_keys`` (compute those once, query them
+        many times): pass as ``attend(q, project_keys(h), h, score=s.on_projected_keys)``."""
+        check_width("query", query.shape[-1], self.w_query.shape[1], "see AdditiveScore(query_dim)")
+        return additive_projected_score(
+            query,
+            projected_keys,
+            self.w_query.to(query.dtype),
+            self.v.to(query.dtype),
             max_elements=self.max_elements,
         )
 

@@ -15,10 +15,12 @@ this follows eq. 4. Legend: B batch, S source length, n encoder width, m decoder
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 from torch import Tensor, nn
 
+from ..core import attend
 from ..modules import Attention
 from ..scores import AdditiveScore
 from .base import DeepOutput, Memory, Seq2Seq, State, source_mask
@@ -75,8 +77,10 @@ class RNNSearch(Seq2Seq):
 
     def encode(self, src: Tensor, src_len: Tensor) -> Memory:
         states, (_, backward_first), _ = self.encoder(src, src_len)  # (B, S, 2n), (B, n)
+        score = cast(AdditiveScore, self.attention.score)
         return {
             "keys": states,
+            "projected": score.project_keys(states),  # U_a h_j, once per sentence (B, S, A)
             "mask": source_mask(src_len, src.shape[1]),  # (B, 1, S)
             "s0": torch.tanh(self.init(backward_first)),  # (B, m)
         }
@@ -87,7 +91,16 @@ class RNNSearch(Seq2Seq):
     def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, Tensor, State]:
         (s_prev,) = state  # (B, m)
         y = self.drop(self.tgt_emb(prev))  # (B, E)
-        att = self.attention(s_prev[:, None], memory["keys"], mask=memory["mask"])
+        score = cast(AdditiveScore, self.attention.score)
+        att = attend(  # keys U_a h_j precomputed in encode(), values the annotations h_j
+            s_prev[:, None],  # (B, 1, m)
+            memory["projected"],  # (B, S, A)
+            memory["keys"],  # (B, S, 2n)
+            score=score.on_projected_keys,
+            align=self.attention.align,
+            normaliser=self.attention.normaliser,
+            mask=memory["mask"],
+        )
         c = att.context[:, 0]  # (B, 2n)
         s = self.cell(torch.cat([y, c], dim=-1), s_prev)  # (B, m)
         logits = self.output(self.drop(s), y, c)  # (B, V)
