@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     print("  by source length:")
     for row in s.by_length:
         print(
-            f"    {row['src_len']:>7} words  n={row['n']:<5} BLEU {row['bleu']:5.1f}  "
+            f"    {row['src_len']:>7} tokens n={row['n']:<5} BLEU {row['bleu']:5.1f}  "
             f"exact {100 * float(row['exact_match']):5.1f}%"
         )
     if align is not None:
