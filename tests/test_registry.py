@@ -11,6 +11,7 @@ from attnkit import Attention, MultiHeadAttention
 from attnkit.registry import (
     ALIGNMENTS,
     NORMALISERS,
+    REDUCTIONS,
     SCORES,
     VARIANTS,
     build_alignment,
@@ -83,11 +84,24 @@ def test_normaliser_and_alignment_names() -> None:
 
 def test_every_variant_is_registered_with_a_paper() -> None:
     names = {v.name for v in VARIANTS}
-    assert names == set(SCORES) | set(ALIGNMENTS) | set(NORMALISERS)
+    assert names == set(SCORES) | set(ALIGNMENTS) | set(NORMALISERS) | set(REDUCTIONS)
     assert all(v.paper and v.formula for v in VARIANTS)
 
 
 def test_temperature_is_not_silently_dropped() -> None:
-    with pytest.raises(ValueError, match="temperature=2.0 applies to softmax only"):
+    with pytest.raises(ValueError, match="temperature=2.0 applies to softmax and gumbel only"):
         attnkit.build("dot", dim=4, normaliser="sparsemax", temperature=2.0)
     assert build_normaliser("softmax", 2.0).temperature == 2.0
+
+
+def test_hard_attention_from_names() -> None:
+    from attnkit.hard import GumbelSoftmax, SampleReduce
+
+    m = attnkit.build("additive", dim=4, reduce="hard")
+    assert isinstance(m.reduce, SampleReduce)
+    assert isinstance(build_normaliser("gumbel-softmax", 0.5), GumbelSoftmax)
+    assert build_normaliser("gumbel", 0.5).temperature == 0.5
+    with pytest.raises(ValueError, match="single-head"):
+        attnkit.build("scaled_dot", dim=8, heads=2, reduce="sample")
+    with pytest.raises(ValueError, match="unknown reduction"):
+        attnkit.build("dot", dim=4, reduce="max")

@@ -16,6 +16,7 @@ from .alignment import (
     SlidingWindow,
 )
 from .core import AttentionResult, attend, weighted_sum
+from .hard import GumbelSoftmax, MovingAverageBaseline, SampleReduce, reinforce_loss
 from .masks import and_masks, band_mask, causal_mask, or_masks, padding_mask
 from .modules import Attention, CrossAttention, MultiHeadAttention, SelfAttention
 from .multidim import MultiDimensionalAttention
@@ -37,6 +38,10 @@ except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0+src"
 
 __all__ = [
+    "GumbelSoftmax",
+    "MovingAverageBaseline",
+    "SampleReduce",
+    "reinforce_loss",
     "AdditiveScore",
     "AlignSpec",
     "Alignment",

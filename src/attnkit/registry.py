@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from torch import nn
 
 from .alignment import Alignment, CausalAlignment, GlobalAlignment, LocalM, LocalP, SlidingWindow
-from .core import NormaliseFn
+from .core import NormaliseFn, ReduceFn, weighted_sum
+from .hard import GumbelSoftmax, SampleReduce
 from .modules import Attention, MultiHeadAttention, check_heads
 from .normalisers import Entmax15, Softmax, Sparsemax
 from .scores import (
@@ -61,10 +62,21 @@ ALIGNMENTS: dict[str, Callable[[int, int | None], Alignment]] = {
 
 NORMALISERS: dict[str, Callable[[float], NormaliseFn]] = {
     "softmax": lambda t: Softmax(t),
+    "gumbel": lambda t: GumbelSoftmax(t),
     "sparsemax": lambda t: Sparsemax(),
     "entmax15": lambda t: Entmax15(),
 }
-NORMALISER_ALIASES = {"entmax-1.5": "entmax15", "entmax": "entmax15"}
+REDUCTIONS: dict[str, Callable[[], ReduceFn]] = {
+    "weighted_sum": lambda: weighted_sum,
+    "sample": lambda: SampleReduce(),
+}
+REDUCTION_ALIASES = {"soft": "weighted_sum", "hard": "sample"}
+
+NORMALISER_ALIASES = {
+    "entmax-1.5": "entmax15",
+    "entmax": "entmax15",
+    "gumbel-softmax": "gumbel",
+}
 
 VARIANTS: list[Variant] = [
     Variant("dot", "score", "Luong et al. 2015", DotScore.formula),
@@ -82,6 +94,14 @@ VARIANTS: list[Variant] = [
     Variant("softmax", "normaliser", "Bahdanau et al. 2015", "exp(e/T) / Σ exp(e/T)"),
     Variant("sparsemax", "normaliser", "Martins & Astudillo 2016", "[z - τ]₊"),
     Variant("entmax15", "normaliser", "Peters et al. 2019", "[z/2 - τ]₊²"),
+    Variant(
+        "gumbel",
+        "normaliser",
+        "Jang et al. 2017; Maddison et al. 2017",
+        "one_hot(argmax (e + g)/τ), straight-through softmax((e + g)/τ)",
+    ),
+    Variant("weighted_sum", "reduction", "Bahdanau et al. 2015", "c = Σ_j α_j v_j"),
+    Variant("sample", "reduction", "Xu et al. 2015 (hard attention)", "z ~ Cat(α), c = v_z"),
 ]
 
 
@@ -116,9 +136,9 @@ def build_alignment(name: str, query_dim: int, window: int | None = None) -> Ali
 
 def build_normaliser(name: str, temperature: float = 1.0) -> NormaliseFn:
     key = _lookup("normaliser", name, NORMALISERS, NORMALISER_ALIASES)
-    if key != "softmax" and temperature != 1.0:
+    if key not in ("softmax", "gumbel") and temperature != 1.0:
         raise ValueError(
-            f"temperature={temperature} applies to softmax only; {key} has none: "
+            f"temperature={temperature} applies to softmax and gumbel only; {key} has none: "
             "leave temperature at 1.0 or scale the scores (e.g. ScaledDotScore(scale))"
         )
     return NORMALISERS[key](temperature)
@@ -138,6 +158,7 @@ def build(
     hidden: int | None = None,
     max_keys: int | None = None,
     dropout: float = 0.0,
+    reduce: str = "weighted_sum",
 ) -> nn.Module:
     """An attention module from names.
 
@@ -145,10 +166,16 @@ def build(
     score works on widths ``dim`` (query) and ``key_dim`` (keys). ``heads=H``:
     ``MultiHeadAttention`` with projections, the score working on width dim / H per head.
     """
+    red = REDUCTIONS[_lookup("reduction", reduce, REDUCTIONS, REDUCTION_ALIASES)]()
     if heads is None:
         sc = build_score(score, dim, key_dim, hidden=hidden, max_keys=max_keys)
         return Attention(
-            sc, build_alignment(align, dim, window), build_normaliser(normaliser, temperature)
+            sc, build_alignment(align, dim, window), build_normaliser(normaliser, temperature), red
+        )
+    if red is not weighted_sum:
+        raise ValueError(
+            f"reduce={reduce!r} is built for single-head attention; leave heads=None, or use "
+            "normaliser='gumbel' for hard multi-head attention"
         )
     head_dim = check_heads(dim, heads)
     sc = build_score(score, head_dim, head_dim, hidden=hidden, max_keys=max_keys)
@@ -167,6 +194,7 @@ def build(
 __all__ = [
     "ALIGNMENTS",
     "NORMALISERS",
+    "REDUCTIONS",
     "SCORES",
     "VARIANTS",
     "Variant",

@@ -258,9 +258,9 @@ def train(
         )
         if stopped == "epochs":
             state["epoch"], state["step_in_epoch"] = epoch + 1, 0
-        if cfg.patience and state["bad_epochs"] >= cfg.patience:
+        if stopped == "epochs" and cfg.patience and state["bad_epochs"] >= cfg.patience:
             stopped = "early stopping"
-        if cfg.target_exact and em >= cfg.target_exact:
+        if stopped == "epochs" and cfg.target_exact and shown and em >= cfg.target_exact:
             stopped = "target exact match"
         save_last()
     if main:
