@@ -6,7 +6,8 @@
 #   bash scripts/multi30k.sh DATA_DIR [OUT_DIR]
 #
 # DATA_DIR holds train.{de,en}.gz, val.{de,en}.gz and test_2016_flickr.{de,en}.gz.
-# Set ATTNKIT to the command to run (default: attnkit on PATH, e.g. .venv/bin/attnkit).
+# Set ATTNKIT to the command to run (default: attnkit on PATH, e.g. .venv/bin/attnkit);
+# SECONDS_EACH (3600) and SPM_VOCAB (8000) change the budget and the subword vocabulary.
 set -euo pipefail
 D=${1:?usage: bash scripts/multi30k.sh DATA_DIR [OUT_DIR]}
 OUT=${2:-runs/multi30k}
@@ -18,7 +19,7 @@ done
 DATA=(--train-src "$D/train.de.gz" --train-tgt "$D/train.en.gz"
       --valid-src "$D/val.de.gz" --valid-tgt "$D/val.en.gz"
       --test-src "$D/test_2016_flickr.de.gz" --test-tgt "$D/test_2016_flickr.en.gz"
-      --tokenise spm --spm-vocab 8000)
+      --tokenise spm --spm-vocab "${SPM_VOCAB:-8000}")
 RUN=(--threads 1 --batch-size 128 --epochs 100 --patience 5 --time-limit "$SECONDS_EACH"
      --valid-decode 0 --save-every 500 --no-progress)
 mkdir -p "$OUT"
