@@ -32,13 +32,9 @@ def add_parser(sub: Any) -> None:
 
 def tokenise(sentence: str, meta: dict[str, Any]) -> list[str]:
     """The source tokens, as the checkpoint's training data was tokenised."""
-    from ..data.source import tokeniser_of
-    from ..data.tokenisers import Chars, Words, tokenisers_of
+    from ..data.source import tokenisers_for
 
-    kind = tokeniser_of(meta)
-    if kind == "char":
-        return Chars().encode(sentence)
-    return Words().encode(sentence) if kind == "word" else tokenisers_of(meta)[0].encode(sentence)
+    return tokenisers_for(meta)[0].encode(sentence)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,14 +69,9 @@ def run(args: argparse.Namespace) -> int:
         beam=args.beam,
         length_penalty=args.length_penalty,
     )
-    from ..data.source import tokeniser_of
-    from ..data.tokenisers import Chars, Words, tokenisers_of
+    from ..data.source import tokenisers_for
 
-    kind = tokeniser_of(loaded.meta)  # subwords are printed as detokenised text
-    tgt_tok = (
-        tokenisers_of(loaded.meta)[1] if kind == "spm" else {"char": Chars()}.get(kind, Words())
-    )
-    detok = tgt_tok.decode
+    detok = tokenisers_for(loaded.meta)[1].decode  # subwords are printed as detokenised text
     for e, hyp, w in zip(examples, out.hyps, out.weights, strict=True):
         print(detok(hyp))
         if args.show:

@@ -14,7 +14,7 @@ from typing import Any
 from .corpus import RawPair, ReadReport, corpus_splits, raw_parallel, raw_tsv, tokenise_pairs
 from .example import Splits
 from .tasks import JOIN, load_task
-from .tokenisers import tokenisers_of, train_spm
+from .tokenisers import Tokeniser, tokenisers_of, train_spm
 
 CHAR_TASKS = {name for name, j in JOIN.items() if j == ""}
 
@@ -73,6 +73,11 @@ def _fractions(spec: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+def tokenisers_for(spec: dict[str, Any]) -> tuple[Tokeniser, Tokeniser]:
+    """(source, target) tokenisers of a spec, tasks included (a task implies word or char)."""
+    return tokenisers_of({**spec, "tokenise": tokeniser_of(spec)})
+
+
 def load_spec(spec: dict[str, Any], *, quiet: bool = False) -> Splits:
     if spec.get("task"):
         return load_task(
@@ -109,4 +114,4 @@ def load_spec(spec: dict[str, Any], *, quiet: bool = False) -> Splits:
     return Splits(train, held_out["valid"], held_out["test"])
 
 
-__all__ = ["fit_tokenisers", "load_spec", "tokeniser_of"]
+__all__ = ["fit_tokenisers", "load_spec", "tokeniser_of", "tokenisers_for"]
