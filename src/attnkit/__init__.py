@@ -32,12 +32,40 @@ from .scores import (
     Score,
 )
 
+# The training API (``attnkit.fit``) is imported on first use: ``import attnkit`` for the
+# attention core stays light.
+_TRAINING = {
+    "fit": "train.fit",
+    "FitResult": "train.fit",
+    "prepare": "train.fit",
+    "FitConfig": "train.config",
+    "DataConfig": "train.config",
+    "ModelConfig": "train.config",
+    "TrainConfig": "train.config",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _TRAINING:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_TRAINING[name]}", __name__), name)
+    raise AttributeError(f"module 'attnkit' has no attribute {name!r}")
+
+
 try:
     __version__ = version("attnkit")
 except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0+src"
 
 __all__ = [
+    "DataConfig",
+    "FitConfig",
+    "FitResult",
+    "ModelConfig",
+    "TrainConfig",
+    "fit",
+    "prepare",
     "GumbelSoftmax",
     "MovingAverageBaseline",
     "SampleReduce",

@@ -91,3 +91,82 @@ def test_quick_run_writes_table_csv_json_png(tmp_path: Path, one_thread: None, c
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
     for m in ("rnnencdec", "rnnsearch"):
         assert (out / m / "last" / "model.safetensors").is_file()
+    _scores_match_sacrebleu(out, result)
+
+
+def _scores_match_sacrebleu(out: Path, result: dict) -> None:
+    """Every bin's BLEU and exact match, recomputed here from the saved models' greedy output
+    with sacrebleu itself (tokens joined by spaces, tokenize="none")."""
+    import sacrebleu
+
+    from attnkit.data.tasks import load_task
+    from attnkit.train import checkpoint
+    from attnkit.train.evaluate import translate
+
+    c = result["config"]
+    test = load_task(
+        c["task"], seed=c["seed"], train_size=c["steps"] * c["batch_size"],
+        valid_size=c["valid_size"], test_size=c["test_size"],
+        min_len=c["min_len"], max_len=c["max_len"],
+    ).test  # fmt: skip
+    for m in ("rnnencdec", "rnnsearch"):
+        ck = checkpoint.load(out / m / "last")
+        hyps = translate(ck.model, test, ck.src_vocab, ck.tgt_vocab).hyps
+        for row in result["by_length"][m]:
+            lo, hi = map(int, row["src_len"].split("-"))
+            idx = [i for i, e in enumerate(test) if lo <= len(e.src) <= hi]
+            h = [" ".join(hyps[i]) for i in idx]
+            r = [" ".join(test[i].tgt) for i in idx]
+            bleu = sacrebleu.corpus_bleu(h, [r], tokenize="none").score
+            exact = 100 * sum(a == b for a, b in zip(h, r, strict=True)) / len(idx)
+            assert row["n"] == len(idx)
+            assert row["bleu"] == pytest.approx(bleu, abs=0.006), (m, row)
+            assert row["exact"] == pytest.approx(exact, abs=0.006), (m, row)
+
+
+def test_train_argv_is_the_same_run_as_train_config(tmp_path: Path) -> None:
+    """The recorded `attnkit train` command describes exactly the run the experiment makes."""
+    from attnkit.cli import make_parser
+    from attnkit.commands.train import fit_config
+    from attnkit.experiments.length import MODELS, train_config
+
+    cfg = LengthConfig(steps=10, batch_size=4, hidden=16)
+    for m in MODELS:
+        argv = train_argv(cfg, m, tmp_path / m)
+        parsed = fit_config(make_parser().parse_args(argv))
+        assert parsed.to_json() == train_config(cfg, m, tmp_path / m).to_json()
+
+
+def test_score_by_length_is_bleu_not_exact_match() -> None:
+    """A near-miss hypothesis scores high BLEU but no exact match: the columns must differ."""
+    import sacrebleu
+
+    from attnkit.data.example import Example
+    from attnkit.experiments.length import score_by_length
+
+    src = list("abcdefgh")
+    refs = [Example(src, list("abcdefgh")), Example(src, list("hgfedcba"))]
+    hyps = [list("abcdefgx"), list("hgfedcba")]
+    (row,) = score_by_length(hyps, refs, [(8, 8)])
+    want = sacrebleu.corpus_bleu(
+        ["a b c d e f g x", "h g f e d c b a"], [["a b c d e f g h", "h g f e d c b a"]],
+        tokenize="none",
+    ).score  # fmt: skip
+    assert row["bleu"] == pytest.approx(want, abs=0.006) and row["exact"] == 50.0
+
+
+def test_models_train_side_by_side_in_a_pool(tmp_path: Path, one_thread: None) -> None:
+    """--jobs 2: the two fits run in a process pool and give the same models as one by one."""
+    import torch
+    from safetensors.torch import load_file
+
+    from attnkit.experiments.length import QUICK, train_models
+
+    cfg = LengthConfig(**{**QUICK, "jobs": 2})
+    seconds = train_models(cfg, tmp_path / "pool", say=lambda s: None)
+    assert set(seconds) == {"rnnencdec", "rnnsearch"}
+    train_models(LengthConfig(**QUICK), tmp_path / "serial", say=lambda s: None)
+    for m in seconds:
+        a = load_file(str(tmp_path / "pool" / m / "last" / "model.safetensors"))
+        b = load_file(str(tmp_path / "serial" / m / "last" / "model.safetensors"))
+        assert all(torch.equal(a[k], b[k]) for k in a), m

@@ -108,7 +108,7 @@ def test_two_processes_match_one(tmp_path: Path, one_thread: None) -> None:
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "x 2 processes (gloo)" in proc.stdout
+    assert proc.stderr.count("x 2 processes (gloo)") == 1  # the run header, rank 0 only
     assert proc.stdout.count("stopped (epochs)") == 1  # only rank 0 prints
 
     for name in ("last", "best"):

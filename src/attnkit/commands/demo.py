@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 EXAMPLES = [
@@ -34,68 +35,60 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
+def demo_config(args: argparse.Namespace) -> Any:
+    """The demo as a preset of ``attnkit.fit``: RNNsearch "small" on toy-ko, stopping at 99.5%
+    valid exact match, two epochs without progress, or the time budget."""
+    from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
+
+    return FitConfig(
+        data=DataConfig(task="toy-ko", task_seed=args.seed),
+        model=ModelConfig("rnnsearch", preset="small"),
+        train=TrainConfig(
+            epochs=args.epochs,
+            batch_size=64,
+            lr=2e-3,
+            patience=2,
+            seed=args.seed,
+            time_limit=args.time_limit,
+            target_exact=0.995,
+            progress=not args.no_progress,
+        ),
+        out=Path(args.out) / "model",
+        resume=False,
+        overwrite=True,  # the demo's own folder: a second demo replaces the first
+        device=args.device,
+        threads=args.threads,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    import torch
-
     from ..data.example import Example
-    from ..data.tasks import load_task
-    from ..data.vocab import Vocab
-    from ..models import build_model
     from ..train import checkpoint
     from ..train.aer import attention_aer
     from ..train.evaluate import score, translate
-    from ..train.loop import TrainConfig, train
+    from ..train.fit import fit, prepare
+    from ..train.runtime import pick_device
     from ..viz import heatmap
-    from .train import pick_device, set_threads
 
     start = time.perf_counter()
-    set_threads(args.threads)
+    cfg = demo_config(args)
     out = Path(args.out)
-    splits = load_task("toy-ko", seed=args.seed)
-    src_vocab = Vocab.build(e.src for e in splits.train)
-    tgt_vocab = Vocab.build(e.tgt for e in splits.train)
-    torch.manual_seed(args.seed)
-    model = build_model(
-        "rnnsearch", preset="small", src_vocab=len(src_vocab), tgt_vocab=len(tgt_vocab)
-    ).to(pick_device(args.device))
-    n_params = sum(p.numel() for p in model.parameters())
     print(
-        f"attnkit demo: RNNsearch (Bahdanau 2015; bi-GRU encoder, additive attention, GRU "
-        f"decoder, {n_params:,} parameters)"
+        "attnkit demo: RNNsearch (Bahdanau 2015; bi-GRU encoder, additive attention, GRU "
+        "decoder)"
     )
+    data = prepare(cfg.data)
     print(
-        f"task toy-ko: English -> Korean-like SOV with particles; {len(splits.train)} train / "
-        f"{len(splits.valid)} valid / {len(splits.test)} held-out test sentences"
+        f"task toy-ko: English -> Korean-like SOV with particles; {len(data.splits.train)} "
+        f"train / {len(data.splits.valid)} valid / {len(data.test)} held-out test sentences"
     )
-    cfg = TrainConfig(
-        epochs=args.epochs,
-        batch_size=64,
-        lr=2e-3,
-        patience=2,
-        seed=args.seed,
-        time_limit=args.time_limit,
-        target_exact=0.995,
-        progress=not args.no_progress,
-    )
-    result = train(
-        model,
-        "rnnsearch",
-        splits.train,
-        splits.valid,
-        src_vocab,
-        tgt_vocab,
-        cfg,
-        out / "model",
-        meta={"task": "toy-ko", "task_seed": args.seed},
-    )
-    best = checkpoint.load(out / "model" / "best", pick_device(args.device))
-    test = translate(best.model, splits.test, src_vocab, tgt_vocab)
-    s = score(test.hyps, splits.test)
-    aer = attention_aer(best.model, splits.test, src_vocab, tgt_vocab)
+    result = fit(cfg, log=print, data=data)
+    best = checkpoint.load(result.best, pick_device(cfg.device))
+    test = translate(best.model, data.test, data.src_vocab, data.tgt_vocab)
+    s = score(test.hyps, data.test)
+    aer = attention_aer(best.model, data.test, data.src_vocab, data.tgt_vocab)
     examples = [Example(x.split(), []) for x in EXAMPLES]
-    tr = translate(best.model, examples, src_vocab, tgt_vocab)
+    tr = translate(best.model, examples, data.src_vocab, data.tgt_vocab)
     print("\ntranslations (greedy):")
     pngs = []
     for i, (e, hyp, w) in enumerate(zip(examples, tr.hyps, tr.weights, strict=True)):
@@ -117,12 +110,13 @@ def run(args: argparse.Namespace) -> int:
         "bleu": s.bleu,
         "chrf": s.chrf,
         "attention_aer": aer,
+        "parameters": result.parameters,
         "epochs": result.epochs_run,
         "train_seconds": result.seconds,
         "wall_seconds": wall,
         "stopped": result.stopped,
         "heatmaps": pngs,
-        "checkpoint": str(out / "model" / "best"),
+        "checkpoint": str(result.best),
     }
     checkpoint.write_text(out / "summary.json", json.dumps(summary, indent=1, ensure_ascii=False))
     print("\nsummary")
@@ -137,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"  wall time             {wall:.0f}s")
     print(f"  attention heatmaps    {', '.join(pngs)}")
     print(
-        f"  checkpoint            {out / 'model' / 'best'}  (try: attnkit translate "
+        f"  checkpoint            {result.best}  (try: attnkit translate "
         f'--checkpoint {out / "model"} "I am a student")'
     )
     return 0

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from ..train import checkpoint
     from ..train.aer import attention_aer
     from ..train.evaluate import score, translate
-    from .train import pick_device
+    from ..train.runtime import pick_device
 
     loaded = checkpoint.load(args.checkpoint, pick_device(args.device))
     meta = loaded.meta

@@ -82,9 +82,10 @@ MODEL_HELP = {
 
 
 def model_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The model flags given on the command line, then ``--opt KEY=VALUE`` pairs."""
     from dataclasses import fields
 
-    from ..models import MODELS
+    from ..models import MODELS, parse_options
 
     if args.model not in MODELS:
         raise ValueError(f"unknown model {args.model!r}; choose one of {sorted(MODELS)}")
@@ -95,7 +96,7 @@ def model_overrides(args: argparse.Namespace) -> dict[str, Any]:
     if wrong:
         flags = ", ".join("--" + k.replace("_", "-") for k in wrong)
         raise ValueError(f"{flags} do(es) not apply to --model {args.model}")
-    return given
+    return {**given, **parse_options(args.model, args.opt)}
 
 
 def add_train_args(p: argparse.ArgumentParser) -> None:
@@ -196,91 +197,31 @@ def add_parser(sub: Any) -> None:
         "train",
         help="train a sequence-to-sequence model (RNNsearch, ...)",
         description="Train a seq2seq model; writes OUT/best (lowest valid loss), "
-        "OUT/last (resumable) and OUT/history.json.",
+        "OUT/last (resumable) and OUT/history.json. A thin layer over attnkit.fit.",
     )
     add_data_args(p)
     add_model_args(p)
     add_train_args(p)
     p.add_argument("--min-freq", type=int, default=1, help="vocabulary minimum frequency")
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--resume", action="store_true", help="continue the run in OUT/last")
+    p.add_argument("--resume", action="store_true", help="continue the run in OUT")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the run in OUT (removes only the files attnkit wrote there)",
+    )
     p.set_defaults(run=run)
 
 
-def pick_device(name: str) -> str:
-    import torch
+def fit_config(args: argparse.Namespace) -> Any:
+    """The ``attnkit.FitConfig`` that these command-line arguments describe."""
+    from dataclasses import fields
 
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if name not in ("cpu", "cuda"):
-        raise ValueError(f"--device {name!r}; choose auto, cpu or cuda")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ValueError("--device cuda but torch sees no CUDA device; use --device cpu or auto")
-    return name
+    from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 
-
-def set_threads(n: int) -> None:
-    import torch
-
-    if n < 1:
-        raise ValueError(f"--threads {n}; it must be at least 1")
-    torch.set_num_threads(n)
-
-
-def data_spec(args: argparse.Namespace) -> dict[str, Any]:
-    """The JSON-able description of the data, stored in the checkpoint (see data/source.py)."""
-    files = [args.train_tsv, args.train_src, args.train_tgt, args.valid_src, args.test_src]
-    if args.task and any(files):
-        raise ValueError("give either --task or corpus files, not both")
-    if args.task:
-        keys = ("task", "task_seed", "train_size", "valid_size", "test_size", "min_len", "max_len")
-        return {k: getattr(args, k) for k in keys}
-    if bool(args.train_src) != bool(args.train_tgt):
-        raise ValueError("--train-src and --train-tgt go together (or use --train-tsv)")
-    from pathlib import Path
-
-    spec: dict[str, Any] = {
-        "tokenise": args.tokenise,
-        "spm_vocab": args.spm_vocab,
-        "max_len": args.max_len,
-        "strict": args.strict,
-        "valid_fraction": args.valid_fraction,
-        "test_fraction": args.test_fraction,
-        "split_seed": args.task_seed,
-    }
-    for k in (
-        "train_tsv",
-        "train_src",
-        "train_tgt",
-        "valid_src",
-        "valid_tgt",
-        "test_src",
-        "test_tgt",
-    ):
-        if getattr(args, k):
-            spec[k] = str(Path(getattr(args, k)).resolve())
-    return spec
-
-
-def run(args: argparse.Namespace) -> int:
-    """Train; under ``torchrun`` with DistributedDataParallel (see train/distributed.py)."""
-    from ..train.distributed import process_group
-
-    device = pick_device(args.device)
-    with process_group(device) as dist:
-        return train_here(args, device if dist is None else str(dist.device), dist)
-
-
-def train_here(args: argparse.Namespace, device: str, dist: Any = None) -> int:
-    import torch
-
-    from ..data.vocab import Vocab
-    from ..models import build_model, parse_options
-    from ..train.loop import TrainConfig, train
-
-    say = print if dist is None or dist.is_main else (lambda *a, **k: None)
-    set_threads(args.threads)
-    cfg = TrainConfig(
+    data = DataConfig(**{f.name: getattr(args, f.name) for f in fields(DataConfig)})
+    model = ModelConfig(args.model, args.preset, model_overrides(args))
+    train = TrainConfig(
         epochs=args.epochs,
         batch_size=args.batch_size,
         lr=args.lr,
@@ -296,44 +237,26 @@ def train_here(args: argparse.Namespace, device: str, dist: Any = None) -> int:
         progress=not args.no_progress,
         sleep_per_step=args.sleep_per_step,
     )
-    from ..data.source import fit_tokenisers, load_spec
-
-    meta = fit_tokenisers(data_spec(args))
-    splits = load_spec(meta)
-    src_vocab = Vocab.build((e.src for e in splits.train), args.min_freq)
-    tgt_vocab = Vocab.build((e.tgt for e in splits.train), args.min_freq)
-    torch.manual_seed(args.seed)
-    overrides = model_overrides(args)
-    overrides.update(parse_options(args.model, args.opt))
-    model = build_model(
-        args.model,
-        preset=args.preset,
-        src_vocab=len(src_vocab),
-        tgt_vocab=len(tgt_vocab),
-        **overrides,
-    ).to(device)
-    n_params = sum(p.numel() for p in model.parameters())
-    ranks = "" if dist is None else f" x {dist.world_size} processes ({dist.backend})"
-    say(
-        f"{args.model} ({n_params:,} parameters) on {len(splits.train)} training pairs; "
-        f"vocab {len(src_vocab)} -> {len(tgt_vocab)}; device {device}{ranks}"
-    )
-    result = train(
+    return FitConfig(
+        data,
         model,
-        args.model,
-        splits.train,
-        splits.valid,
-        src_vocab,
-        tgt_vocab,
-        cfg,
-        args.out,
+        train,
+        out=args.out,
         resume=args.resume,
-        meta=meta,
-        dist=dist,
+        overwrite=args.overwrite,
+        device=args.device,
+        threads=args.threads,
     )
-    say(
-        f"stopped ({result.stopped}) after {result.epochs_run} epochs, {result.steps} steps, "
-        f"{result.seconds:.0f}s; best valid loss {result.best_valid_loss:.4f}; "
-        f"checkpoint in {args.out}/best"
-    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..train.fit import fit
+
+    result = fit(fit_config(args))
+    if result.main:  # rank 0 (or the only process)
+        print(
+            f"stopped ({result.stopped}) after {result.epochs_run} epochs, {result.steps} "
+            f"steps, {result.seconds:.0f}s; best valid loss {result.best_valid_loss:.4f}; "
+            f"checkpoint in {result.best}"
+        )
     return 0

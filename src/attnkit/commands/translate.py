@@ -30,21 +30,15 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def tokenise(sentence: str, meta: dict[str, Any]) -> list[str]:
-    """The source tokens, as the checkpoint's training data was tokenised."""
-    from ..data.source import tokenisers_for
-
-    return tokenisers_for(meta)[0].encode(sentence)
-
-
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..data.example import Example
+    from ..data.source import tokenise_source as tokenise
     from ..train import checkpoint
     from ..train.evaluate import translate
+    from ..train.runtime import pick_device
     from ..viz import heatmap
-    from .train import pick_device
 
     loaded = checkpoint.load(args.checkpoint, pick_device(args.device))
     lines = args.sentences or [line for line in sys.stdin.read().splitlines() if line.strip()]

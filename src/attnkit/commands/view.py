@@ -75,9 +75,9 @@ def _resolve_tokens(args: argparse.Namespace, record: Any) -> tuple[list[str], l
 
 
 def _from_checkpoint(args: argparse.Namespace) -> tuple[Any, str]:
+    from ..data.source import tokenise_source as tokenise
     from ..train import checkpoint
     from ..viz.from_checkpoint import sentence_attention
-    from .translate import tokenise
 
     if not args.sentence:
         raise ValueError(

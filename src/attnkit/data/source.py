@@ -78,6 +78,11 @@ def tokenisers_for(spec: dict[str, Any]) -> tuple[Tokeniser, Tokeniser]:
     return tokenisers_of({**spec, "tokenise": tokeniser_of(spec)})
 
 
+def tokenise_source(sentence: str, spec: dict[str, Any]) -> list[str]:
+    """A source sentence's tokens, as the run's training data was tokenised."""
+    return tokenisers_for(spec)[0].encode(sentence)
+
+
 def load_spec(spec: dict[str, Any], *, quiet: bool = False) -> Splits:
     if spec.get("task"):
         return load_task(
@@ -114,4 +119,4 @@ def load_spec(spec: dict[str, Any], *, quiet: bool = False) -> Splits:
     return Splits(train, held_out["valid"], held_out["test"])
 
 
-__all__ = ["fit_tokenisers", "load_spec", "tokeniser_of", "tokenisers_for"]
+__all__ = ["fit_tokenisers", "load_spec", "tokenise_source", "tokeniser_of", "tokenisers_for"]

@@ -5,25 +5,26 @@ The paper: "the performance of RNNencdec dramatically drops as the length of the
 increases", while RNNsearch "does not deteriorate" (Sec. 5.1).
 
 Both models are trained with the same widths, the same data, the same batches and the same
-number of updates (one pass over ``steps · batch_size`` generated pairs), each by the plain
-``attnkit train`` command; the test set is then decoded greedily and scored (BLEU, exact match)
-in bins of source length.
+number of updates (one pass over ``steps · batch_size`` generated pairs), each by
+``attnkit.fit`` (the library call behind ``attnkit train``); the test set is then decoded
+greedily and scored (BLEU, exact match) in bins of source length.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
+import multiprocessing
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..data.example import Example
+from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
+from ..train.fit import fit
 
 MODELS = ("rnnencdec", "rnnsearch")  # without, with attention
 
@@ -66,9 +67,40 @@ class LengthConfig:
 QUICK = dict(steps=4, batch_size=8, emb=8, hidden=8, valid_size=8, test_size=46, jobs=1)
 
 
+def train_config(cfg: LengthConfig, model: str, out: Path) -> FitConfig:
+    """The ``attnkit.fit`` config of ``model``; identical for both but the one width that only
+    one model has (attention width / summary width). One epoch = exactly ``steps`` updates."""
+    own = {"attn_hidden": cfg.hidden} if model == "rnnsearch" else {"context": cfg.hidden}
+    widths = dict(emb=cfg.emb, enc_hidden=cfg.hidden, dec_hidden=cfg.hidden, maxout=cfg.hidden)
+    return FitConfig(
+        data=DataConfig(
+            task=cfg.task,
+            task_seed=cfg.seed,
+            min_len=cfg.min_len,
+            max_len=cfg.max_len,
+            train_size=cfg.train_size,
+            valid_size=cfg.valid_size,
+            test_size=cfg.test_size,
+        ),
+        model=ModelConfig(model, "small", {**widths, **own, "dropout": 0.0}),
+        train=TrainConfig(
+            epochs=1,
+            batch_size=cfg.batch_size,
+            lr=cfg.lr,
+            patience=0,
+            save_every=max(cfg.steps // 10, 1),
+            seed=cfg.seed,
+            progress=False,
+        ),
+        out=out,
+        overwrite=True,  # the experiment's own folder: a re-run replaces its models
+        threads=cfg.threads,
+    )
+
+
 def train_argv(cfg: LengthConfig, model: str, out: Path) -> list[str]:
-    """The ``attnkit train`` arguments for ``model``; identical for both but the one width
-    that only one model has (attention width / summary width)."""
+    """The ``attnkit train`` command that trains the same model as ``train_config`` (recorded
+    in the results, so that one model can be re-trained by hand)."""
     own = ["--attn-hidden", cfg.hidden] if model == "rnnsearch" else ["--context", cfg.hidden]
     args: list[Any] = [
         "train", "--task", cfg.task, "--task-seed", cfg.seed,
@@ -79,7 +111,7 @@ def train_argv(cfg: LengthConfig, model: str, out: Path) -> list[str]:
         "--dec-hidden", cfg.hidden, "--maxout", cfg.hidden, *own, "--dropout", 0,
         "--batch-size", cfg.batch_size, "--lr", cfg.lr, "--epochs", 1, "--patience", 0,
         "--save-every", max(cfg.steps // 10, 1), "--seed", cfg.seed,
-        "--threads", cfg.threads, "--no-progress", "--out", out,
+        "--threads", cfg.threads, "--no-progress", "--overwrite", "--out", out,
     ]  # fmt: skip
     return [str(a) for a in args]
 
@@ -91,44 +123,34 @@ def _steps_done(out: Path) -> int:
         return 0
 
 
+def _fit_logged(config: FitConfig, log_path: Path) -> float:
+    """Train ``config`` in this process, its log lines in ``log_path``; returns seconds."""
+    t0 = time.perf_counter()
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w", encoding="utf-8") as f:
+        fit(config, log=lambda line: print(line, file=f, flush=True))
+    return time.perf_counter() - t0
+
+
 def train_models(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, float]:
-    """Train both models into ``out/<model>``; returns wall-clock seconds per model."""
-    runs = {m: out / m for m in MODELS}
-    seconds: dict[str, float] = {}
+    """Train both models into ``out/<model>`` (logs in ``out/<model>.log``), ``cfg.jobs`` at a
+    time in a process pool; returns wall-clock seconds per model."""
+    configs = {m: train_config(cfg, m, out / m) for m in MODELS}
     if cfg.jobs == 1:
-        from ..cli import main
-
-        for m, d in runs.items():
-            t0 = time.perf_counter()
-            if main(train_argv(cfg, m, d)) != 0:
-                raise ValueError(f"training {m} failed; see the messages above")
-            seconds[m] = time.perf_counter() - t0
-        return seconds
-    import attnkit
-
-    src = str(Path(attnkit.__file__).resolve().parents[1])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
-    procs: dict[str, tuple[subprocess.Popen[bytes], float]] = {}
-    for m, d in runs.items():
-        d.mkdir(parents=True, exist_ok=True)
-        with open(out / f"{m}.log", "wb") as logf:
-            cmd = [sys.executable, "-m", "attnkit", *train_argv(cfg, m, d)]
-            procs[m] = (subprocess.Popen(cmd, env=env, stdout=logf, stderr=logf), time.time())
-    t0, last = time.time(), 0.0
-    while any(m not in seconds for m in procs):
-        for m, (p, started) in procs.items():
-            if m not in seconds and p.poll() is not None:
-                seconds[m] = time.time() - started
-                if p.returncode != 0:
-                    for q, _ in procs.values():
-                        if q.poll() is None:
-                            q.terminate()
-                    raise ValueError(f"training {m} failed; see {out / f'{m}.log'}")
-        if time.time() - last > 30:
-            last = time.time()
-            done = "  ".join(f"{m} {_steps_done(d)}/{cfg.steps}" for m, d in runs.items())
+        return {m: _fit_logged(c, out / f"{m}.log") for m, c in configs.items()}
+    ctx = multiprocessing.get_context("spawn")  # no fork of a process that holds torch threads
+    with ProcessPoolExecutor(max_workers=min(cfg.jobs, len(MODELS)), mp_context=ctx) as pool:
+        futures = {m: pool.submit(_fit_logged, c, out / f"{m}.log") for m, c in configs.items()}
+        t0 = time.time()
+        while wait(list(futures.values()), timeout=30).not_done:
+            done = "  ".join(f"{m} {_steps_done(out / m)}/{cfg.steps}" for m in MODELS)
             say(f"  [{time.time() - t0:4.0f}s] steps: {done}")
-        time.sleep(0.5)
+        seconds = {}
+        for m, fut in futures.items():
+            err = fut.exception()
+            if err is not None:
+                raise ValueError(f"training {m} failed ({err}); see {out / f'{m}.log'}") from err
+            seconds[m] = fut.result()
     return seconds
 
 
@@ -234,4 +256,14 @@ def run_experiment(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, 
     }
 
 
-__all__ = ["MODELS", "QUICK", "LengthConfig", "Verdict", "bins", "run_experiment", "verdict"]
+__all__ = [
+    "MODELS",
+    "QUICK",
+    "LengthConfig",
+    "Verdict",
+    "bins",
+    "run_experiment",
+    "train_argv",
+    "train_config",
+    "verdict",
+]

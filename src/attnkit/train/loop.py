@@ -1,6 +1,12 @@
-"""The training loop: Adam, teacher forcing, gradient clipping, validation every epoch, early
-stopping, resumable checkpoints, a tqdm progress bar. Seeded and deterministic on CPU: a run
-killed and resumed with ``resume=True`` ends with the same parameters as one never stopped.
+"""The training loop: Adam, teacher forcing, gradient clipping, validation every epoch, the
+stopping rules of stopping.py, resumable checkpoints, a tqdm progress bar. Seeded and
+deterministic on CPU: a run killed and resumed with ``resume=True`` ends with the same
+parameters as one never stopped. Ctrl-C finishes the current update, writes ``last/`` and
+``history.json``, then raises KeyboardInterrupt (the CLI exits 130).
+
+    train(...)          epochs of: train_epoch -> validate -> record -> after_epoch rules
+    train_step(...)     one update
+    validate(...)       valid loss and greedy exact match
 
 Legend: B batch, T target length, V target vocabulary.
 """
@@ -10,9 +16,11 @@ from __future__ import annotations
 import json
 import math
 import random
+import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,51 +33,12 @@ from ..data.batching import Batch, batches
 from ..data.example import Example
 from ..data.vocab import Vocab
 from ..models import Seq2Seq
-from . import checkpoint
+from . import checkpoint, stopping
+from .config import TrainConfig
 from .distributed import DistContext
 from .evaluate import exact_match, translate
 
-
-@dataclass
-class TrainConfig:
-    epochs: int = 20
-    batch_size: int = 64
-    lr: float = 1e-3
-    clip: float = 1.0  # max gradient norm; 0 = no clipping
-    patience: int = 3  # epochs without a better valid loss before stopping; 0 = never stop
-    seed: int = 0
-    save_every: int = 0  # also checkpoint every N steps (for --resume); 0 = at epoch ends only
-    time_limit: float = 0.0  # seconds; stop after the step that crosses it; 0 = none
-    target_exact: float = 0.0  # stop once valid exact match reaches it; 0 = never
-    warmup: int = 0  # linear warm-up steps, then lr * sqrt(warmup / step); 0 = constant lr
-    label_smoothing: float = 0.0  # of the training loss; valid loss is plain cross-entropy
-    valid_decode: int = -1  # valid sentences greedy-decoded per epoch (-1 all, 0 none)
-    progress: bool = True
-    sleep_per_step: float = 0.0  # testing aid: slow training down so it can be interrupted
-
-    def __post_init__(self) -> None:
-        if self.epochs < 1 or self.batch_size < 1:
-            raise ValueError(
-                f"epochs={self.epochs}, batch_size={self.batch_size}; both must be >= 1"
-            )
-        if not self.lr > 0:
-            raise ValueError(f"lr={self.lr}; it must be positive")
-        if min(self.clip, self.patience, self.save_every, self.time_limit, self.warmup) < 0:
-            raise ValueError(
-                "clip, patience, save_every, time_limit and warmup must not be negative"
-            )
-        if not 0 <= self.label_smoothing < 1:
-            raise ValueError(f"label_smoothing={self.label_smoothing}; it must be in [0, 1)")
-        if self.valid_decode < -1:
-            raise ValueError(f"valid_decode={self.valid_decode}; use -1 (all), 0 or a count")
-
-    def lr_at(self, step: int) -> float:
-        """Learning rate of step 1, 2, ...: constant, or with ``warmup`` steps rising
-        linearly to ``lr`` and then falling as 1/sqrt(step) (Vaswani 2017, eq. 3, with the
-        peak given directly instead of through d_model)."""
-        if not self.warmup:
-            return self.lr
-        return self.lr * min(step / self.warmup, math.sqrt(self.warmup / max(step, 1)))
+Log = Callable[[str], None]
 
 
 @dataclass
@@ -79,7 +48,21 @@ class TrainResult:
     best_valid_loss: float
     history: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
-    stopped: str = "epochs"
+    stopped: str = stopping.EPOCHS
+    out: Path | None = None
+    parameters: int = 0
+
+
+@dataclass
+class LoopState:
+    """Everything besides parameters and optimiser that a resumed run needs (train_state.json)."""
+
+    epoch: int = 0  # completed epochs
+    step_in_epoch: int = 0
+    global_step: int = 0
+    best_valid: float = math.inf
+    bad_epochs: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)
 
 
 def loss_of(model: Seq2Seq, b: Batch, label_smoothing: float = 0.0) -> tuple[torch.Tensor, Any]:
@@ -97,6 +80,7 @@ def loss_of(model: Seq2Seq, b: Batch, label_smoothing: float = 0.0) -> tuple[tor
 
 @torch.no_grad()
 def valid_loss(model: Seq2Seq, data: list[Batch]) -> float:
+    """Token-mean cross-entropy (no label smoothing) over ``data``."""
     model.eval()
     total, count = 0.0, 0
     device = next(model.parameters()).device
@@ -116,6 +100,82 @@ def epoch_rng(seed: int, epoch: int) -> random.Random:
     return random.Random(seed * 1_000_003 + epoch)
 
 
+@dataclass
+class Trainer:
+    """The parts one update needs: model (and its DDP wrapper), optimiser, settings."""
+
+    model: Seq2Seq
+    opt: torch.optim.Optimizer
+    cfg: TrainConfig
+    dist: DistContext | None = None
+    ddp: torch.nn.Module | None = None
+
+
+def train_step(t: Trainer, b: Batch, step: int) -> float:
+    """Update ``step`` (1-based) on batch ``b``: lr schedule, loss, backward, clipping, Adam.
+    Returns the batch's token-mean loss (averaged over ranks)."""
+    t.model.train()
+    for group in t.opt.param_groups:
+        group["lr"] = t.cfg.lr_at(step)
+    ls = t.cfg.label_smoothing
+    if t.dist is None or t.ddp is None:
+        loss = loss_of(t.model, b, ls)[0]
+    else:
+        loss = t.dist.loss(t.ddp, b, ls)
+    t.opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if t.cfg.clip > 0:
+        torch.nn.utils.clip_grad_norm_(t.model.parameters(), t.cfg.clip)
+    t.opt.step()
+    return float(loss.detach()) if t.dist is None else t.dist.mean_loss(loss)
+
+
+@dataclass(frozen=True)
+class Validation:
+    loss: float
+    exact: float | None  # None when no sentence was decoded
+
+
+def validate(
+    t: Trainer,
+    valid_batches: list[Batch],
+    valid_data: list[Example],
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+) -> Validation:
+    """Valid loss, and greedy exact match on the first ``valid_decode`` sentences. Under DDP,
+    rank 0's numbers are used by every rank, so all stop together."""
+    vl = valid_loss(t.model, valid_batches)
+    shown = valid_data if t.cfg.valid_decode < 0 else valid_data[: t.cfg.valid_decode]
+    hyps = translate(t.model, shown, src_vocab, tgt_vocab, batch_size=256).hyps
+    em = exact_match(hyps, [e.tgt for e in shown]) if shown else 0.0
+    if t.dist is not None:
+        vl, em = t.dist.from_main(vl, em)
+    return Validation(vl, em if shown else None)
+
+
+@contextmanager
+def deferred_interrupt() -> Iterator[list[bool]]:
+    """Ctrl-C sets a flag (checked after each update) instead of raising mid-update; a second
+    Ctrl-C raises at once. Outside the main thread signals cannot be caught: nothing changes."""
+    flag = [False]
+
+    def handler(signum: int, frame: Any) -> None:
+        if flag[0]:
+            raise KeyboardInterrupt
+        flag[0] = True
+
+    try:
+        previous = signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread
+        yield flag
+        return
+    try:
+        yield flag
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def train(
     model: Seq2Seq,
     model_name: str,
@@ -127,152 +187,174 @@ def train(
     out: str | Path,
     *,
     resume: bool = False,
+    resume_from: Path | None = None,
     meta: dict[str, Any] | None = None,
-    log: Callable[[str], None] | None = None,
+    log: Log | None = None,
     dist: DistContext | None = None,
 ) -> TrainResult:
-    """Train ``model`` and write ``out/best`` (lowest valid loss) and ``out/last`` (resumable).
-    With ``dist`` (see distributed.py) each global batch is split across the ranks and only
-    rank 0 writes files and logs."""
+    """Train ``model`` and write ``out/best`` (lowest valid loss), ``out/last`` (resumable)
+    and ``out/history.json``. ``resume`` continues from ``resume_from`` (default: the last
+    checkpoint in ``out``). With ``dist`` (see distributed.py) each global batch is split
+    across the ranks and only rank 0 writes files and logs."""
     out = Path(out)
     main = dist is None or dist.is_main
     log = (log or (lambda s: print(s, file=sys.stderr))) if main else (lambda s: None)
     meta = {**(meta or {}), "train": asdict(cfg)}
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    state: dict[str, Any] = {
-        "epoch": 0,
-        "step_in_epoch": 0,
-        "global_step": 0,
-        "best_valid": math.inf,
-        "bad_epochs": 0,
-        "history": [],
-    }
+    state = LoopState()
     if resume:
-        if (out / "last").exists() or (out / ".last.old").exists():
-            state = checkpoint.load_training(out / "last", model, opt)
-            state.pop("optimizer", None)
-            log(
-                f"resuming from {out / 'last'} at epoch {state['epoch'] + 1}, "
-                f"step {state['step_in_epoch']}"
-            )
-        else:
-            log(f"--resume: nothing to resume in {out}; starting fresh")
+        state = _restore(out, resume_from, model, opt, log)
+    t = Trainer(model, opt, cfg, dist, None if dist is None else dist.wrap(model))
     valid_batches = batches(valid_data, src_vocab, tgt_vocab, cfg.batch_size)
-    ddp = None if dist is None else dist.wrap(model)
 
     def save_last() -> None:
-        if not main:
-            return
-        checkpoint.save(
-            out / "last",
-            model,
-            model_name,
-            src_vocab,
-            tgt_vocab,
-            meta=meta,
-            optimizer=opt,
-            train_state=state,
-        )
+        if main:
+            checkpoint.save(
+                out / "last", model, model_name, src_vocab, tgt_vocab,
+                meta=meta, optimizer=opt, train_state=asdict(state),
+            )  # fmt: skip
+
+    def save_history() -> None:
+        if main:
+            checkpoint.write_text(out / "history.json", json.dumps(state.history, indent=1))
 
     start = time.perf_counter()
-    stopped = "epochs"
-    while state["epoch"] < cfg.epochs and stopped == "epochs":
-        epoch = state["epoch"]
-        train_batches = batches(
-            train_data, src_vocab, tgt_vocab, cfg.batch_size, epoch_rng(cfg.seed, epoch)
-        )
-        bar = tqdm(
-            total=len(train_batches),
-            initial=state["step_in_epoch"],
-            desc=f"epoch {epoch + 1}/{cfg.epochs}",
-            disable=not (cfg.progress and main and sys.stderr.isatty()),  # no bar in logs
-            leave=False,
-            file=sys.stderr,
-            dynamic_ncols=True,
-        )
-        tok, t0, run_loss = 0, time.perf_counter(), 0.0
-        for i in range(state["step_in_epoch"], len(train_batches)):
-            b = train_batches[i]
-            model.train()
-            for group in opt.param_groups:
-                group["lr"] = cfg.lr_at(state["global_step"] + 1)
-            ls = cfg.label_smoothing
-            loss = (
-                loss_of(model, b, ls)[0] if dist is None or ddp is None else dist.loss(ddp, b, ls)
+    stopped = stopping.EPOCHS if state.epoch >= cfg.epochs else None
+    with deferred_interrupt() as interrupted:
+        while stopped is None:
+            stopped, run_loss = _train_epoch(
+                t, state, train_data, src_vocab, tgt_vocab, start, interrupted, save_last
             )
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if cfg.clip > 0:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
-            opt.step()
-            state["step_in_epoch"] = i + 1
-            state["global_step"] += 1
-            tok += b.tokens
-            lv = float(loss.detach()) if dist is None else dist.mean_loss(loss)
-            run_loss = 0.9 * run_loss + 0.1 * lv if i else lv
-            bar.set_postfix(loss=f"{run_loss:.3f}", tok_s=f"{tok / (time.perf_counter() - t0):.0f}")
-            bar.update(1)
-            if cfg.sleep_per_step:
-                time.sleep(cfg.sleep_per_step)
-            if cfg.save_every and state["global_step"] % cfg.save_every == 0:
+            if stopped == stopping.INTERRUPTED:
                 save_last()
-            over = bool(cfg.time_limit) and time.perf_counter() - start > cfg.time_limit
-            if dist is not None and cfg.time_limit:
-                over = dist.any(over)  # every rank stops after the same step
-            if over:
-                stopped = "time limit"
-                break
-        bar.close()
-        vl = valid_loss(model, valid_batches)
-        shown = valid_data if cfg.valid_decode < 0 else valid_data[: cfg.valid_decode]
-        hyps = translate(model, shown, src_vocab, tgt_vocab, batch_size=256).hyps
-        em = exact_match(hyps, [e.tgt for e in shown]) if shown else 0.0
-        if dist is not None:  # rank 0's scores decide for all, so every rank stops together
-            vl, em = dist.from_main(vl, em)
-        row = {
-            "epoch": epoch + 1,
-            "train_loss": round(run_loss, 4),
-            "valid_loss": round(vl, 4),
-            "valid_exact": round(em, 4),
-            "seconds": round(time.perf_counter() - start, 1),
-        }
-        state["history"].append(row)
-        improved = vl < state["best_valid"]
-        if improved:
-            state["best_valid"], state["bad_epochs"] = vl, 0
-            if main:
+                save_history()
+                log(f"interrupted at step {state.global_step}: saved {out / 'last'}")
+                raise KeyboardInterrupt
+            v = validate(t, valid_batches, valid_data, src_vocab, tgt_vocab)
+            improved = _record(state, run_loss, v, time.perf_counter() - start, log)
+            if improved and main:
                 checkpoint.save(
-                    out / "best",
-                    model,
-                    model_name,
-                    src_vocab,
-                    tgt_vocab,
-                    meta={**meta, "epoch": epoch + 1, "valid_loss": vl, "valid_exact": em},
-                )
-        else:
-            state["bad_epochs"] += 1
-        exact = f"valid exact {100 * em:.1f}%  " if shown else ""
-        log(
-            f"epoch {epoch + 1}: train loss {run_loss:.3f}  valid loss {vl:.3f}  "
-            f"{exact}({row['seconds']:.0f}s){'  *' if improved else ''}"
-        )
-        if stopped == "epochs":
-            state["epoch"], state["step_in_epoch"] = epoch + 1, 0
-        if stopped == "epochs" and cfg.patience and state["bad_epochs"] >= cfg.patience:
-            stopped = "early stopping"
-        if stopped == "epochs" and cfg.target_exact and shown and em >= cfg.target_exact:
-            stopped = "target exact match"
-        save_last()
-    if main:
-        checkpoint.write_text(out / "history.json", json.dumps(state["history"], indent=1))
+                    out / "best", model, model_name, src_vocab, tgt_vocab,
+                    meta={**meta, "epoch": state.epoch + 1, "valid_loss": v.loss,
+                          "valid_exact": v.exact or 0.0},
+                )  # fmt: skip
+            if stopped is None:  # the epoch ran to its end
+                state.epoch, state.step_in_epoch = state.epoch + 1, 0
+                progress = stopping.EpochProgress(state.epoch, state.bad_epochs, v.exact)
+                stopped = stopping.after_epoch(cfg, progress)
+            save_last()
+            save_history()
+    save_history()
     return TrainResult(
-        len(state["history"]),
-        state["global_step"],
-        state["best_valid"],
-        state["history"],
+        len(state.history),
+        state.global_step,
+        state.best_valid,
+        state.history,
         time.perf_counter() - start,
         stopped,
+        out,
+        sum(p.numel() for p in model.parameters()),
     )
 
 
-__all__ = ["TrainConfig", "TrainResult", "train"]
+def _restore(
+    out: Path, resume_from: Path | None, model: Seq2Seq, opt: torch.optim.Optimizer, log: Log
+) -> LoopState:
+    source = resume_from
+    if source is None:
+        found = [p for p in (out / "last", out / ".last.old") if (p / "train_state.json").is_file()]
+        source = found[0] if found else None
+    if source is None:
+        log(f"--resume: nothing to resume in {out}; starting fresh")
+        return LoopState()
+    raw = checkpoint.load_training(source, model, opt)
+    raw.pop("optimizer", None)
+    state = LoopState(**{k: raw[k] for k in asdict(LoopState()) if k in raw})
+    log(f"resuming from {source} at epoch {state.epoch + 1}, step {state.step_in_epoch}")
+    return state
+
+
+def _train_epoch(
+    t: Trainer,
+    state: LoopState,
+    train_data: list[Example],
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    start: float,
+    interrupted: list[bool],
+    save_last: Callable[[], None],
+) -> tuple[str | None, float]:
+    """The updates of epoch ``state.epoch`` from ``state.step_in_epoch`` on. Returns the reason
+    to stop early (time limit, interrupted; None when the epoch ran to its end) and the running
+    training loss."""
+    cfg, main = t.cfg, t.dist is None or t.dist.is_main
+    rng = epoch_rng(cfg.seed, state.epoch)
+    train_batches = batches(train_data, src_vocab, tgt_vocab, cfg.batch_size, rng)
+    bar = tqdm(
+        total=len(train_batches),
+        initial=state.step_in_epoch,
+        desc=f"epoch {state.epoch + 1}/{cfg.epochs}",
+        disable=not (cfg.progress and main and sys.stderr.isatty()),  # no bar in logs
+        leave=False,
+        file=sys.stderr,
+        dynamic_ncols=True,
+    )
+    tokens, t0, run_loss = 0, time.perf_counter(), 0.0
+    reason = None
+    for i in range(state.step_in_epoch, len(train_batches)):
+        b = train_batches[i]
+        lv = train_step(t, b, state.global_step + 1)
+        state.step_in_epoch, state.global_step = i + 1, state.global_step + 1
+        run_loss = 0.9 * run_loss + 0.1 * lv if i else lv
+        tokens += b.tokens
+        bar.set_postfix(loss=f"{run_loss:.3f}", tok_s=f"{tokens / (time.perf_counter() - t0):.0f}")
+        bar.update(1)
+        if cfg.sleep_per_step:
+            time.sleep(cfg.sleep_per_step)
+        if cfg.save_every and state.global_step % cfg.save_every == 0:
+            save_last()
+        reason = stopping.within_step(cfg, time.perf_counter() - start)
+        if t.dist is not None and cfg.time_limit:  # every rank stops after the same step
+            reason = stopping.TIME_LIMIT if t.dist.any(reason is not None) else None
+        if interrupted[0]:
+            reason = stopping.INTERRUPTED
+        if reason is not None:
+            break
+    bar.close()
+    return reason, run_loss
+
+
+def _record(state: LoopState, train_loss: float, v: Validation, seconds: float, log: Log) -> bool:
+    """Append this epoch's history row; True when the valid loss improved."""
+    row = {
+        "epoch": state.epoch + 1,
+        "train_loss": round(train_loss, 4),
+        "valid_loss": round(v.loss, 4),
+        "valid_exact": round(v.exact or 0.0, 4),
+        "seconds": round(seconds, 1),
+    }
+    state.history.append(row)
+    improved = v.loss < state.best_valid
+    if improved:
+        state.best_valid, state.bad_epochs = v.loss, 0
+    else:
+        state.bad_epochs += 1
+    exact = f"valid exact {100 * v.exact:.1f}%  " if v.exact is not None else ""
+    log(
+        f"epoch {row['epoch']}: train loss {row['train_loss']:.3f}  valid loss {v.loss:.3f}  "
+        f"{exact}({row['seconds']:.0f}s){'  *' if improved else ''}"
+    )
+    return improved
+
+
+__all__ = [
+    "LoopState",
+    "TrainConfig",
+    "TrainResult",
+    "Trainer",
+    "loss_of",
+    "train",
+    "train_step",
+    "valid_loss",
+    "validate",
+]

@@ -1,0 +1,199 @@
+"""What a training run is, as data: ``FitConfig`` = data + model + how to train + where to.
+
+    attnkit.fit(FitConfig(
+        data=DataConfig(task="toy-ko"),
+        model=ModelConfig("rnnsearch", preset="small", options={"emb": 32}),
+        train=TrainConfig(epochs=5, lr=2e-3, time_limit=60),
+        out="runs/toy",
+    ))
+
+The CLI (``attnkit train``), the demo and the experiments all build one of these and call
+``attnkit.fit``; each dataclass checks its own values in ``__post_init__``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+TOKENISERS = ("word", "char", "spm")
+FILE_KEYS = (
+    "train_tsv", "train_src", "train_tgt", "valid_src", "valid_tgt", "test_src", "test_tgt"
+)  # fmt: skip
+TASK_KEYS = ("train_size", "valid_size", "test_size", "min_len", "max_len")
+
+
+def _finite(name: str, value: float) -> None:
+    if not math.isfinite(value):
+        raise ValueError(f"{name}={value}; it must be a finite number")
+
+
+@dataclass
+class DataConfig:
+    """A generated task (``task``) or corpus files (``train_tsv``, or ``train_src`` +
+    ``train_tgt``; optional fixed ``valid_*``/``test_*`` files, else a seeded split)."""
+
+    task: str | None = None
+    task_seed: int = 0  # seed of the generated data, or of the corpus split
+    train_size: int | None = None
+    valid_size: int | None = None
+    test_size: int | None = None
+    min_len: int | None = None  # copy/reverse/sort: shortest input
+    max_len: int | None = None  # copy/reverse/sort: longest input; corpora: drop longer pairs
+    train_tsv: str | None = None
+    train_src: str | None = None
+    train_tgt: str | None = None
+    valid_src: str | None = None
+    valid_tgt: str | None = None
+    test_src: str | None = None
+    test_tgt: str | None = None
+    tokenise: str = "word"  # corpora: word | char | spm
+    spm_vocab: int = 8000
+    strict: bool = False
+    valid_fraction: float = 0.05
+    test_fraction: float = 0.05
+    min_freq: int = 1  # vocabulary minimum frequency
+
+    def __post_init__(self) -> None:
+        files = [getattr(self, k) for k in FILE_KEYS]
+        if self.task and any(files):
+            raise ValueError("give either --task or corpus files, not both")
+        if not self.task and not (self.train_tsv or self.train_src or self.train_tgt):
+            raise ValueError(
+                "say what to train on: --task NAME, --train-tsv FILE, "
+                "or --train-src FILE --train-tgt FILE"
+            )
+        if bool(self.train_src) != bool(self.train_tgt):
+            raise ValueError("--train-src and --train-tgt go together (or use --train-tsv)")
+        for name in ("train_size", "valid_size", "test_size", "min_len", "max_len"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"--{name.replace('_', '-')} {value}; it must be at least 1")
+        if self.tokenise not in TOKENISERS:
+            raise ValueError(f"--tokenise {self.tokenise!r}; choose one of {TOKENISERS}")
+        if self.spm_vocab < 1 or self.min_freq < 1:
+            raise ValueError("--spm-vocab and --min-freq must be at least 1")
+        for name in ("valid_fraction", "test_fraction"):
+            value = getattr(self, name)
+            if not 0 <= value < 1:
+                raise ValueError(f"--{name.replace('_', '-')} {value}; it must be in [0, 1)")
+
+    def spec(self) -> dict[str, Any]:
+        """The JSON-able description stored in the checkpoint (see data/source.py)."""
+        if self.task:
+            return {"task": self.task, "task_seed": self.task_seed} | {
+                k: getattr(self, k) for k in TASK_KEYS
+            }
+        spec: dict[str, Any] = {
+            "tokenise": self.tokenise,
+            "spm_vocab": self.spm_vocab,
+            "max_len": self.max_len,
+            "strict": self.strict,
+            "valid_fraction": self.valid_fraction,
+            "test_fraction": self.test_fraction,
+            "split_seed": self.task_seed,
+        }
+        for k in FILE_KEYS:
+            if getattr(self, k):
+                spec[k] = str(Path(getattr(self, k)).resolve())
+        return spec
+
+
+@dataclass
+class ModelConfig:
+    """Model ``name`` (see ``attnkit.models.MODELS``), a named preset, then option overrides
+    (fields of the model's config dataclass, e.g. ``{"emb": 32, "score": "dot"}``)."""
+
+    name: str = "rnnsearch"
+    preset: str | None = "small"
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from ..models import make_config
+
+        # the vocabulary sizes come from the data; 1 stands in to check everything else now
+        make_config(self.name, preset=self.preset, src_vocab=1, tgt_vocab=1, **self.options)
+
+
+@dataclass
+class TrainConfig:
+    """How to train: the optimiser (Adam), the budget and the stopping rules, checkpointing."""
+
+    epochs: int = 20
+    batch_size: int = 64
+    lr: float = 1e-3
+    clip: float = 1.0  # max gradient norm; 0 = no clipping
+    patience: int = 3  # epochs without a better valid loss before stopping; 0 = never stop
+    seed: int = 0
+    save_every: int = 0  # also checkpoint every N steps (for --resume); 0 = at epoch ends only
+    time_limit: float = 0.0  # seconds; stop after the step that crosses it; 0 = none
+    target_exact: float = 0.0  # stop once valid exact match reaches it; 0 = never
+    warmup: int = 0  # linear warm-up steps, then lr * sqrt(warmup / step); 0 = constant lr
+    label_smoothing: float = 0.0  # of the training loss; valid loss is plain cross-entropy
+    valid_decode: int = -1  # valid sentences greedy-decoded per epoch (-1 all, 0 none)
+    progress: bool = True
+    sleep_per_step: float = 0.0  # testing aid: slow training down so it can be interrupted
+
+    def __post_init__(self) -> None:
+        if self.epochs < 1 or self.batch_size < 1:
+            raise ValueError(
+                f"epochs={self.epochs}, batch_size={self.batch_size}; both must be >= 1"
+            )
+        for name in ("lr", "clip", "time_limit", "target_exact", "label_smoothing"):
+            _finite(name, getattr(self, name))
+        if not self.lr > 0:
+            raise ValueError(f"lr={self.lr}; it must be positive")
+        if min(self.clip, self.patience, self.save_every, self.time_limit, self.warmup) < 0:
+            raise ValueError(
+                "clip, patience, save_every, time_limit and warmup must not be negative"
+            )
+        if not 0 <= self.target_exact <= 1:
+            raise ValueError(f"target_exact={self.target_exact}; it must be in [0, 1]")
+        if not 0 <= self.label_smoothing < 1:
+            raise ValueError(f"label_smoothing={self.label_smoothing}; it must be in [0, 1)")
+        if self.valid_decode < -1:
+            raise ValueError(f"valid_decode={self.valid_decode}; use -1 (all), 0 or a count")
+
+    def lr_at(self, step: int) -> float:
+        """Learning rate of step 1, 2, ...: constant, or with ``warmup`` steps rising
+        linearly to ``lr`` and then falling as 1/sqrt(step) (Vaswani 2017, eq. 3, with the
+        peak given directly instead of through d_model)."""
+        if not self.warmup:
+            return self.lr
+        return self.lr * min(step / self.warmup, math.sqrt(self.warmup / max(step, 1)))
+
+
+@dataclass
+class FitConfig:
+    """One training run: what to learn from, which model, how, and where its files go.
+
+    out: the run folder (``best/``, ``last/``, ``history.json``); an existing run there is
+    continued only with ``resume=True`` and replaced only with ``overwrite=True``.
+    device: cpu | cuda | auto. threads: torch CPU threads (1 is fastest for small RNNs)."""
+
+    data: DataConfig
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    out: str | Path = ""
+    resume: bool = False
+    overwrite: bool = False
+    device: str = "cpu"
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        if not str(self.out).strip():
+            raise ValueError("the output folder is empty; name one with --out DIR")
+        if self.resume and self.overwrite:
+            raise ValueError("--resume continues the run in OUT, --overwrite replaces it: pick one")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"--device {self.device!r}; choose auto, cpu or cuda")
+        if self.threads < 1:
+            raise ValueError(f"--threads {self.threads}; it must be at least 1")
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "out": str(self.out)}
+
+
+__all__ = ["DataConfig", "FitConfig", "ModelConfig", "TrainConfig"]

@@ -1,0 +1,136 @@
+"""``attnkit.fit``: the one entry point that trains a model from a ``FitConfig``.
+
+    result = attnkit.fit(FitConfig(data=DataConfig(task="toy-ko"), out="runs/toy"))
+    result.best          # the folder of the checkpoint with the lowest valid loss
+    result.data.test     # the held-out examples, for scoring
+
+``attnkit train`` is an argparse layer over it, ``attnkit demo`` a preset of it, and the
+experiments call it in-process (in a process pool where they train models side by side).
+Under ``torchrun`` it trains data-parallel (see distributed.py).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..data.example import Example, Splits
+from ..data.vocab import Vocab
+from ..models import build_model
+from .config import DataConfig, FitConfig
+from .distributed import process_group
+from .loop import TrainResult, train
+from .runtime import pick_device, set_threads
+
+
+@dataclass
+class Prepared:
+    """A run's data: the splits, the vocabularies built from the training split, and the spec
+    stored in the checkpoint (with any subword models learned from the training split)."""
+
+    splits: Splits[Example]
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+    spec: dict[str, Any]
+
+    @property
+    def test(self) -> list[Example]:
+        return self.splits.test
+
+
+def prepare(data: DataConfig) -> Prepared:
+    """Read or generate the data of ``data`` and build its vocabularies."""
+    from ..data.source import fit_tokenisers, load_spec
+
+    spec = fit_tokenisers(data.spec())
+    splits = load_spec(spec)
+    if not splits.train or not splits.valid:
+        raise ValueError(
+            f"{len(splits.train)} training and {len(splits.valid)} validation pairs: "
+            "a run needs at least one of each"
+        )
+    src_vocab = Vocab.build((e.src for e in splits.train), data.min_freq)
+    tgt_vocab = Vocab.build((e.tgt for e in splits.train), data.min_freq)
+    return Prepared(splits, src_vocab, tgt_vocab, spec)
+
+
+@dataclass
+class FitResult(TrainResult):
+    """A ``TrainResult`` with the run's data and where its checkpoints are."""
+
+    data: Prepared | None = None
+    main: bool = True  # False on the ranks > 0 of a torchrun job, which write and print nothing
+
+    @property
+    def best(self) -> Path:
+        assert self.out is not None
+        return self.out / "best"
+
+    @property
+    def last(self) -> Path:
+        assert self.out is not None
+        return self.out / "last"
+
+
+def fit(
+    config: FitConfig,
+    *,
+    log: Callable[[str], None] | None = None,
+    data: Prepared | None = None,
+) -> FitResult:
+    """Train the model of ``config`` on its data; write ``config.out/{best,last,history.json}``.
+
+    log: where progress lines go (default: standard error); data: already prepared data (the
+    same ``config.data``), to skip reading it again."""
+    log = log or (lambda s: print(s, file=sys.stderr))
+    device = pick_device(config.device)
+    set_threads(config.threads)
+    with process_group(device) as dist:
+        if dist is not None:
+            device = str(dist.device)
+            if not dist.is_main:
+                log = _silent
+        prepared = data if data is not None else prepare(config.data)
+        m = config.model
+        torch.manual_seed(config.train.seed)
+        model = build_model(
+            m.name,
+            preset=m.preset,
+            src_vocab=len(prepared.src_vocab),
+            tgt_vocab=len(prepared.tgt_vocab),
+            **m.options,
+        ).to(device)
+        n_params = sum(p.numel() for p in model.parameters())
+        ranks = "" if dist is None else f" x {dist.world_size} processes ({dist.backend})"
+        log(
+            f"{m.name} ({n_params:,} parameters) on {len(prepared.splits.train)} training "
+            f"pairs; vocab {len(prepared.src_vocab)} -> {len(prepared.tgt_vocab)}; "
+            f"device {device}{ranks}"
+        )
+        result = train(
+            model,
+            m.name,
+            prepared.splits.train,
+            prepared.splits.valid,
+            prepared.src_vocab,
+            prepared.tgt_vocab,
+            config.train,
+            config.out,
+            resume=config.resume,
+            meta=prepared.spec,
+            log=log,
+            dist=dist,
+        )
+    return FitResult(**vars(result), data=prepared, main=dist is None or dist.is_main)
+
+
+def _silent(line: str) -> None:
+    pass
+
+
+__all__ = ["FitResult", "Prepared", "fit", "prepare"]
