@@ -5,6 +5,9 @@ Legend: B batch, Tq queries, Tk keys, Dq/Dk/Dv query/key/value widths.
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -103,3 +106,23 @@ def check_window(name: str, value: int) -> int:
 def check_width(name: str, got: int, expected: int, hint: str) -> None:
     if got != expected:
         raise ValueError(f"{name} has width {got} but {expected} was expected; {hint}")
+
+
+def as_stack(weights: Any) -> np.ndarray:
+    """weights (Tq, Tk) | (H, Tq, Tk) | (L, H, Tq, Tk), torch or numpy, any float dtype ->
+    float64 array (L, H, Tq, Tk): the input of the viewers and the alignment metrics."""
+    if hasattr(weights, "detach"):  # a torch tensor
+        weights = weights.detach().to("cpu").double().numpy()
+    arr = np.asarray(weights, dtype=np.float64)
+    if arr.ndim == 2:
+        arr = arr[None, None]  # (1, 1, Tq, Tk)
+    elif arr.ndim == 3:
+        arr = arr[None]  # (1, H, Tq, Tk)
+    elif arr.ndim != 4:
+        raise ValueError(
+            f"weights must be (Tq, Tk), (H, Tq, Tk) or (L, H, Tq, Tk); got shape "
+            f"{tuple(arr.shape)}. For a batch, pass one example: weights[b]"
+        )
+    if not np.isfinite(arr).all():
+        raise ValueError("weights contain NaN or inf; check the model's masks and inputs")
+    return arr

@@ -42,10 +42,11 @@ def run(args: argparse.Namespace) -> int:
     from ..data.example import Example
     from ..data.tasks import load_task
     from ..data.vocab import Vocab
+    from ..decode import translate
+    from ..eval.forced import attention_aer
+    from ..eval.text import score
     from ..models import build_model
     from ..train import checkpoint
-    from ..train.aer import attention_aer
-    from ..train.evaluate import score, translate
     from ..train.loop import TrainConfig, train
     from ..viz import heatmap
     from .train import pick_device, set_threads

@@ -47,9 +47,10 @@ def run(args: argparse.Namespace) -> int:
 
     from ..data.source import load_spec, tokeniser_of
     from ..data.tokenisers import tokenisers_of
+    from ..decode import translate
+    from ..eval.forced import attention_aer
+    from ..eval.text import score
     from ..train import checkpoint
-    from ..train.aer import attention_aer
-    from ..train.evaluate import score, translate
     from .train import pick_device
 
     loaded = checkpoint.load(args.checkpoint, pick_device(args.device))
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     aer = attention_aer(loaded.model, examples, loaded.src_vocab, loaded.tgt_vocab)
     align = None
     if args.alignments is not None:
-        from ..viz.checkpoint_aer import alignment_report, format_report
+        from ..eval.forced import alignment_report, format_report
 
         align = alignment_report(loaded, examples, args.alignments, args.align_threshold)
     if args.json:

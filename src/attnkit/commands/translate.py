@@ -41,8 +41,8 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..data.example import Example
+    from ..decode import translate
     from ..train import checkpoint
-    from ..train.evaluate import translate
     from ..viz import heatmap
     from .train import pick_device
 

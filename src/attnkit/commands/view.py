@@ -91,7 +91,7 @@ def _from_checkpoint(args: argparse.Namespace) -> tuple[Any, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..viz import parse_pharaoh
+    from ..eval.alignment import parse_pharaoh
     from ..viz.outputs import show
     from ..viz.weights_file import load_attention
 

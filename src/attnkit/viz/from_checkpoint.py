@@ -51,7 +51,7 @@ def sentence_attention(loaded: Any, src: Sequence[str]) -> tuple[list[str], Atte
     hypothesis and an AttentionRecord: weights (T, S) or, for models with
     ``cross_attention``, (L, H, T, S)."""
     from ..data.example import Example
-    from ..train.evaluate import translate
+    from ..decode import translate
 
     if not src:
         raise ValueError("the sentence is empty: pass the words to translate")

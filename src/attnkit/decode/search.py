@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from ..data.vocab import Vocab
 from ..models.base import Seq2Seq, select
 
-BOS, EOS, PAD = 1, 2, 0
+BOS, EOS, PAD = Vocab.bos_id, Vocab.eos_id, Vocab.pad_id
 
 
 @dataclass

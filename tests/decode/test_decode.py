@@ -5,9 +5,9 @@ import math
 import pytest
 import torch
 
+from attnkit.decode import beam_search, greedy
 from attnkit.models import build_model
 from attnkit.models.base import Seq2Seq
-from attnkit.train.decode import beam_search, greedy
 
 
 @pytest.fixture(autouse=True, scope="module")
