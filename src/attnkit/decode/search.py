@@ -141,6 +141,7 @@ def decode(
     length_penalty: float = 1.0,
     max_len: int | None = None,
 ) -> Decoded:
+    """Greedy with ``beam`` 1, else beam search. src (B, S), src_len (B,)."""
     if beam == 1:
         return greedy(model, src, src_len, max_len)
     return beam_search(model, src, src_len, beam, length_penalty, max_len)

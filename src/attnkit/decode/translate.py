@@ -31,6 +31,8 @@ def translate(
     beam: int = 1,
     length_penalty: float = 1.0,
 ) -> Translations:
+    """Decode ``examples`` (greedy, or beam search with ``beam`` > 1) in batches of
+    ``batch_size``; hypotheses as target tokens, and the weights of each, in input order."""
     hyps: list[list[str]] = [[] for _ in examples]
     weights: list[Tensor | None] = [None for _ in examples]
     device = next(model.parameters()).device

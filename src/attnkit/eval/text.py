@@ -10,6 +10,7 @@ from ..data.example import Example
 
 
 def exact_match(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[str]]) -> float:
+    """Fraction in [0, 1] of hypotheses equal to their reference, token for token."""
     if len(hyps) != len(refs):
         raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
     return sum(list(h) == list(r) for h, r in zip(hyps, refs, strict=True)) / max(len(refs), 1)
