@@ -67,6 +67,10 @@ def _resolve_tokens(args: argparse.Namespace, record: Any) -> tuple[list[str], l
         if not isinstance(spec, dict) or "tgt" not in spec:
             raise ValueError(f'{path} must be a JSON object {{"src": [...], "tgt": [...]}}')
         src, tgt = spec.get("src"), spec["tgt"]
+        for key, tokens in (("src", src), ("tgt", tgt)):
+            ok = isinstance(tokens, list) and all(isinstance(t, str) for t in tokens)
+            if not (ok or (key == "src" and tokens is None)):
+                raise ValueError(f'{path}: "{key}" must be a list of token strings')
     src = _split(args.src_tokens) or src
     tgt = _split(args.tgt_tokens) or tgt
     if tgt is None:
