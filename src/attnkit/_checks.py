@@ -5,6 +5,7 @@ Legend: B batch, Tq queries, Tk keys, Dq/Dk/Dv query/key/value widths.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -126,3 +127,26 @@ def as_stack(weights: Any) -> np.ndarray:
     if not np.isfinite(arr).all():
         raise ValueError("weights contain NaN or inf; check the model's masks and inputs")
     return arr
+
+
+def check_ranges(
+    config: object,
+    *,
+    positive: Iterable[str] = (),
+    non_negative: Iterable[str] = (),
+    fractions: Iterable[str] = ("dropout",),
+) -> None:
+    """The range checks of a config dataclass's ``__post_init__``: each field named in
+    ``positive`` is >= 1, in ``non_negative`` >= 0, in ``fractions`` in [0, 1) (dropout).
+    The first field out of range raises a ValueError that names it:
+    ``RNNSearchConfig.emb=0; it must be >= 1``."""
+    cls = type(config).__name__
+    for names, ok, rule in (
+        (positive, lambda v: v >= 1, ">= 1"),
+        (non_negative, lambda v: v >= 0, ">= 0"),
+        (fractions, lambda v: 0.0 <= v < 1.0, "in [0, 1)"),
+    ):
+        for name in names:
+            value = getattr(config, name)
+            if not ok(value):
+                raise ValueError(f"{cls}.{name}={value}; it must be {rule}")
