@@ -45,8 +45,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from ..data.source import load_spec, tokeniser_of
-    from ..data.tokenisers import tokenisers_of
+    from ..data.source import load_spec, tokenisers_for
     from ..decode import translate
     from ..eval.forced import attention_aer
     from ..eval.text import score
@@ -75,9 +74,9 @@ def run(args: argparse.Namespace) -> int:
         beam=args.beam,
         length_penalty=args.length_penalty,
     )
-    tgt_tok = tokenisers_of(spec)[1]
+    tgt_tok = tokenisers_for(spec)[1]
     detok = tgt_tok.decode if tgt_tok.name == "spm" else None
-    s = score(out.hyps, examples, join="" if tokeniser_of(spec) == "char" else " ", detok=detok)
+    s = score(out.hyps, examples, join="" if tgt_tok.name == "char" else " ", detok=detok)
     aer = attention_aer(loaded.model, examples, loaded.src_vocab, loaded.tgt_vocab)
     align = None
     if args.alignments is not None:

@@ -79,6 +79,7 @@ def _resolve_tokens(args: argparse.Namespace, record: Any) -> tuple[list[str], l
 
 
 def _from_checkpoint(args: argparse.Namespace) -> tuple[Any, str]:
+    from ..data.source import tokenisers_for
     from ..train import checkpoint
     from ..viz.from_checkpoint import sentence_attention
     from .translate import tokenise
@@ -89,8 +90,7 @@ def _from_checkpoint(args: argparse.Namespace) -> tuple[Any, str]:
         )
     loaded = checkpoint.load(args.checkpoint)
     hyp, record = sentence_attention(loaded, tokenise(args.sentence, loaded.meta))
-    join = "" if loaded.meta.get("tokenise") == "char" else " "
-    print(f"translation: {join.join(hyp)}")
+    print(f"translation: {tokenisers_for(loaded.meta)[1].decode(hyp)}")
     return record, f"{loaded.model_name}: {args.sentence}"
 
 
