@@ -5,6 +5,10 @@ Legend: B batch, Tq queries, Tk keys, Dq/Dk/Dv query/key/value widths.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -103,3 +107,46 @@ def check_window(name: str, value: int) -> int:
 def check_width(name: str, got: int, expected: int, hint: str) -> None:
     if got != expected:
         raise ValueError(f"{name} has width {got} but {expected} was expected; {hint}")
+
+
+def as_stack(weights: Any) -> np.ndarray:
+    """weights (Tq, Tk) | (H, Tq, Tk) | (L, H, Tq, Tk), torch or numpy, any float dtype ->
+    float64 array (L, H, Tq, Tk): the input of the viewers and the alignment metrics."""
+    if hasattr(weights, "detach"):  # a torch tensor
+        weights = weights.detach().to("cpu").double().numpy()
+    arr = np.asarray(weights, dtype=np.float64)
+    if arr.ndim == 2:
+        arr = arr[None, None]  # (1, 1, Tq, Tk)
+    elif arr.ndim == 3:
+        arr = arr[None]  # (1, H, Tq, Tk)
+    elif arr.ndim != 4:
+        raise ValueError(
+            f"weights must be (Tq, Tk), (H, Tq, Tk) or (L, H, Tq, Tk); got shape "
+            f"{tuple(arr.shape)}. For a batch, pass one example: weights[b]"
+        )
+    if not np.isfinite(arr).all():
+        raise ValueError("weights contain NaN or inf; check the model's masks and inputs")
+    return arr
+
+
+def check_ranges(
+    config: object,
+    *,
+    positive: Iterable[str] = (),
+    non_negative: Iterable[str] = (),
+    fractions: Iterable[str] = ("dropout",),
+) -> None:
+    """The range checks of a config dataclass's ``__post_init__``: each field named in
+    ``positive`` is >= 1, in ``non_negative`` >= 0, in ``fractions`` in [0, 1) (dropout).
+    The first field out of range raises a ValueError that names it:
+    ``RNNSearchConfig.emb=0; it must be >= 1``."""
+    cls = type(config).__name__
+    for names, ok, rule in (
+        (positive, lambda v: v >= 1, ">= 1"),
+        (non_negative, lambda v: v >= 0, ">= 0"),
+        (fractions, lambda v: 0.0 <= v < 1.0, "in [0, 1)"),
+    ):
+        for name in names:
+            value = getattr(config, name)
+            if not ok(value):
+                raise ValueError(f"{cls}.{name}={value}; it must be {rule}")

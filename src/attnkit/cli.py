@@ -1,6 +1,9 @@
 """The ``attnkit`` command. Each subcommand lives in ``attnkit.commands.<name>`` and exposes
 ``add_parser(subparsers)``; modules are imported only when their command runs... except for
-their small ``add_parser``, which every invocation needs to build the help."""
+their small ``add_parser``, which every invocation needs to build the help.
+
+Bad input (a ValueError or FileNotFoundError, whose message says what to change) prints one
+line and exits with status 2; any other exception is a bug and propagates with its traceback."""
 
 from __future__ import annotations
 
@@ -44,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         return int(args.run(args) or 0)
-    except (ValueError, TypeError, FileNotFoundError) as err:
+    except (ValueError, FileNotFoundError) as err:  # bad input: attnkit says what to change
         print(f"attnkit {args.command}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

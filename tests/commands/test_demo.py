@@ -27,7 +27,7 @@ def test_summary_matches_an_independent_scoring(demo: tuple[Path, str]) -> None:
 
     from attnkit.data.tasks import load_task
     from attnkit.train import checkpoint
-    from attnkit.train.evaluate import translate
+    from attnkit.decode import translate
 
     out, text = demo
     summary = json.loads((out / "summary.json").read_text("utf-8"))

@@ -101,7 +101,7 @@ def _scores_match_sacrebleu(out: Path, result: dict) -> None:
 
     from attnkit.data.tasks import load_task
     from attnkit.train import checkpoint
-    from attnkit.train.evaluate import translate
+    from attnkit.decode import translate
 
     c = result["config"]
     test = load_task(

@@ -7,10 +7,10 @@ import torch
 from attnkit.data.batching import batches
 from attnkit.data.tasks import load_task
 from attnkit.data.vocab import Vocab
+from attnkit.decode import greedy
 from attnkit.models import build_model
 from attnkit.models.transformer import TransformerConfig, sinusoids
 from attnkit.train import checkpoint
-from attnkit.train.decode import greedy
 from attnkit.train.loop import TrainConfig, train, valid_loss
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")

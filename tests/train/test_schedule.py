@@ -9,7 +9,7 @@ import torch
 
 from attnkit.data.example import Example
 from attnkit.data.tokenisers import train_spm
-from attnkit.train.evaluate import score
+from attnkit.eval.text import score
 from attnkit.train.loop import TrainConfig
 
 

@@ -3,17 +3,20 @@
 values come from running the model directly (one sentence at a time, no batching)."""
 
 import json
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from attnkit.cli import main
 from attnkit.data.tasks import load_task
-from attnkit.data.vocab import Vocab
+from attnkit.data.vocab import SPECIALS, Vocab
 from attnkit.models import build_model
+from attnkit.models.base import Seq2Seq
 from attnkit.models.rnnsearch import RNNSearch
 from attnkit.train import checkpoint
 from attnkit.train.loop import TrainConfig, train
+from attnkit.viz.from_checkpoint import sentence_attention
 
 SIZES = {"train_size": 300, "valid_size": 20, "test_size": 24}
 SENTENCE = "I am a student"
@@ -224,3 +227,45 @@ def test_evaluate_alignments_scores_each_layer_of_a_multi_layer_model(
     assert second != first
     assert main(argv) == 0
     assert "AER argmax by layer     0: " in capsys.readouterr().out
+
+
+class _AttendsUniformly(Seq2Seq):
+    """Decodes eos at once; ``cross_attention`` records the teacher-forced input it gets."""
+
+    def __init__(self, vocab: int) -> None:
+        super().__init__()
+        self.vocab = vocab
+        self.anchor = torch.nn.Parameter(torch.zeros(1))  # for next(model.parameters())
+        self.seen: list[list[list[int]]] = []
+
+    def encode(self, src, src_len):  # type: ignore[no-untyped-def]
+        return {"src": src}
+
+    def init_state(self, memory):  # type: ignore[no-untyped-def]
+        return (memory["src"],)
+
+    def step(self, prev, state, memory):  # type: ignore[no-untyped-def]
+        b, s = memory["src"].shape
+        logits = torch.zeros(b, self.vocab)
+        logits[:, Vocab.eos_id] = 10.0
+        return logits, torch.full((b, s), 1 / s), state  # (B, V), (B, S)
+
+    def cross_attention(self, src, src_len, tgt_in):  # type: ignore[no-untyped-def]
+        self.seen.append(tgt_in.tolist())
+        b, t, s = tgt_in.shape[0], tgt_in.shape[1], src.shape[1]
+        return torch.full((b, 1, 1, t, s), 1 / s)  # (B, L, H, T, S)
+
+
+def test_per_head_attention_starts_from_the_vocabularys_bos() -> None:
+    class OtherBos(Vocab):  # a vocabulary whose bos id is not 1
+        bos_id = 5
+
+    tgt_vocab = OtherBos([*SPECIALS, "x", "y"])
+    model = _AttendsUniformly(len(tgt_vocab))
+    loaded = SimpleNamespace(
+        model=model, src_vocab=Vocab([*SPECIALS, "a"]), tgt_vocab=tgt_vocab, model_name="stub"
+    )
+    hyp, record = sentence_attention(loaded, ["a", "a"])
+    assert hyp == []
+    assert model.seen == [[[5]]]  # (1, T = 1): bos only, the vocabulary's
+    assert record.weights.shape == (1, 1, 1, 3)  # (L, H, T, S): eos row x a, a, eos

@@ -7,7 +7,8 @@ import torch
 from matplotlib.image import AxesImage
 from matplotlib.patches import Rectangle
 
-from attnkit.viz import heatmap, parse_pharaoh
+from attnkit.eval.alignment import parse_pharaoh
+from attnkit.viz import heatmap
 
 KO = ["나는", "학교에", "간다", "."]
 EN = ["I", "go", "to", "school", "."]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from attnkit.viz import parse_pharaoh
+from attnkit.eval.alignment import parse_pharaoh
 from attnkit.viz.page import attention_page, embed_json, write_attention_page
 
 

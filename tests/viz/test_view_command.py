@@ -54,3 +54,27 @@ def test_tokens_from_flags_and_json_override_metadata(tmp_path, capsys) -> None:
     assert main(["view", "--weights", str(tmp_path / "missing.safetensors")]) == 2
     assert main(["view", "--weights", str(path), "--tgt-tokens", "a b"]) == 2
     assert "2 query tokens but the weights have 3 queries" in capsys.readouterr().err
+
+
+def test_view_checkpoint_prints_a_char_task_without_spaces(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The dates task is tokenised by characters: its translation is printed joined with ""
+    (the tokeniser comes from the task, as in ``translate``; the checkpoint's meta names the
+    task, not a "tokenise" key)."""
+    from attnkit.data.tasks import load_task
+    from attnkit.data.vocab import Vocab
+    from attnkit.models import build_model
+    from attnkit.train import checkpoint
+    from attnkit.viz.from_checkpoint import sentence_attention
+
+    splits = load_task("dates", seed=0, train_size=30, valid_size=2, test_size=2)
+    sv = Vocab.build(e.src for e in splits.train)
+    tv = Vocab.build(e.tgt for e in splits.train)
+    torch.manual_seed(0)
+    model = build_model("rnnsearch", preset="tiny", src_vocab=len(sv), tgt_vocab=len(tv))
+    meta = {"task": "dates", "task_seed": 0}
+    checkpoint.save(tmp_path / "ck", model, "rnnsearch", sv, tv, meta=meta)
+    sentence = "".join(splits.test[0].src)
+    hyp, _ = sentence_attention(checkpoint.load(tmp_path / "ck"), list(sentence))
+    assert len(hyp) > 1
+    assert main(["view", "--checkpoint", str(tmp_path / "ck"), sentence, "--terminal"]) == 0
+    assert f"translation: {''.join(hyp)}\n" in capsys.readouterr().out

@@ -63,9 +63,10 @@ def demo_config(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from ..data.example import Example
+    from ..decode import translate
+    from ..eval.forced import attention_aer
+    from ..eval.text import score
     from ..train import checkpoint
-    from ..train.aer import attention_aer
-    from ..train.evaluate import score, translate
     from ..train.fit import fit, prepare
     from ..train.runtime import pick_device
     from ..viz import heatmap

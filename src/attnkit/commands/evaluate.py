@@ -45,11 +45,11 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from ..data.source import load_spec, tokeniser_of
-    from ..data.tokenisers import tokenisers_of
+    from ..data.source import load_spec, tokenisers_for
+    from ..decode import translate
+    from ..eval.forced import attention_aer
+    from ..eval.text import score
     from ..train import checkpoint
-    from ..train.aer import attention_aer
-    from ..train.evaluate import score, translate
     from ..train.runtime import pick_device
 
     loaded = checkpoint.load(args.checkpoint, pick_device(args.device))
@@ -74,13 +74,13 @@ def run(args: argparse.Namespace) -> int:
         beam=args.beam,
         length_penalty=args.length_penalty,
     )
-    tgt_tok = tokenisers_of(spec)[1]
+    tgt_tok = tokenisers_for(spec)[1]
     detok = tgt_tok.decode if tgt_tok.name == "spm" else None
-    s = score(out.hyps, examples, join="" if tokeniser_of(spec) == "char" else " ", detok=detok)
+    s = score(out.hyps, examples, join="" if tgt_tok.name == "char" else " ", detok=detok)
     aer = attention_aer(loaded.model, examples, loaded.src_vocab, loaded.tgt_vocab)
     align = None
     if args.alignments is not None:
-        from ..viz.checkpoint_aer import alignment_report, format_report
+        from ..eval.forced import alignment_report, format_report
 
         align = alignment_report(loaded, examples, args.alignments, args.align_threshold)
     if args.json:

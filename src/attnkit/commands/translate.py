@@ -35,8 +35,8 @@ def run(args: argparse.Namespace) -> int:
 
     from ..data.example import Example
     from ..data.source import tokenise_source as tokenise
+    from ..decode import translate
     from ..train import checkpoint
-    from ..train.evaluate import translate
     from ..train.runtime import pick_device
     from ..viz import heatmap
 

@@ -67,6 +67,10 @@ def _resolve_tokens(args: argparse.Namespace, record: Any) -> tuple[list[str], l
         if not isinstance(spec, dict) or "tgt" not in spec:
             raise ValueError(f'{path} must be a JSON object {{"src": [...], "tgt": [...]}}')
         src, tgt = spec.get("src"), spec["tgt"]
+        for key, tokens in (("src", src), ("tgt", tgt)):
+            ok = isinstance(tokens, list) and all(isinstance(t, str) for t in tokens)
+            if not (ok or (key == "src" and tokens is None)):
+                raise ValueError(f'{path}: "{key}" must be a list of token strings')
     src = _split(args.src_tokens) or src
     tgt = _split(args.tgt_tokens) or tgt
     if tgt is None:
@@ -76,6 +80,7 @@ def _resolve_tokens(args: argparse.Namespace, record: Any) -> tuple[list[str], l
 
 def _from_checkpoint(args: argparse.Namespace) -> tuple[Any, str]:
     from ..data.source import tokenise_source as tokenise
+    from ..data.source import tokenisers_for
     from ..train import checkpoint
     from ..viz.from_checkpoint import sentence_attention
 
@@ -85,13 +90,12 @@ def _from_checkpoint(args: argparse.Namespace) -> tuple[Any, str]:
         )
     loaded = checkpoint.load(args.checkpoint)
     hyp, record = sentence_attention(loaded, tokenise(args.sentence, loaded.meta))
-    join = "" if loaded.meta.get("tokenise") == "char" else " "
-    print(f"translation: {join.join(hyp)}")
+    print(f"translation: {tokenisers_for(loaded.meta)[1].decode(hyp)}")
     return record, f"{loaded.model_name}: {args.sentence}"
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..viz import parse_pharaoh
+    from ..eval.alignment import parse_pharaoh
     from ..viz.outputs import show
     from ..viz.weights_file import load_attention
 

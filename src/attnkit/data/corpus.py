@@ -12,9 +12,7 @@ from typing import IO, cast
 
 from .example import Example, Splits, T
 from .tasks import split
-from .tokenisers import Chars, Tokeniser, Words
-
-TOKENISERS = ("word", "char")
+from .tokenisers import Tokeniser, tokenisers_of
 
 
 @dataclass
@@ -63,23 +61,15 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
 def tokenise(text: str, how: str) -> list[str]:
     """Whitespace words ("word") or characters ("char"); subwords need a trained model (see
     tokenisers.py)."""
-    if how == "word":
-        return Words().encode(text)
-    if how == "char":
-        return Chars().encode(text)
-    raise ValueError(f"unknown tokeniser {how!r}; choose one of {TOKENISERS}")
+    return _pair(how)[0].encode(text)
 
 
 Pair = tuple[Tokeniser, Tokeniser]  # (source, target)
 
 
 def _pair(tokeniser: str | Pair) -> Pair:
-    if isinstance(tokeniser, str):
-        one: Tokeniser = {"word": Words(), "char": Chars()}.get(tokeniser)  # type: ignore[assignment]
-        if one is None:
-            raise ValueError(f"unknown tokeniser {tokeniser!r}; choose one of {TOKENISERS}")
-        return one, one
-    return tokeniser
+    """A (source, target) pair, or a kind ("word", "char") named as in a data spec."""
+    return tokenisers_of({"tokenise": tokeniser}) if isinstance(tokeniser, str) else tokeniser
 
 
 def _bad(report: ReadReport, n: int, why: str, strict: bool, path: str | Path) -> None:

@@ -169,7 +169,7 @@ def score_by_length(
     hyps: Sequence[Sequence[str]], examples: Sequence[Example], edges: Sequence[tuple[int, int]]
 ) -> list[dict[str, Any]]:
     """BLEU (sacrebleu, 0..100) and exact match (%) of the examples in each length bin."""
-    from ..train.evaluate import score
+    from ..eval.text import score
 
     rows = []
     for lo, hi in edges:
@@ -222,8 +222,8 @@ def verdict(table: dict[str, list[dict[str, Any]]]) -> Verdict:
 def run_experiment(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, Any]:
     """Train, decode the test set, score by length. Returns the JSON-able result."""
     from ..data.tasks import load_task
+    from ..decode import translate
     from ..train import checkpoint
-    from ..train.evaluate import translate
 
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

@@ -5,7 +5,7 @@
     logits, weights, state = model.step(prev, state, memory)   # (B, V), (B, S) | None
 
 ``forward`` (teacher forcing) runs ``step`` over the target; greedy and beam search
-(attnkit.train.decode) use only these three methods, reordering the batch dim of memory
+(attnkit.decode) use only these three methods, reordering the batch dim of memory
 and state with ``select``.
 
 Legend: B batch, S source length, T target length, V target vocabulary.

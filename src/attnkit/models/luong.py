@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from .._checks import check_ranges
 from ..alignment import GlobalAlignment, LocalM
 from ..masks import and_masks, band_mask
 from ..modules import Attention
@@ -52,9 +53,9 @@ class LuongConfig:
     dropout: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("src_vocab", "tgt_vocab", "emb", "hidden", "layers", "max_src_len"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"LuongConfig.{name}={getattr(self, name)}; it must be >= 1")
+        check_ranges(
+            self, positive=("src_vocab", "tgt_vocab", "emb", "hidden", "layers", "max_src_len")
+        )
         if self.cell not in ("lstm", "gru"):
             raise ValueError(f"LuongConfig.cell={self.cell!r}; choose 'lstm' or 'gru'")
         if self.score not in SCORE_NAMES:
@@ -67,8 +68,6 @@ class LuongConfig:
             )
         if not isinstance(self.input_feeding, bool):
             raise ValueError(f"LuongConfig.input_feeding={self.input_feeding!r}; use True/False")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"LuongConfig.dropout={self.dropout}; it must be in [0, 1)")
 
 
 # Named presets (vocabulary sizes are filled in from the data).

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from .._checks import check_ranges
 from .base import DeepOutput, Memory, Seq2Seq, State
 from .encoders import GRUEncoder
 
@@ -32,13 +33,11 @@ class RNNEncDecConfig:
     dropout: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("src_vocab", "tgt_vocab", "emb", "enc_hidden", "dec_hidden", "context"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"RNNEncDecConfig.{name}={getattr(self, name)}; it must be >= 1")
-        if self.maxout < 0:
-            raise ValueError(f"RNNEncDecConfig.maxout={self.maxout}; use 0 to disable maxout")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"RNNEncDecConfig.dropout={self.dropout}; it must be in [0, 1)")
+        check_ranges(
+            self,
+            positive=("src_vocab", "tgt_vocab", "emb", "enc_hidden", "dec_hidden", "context"),
+            non_negative=("maxout",),  # 0 disables maxout
+        )
 
 
 PRESETS: dict[str, dict[str, float | int]] = {

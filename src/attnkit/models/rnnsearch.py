@@ -20,6 +20,7 @@ from typing import cast
 import torch
 from torch import Tensor, nn
 
+from .._checks import check_ranges
 from ..core import attend
 from ..modules import Attention
 from ..scores import AdditiveScore
@@ -39,13 +40,11 @@ class RNNSearchConfig:
     dropout: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("src_vocab", "tgt_vocab", "emb", "enc_hidden", "dec_hidden", "attn_hidden"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"RNNSearchConfig.{name}={getattr(self, name)}; it must be >= 1")
-        if self.maxout < 0:
-            raise ValueError(f"RNNSearchConfig.maxout={self.maxout}; use 0 to disable maxout")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"RNNSearchConfig.dropout={self.dropout}; it must be in [0, 1)")
+        check_ranges(
+            self,
+            positive=("src_vocab", "tgt_vocab", "emb", "enc_hidden", "dec_hidden", "attn_hidden"),
+            non_negative=("maxout",),  # 0 disables maxout
+        )
 
 
 # Named presets (vocabulary sizes are filled in from the data).

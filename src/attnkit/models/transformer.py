@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .._checks import check_ranges
 from ..alignment import CausalAlignment
 from ..modules import CrossAttention, SelfAttention, check_heads
 from .base import Memory, Seq2Seq, Seq2SeqOutput, State, source_mask
@@ -46,9 +47,9 @@ class TransformerConfig:
     share: str = "output"  # none | output (tie E_tgt and W_out) | all (also E_src; same vocab)
 
     def __post_init__(self) -> None:
-        for name in ("src_vocab", "tgt_vocab", "dim", "enc_layers", "dec_layers", "ff"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"TransformerConfig.{name}={getattr(self, name)}; it must be >= 1")
+        check_ranges(
+            self, positive=("src_vocab", "tgt_vocab", "dim", "enc_layers", "dec_layers", "ff")
+        )
         check_heads(self.dim, self.heads)
         if self.dim % 2:
             raise ValueError(f"TransformerConfig.dim={self.dim}; sinusoids need an even width")
@@ -61,8 +62,6 @@ class TransformerConfig:
                 f"share='all' needs one joint vocabulary, but src_vocab={self.src_vocab} != "
                 f"tgt_vocab={self.tgt_vocab}; use share='output' or 'none'"
             )
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"TransformerConfig.dropout={self.dropout}; it must be in [0, 1)")
 
 
 # Named presets (vocabulary sizes are filled in from the data).

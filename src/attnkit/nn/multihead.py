@@ -38,6 +38,13 @@ class _BiasedScore:
 
 
 class MultiheadAttention(nn.Module):
+    """``torch.nn.MultiheadAttention`` with swappable attention (Vaswani 2017, §3.2.2).
+
+    Extra keyword-only arguments: ``score`` (a Score built for width E / num_heads),
+    ``align`` and ``normaliser``. Scores with parameters add state_dict keys; load a PyTorch
+    state_dict with ``strict=False`` then.
+    """
+
     in_proj_weight: nn.Parameter | None
     q_proj_weight: nn.Parameter | None
     k_proj_weight: nn.Parameter | None
@@ -45,13 +52,6 @@ class MultiheadAttention(nn.Module):
     in_proj_bias: nn.Parameter | None
     bias_k: nn.Parameter | None
     bias_v: nn.Parameter | None
-
-    """``torch.nn.MultiheadAttention`` with swappable attention (Vaswani 2017, §3.2.2).
-
-    Extra keyword-only arguments: ``score`` (a Score built for width E / num_heads),
-    ``align`` and ``normaliser``. Scores with parameters add state_dict keys; load a PyTorch
-    state_dict with ``strict=False`` then.
-    """
 
     def __init__(
         self,

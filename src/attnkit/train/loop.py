@@ -32,11 +32,12 @@ from tqdm import tqdm
 from ..data.batching import Batch, batches
 from ..data.example import Example
 from ..data.vocab import Vocab
+from ..decode import translate
+from ..eval.text import exact_match
 from ..models import Seq2Seq
 from . import checkpoint, stopping
 from .config import TrainConfig
 from .distributed import DistContext
-from .evaluate import exact_match, translate
 
 Log = Callable[[str], None]
 

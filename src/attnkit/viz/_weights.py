@@ -1,36 +1,15 @@
-"""Shared input checks for the viewers: weights of any rank become a (L, H, Tq, Tk) stack.
+"""Shared input checks and text layout for the viewers (the weights themselves are checked by
+``attnkit._checks.as_stack``).
 
 Legend: L layers, H heads, Tq queries (target tokens), Tk keys (source tokens).
-Accepted weights: (Tq, Tk) one matrix, (H, Tq, Tk) heads, (L, H, Tq, Tk) stacked layers;
-torch tensors or numpy arrays, any float dtype.
 """
 
 from __future__ import annotations
 
 import unicodedata
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
-
-
-def as_stack(weights: Any) -> np.ndarray:
-    """weights (Tq, Tk) | (H, Tq, Tk) | (L, H, Tq, Tk) -> float64 array (L, H, Tq, Tk)."""
-    if hasattr(weights, "detach"):  # a torch tensor
-        weights = weights.detach().to("cpu").double().numpy()
-    arr = np.asarray(weights, dtype=np.float64)
-    if arr.ndim == 2:
-        arr = arr[None, None]  # (1, 1, Tq, Tk)
-    elif arr.ndim == 3:
-        arr = arr[None]  # (1, H, Tq, Tk)
-    elif arr.ndim != 4:
-        raise ValueError(
-            f"weights must be (Tq, Tk), (H, Tq, Tk) or (L, H, Tq, Tk); got shape "
-            f"{tuple(arr.shape)}. For a batch, pass one example: weights[b]"
-        )
-    if not np.isfinite(arr).all():
-        raise ValueError("weights contain NaN or inf; check the model's masks and inputs")
-    return arr
 
 
 def check_tokens(tokens: Sequence[str], n: int, name: str, axis: str) -> list[str]:

@@ -34,13 +34,16 @@ def source_tokens(src: Sequence[str], vocab: Any) -> list[str]:
     return [*(t if t in vocab.index else f"{t}(unk)" for t in src), EOS]
 
 
-def per_head_attention(model: Any, src_ids: Sequence[int], tgt_ids: Sequence[int]) -> Tensor:
+def per_head_attention(
+    model: Any, src_ids: Sequence[int], tgt_ids: Sequence[int], *, bos_id: int
+) -> Tensor:
     """Every layer's per-head cross-attention of one teacher-forced target, (L, H, T, S).
-    src_ids: the source ids with eos; tgt_ids: the target ids without bos, with eos."""
+    src_ids: the source ids with eos; tgt_ids: the target ids without bos, with eos;
+    bos_id: the target vocabulary's (``vocab.bos_id``)."""
     device = next(model.parameters()).device
     src = torch.tensor([list(src_ids)], device=device)  # (1, S)
     src_len = torch.tensor([len(src_ids)], device=device)  # (1,)
-    tgt_in = torch.tensor([[1, *list(tgt_ids)[:-1]]], device=device)  # (1, T) bos y_1..y_{T-1}
+    tgt_in = torch.tensor([[bos_id, *list(tgt_ids)[:-1]]], device=device)  # (1, T) bos y_1..
     with torch.no_grad():
         weights = model.cross_attention(src, src_len, tgt_in)  # (1, L, H, T, S)
     return weights[0].float().cpu()  # (L, H, T, S)
@@ -51,7 +54,7 @@ def sentence_attention(loaded: Any, src: Sequence[str]) -> tuple[list[str], Atte
     hypothesis and an AttentionRecord: weights (T, S) or, for models with
     ``cross_attention``, (L, H, T, S)."""
     from ..data.example import Example
-    from ..train.evaluate import translate
+    from ..decode import translate
 
     if not src:
         raise ValueError("the sentence is empty: pass the words to translate")
@@ -67,6 +70,7 @@ def sentence_attention(loaded: Any, src: Sequence[str]) -> tuple[list[str], Atte
             loaded.model,
             loaded.src_vocab.encode(list(src)),
             loaded.tgt_vocab.encode(hyp),
+            bos_id=loaded.tgt_vocab.bos_id,
         )  # (L, H, T, S)
     rows = weights.shape[-2]  # T; one less than the tokens when decoding hit max_len
     record = AttentionRecord(weights, [*hyp, EOS][:rows], source_tokens(src, loaded.src_vocab))

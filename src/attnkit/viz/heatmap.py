@@ -20,8 +20,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from ._weights import as_stack, check_tokens
-from .alignment_quality import GoldAlignment, Link, split_gold
+from .._checks import as_stack
+from ..eval.alignment import GoldAlignment, Link, split_gold
+from ._weights import check_tokens
 from .fonts import font_rc
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .alignment_quality import GoldAlignment, Link
+from ..eval.alignment import GoldAlignment, Link
 from .heatmap import heatmap
 from .page import write_attention_page
 from .terminal import terminal_heatmap

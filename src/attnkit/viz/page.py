@@ -21,9 +21,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._checks import as_stack
+from ..eval.alignment import GoldAlignment, Link, split_gold
 from ._page_assets import BODY, CSS, JS
-from ._weights import as_stack, check_tokens
-from .alignment_quality import GoldAlignment, Link, split_gold
+from ._weights import check_tokens
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ._weights import as_stack, check_tokens, display_width, fit, pick
+from .._checks import as_stack
+from ._weights import check_tokens, display_width, fit, pick
 
 SHADES = " ░▒▓█"
 

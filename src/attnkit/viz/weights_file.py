@@ -19,7 +19,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from ._weights import as_stack
+from .._checks import as_stack
 
 
 @dataclass

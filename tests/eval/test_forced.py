@@ -4,9 +4,9 @@ import torch
 
 from attnkit.data.tasks import load_task
 from attnkit.data.vocab import Vocab
+from attnkit.eval.alignment import corpus_aer, parse_pharaoh
+from attnkit.eval.forced import attention_aer
 from attnkit.models import build_model
-from attnkit.train.aer import attention_aer
-from attnkit.viz.alignment_quality import corpus_aer, parse_pharaoh
 
 
 def test_attention_aer_is_the_corpus_aer_of_forced_argmax_links(one_thread) -> None:

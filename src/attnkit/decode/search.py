@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from ..data.vocab import Vocab
 from ..models.base import Seq2Seq, select
 
-BOS, EOS, PAD = 1, 2, 0
+BOS, EOS, PAD = Vocab.bos_id, Vocab.eos_id, Vocab.pad_id
 
 
 @dataclass
@@ -140,6 +141,7 @@ def decode(
     length_penalty: float = 1.0,
     max_len: int | None = None,
 ) -> Decoded:
+    """Greedy with ``beam`` 1, else beam search. src (B, S), src_len (B,)."""
     if beam == 1:
         return greedy(model, src, src_len, max_len)
     return beam_search(model, src, src_len, beam, length_penalty, max_len)

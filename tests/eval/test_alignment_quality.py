@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from attnkit.viz import (
+from attnkit.eval.alignment import (
     aer,
     argmax_links,
     attention_entropy,
@@ -73,7 +73,7 @@ def test_entropy_hand_computed() -> None:
 
 
 def test_evaluate_alignments_corpus() -> None:
-    from attnkit.viz import evaluate_alignments
+    from attnkit.eval.alignment import evaluate_alignments
 
     w1 = torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]])  # argmax links {(0,0), (2,1)}
     w2 = torch.tensor([[0.5, 0.5]])  # argmax {(0,0)}; threshold 0.5 -> {(0,0), (1,0)}

@@ -1,56 +1,16 @@
-"""Translate a list of examples in batches and score the output: exact match, BLEU and chrF
-(sacrebleu), and BLEU by source-length bucket."""
+"""Scores of translations against references: exact match, BLEU and chrF (sacrebleu), and
+BLEU by source-length bucket."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import torch
-from torch import Tensor
-
-from ..data.batching import batches
 from ..data.example import Example
-from ..data.vocab import Vocab
-from ..models import Seq2Seq
-from .decode import decode
-
-
-@dataclass
-class Translations:
-    hyps: list[list[str]]  # in the order of the input examples
-    weights: list[Tensor | None]  # (T_i + 1, S_i + 1): hypothesis tokens + eos x source + eos
-
-
-def translate(
-    model: Seq2Seq,
-    examples: Sequence[Example],
-    src_vocab: Vocab,
-    tgt_vocab: Vocab,
-    *,
-    batch_size: int = 128,
-    beam: int = 1,
-    length_penalty: float = 1.0,
-) -> Translations:
-    hyps: list[list[str]] = [[] for _ in examples]
-    weights: list[Tensor | None] = [None for _ in examples]
-    device = next(model.parameters()).device
-    with torch.no_grad():
-        for b in batches(list(examples), src_vocab, tgt_vocab, batch_size):
-            d = decode(
-                model,
-                b.src.to(device),
-                b.src_len.to(device),
-                beam=beam,
-                length_penalty=length_penalty,
-            )
-            for j, i in enumerate(b.index):
-                hyps[i] = tgt_vocab.decode(d.tokens[j])
-                weights[i] = d.weights[j]
-    return Translations(hyps, weights)
 
 
 def exact_match(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[str]]) -> float:
+    """Fraction in [0, 1] of hypotheses equal to their reference, token for token."""
     if len(hyps) != len(refs):
         raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
     return sum(list(h) == list(r) for h, r in zip(hyps, refs, strict=True)) / max(len(refs), 1)
@@ -119,4 +79,4 @@ def score(
     )
 
 
-__all__ = ["Scores", "Translations", "exact_match", "score", "translate"]
+__all__ = ["Scores", "exact_match", "score"]

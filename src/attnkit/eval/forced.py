@@ -1,4 +1,6 @@
-"""Alignment quality of a checkpoint's attention: ``attnkit evaluate --alignments``.
+"""Alignment quality of a model's attention, teacher-forced on the reference:
+``attnkit evaluate --alignments`` (``alignment_report``) and the one number of training
+reports (``attention_aer``).
 
 A decoded hypothesis is not the reference, so gold links (over reference words) cannot be
 compared with the attention of a decoded sentence. As in the literature (Luong, Pham & Manning
@@ -16,7 +18,7 @@ on ``<eos>`` may fall below τ). The entropy is that of those rows renormalised 
 source words.
 
 Links are (src, tgt), 0-based: Pharaoh ``"1-0"`` links source word 1 to target word 0 — the
-order of ``Example.links`` in toy-ko and of ``attnkit.viz.parse_pharaoh``.
+order of ``Example.links`` in toy-ko and of ``attnkit.eval.alignment.parse_pharaoh``.
 
 Legend: B batch, T target words, S source words.
 """
@@ -33,7 +35,9 @@ from torch import Tensor
 
 from ..data.batching import batches
 from ..data.example import Example
-from .alignment_quality import AlignmentScores, GoldAlignment, evaluate_alignments, parse_pharaoh
+from ..data.vocab import Vocab
+from ..models import Seq2Seq
+from .alignment import AlignmentScores, GoldAlignment, evaluate_alignments, parse_pharaoh
 
 TASK_GOLD = "task"
 
@@ -110,6 +114,21 @@ def gold_from_examples(examples: Sequence[Example]) -> list[GoldAlignment]:
             "(Pharaoh format: one line of 0-based 'src-tgt' links per sentence)"
         )
     return [GoldAlignment(frozenset(e.links), frozenset(e.links)) for e in examples]
+
+
+def attention_aer(
+    model: Seq2Seq, examples: Sequence[Example], src_vocab: Vocab, tgt_vocab: Vocab
+) -> float | None:
+    """Corpus AER of the argmax of the model's attention on the reference (sure = possible =
+    gold links); None if it cannot be computed (no gold links, or a model without attention)."""
+    with_links = [e for e in examples if e.links]
+    if not with_links:
+        return None
+    try:
+        weights = forced_attention(model, with_links, src_vocab, tgt_vocab)
+    except ValueError:  # the model has no attention
+        return None
+    return evaluate_alignments(weights, gold_from_examples(with_links)).aer_argmax
 
 
 def read_gold_file(path: str | Path, examples: Sequence[Example]) -> list[GoldAlignment]:
@@ -199,6 +218,7 @@ def format_report(report: AlignmentReport) -> list[str]:
 __all__ = [
     "AlignmentReport",
     "alignment_report",
+    "attention_aer",
     "forced_attention",
     "forced_layer_attention",
     "format_report",

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ._weights import as_stack
+from .._checks import as_stack
 
 Link = tuple[int, int]  # (src, tgt)
 
