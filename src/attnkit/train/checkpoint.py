@@ -93,7 +93,7 @@ def foreign_files(path: Path) -> list[str]:
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
     except PermissionError:
         return True  # alive, owned by another user
@@ -324,5 +324,6 @@ __all__ = [
     "save",
     "stale_temps",
     "temp_of",
+    "write_file",
     "write_text",
 ]
