@@ -76,3 +76,35 @@ def test_resuming_into_a_different_model_fails_clearly(tmp_path) -> None:
     other = build_model("rnnsearch", src_vocab=9, tgt_vocab=8, preset="small")
     with pytest.raises(ValueError, match="does not fit this model"):
         checkpoint.load_training(tmp_path / "last", other, torch.optim.Adam(other.parameters()))
+
+
+def test_a_folder_holding_user_files_is_never_replaced(tmp_path) -> None:
+    model = build_model("rnnsearch", src_vocab=9, tgt_vocab=8, preset="tiny")
+    sv = Vocab.build([["a"]])
+    checkpoint.save(tmp_path / "best", model, "rnnsearch", sv, sv, meta={"n": 1})
+    (tmp_path / "best" / "notes.txt").write_text("my notes")
+    with pytest.raises(ValueError, match=r"best holds files attnkit did not write \(notes.txt\)"):
+        checkpoint.save(tmp_path / "best", model, "rnnsearch", sv, sv, meta={"n": 2})
+    assert (tmp_path / "best" / "notes.txt").read_text() == "my notes"
+    assert checkpoint.load(tmp_path / "best").meta == {"n": 1}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["best"]  # nothing half-written
+    (tmp_path / "last").write_text("a file, not a folder")
+    with pytest.raises(ValueError, match="last is a file, not a checkpoint folder"):
+        checkpoint.save(tmp_path / "last", model, "rnnsearch", sv, sv)
+    assert (tmp_path / "last").read_text() == "a file, not a folder"
+
+
+def test_resolve_finds_the_backup_of_an_interrupted_rotation(tmp_path) -> None:
+    model = build_model("rnnsearch", src_vocab=9, tgt_vocab=8, preset="tiny")
+    sv = Vocab.build([["a"]])
+    checkpoint.save(tmp_path / "best", model, "rnnsearch", sv, sv, meta={"n": 1})
+    (tmp_path / "best").rename(tmp_path / ".best.old")  # killed between the two renames
+    assert checkpoint.find_checkpoint(tmp_path, "best") == tmp_path / ".best.old"
+    assert checkpoint.find_checkpoint(tmp_path, "last") is None
+    assert checkpoint.resolve(tmp_path) == checkpoint.resolve(tmp_path / "best")
+    assert checkpoint.load(tmp_path / "best").meta == {"n": 1}
+    (tmp_path / ".best.old" / "model.safetensors").unlink()  # half removed: not a checkpoint
+    with pytest.raises(FileNotFoundError, match="no checkpoint at"):
+        checkpoint.resolve(tmp_path)
+    with pytest.raises(ValueError, match="pass 'best' or 'last'"):
+        checkpoint.find_checkpoint(tmp_path, "bset")

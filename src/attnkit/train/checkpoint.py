@@ -6,25 +6,40 @@
     optimizer.safetensors + train_state.json   (resumable checkpoints only: optimizer
                        tensors, the torch RNG state, and epoch/step/early-stopping counters)
 
-A directory is written whole under a temporary name and then renamed into place, so a run
-killed at any moment leaves either the old checkpoint or the new one, never a mix.
+Rotation. ``save(DIR/last)`` writes the new checkpoint whole into ``DIR/.last.tmp-PID``, then
+
+    1. removes ``DIR/.last.old`` (a leftover of an interrupted save), only while ``last`` exists
+    2. renames ``last`` -> ``.last.old``
+    3. renames ``.last.tmp-PID`` -> ``last``
+    4. removes ``.last.old``
+
+Invariant, true between any two filesystem operations: ``last`` exists only complete (it only
+ever appears by a rename of a finished folder), and while ``last`` is absent ``.last.old`` is
+either absent or complete (it is only removed while ``last`` exists). So ``find_checkpoint``,
+which reads ``last`` and then ``.last.old``, always finds the old checkpoint or the new one,
+never a mix, wherever a kill lands. Temporaries of dead processes are removed by the next save.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import shutil
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
+from safetensors.torch import save as safetensors_bytes
 from torch import nn
 
 from ..data.vocab import Vocab
 from ..models import Seq2Seq, build_model, config_to_json, make_config
+
+FILES = ("config.json", "model.safetensors", "src_vocab.json", "tgt_vocab.json")
+TRAINING_FILES = ("optimizer.safetensors", "train_state.json")  # resumable checkpoints only
 
 
 @dataclass
@@ -37,33 +52,145 @@ class Loaded:
     path: Path = Path(".")
 
 
-def write_text(path: Path, text: str) -> None:
-    """Atomic single-file write: a temporary file in the same folder, then os.replace."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
+def backup_of(path: Path) -> Path:
+    """``DIR/.NAME.old``: the previous ``DIR/NAME`` while a save rotates it."""
+    return path.with_name(f".{path.name}.old")
+
+
+def temp_of(path: Path, pid: int | None = None) -> Path:
+    """``DIR/.NAME.tmp-PID``: where process PID writes the next ``DIR/NAME``."""
+    return path.with_name(f".{path.name}.tmp-{os.getpid() if pid is None else pid}")
+
+
+def is_complete(path: Path, *, resumable: bool = False) -> bool:
+    """Whether ``path`` holds every file of a checkpoint (and of a resumable one)."""
+    names = FILES + TRAINING_FILES if resumable else FILES
+    return all((path / n).is_file() for n in names)
+
+
+def find_checkpoint(
+    out: str | Path, which: str = "best", *, resumable: bool = False
+) -> Path | None:
+    """The complete checkpoint ``out/which``, else its backup ``out/.which.old`` (the only
+    copy while a save is interrupted between its two renames), else None."""
+    if which not in ("best", "last"):
+        raise ValueError(f"which={which!r}: pass 'best' or 'last'")
+    path = Path(out) / which
+    for cand in (path, backup_of(path)):
+        if is_complete(cand, resumable=resumable):
+            return cand
+    return None
+
+
+def foreign_files(path: Path) -> list[str]:
+    """Names inside the checkpoint folder ``path`` that attnkit did not write."""
+    if not path.is_dir():
+        return []
+    own = set(FILES + TRAINING_FILES)
+    return sorted(p.name for p in path.iterdir() if p.name not in own)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:
+        return True  # alive, owned by another user
+    return True
+
+
+def stale_temps(path: Path, *, every: bool = False) -> list[Path]:
+    """Temporaries ``.NAME.tmp-PID`` beside ``path`` left by dead processes (or by this one, which
+    has no save under way when it asks); with ``every``, all of them (the caller holds the run's
+    lock, so no live writer exists)."""
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.tmp-(\d+)")
+    if not path.parent.is_dir():
+        return []
+    found = []
+    for p in path.parent.iterdir():
+        m = pattern.fullmatch(p.name)
+        if m and (every or int(m[1]) == os.getpid() or not _pid_alive(int(m[1]))):
+            found.append(p)
+    return sorted(found)
+
+
+def remove(path: Path) -> None:
+    """Remove a file or a folder tree, one unlink at a time (what a kill can interrupt)."""
+    if path.is_dir() and not path.is_symlink():
+        for child in path.iterdir():
+            remove(child)
+        os.rmdir(path)
+    else:
+        os.unlink(path)
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):  # not every platform can open a folder
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """Write and fsync one file (not atomic by itself: callers write under a temporary name)."""
+    with open(path, "wb") as f:
+        f.write(data)
         f.flush()
         os.fsync(f.fileno())
+
+
+def write_text(path: Path, text: str) -> None:
+    """Atomic single-file write: a temporary file in the same folder, then os.replace."""
+    for stale in stale_temps(path):
+        remove(stale)
+    tmp = temp_of(path)
+    write_file(tmp, text.encode("utf-8"))
     os.replace(tmp, path)
+    _fsync_dir(path.parent)
 
 
-def _replace_dir(tmp: Path, path: Path) -> None:
-    old = path.with_name(f".{path.name}.old")
-    if old.exists():
-        shutil.rmtree(old)
-    if path.exists():
+def _refuse_foreign(path: Path) -> None:
+    for p in (path, backup_of(path)):
+        if p.exists() and not p.is_dir():
+            raise ValueError(f"{p} is a file, not a checkpoint folder; move it away first")
+        if names := foreign_files(p):
+            raise ValueError(
+                f"{p} holds files attnkit did not write ({', '.join(names)}); move them out "
+                "of it: saving a checkpoint there would replace the whole folder"
+            )
+
+
+def _rotate(tmp: Path, path: Path) -> None:
+    """Put the finished folder ``tmp`` at ``path``; see the module docstring for the invariant."""
+    old = backup_of(path)
+    if path.exists():  # complete: it only ever appears by the rename below
+        if old.exists():
+            remove(old)  # a leftover of an interrupted save; ``path`` is the checkpoint
         os.replace(path, old)
+    # ``path`` is absent: ``old``, when present, is the only complete copy until this rename
     os.replace(tmp, path)
+    _fsync_dir(path.parent)
     if old.exists():
-        shutil.rmtree(old)
+        remove(old)
 
 
 def resolve(path: str | Path) -> Path:
-    """A model directory; a training output folder resolves to its ``best`` (then ``last``)."""
+    """A model directory; a training output folder resolves to its ``best`` (then ``last``).
+    A checkpoint caught in rotation resolves to its ``.NAME.old`` backup."""
     p = Path(path)
-    for cand in (p, p / "best", p / "last", p.with_name(f".{p.name}.old")):
-        if (cand / "config.json").is_file():
+    cands = [p] + ([backup_of(p)] if p.name not in ("", ".", "..") else [])
+    for cand in cands:
+        if is_complete(cand):
             return cand
+    for which in ("best", "last"):
+        if (found := find_checkpoint(p, which)) is not None:
+            return found
+    if (p / "config.json").is_file():
+        missing = [n for n in FILES if not (p / n).is_file()]
+        raise FileNotFoundError(f"incomplete checkpoint at {p}: {', '.join(missing)} missing")
     raise FileNotFoundError(
         f"no checkpoint at {p}: expected config.json there or in {p}/best; "
         "train one with `attnkit train --out DIR`"
@@ -81,27 +208,33 @@ def save(
     optimizer: torch.optim.Optimizer | None = None,
     train_state: dict[str, Any] | None = None,
 ) -> Path:
+    """Write a checkpoint folder at ``path``, replacing the one there without a moment when
+    neither is findable. Refuses (ValueError) to replace a folder holding other files."""
     path = Path(path)
+    _refuse_foreign(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
+    for stale in stale_temps(path):
+        remove(stale)
+    tmp = temp_of(path)
+    os.mkdir(tmp)
     cfg = {"model": model_name, "config": config_to_json(model.config), "meta": meta or {}}
-    (tmp / "config.json").write_text(json.dumps(cfg, indent=2, ensure_ascii=False), "utf-8")
-    save_file(
-        {k: v.detach().contiguous() for k, v in model.state_dict().items()},
-        str(tmp / "model.safetensors"),
-    )
-    (tmp / "src_vocab.json").write_text(src_vocab.to_json(), "utf-8")
-    (tmp / "tgt_vocab.json").write_text(tgt_vocab.to_json(), "utf-8")
+    weights = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    files = {
+        "config.json": json.dumps(cfg, indent=2, ensure_ascii=False).encode("utf-8"),
+        "model.safetensors": safetensors_bytes(weights),
+        "src_vocab.json": src_vocab.to_json().encode("utf-8"),
+        "tgt_vocab.json": tgt_vocab.to_json().encode("utf-8"),
+    }
     if optimizer is not None:
         tensors, opt_json = optimizer_to_flat(optimizer)
         tensors["rng.torch"] = torch.get_rng_state()
-        save_file(tensors, str(tmp / "optimizer.safetensors"))
         state = {"optimizer": opt_json, **(train_state or {})}
-        (tmp / "train_state.json").write_text(json.dumps(state, indent=2), "utf-8")
-    _replace_dir(tmp, path)
+        files["optimizer.safetensors"] = safetensors_bytes(tensors)
+        files["train_state.json"] = json.dumps(state, indent=2).encode("utf-8")
+    for name, data in files.items():
+        write_file(tmp / name, data)
+    _fsync_dir(tmp)
+    _rotate(tmp, path)
     return path
 
 
@@ -143,15 +276,17 @@ def optimizer_to_flat(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch
 def load_training(
     path: str | Path, model: nn.Module, optimizer: torch.optim.Optimizer
 ) -> dict[str, Any]:
-    """Restore parameters, optimizer state and the torch RNG from a resumable checkpoint;
-    return its train_state (epoch, step, counters)."""
+    """Restore parameters, optimizer state and the torch RNG from the resumable checkpoint
+    ``path`` (or its ``.NAME.old`` backup when a save was interrupted); return its train_state
+    (epoch, step, counters)."""
     p = Path(path)
-    if not (p / "train_state.json").is_file():
-        old = p.with_name(f".{p.name}.old")
-        if (old / "train_state.json").is_file():
-            p = old
-        else:
-            raise FileNotFoundError(f"no resumable checkpoint in {p} (train_state.json missing)")
+    if not is_complete(p, resumable=True):
+        if not is_complete(backup_of(p), resumable=True):
+            raise FileNotFoundError(
+                f"no resumable checkpoint in {p} (nor in {backup_of(p)}): "
+                f"expected {', '.join(FILES + TRAINING_FILES)}"
+            )
+        p = backup_of(p)
     state = json.loads((p / "train_state.json").read_text("utf-8"))
     try:
         model.load_state_dict(load_file(str(p / "model.safetensors")))
@@ -174,4 +309,21 @@ def load_training(
     return state
 
 
-__all__ = ["Loaded", "load", "load_training", "resolve", "save", "write_text"]
+__all__ = [
+    "FILES",
+    "TRAINING_FILES",
+    "Loaded",
+    "backup_of",
+    "find_checkpoint",
+    "foreign_files",
+    "is_complete",
+    "load",
+    "load_training",
+    "remove",
+    "resolve",
+    "save",
+    "stale_temps",
+    "temp_of",
+    "write_file",
+    "write_text",
+]

@@ -1,0 +1,144 @@
+"""A training output folder, opened for one run at a time.
+
+    with open_run(out, resume=args.resume, overwrite=args.overwrite) as run:
+        ...train, saving run.path / "best" and run.path / "last"...
+        (resume from run.resume_from when it is not None)
+
+``open_run`` takes ``OUT/.attnkit.lock`` (``flock``: the OS releases it when its holder dies,
+even by SIGKILL), then decides by what OUT holds:
+
+    OUT holds                    neither flag      --resume                --overwrite
+    nothing of attnkit's         new run           new run                 new run
+    a run, ``last`` resumable    refused           continue it             attnkit's files removed
+    a run, nothing resumable     refused           refused                 attnkit's files removed
+
+Files attnkit did not write are never removed: beside the run they are left alone, and inside a
+checkpoint folder (``OUT/best/notes.txt``) they make ``open_run`` refuse, since a save replaces
+the whole folder. Every refusal is a ``RunDirError`` (a ValueError) of one line saying what to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .checkpoint import backup_of, find_checkpoint, foreign_files, remove
+
+LOCK = ".attnkit.lock"
+CHECKPOINTS = ("best", "last")  # folders, rotated through .NAME.old and .NAME.tmp-PID
+RUN_NAMES = (*CHECKPOINTS, "history.json")  # everything a run writes into OUT
+
+
+class RunDirError(ValueError):
+    """A training output folder that cannot be used as asked; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class RunDir:
+    path: Path
+    resume_from: Path | None  # the resumable checkpoint to continue (``last`` or its backup)
+
+
+def run_entries(out: Path) -> list[Path]:
+    """What attnkit wrote into ``out``: RUN_NAMES, their ``.NAME.old`` backups and
+    ``.NAME.tmp-PID`` temporaries."""
+    names = "|".join(re.escape(n) for n in RUN_NAMES)
+    pattern = re.compile(rf"(?:{names})|\.(?:{names})\.(?:old|tmp-\d+)")
+    return sorted(p for p in out.iterdir() if pattern.fullmatch(p.name))
+
+
+def _usable_folder(out: str | Path | None) -> Path:
+    if out is None or not str(out).strip():
+        raise RunDirError("--out is empty; name a folder for the run, e.g. --out runs/NAME")
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise RunDirError(f"--out {path} is a file, not a folder; pick another --out")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = next(p for p in path.parents if p.exists())
+        raise RunDirError(f"cannot create --out {path}: {blocker} is a file") from None
+    except OSError as err:
+        raise RunDirError(f"cannot create --out {path}: {err.strerror}") from None
+    return path
+
+
+@contextlib.contextmanager
+def _locked(out: Path) -> Iterator[None]:
+    """Hold ``out/.attnkit.lock`` (holding our pid) for the duration; fail at once if held."""
+    lock = out / LOCK
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as err:
+            raise RunDirError(f"cannot write to --out {out}: {err.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise RunDirError(
+                f"{out} is in use by attnkit pid {pid}; wait for that run to end "
+                "or pick another --out"
+            ) from None
+        with contextlib.suppress(FileNotFoundError):
+            if os.fstat(fd).st_ino == os.stat(lock).st_ino:
+                break  # the file we locked is still the lock, not one its holder unlinked
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield
+    finally:
+        os.unlink(lock)  # before unlocking: whoever opened it meanwhile sees the inode change
+        os.close(fd)
+
+
+def _refuse_foreign(out: Path) -> None:
+    for name in CHECKPOINTS:
+        for p in (out / name, backup_of(out / name)):
+            if p.exists() and not p.is_dir():
+                raise RunDirError(f"{p} is a file, not a checkpoint folder; move it away first")
+            if names := foreign_files(p):
+                raise RunDirError(
+                    f"{p} holds files attnkit did not write ({', '.join(names)}); "
+                    "move them out of it first"
+                )
+
+
+@contextlib.contextmanager
+def open_run(
+    out: str | Path | None, *, resume: bool = False, overwrite: bool = False
+) -> Iterator[RunDir]:
+    """Open ``out`` for one training run (see the module docstring): locked, checked, cleaned
+    of dead temporaries, and with ``resume_from`` set when ``resume`` finds a checkpoint."""
+    if resume and overwrite:
+        raise RunDirError("--resume and --overwrite contradict each other; pass one of them")
+    path = _usable_folder(out)
+    with _locked(path):
+        found = run_entries(path)
+        if found and not (resume or overwrite):
+            shown = ", ".join(p.name + ("/" if p.is_dir() else "") for p in found)
+            raise RunDirError(
+                f"{path} already holds a run ({shown}); pass --resume to continue it "
+                "or --overwrite to replace it"
+            )
+        _refuse_foreign(path)
+        for p in found:  # the lock is ours, so no live process is writing any of them
+            if overwrite or ".tmp-" in p.name:
+                remove(p)
+        resume_from = find_checkpoint(path, "last", resumable=True) if resume else None
+        if resume and resume_from is None and run_entries(path):
+            raise RunDirError(
+                f"{path} holds a run but no resumable checkpoint ({path / 'last'} is missing "
+                "or incomplete); pass --overwrite to start it again"
+            )
+        yield RunDir(path, resume_from)
+
+
+__all__ = ["CHECKPOINTS", "LOCK", "RUN_NAMES", "RunDir", "RunDirError", "open_run", "run_entries"]
