@@ -26,8 +26,8 @@ def test_summary_matches_an_independent_scoring(demo: tuple[Path, str]) -> None:
     import sacrebleu
 
     from attnkit.data.tasks import load_task
-    from attnkit.train import checkpoint
     from attnkit.decode import translate
+    from attnkit.train import checkpoint
 
     out, text = demo
     summary = json.loads((out / "summary.json").read_text("utf-8"))

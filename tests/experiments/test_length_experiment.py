@@ -100,8 +100,8 @@ def _scores_match_sacrebleu(out: Path, result: dict) -> None:
     import sacrebleu
 
     from attnkit.data.tasks import load_task
-    from attnkit.train import checkpoint
     from attnkit.decode import translate
+    from attnkit.train import checkpoint
 
     c = result["config"]
     test = load_task(

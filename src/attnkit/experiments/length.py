@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.example import Example
+from ..train.checkpoint import find_checkpoint
 from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from ..train.fit import fit
 
@@ -117,8 +118,11 @@ def train_argv(cfg: LengthConfig, model: str, out: Path) -> list[str]:
 
 
 def _steps_done(out: Path) -> int:
+    last = find_checkpoint(out, "last", resumable=True)
+    if last is None:
+        return 0
     try:
-        return int(json.loads((out / "last" / "train_state.json").read_text())["global_step"])
+        return int(json.loads((last / "train_state.json").read_text())["global_step"])
     except (OSError, ValueError, KeyError):
         return 0
 

@@ -184,7 +184,7 @@ class FitConfig:
 
     def __post_init__(self) -> None:
         if not str(self.out).strip():
-            raise ValueError("the output folder is empty; name one with --out DIR")
+            raise ValueError("--out is empty; name a folder for the run, e.g. --out runs/NAME")
         if self.resume and self.overwrite:
             raise ValueError("--resume continues the run in OUT, --overwrite replaces it: pick one")
         if self.device not in ("auto", "cpu", "cuda"):

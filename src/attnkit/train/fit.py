@@ -12,7 +12,8 @@ Under ``torchrun`` it trains data-parallel (see distributed.py).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,10 +22,12 @@ import torch
 
 from ..data.example import Example, Splits
 from ..data.vocab import Vocab
-from ..models import build_model
+from ..models import Seq2Seq, build_model
+from .checkpoint import find_checkpoint
 from .config import DataConfig, FitConfig
 from .distributed import process_group
 from .loop import TrainResult, train
+from .run_dir import open_run
 from .runtime import pick_device, set_threads
 
 
@@ -91,42 +94,60 @@ def fit(
     device = pick_device(config.device)
     set_threads(config.threads)
     with process_group(device) as dist:
+        main = dist is None or dist.is_main
         if dist is not None:
             device = str(dist.device)
-            if not dist.is_main:
-                log = _silent
-        prepared = data if data is not None else prepare(config.data)
-        m = config.model
-        torch.manual_seed(config.train.seed)
-        model = build_model(
-            m.name,
-            preset=m.preset,
-            src_vocab=len(prepared.src_vocab),
-            tgt_vocab=len(prepared.tgt_vocab),
-            **m.options,
-        ).to(device)
-        n_params = sum(p.numel() for p in model.parameters())
-        ranks = "" if dist is None else f" x {dist.world_size} processes ({dist.backend})"
-        log(
-            f"{m.name} ({n_params:,} parameters) on {len(prepared.splits.train)} training "
-            f"pairs; vocab {len(prepared.src_vocab)} -> {len(prepared.tgt_vocab)}; "
-            f"device {device}{ranks}"
-        )
-        result = train(
-            model,
-            m.name,
-            prepared.splits.train,
-            prepared.splits.valid,
-            prepared.src_vocab,
-            prepared.tgt_vocab,
-            config.train,
-            config.out,
-            resume=config.resume,
-            meta=prepared.spec,
-            log=log,
-            dist=dist,
-        )
-    return FitResult(**vars(result), data=prepared, main=dist is None or dist.is_main)
+            log = log if main else _silent
+        with _run_folder(config, is_main=main) as resume_from:  # refused before any work
+            prepared = data if data is not None else prepare(config.data)
+            model = _build(config, prepared, device)
+            n_params = sum(p.numel() for p in model.parameters())
+            ranks = "" if dist is None else f" x {dist.world_size} processes ({dist.backend})"
+            log(
+                f"{config.model.name} ({n_params:,} parameters) on {len(prepared.splits.train)} "
+                f"training pairs; vocab {len(prepared.src_vocab)} -> {len(prepared.tgt_vocab)}; "
+                f"device {device}{ranks}"
+            )
+            result = train(
+                model,
+                config.model.name,
+                prepared.splits.train,
+                prepared.splits.valid,
+                prepared.src_vocab,
+                prepared.tgt_vocab,
+                config.train,
+                config.out,
+                resume=resume_from is not None,
+                resume_from=resume_from,
+                meta=prepared.spec,
+                log=log,
+                dist=dist,
+            )
+    return FitResult(**vars(result), data=prepared, main=main)
+
+
+def _build(config: FitConfig, prepared: Prepared, device: str) -> Seq2Seq:
+    """The model of ``config`` for the data's vocabularies, seeded by the training seed."""
+    m = config.model
+    torch.manual_seed(config.train.seed)
+    return build_model(
+        m.name,
+        preset=m.preset,
+        src_vocab=len(prepared.src_vocab),
+        tgt_vocab=len(prepared.tgt_vocab),
+        **m.options,
+    ).to(device)
+
+
+@contextmanager
+def _run_folder(config: FitConfig, *, is_main: bool) -> Iterator[Path | None]:
+    """Rank 0 holds the run folder (lock, resume/overwrite rules of run_dir.py) for the whole
+    run and yields the checkpoint to resume from; the other ranks only look for it."""
+    if not is_main:
+        yield find_checkpoint(Path(config.out), "last", resumable=True) if config.resume else None
+        return
+    with open_run(config.out, resume=config.resume, overwrite=config.overwrite) as run:
+        yield run.resume_from
 
 
 def _silent(line: str) -> None:

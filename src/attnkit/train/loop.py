@@ -261,10 +261,7 @@ def train(
 def _restore(
     out: Path, resume_from: Path | None, model: Seq2Seq, opt: torch.optim.Optimizer, log: Log
 ) -> LoopState:
-    source = resume_from
-    if source is None:
-        found = [p for p in (out / "last", out / ".last.old") if (p / "train_state.json").is_file()]
-        source = found[0] if found else None
+    source = resume_from or checkpoint.find_checkpoint(out, "last", resumable=True)
     if source is None:
         log(f"--resume: nothing to resume in {out}; starting fresh")
         return LoopState()
