@@ -77,8 +77,9 @@ def local_window_attention(
             f"align must declare a key window (LocalM, LocalP, or an alignment whose "
             f"key_window(...) returns a KeyWindow); {type(align).__name__} does not"
         )
-    return attend_window(q_work, k_work, values, window, score=score, normaliser=normaliser,
-                         mask=mask)  # fmt: skip
+    return attend_window(
+        q_work, k_work, values, window, score=score, normaliser=normaliser, mask=mask
+    )
 
 
 def attend_window(
