@@ -97,12 +97,15 @@ def attend(
     lead = torch.broadcast_shapes(query.shape[:-2], keys.shape[:-2])
     check_mask(mask, (*lead, query.shape[-2], keys.shape[-2]))
     check_positions(positions, (*lead, query.shape[-2]))
-    if align is not None and not need_weights:  # O(n·window) kernels: attnkit.local
-        fast = fast_local(query, keys, values, score, align, normaliser, reduce, mask, positions)
-        if fast is not None:
-            return AttentionResult(fast.context, None, extras=fast.extras)
     work = compute_dtype(query.dtype)
     q_work, k_work = query.to(work), keys.to(work)  # half inputs are aligned/scored in float32
+    if align is not None and not need_weights:  # O(n·window) kernels: attnkit.local
+        fast = fast_local(
+            query, keys, values, score, align, normaliser, reduce, mask, positions,
+            work=(q_work, k_work),
+        )  # fmt: skip
+        if fast is not None:
+            return AttentionResult(fast.context, None, extras=fast.extras)
     if align is None:
         spec = AlignSpec(mask)
     elif positions is None:

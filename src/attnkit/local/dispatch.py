@@ -43,13 +43,18 @@ def fast_local(
     reduce: Any,
     mask: Tensor | None,
     positions: Tensor | None = None,
+    *,
+    work: tuple[Tensor, Tensor] | None = None,
 ) -> FastResult | None:
     """For ``attend(..., need_weights=False)``: the local kernel's context, or None to take
-    the reference path."""
+    the reference path. ``work``: query and keys already in the compute dtype (float32 for
+    half inputs), in which alignments see them, as on attend's reference path."""
     if not is_weighted_sum(reduce):
         return None
-    work = compute_dtype(query.dtype)
-    q_work, k_work = query.to(work), keys.to(work)  # as attend's reference path aligns
+    if work is None:
+        dtype = compute_dtype(query.dtype)
+        work = query.to(dtype), keys.to(dtype)
+    q_work, k_work = work
     if positions is None and is_plain_sdpa(score, normaliser, reduce):
         band = sliding_band(align, q_work)
         if band is not None:
