@@ -147,11 +147,13 @@ def test_step_by_step_equals_the_teacher_forced_pass(align: str) -> None:
 
 
 def test_registry_names_configure_the_model() -> None:
-    m = model(score="cosine", align="sliding")  # any attnkit score and alignment name
-    assert m.attention.score.name == "cosine" and m.attention.align.radius == D
-    assert model(score="concat").attention.score.name == "additive"  # an alias
+    for name in ("concat", "additive", "bahdanau"):  # one variant, by the registry's aliases
+        assert model(score=name).attention.score.name == "additive"
+    assert model(align="local-p").attention.align.window == D
     with pytest.raises(ValueError, match=r"LuongConfig.align='local-q'.*choose one of"):
         LuongConfig(10, 10, align="local-q")
+    with pytest.raises(ValueError, match=r"LuongConfig.score='cosine'.*choose one of"):
+        LuongConfig(10, 10, score="cosine")  # an attnkit score, but not Luong 2015's
     with pytest.raises(ValueError, match=r"LuongConfig.window=-1.*local-m"):
         LuongConfig(10, 10, align="local-m", window=-1)
 

@@ -31,9 +31,22 @@ from ..registry import build_alignment, build_score, canonical, check_window_for
 from .base import Memory, Seq2Seq, State, source_mask
 from .encoders import GRUEncoder
 
-# the paper's variants, by their registry names; the config accepts any registry name
+# the paper's variants, by attnkit's registry names (an alias of one, e.g. "additive" for
+# "concat", is the same variant)
 SCORE_NAMES = ("dot", "general", "concat", "location")  # eq. 8
 ALIGN_NAMES = ("global", "local-m", "local-p")  # §3.1-3.2
+
+
+def _check_name(field: str, kind: str, name: str, paper: tuple[str, ...]) -> None:
+    """``name`` must be, through the registry, one of the paper's variants."""
+    try:
+        key: str | None = canonical(kind, name)
+    except ValueError:
+        key = None
+    if key not in {canonical(kind, n) for n in paper}:
+        raise ValueError(
+            f"LuongConfig.{field}={name!r}; choose one of {paper} (or an attnkit alias of one)"
+        )
 
 
 @dataclass
@@ -44,8 +57,8 @@ class LuongConfig:
     hidden: int = 128  # n: encoder and decoder width (dot needs them equal)
     layers: int = 2
     cell: str = "lstm"  # lstm | gru
-    score: str = "general"  # dot | general | concat | location (any attnkit score name)
-    align: str = "global"  # global | local-m | local-p (any attnkit alignment name)
+    score: str = "general"  # dot | general | concat | location
+    align: str = "global"  # global | local-m | local-p
     window: int = 10  # D, half-width of the local window (paper: 10)
     input_feeding: bool = True
     max_src_len: int = 100  # rows of W_a for the location score
@@ -57,11 +70,8 @@ class LuongConfig:
                 raise ValueError(f"LuongConfig.{name}={getattr(self, name)}; it must be >= 1")
         if self.cell not in ("lstm", "gru"):
             raise ValueError(f"LuongConfig.cell={self.cell!r}; choose 'lstm' or 'gru'")
-        for field, kind in (("score", "score"), ("align", "alignment")):
-            try:
-                canonical(kind, getattr(self, field))
-            except ValueError as e:
-                raise ValueError(f"LuongConfig.{field}={getattr(self, field)!r}: {e}") from None
+        _check_name("score", "score", self.score, SCORE_NAMES)
+        _check_name("align", "alignment", self.align, ALIGN_NAMES)
         try:
             check_window_for(self.align, self.window)
         except ValueError as e:
