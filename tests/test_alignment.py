@@ -194,3 +194,84 @@ def test_predict_position_is_source_length_times_sigmoid() -> None:
     expected = 9 * sigmoid(0.7 * hidden[0] - 0.3 * hidden[1])
     got = predict_position(h, w_p, v_p, torch.tensor(9.0, dtype=torch.float64))
     assert abs(got.item() - expected) < 1e-14
+
+
+ROW_ALIGNMENTS = {
+    "global": lambda: GlobalAlignment(),
+    "causal": lambda: CausalAlignment(),
+    "sliding": lambda: SlidingWindow(1),
+    "sliding-causal": lambda: SlidingWindow(2, causal=True),
+    "local-m": lambda: LocalM(1),
+    "local-p": lambda: LocalP(4, window=2),
+}
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+@pytest.mark.parametrize("name", sorted(ROW_ALIGNMENTS))
+def test_one_query_at_its_position_is_that_row_of_the_full_pass(name: str, need_weights) -> None:
+    """An incremental decoder asks one query at a time, at step t: it must get row t of the
+    full pass (Tq = 6 queries at positions 0 .. 5), on the fast and the reference paths."""
+    torch.manual_seed(0)
+    align = ROW_ALIGNMENTS[name]().double()
+    q, k, v = _qkv(tq=6, tk=7)
+    mask = attnkit.padding_mask(torch.tensor([7, 4]))  # (B, 1, Tk)
+    full = attend(q, k, v, align=align, mask=mask)  # weights (B, Tq, Tk)
+    for t in range(6):
+        for positions in (torch.tensor([t]), torch.full((2, 1), t), torch.tensor([float(t)])):
+            kw = dict(align=align, mask=mask, need_weights=need_weights)
+            row = attend(q[:, t : t + 1], k, v, positions=positions, **kw)
+            torch.testing.assert_close(row.context[:, 0], full.context[:, t])
+            if need_weights:
+                torch.testing.assert_close(row.weights[:, 0], full.weights[:, t])
+            if "position" in full.extras:
+                p = full.extras["position"]
+                p_t = p[t] if p.dim() == 1 else p[:, t]
+                got = row.extras["position"].expand(2, 1)[:, 0]  # (1,) or (B, 1) -> (B,)
+                torch.testing.assert_close(got, p_t.expand(2))
+
+
+@pytest.mark.parametrize(
+    "align,allows",
+    [
+        (lambda: SlidingWindow(2), lambda p, j: abs(p - j) <= 2),
+        (lambda: SlidingWindow(2, causal=True), lambda p, j: 0 <= p - j <= 2),
+        (lambda: CausalAlignment(), lambda p, j: j <= p),
+    ],
+    ids=["sliding", "sliding-causal", "causal"],
+)
+def test_windows_at_given_positions_match_loops(align, allows) -> None:
+    q, k, v = _qkv(tq=3, tk=7)
+    at = torch.tensor([[5, 0, 6], [2, 2, 9]])  # (B, Tq): queries out of order, one past Tk
+    allowed = np.array([[[allows(p, j) for j in range(7)] for p in row] for row in at.tolist()])
+    ctx, w = _dense_ref(q, k, v, allowed)  # (B, Tq, Tk) built with loops
+    for need in (True, False):
+        out = attend(q, k, v, align=align(), positions=at, need_weights=need)
+        np.testing.assert_allclose(out.context.numpy(), ctx, atol=1e-12)
+        if need:
+            np.testing.assert_allclose(out.weights.numpy(), w, atol=1e-12)
+
+
+def test_local_m_at_given_positions_matches_loops() -> None:
+    q, k, v = _qkv(tq=4, tk=9)
+    at = torch.tensor([7.0, 0.0, 2.5, 12.0])  # p_t: a real step, and one past the source
+    allowed = np.array([[abs(s - p) <= 2 for s in range(9)] for p in at.tolist()])
+    ctx, w = _dense_ref(q, k, v, allowed)
+    for need in (True, False):
+        out = attend(q, k, v, align=LocalM(2), positions=at, need_weights=need)
+        np.testing.assert_allclose(out.context.numpy(), ctx, atol=1e-12)
+        if need:
+            np.testing.assert_allclose(out.weights.numpy(), w, atol=1e-12)
+        torch.testing.assert_close(out.extras["position"], at.double())
+
+
+def test_alignments_declare_their_fast_path_capabilities() -> None:
+    q, k, _ = _qkv()
+    assert SlidingWindow(3, causal=True).sliding_band(q) == attnkit.alignment.Band(3, True)
+    assert SlidingWindow(3).key_window(q, k) is None  # a dense band is cheaper for big radii
+    assert CausalAlignment().sliding_band(q) is None and GlobalAlignment().key_window(q, k) is None
+    band = LocalM(2).sliding_band(q)
+    assert band is not None and band.radius == 2 and not band.causal
+    win = LocalM(2).key_window(q, k)
+    assert win.width == 5 and win.start.tolist() == [-2, -1, 0, 1, 2, 3]
+    assert LocalM(2).key_window(q, k, positions=torch.tensor([0.5])).width == 6
+    assert LocalP(4, 2).key_window(q.float(), k.float()).width == 6  # floor(p) - D .. + D + 1

@@ -124,3 +124,26 @@ def test_attend_gradcheck_scaled_dot_with_mask() -> None:
             lambda q, k, v, need=need: attend(q, k, v, mask=mask, need_weights=need).context,
             (q, k, v),
         )
+
+
+def test_fused_paths_are_taken() -> None:
+    from _spies import only_path
+
+    q = torch.randn(2, 3, 5, 8)
+    with only_path("sdpa"):
+        attend(q, q, q, need_weights=False)
+    with only_path("sdpa"):
+        attend(q, q, q, align=CausalAlignment(), need_weights=False)
+    with only_path("reference"):
+        attend(q, q, q, align=CausalAlignment())
+
+
+def test_positions_errors_say_what_to_give() -> None:
+    q = torch.randn(2, 3, 4)
+    with pytest.raises(ValueError, match=r"positions has shape \(4,\).*one position per query"):
+        attend(q, q, q, align=CausalAlignment(), positions=torch.arange(4))
+    with pytest.raises(ValueError, match="positions"):
+        attend(q, q, q, align=CausalAlignment(), positions=torch.zeros(3, 3))
+    with pytest.raises(TypeError, match="integer or float"):
+        attend(q, q, q, align=CausalAlignment(), positions=torch.ones(3, dtype=torch.bool))
+    attend(q, q, q, align=CausalAlignment(), positions=torch.zeros(2, 1, dtype=torch.long))

@@ -4,9 +4,19 @@ inputs in float32."""
 
 import pytest
 import torch
+from _spies import only_path
 
 import attnkit
-from attnkit import Entmax15, LocalP, MultiHeadAttention, Softmax, Sparsemax, attend
+from attnkit import (
+    AdditiveScore,
+    Entmax15,
+    GeneralScore,
+    LocalP,
+    MultiHeadAttention,
+    Softmax,
+    Sparsemax,
+    attend,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -120,3 +130,36 @@ def test_half_multidimensional_module(dtype) -> None:
     out = m.to(dtype)(x.to(dtype), x.to(dtype)).context
     assert out.dtype == dtype and torch.isfinite(out).all()
     torch.testing.assert_close(out.float(), ref, rtol=0.05, atol=0.05)
+
+
+FAST_PATHS = {
+    "sliding": ("sliding", lambda: dict(align=attnkit.SlidingWindow(2))),
+    "sliding-causal": ("sliding", lambda: dict(align=attnkit.SlidingWindow(3, causal=True))),
+    "local-m": ("sliding", lambda: dict(align=attnkit.LocalM(2))),
+    "local-m/general": ("gather", lambda: dict(align=attnkit.LocalM(2), score=GeneralScore(16))),
+    "local-p": ("gather", lambda: dict(align=LocalP(16, window=2))),
+    "local-p/additive": ("gather", lambda: dict(align=LocalP(16, 2), score=AdditiveScore(16))),
+    "global": ("sdpa", lambda: dict()),
+    "causal": ("sdpa", lambda: dict(align=attnkit.CausalAlignment())),
+}
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("case", sorted(FAST_PATHS))
+def test_every_fast_path_in_half(case: str, dtype) -> None:
+    # Used to fail for local-p: its fast path had its own copy of the position code, without
+    # the cast of LocalP's float32 parameters ("RuntimeError: Half != float").
+    path, stages = FAST_PATHS[case]
+    torch.manual_seed(0)
+    kw = stages()
+    q, k, v = _large_logits(dtype)
+    if "align" in kw and not isinstance(kw["align"], attnkit.SlidingWindow | attnkit.LocalM):
+        q = q / 100  # local-p: a position spread over the source, not saturated at S
+    mask = attnkit.padding_mask(torch.tensor([7, 4]))
+    with only_path(path):
+        out = attend(q, k, v, mask=mask, need_weights=False, **kw)
+    ref = attend(q.float(), k.float(), v.float(), mask=mask, **kw)
+    assert out.context.dtype == dtype
+    _close(out.context, ref.context)
+    if "position" in ref.extras:
+        torch.testing.assert_close(out.extras["position"], ref.extras["position"])

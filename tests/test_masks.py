@@ -49,3 +49,28 @@ def test_from_key_padding_mask_flips_polarity() -> None:
 def test_describe_draws_the_mask() -> None:
     assert describe(causal_mask(2)) == "#.\n##"
     assert describe(None) == "<all keys allowed>"
+
+
+def test_window_mask_at_any_positions_matches_loops() -> None:
+    from attnkit.masks import window_mask
+
+    at = torch.tensor([[3, 0, 7], [1, 5, 5]])  # (B, Tq)
+    for radius in (None, 0, 2):
+        for causal in (False, True):
+            got = window_mask(at, 6, radius, causal=causal)  # (B, Tq, Tk)
+            expect = [
+                [
+                    [
+                        (p - j >= 0 if causal else True)
+                        and (radius is None or abs(p - j) <= radius)
+                        for j in range(6)
+                    ]
+                    for p in row
+                ]
+                for row in at.tolist()
+            ]
+            assert got.tolist() == expect
+    keys = torch.tensor([[2, 3, 4]])  # gathered key indices (Tq, W) for one query at 2.5
+    assert window_mask(torch.tensor([2.5]), keys, 1).tolist() == [[True, True, False]]
+    with pytest.raises(ValueError, match="radius"):
+        window_mask(at, 6, -1)

@@ -1,7 +1,8 @@
 """Properties over random shapes and masks (hypothesis): weights are distributions over the
 allowed keys, fully masked rows are zero without NaN (forward and backward), local/sliding
 windows equal dense attention with an independently built band mask, one head equals
-single-head attend, sparsemax is sparse, self-attention is permutation-equivariant."""
+single-head attend, sparsemax is sparse, self-attention is permutation-equivariant, a query
+asked alone at its position gets its row of the full pass."""
 
 import hypothesis.strategies as st
 import pytest
@@ -169,3 +170,30 @@ def test_self_attention_is_permutation_equivariant(b, t, heads, score, norm, see
     torch.testing.assert_close(
         out_p.weights, out.weights[:, :, perm][..., perm], atol=1e-10, rtol=0
     )
+
+
+@SETTINGS
+@given(
+    data=qkv_and_mask(),
+    radius=st.integers(0, 3),
+    kind=st.sampled_from(["causal", "sliding", "sliding-causal", "local-m"]),
+    norm=NORMALISERS,
+    need_weights=st.booleans(),
+)
+def test_each_query_at_its_position_is_its_row(data, radius, kind, norm, need_weights) -> None:
+    """Asking the queries one at a time, each at its position t, gives the full pass's rows."""
+    q, k, v, mask = data
+    align = {
+        "causal": attnkit.CausalAlignment(),
+        "sliding": SlidingWindow(radius),
+        "sliding-causal": SlidingWindow(radius, causal=True),
+        "local-m": LocalM(radius),
+    }[kind]
+    full = attend(q, k, v, align=align, mask=mask, normaliser=norm)
+    for t in range(q.shape[-2]):
+        kw = dict(align=align, normaliser=norm, need_weights=need_weights)
+        at = torch.tensor([t])
+        row = attend(q[:, t : t + 1], k, v, mask=mask[:, t : t + 1], positions=at, **kw)
+        torch.testing.assert_close(row.context[:, 0], full.context[:, t], atol=1e-12, rtol=0)
+        if need_weights:
+            torch.testing.assert_close(row.weights[:, 0], full.weights[:, t], atol=1e-12, rtol=0)

@@ -105,3 +105,42 @@ def test_hard_attention_from_names() -> None:
         attnkit.build("scaled_dot", dim=8, heads=2, reduce="sample")
     with pytest.raises(ValueError, match="unknown reduction"):
         attnkit.build("dot", dim=4, reduce="max")
+
+
+def test_one_source_of_names() -> None:
+    from attnkit.registry import canonical, check_window_for, names
+
+    assert canonical("score", "concat") == "additive" and canonical("score", "dot") == "dot"
+    assert canonical("alignment", "local-p") == "local-p"
+    assert names("score") == tuple(sorted(SCORES))
+    assert "bahdanau" in names("score", aliases=True)
+    with pytest.raises(ValueError, match="choose one of"):
+        canonical("score", "additive-ish")
+    with pytest.raises(ValueError, match="stage kind"):
+        names("scorer")
+    check_window_for("global", None)  # no window: nothing to check
+    check_window_for("local-m", 0)
+    with pytest.raises(ValueError, match="needs window=..."):
+        check_window_for("sliding", None)
+    with pytest.raises(ValueError, match=r"local-p.*>= 1"):
+        check_window_for("local-p", 0)
+    for align in ALIGNMENTS:  # WINDOWED names exactly the alignments that need a window
+        needs = align in attnkit.registry.WINDOWED
+        if needs:
+            with pytest.raises(ValueError, match="window"):
+                build_alignment(align, 4, None)
+        else:
+            build_alignment(align, 4, None)
+
+
+def test_scores_declare_capabilities() -> None:
+    from attnkit.capabilities import is_gatherable, is_plain_scaled_dot
+
+    assert is_plain_scaled_dot(attnkit.ScaledDotScore()) and is_plain_scaled_dot(
+        attnkit.scores.scaled_dot_score
+    )
+    assert not is_plain_scaled_dot(attnkit.ScaledDotScore(0.5))
+    assert not is_plain_scaled_dot(attnkit.DotScore()) and not is_plain_scaled_dot(len)
+    for name in SCORES:
+        score = build_score(name, 4, max_keys=3)
+        assert is_gatherable(score) == (name != "location"), name

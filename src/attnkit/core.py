@@ -4,7 +4,8 @@
 
 Legend: B batch, H heads, Tq queries, Tk keys, Dq/Dk/Dv query/key/value widths.
 Each stage is a callable with one fixed signature (see scores.py, alignment.py,
-normalisers.py, and ``Reduction`` below), so a new variant is a new small callable.
+normalisers.py, reduction.py), so a new variant is a new small callable. What a stage can do
+fast it declares itself (capabilities.py); ``attnkit.local`` holds the O(n·window) kernels.
 """
 
 from __future__ import annotations
@@ -19,11 +20,16 @@ from torch import Tensor
 
 from ._checks import check_mask, check_qkv
 from .alignment import AlignSpec
-from .normalisers import Softmax, compute_dtype, softmax
-from .scores import ScaledDotScore, scaled_dot_score
+from .capabilities import is_plain_sdpa
+from .local.dispatch import fast_local
+from .normalisers import compute_dtype, softmax
+from .reduction import Reduced, ReduceFn, weighted_sum
+from .scores import scaled_dot_score
 
 ScoreFn = Callable[[Tensor, Tensor], Tensor]
-AlignFn = Callable[[Tensor, Tensor, "Tensor | None"], AlignSpec]
+# align(query, keys, mask) or align(query, keys, mask, positions): positions are passed only
+# when the caller gives them, so a three-argument alignment keeps working
+AlignFn = Callable[..., AlignSpec]
 NormaliseFn = Callable[[Tensor, "Tensor | None"], Tensor]
 
 
@@ -41,29 +47,6 @@ class AttentionResult:
     weights: Tensor | None
     scores: Tensor | None = None
     extras: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Reduced:
-    context: Tensor
-    extras: dict[str, Any] = field(default_factory=dict)
-
-
-def weighted_sum(weights: Tensor, values: Tensor) -> Reduced:
-    """c_i = Σ_j a_ij v_j (Bahdanau 2015, eq. 5). weights (..., Tq, Tk), values (..., Tk, Dv)
-    -> context (..., Tq, Dv), computed in the weights' dtype."""
-    return Reduced(weights @ values.to(weights.dtype))  # (..., Tq, Dv)
-
-
-ReduceFn = Callable[[Tensor, Tensor], Reduced]
-
-
-def _is_plain_sdpa(score: ScoreFn, normaliser: NormaliseFn, reduce: ReduceFn) -> bool:
-    scaled = score is scaled_dot_score or (
-        isinstance(score, ScaledDotScore) and score.scale is None
-    )
-    plain_softmax = isinstance(normaliser, Softmax) and normaliser.temperature == 1.0
-    return scaled and plain_softmax and reduce is weighted_sum
 
 
 def sdpa_context(query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
@@ -89,40 +72,67 @@ def attend(
     normaliser: NormaliseFn = softmax,
     reduce: ReduceFn = weighted_sum,
     mask: Tensor | None = None,
+    positions: Tensor | None = None,
     need_weights: bool = True,
     check_finite: bool = True,
 ) -> AttentionResult:
     """Attention over keys for every query.
 
         e = score(query, keys)                       # (..., Tq, Tk)
-        m, prior = align(query, keys, mask)          # which keys, with which prior
+        m, prior = align(query, keys, mask, positions)   # which keys, with which prior
         a = normaliser(e, m) [* prior]               # (..., Tq, Tk)
         c = reduce(a, values)                        # (..., Tq, Dv)
 
     query (..., Tq, Dq), keys (..., Tk, Dk), values (..., Tk, Dv); mask bool broadcastable to
-    (..., Tq, Tk), True = may attend. Half-precision inputs are scored and normalised in
-    float32; the context comes back in the input dtype. With ``need_weights=False`` and plain
-    scaled-dot softmax attention, the fused ``F.scaled_dot_product_attention`` is used.
+    (..., Tq, Tk), True = may attend; positions (..., Tq), integer or real, where each query
+    stands in its sequence (None: 0 .. Tq-1): an incremental decoder passes its step t, so
+    causal, sliding and local-m alignments give it row t of the full pass. Half-precision
+    inputs are scored and normalised in float32; the context comes back in the input dtype.
+    With ``need_weights=False`` and plain
+    scaled-dot softmax attention, the fused ``F.scaled_dot_product_attention`` is used, and
+    local alignments go to the O(n·window) kernels of ``attnkit.local`` when their stages
+    declare they can (``attnkit.capabilities``).
     """
     check_qkv(query, keys, values, finite=check_finite)
     lead = torch.broadcast_shapes(query.shape[:-2], keys.shape[:-2])
     check_mask(mask, (*lead, query.shape[-2], keys.shape[-2]))
-    if align is not None and not need_weights:  # O(n·window) kernels: attnkit.local
-        from .local.dispatch import fast_local
-
-        fast = fast_local(query, keys, values, score, align, normaliser, reduce, mask)
-        if fast is not None:
-            return fast
-    out_dtype = values.dtype
+    check_positions(positions, (*lead, query.shape[-2]))
     work = compute_dtype(query.dtype)
     q_work, k_work = query.to(work), keys.to(work)  # half inputs are aligned/scored in float32
-    spec = align(q_work, k_work, mask) if align is not None else AlignSpec(mask)
+    if align is not None and not need_weights:  # O(n·window) kernels: attnkit.local
+        fast = fast_local(
+            query, keys, values, score, align, normaliser, reduce, mask, positions,
+            work=(q_work, k_work),
+        )  # fmt: skip
+        if fast is not None:
+            return AttentionResult(fast.context, None, extras=fast.extras)
+    if align is None:
+        spec = AlignSpec(mask)
+    elif positions is None:
+        spec = align(q_work, k_work, mask)
+    else:
+        spec = align(q_work, k_work, mask, positions)
 
-    if not need_weights and spec.prior is None and _is_plain_sdpa(score, normaliser, reduce):
+    if not need_weights and spec.prior is None and is_plain_sdpa(score, normaliser, reduce):
         ctx = sdpa_context(query, keys, values, spec.mask)
         return AttentionResult(ctx, None, extras=_position(spec))
+    return reference_attention(q_work, k_work, values, spec, score, normaliser, reduce)
 
-    scores = score(q_work, k_work)  # (..., Tq, Tk)
+
+def reference_attention(
+    query: Tensor,
+    keys: Tensor,
+    values: Tensor,
+    spec: AlignSpec,
+    score: ScoreFn,
+    normaliser: NormaliseFn,
+    reduce: ReduceFn,
+) -> AttentionResult:
+    """The explicit path every fast path is tested against: scores (..., Tq, Tk), weights
+    normalised over ``spec.mask`` times ``spec.prior``, reduced with the values. query and keys
+    in the compute dtype; the context comes back in the values' dtype."""
+    out_dtype = values.dtype
+    scores = score(query, keys)  # (..., Tq, Tk)
     weights = normaliser(scores, spec.mask)  # (..., Tq, Tk)
     if spec.prior is not None:
         weights = weights * spec.prior.to(weights.dtype)
@@ -136,6 +146,27 @@ def _position(spec: AlignSpec) -> dict[str, Any]:
     return {} if spec.position is None else {"position": spec.position}
 
 
+def check_positions(positions: Tensor | None, shape: tuple[int, ...]) -> None:
+    """Query positions are a real or integer tensor broadcastable to (..., Tq)."""
+    if positions is None:
+        return
+    if not isinstance(positions, Tensor) or positions.dtype == torch.bool:
+        raise TypeError(
+            "positions must be an integer or float torch.Tensor (..., Tq) of query positions, "
+            f"got {getattr(positions, 'dtype', type(positions).__name__)}"
+        )
+    try:
+        ok = torch.broadcast_shapes(positions.shape, shape) == torch.Size(shape)
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"positions has shape {tuple(positions.shape)}, which does not broadcast to the "
+            f"queries {shape} (..., Tq); give one position per query, e.g. torch.arange(Tq) "
+            "or a decoder's step t as (B, 1)"
+        )
+
+
 __all__ = [
     "AlignFn",
     "AttentionResult",
@@ -144,6 +175,8 @@ __all__ = [
     "Reduced",
     "ScoreFn",
     "attend",
+    "check_positions",
+    "reference_attention",
     "sdpa_context",
     "weighted_sum",
 ]

@@ -38,12 +38,32 @@ def from_key_padding_mask(key_padding_mask: Tensor) -> Tensor:
     return ~key_padding_mask[..., None, :]
 
 
+def window_mask(
+    positions: Tensor, keys: int | Tensor, radius: int | None = None, *, causal: bool = False
+) -> Tensor:
+    """The one band formula: a query at position p may attend key j when |p - j| <= r, or
+    with ``causal`` when 0 <= p - j <= r (Vaswani 2017, Table 1 "restricted"; ``radius=None``:
+    no bound, so causal alone is j <= p).
+
+    positions (..., Tq), integer or real; keys: Tk (keys 0 .. Tk-1) or key indices
+    broadcastable to (..., Tq, W) -> bool (..., Tq, Tk | W), True = may attend.
+    """
+    if radius is not None and radius < 0:
+        raise ValueError(f"radius={radius} is negative; a window radius must be >= 0")
+    if isinstance(keys, int):
+        keys = torch.arange(keys, device=positions.device)  # (Tk,)
+    dist = positions[..., None] - keys.to(positions.dtype)  # (..., Tq, Tk|W)
+    if causal:
+        return (dist >= 0) if radius is None else (dist >= 0) & (dist <= radius)
+    if radius is None:
+        return torch.ones_like(dist, dtype=torch.bool)
+    return dist.abs() <= radius  # (..., Tq, Tk|W)
+
+
 def causal_mask(tq: int, tk: int | None = None, *, device: torch.device | None = None) -> Tensor:
     """Query i may attend keys j <= i (top-left aligned, as SDPA's ``is_causal``): (Tq, Tk)."""
     tk = tq if tk is None else tk
-    i = torch.arange(tq, device=device)[:, None]  # (Tq, 1)
-    j = torch.arange(tk, device=device)[None, :]  # (1, Tk)
-    return j <= i  # (Tq, Tk)
+    return window_mask(torch.arange(tq, device=device), tk, causal=True)  # (Tq, Tk)
 
 
 def band_mask(
@@ -55,14 +75,11 @@ def band_mask(
     device: torch.device | None = None,
 ) -> Tensor:
     """Restricted attention (Vaswani 2017, Table 1 "restricted"): |i - j| <= r, or
-    0 <= i - j <= r for a causal look-back. Returns (Tq, Tk)."""
+    0 <= i - j <= r for a causal look-back. Returns (Tq, Tk); ``window_mask`` for queries at
+    other positions."""
     if radius < 0:
         raise ValueError(f"radius={radius} is negative; a window radius must be >= 0")
-    i = torch.arange(tq, device=device)[:, None]  # (Tq, 1)
-    j = torch.arange(tk, device=device)[None, :]  # (1, Tk)
-    if causal:
-        return (j <= i) & (i - j <= radius)  # (Tq, Tk)
-    return (i - j).abs() <= radius  # (Tq, Tk)
+    return window_mask(torch.arange(tq, device=device), tk, radius, causal=causal)  # (Tq, Tk)
 
 
 def and_masks(*masks: Tensor | None) -> Tensor | None:

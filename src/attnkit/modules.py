@@ -25,6 +25,11 @@ def heads_mask(mask: Tensor | None) -> Tensor | None:
     return mask
 
 
+def heads_positions(positions: Tensor | None) -> Tensor | None:
+    """Query positions (B, Tq) gain a heads dim: (B, 1, Tq); (Tq,) already broadcasts."""
+    return positions[:, None] if positions is not None and positions.dim() == 2 else positions
+
+
 def check_heads(dim: int, heads: int) -> int:
     if heads < 1:
         raise ValueError(f"heads={heads}; need at least one head")
@@ -52,8 +57,9 @@ class Attention(nn.Module):
     """Single-head attention without projections, as in Bahdanau 2015 and Luong 2015: the
     score (and a local-p alignment) own whatever parameters there are.
 
-    forward(query (B, Tq, Dq), keys (B, Tk, Dk), values (B, Tk, Dv) = keys, mask) -> result
-    with context (B, Tq, Dv) and weights (B, Tq, Tk).
+    forward(query (B, Tq, Dq), keys (B, Tk, Dk), values (B, Tk, Dv) = keys, mask, positions)
+    -> result with context (B, Tq, Dv) and weights (B, Tq, Tk); positions (B, Tq) or (Tq,)
+    are the queries' places in their sequence (default 0 .. Tq-1; a decoder passes its step).
     """
 
     def __init__(
@@ -76,6 +82,7 @@ class Attention(nn.Module):
         values: Tensor | None = None,
         mask: Tensor | None = None,
         need_weights: bool = True,
+        positions: Tensor | None = None,
     ) -> AttentionResult:
         return attend(
             query,
@@ -86,6 +93,7 @@ class Attention(nn.Module):
             normaliser=self.normaliser,
             reduce=self.reduce,
             mask=mask,
+            positions=positions,
             need_weights=need_weights,
         )
 
@@ -97,7 +105,8 @@ class MultiHeadAttention(nn.Module):
 
     The per-head attention is any score / alignment / normaliser (built for width Dh).
     ``key_dim`` defaults to ``dim``, ``value_dim`` to ``key_dim`` (values default to keys).
-    forward(query (B, Tq, D), keys (B, Tk, Dk) = query, values (B, Tk, Dv) = keys, mask)
+    forward(query (B, Tq, D), keys (B, Tk, Dk) = query, values (B, Tk, Dv) = keys, mask,
+    positions (B, Tq) or (Tq,) = 0 .. Tq-1)
     -> context (B, Tq, D), weights (B, H, Tq, Tk), or (B, Tq, Tk) with ``average_weights``.
     """
 
@@ -136,9 +145,10 @@ class MultiHeadAttention(nn.Module):
         mask: Tensor | None = None,
         need_weights: bool = True,
         average_weights: bool = False,
+        positions: Tensor | None = None,
     ) -> AttentionResult:
         return self.attend_with(
-            self.align, query, keys, values, mask, need_weights, average_weights
+            self.align, query, keys, values, mask, need_weights, average_weights, positions
         )
 
     def attend_with(
@@ -150,6 +160,7 @@ class MultiHeadAttention(nn.Module):
         mask: Tensor | None = None,
         need_weights: bool = True,
         average_weights: bool = False,
+        positions: Tensor | None = None,
     ) -> AttentionResult:
         """``forward`` with another alignment in place of the module's own (same weights)."""
         keys = query if keys is None else keys
@@ -188,6 +199,7 @@ class MultiHeadAttention(nn.Module):
             normaliser=self.normaliser,
             reduce=DropoutReduce(self.dropout) if use_dropout else weighted_sum,
             mask=heads_mask(mask),
+            positions=heads_positions(positions),
             need_weights=need_weights,
         )
         context = self.out_proj(rearrange(result.context, "b h t d -> b t (h d)"))  # (B, Tq, D)
@@ -237,4 +249,5 @@ __all__ = [
     "SelfAttention",
     "check_heads",
     "heads_mask",
+    "heads_positions",
 ]

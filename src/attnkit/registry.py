@@ -60,6 +60,9 @@ ALIGNMENTS: dict[str, Callable[[int, int | None], Alignment]] = {
     "sliding-causal": lambda q, w: SlidingWindow(_need(w, "window"), causal=True),
 }
 
+# the alignments that take ``window=...``, with the least window each accepts
+WINDOWED: dict[str, int] = {"local-m": 0, "local-p": 1, "sliding": 0, "sliding-causal": 0}
+
 NORMALISERS: dict[str, Callable[[float], NormaliseFn]] = {
     "softmax": lambda t: Softmax(t),
     "gumbel": lambda t: GumbelSoftmax(t),
@@ -76,6 +79,14 @@ NORMALISER_ALIASES = {
     "entmax-1.5": "entmax15",
     "entmax": "entmax15",
     "gumbel-softmax": "gumbel",
+}
+
+# stage kind -> (builders by name, aliases): the one table of names
+STAGES: dict[str, tuple[dict, dict[str, str]]] = {
+    "score": (SCORES, SCORE_ALIASES),
+    "alignment": (ALIGNMENTS, {}),
+    "normaliser": (NORMALISERS, NORMALISER_ALIASES),
+    "reduction": (REDUCTIONS, REDUCTION_ALIASES),
 }
 
 VARIANTS: list[Variant] = [
@@ -118,6 +129,38 @@ def _lookup(kind: str, name: str, table: dict, aliases: dict[str, str]) -> str:
     return key
 
 
+def canonical(kind: str, name: str) -> str:
+    """The registry's name for a score, alignment, normaliser or reduction name (an alias
+    resolved: "concat" -> "additive"); a ValueError listing the choices for an unknown name.
+    The one place names are checked: model configs and commands validate through it."""
+    if kind not in STAGES:
+        raise ValueError(f"unknown stage kind {kind!r}; choose one of {sorted(STAGES)}")
+    table, aliases = STAGES[kind]
+    return _lookup(kind, name, table, aliases)
+
+
+def names(kind: str, *, aliases: bool = False) -> tuple[str, ...]:
+    """The registered names of a stage kind ("score", "alignment", "normaliser",
+    "reduction"), sorted; with ``aliases`` the aliases too."""
+    if kind not in STAGES:
+        raise ValueError(f"unknown stage kind {kind!r}; choose one of {sorted(STAGES)}")
+    table, alias = STAGES[kind]
+    return tuple(sorted([*table, *alias] if aliases else table))
+
+
+def check_window_for(align: str, window: int | None) -> None:
+    """The window an alignment needs: a ValueError saying what to pass when it is missing or
+    too small (``WINDOWED``); alignments without a window ignore it."""
+    least = WINDOWED.get(canonical("alignment", align))
+    if least is None:
+        return
+    if window is None:
+        raise ValueError(f"alignment {align!r} needs window=... (an int >= {least})")
+    if window < least:
+        why = " (σ = D/2 must be positive)" if align == "local-p" else ""
+        raise ValueError(f"alignment {align!r} needs window >= {least}{why}, got {window}")
+
+
 def build_score(
     name: str,
     query_dim: int,
@@ -126,16 +169,16 @@ def build_score(
     hidden: int | None = None,
     max_keys: int | None = None,
 ) -> Score:
-    key = _lookup("score", name, SCORES, SCORE_ALIASES)
+    key = canonical("score", name)
     return SCORES[key](query_dim, query_dim if key_dim is None else key_dim, hidden, max_keys)
 
 
 def build_alignment(name: str, query_dim: int, window: int | None = None) -> Alignment:
-    return ALIGNMENTS[_lookup("alignment", name, ALIGNMENTS, {})](query_dim, window)
+    return ALIGNMENTS[canonical("alignment", name)](query_dim, window)
 
 
 def build_normaliser(name: str, temperature: float = 1.0) -> NormaliseFn:
-    key = _lookup("normaliser", name, NORMALISERS, NORMALISER_ALIASES)
+    key = canonical("normaliser", name)
     if key not in ("softmax", "gumbel") and temperature != 1.0:
         raise ValueError(
             f"temperature={temperature} applies to softmax and gumbel only; {key} has none: "
@@ -166,7 +209,7 @@ def build(
     score works on widths ``dim`` (query) and ``key_dim`` (keys). ``heads=H``:
     ``MultiHeadAttention`` with projections, the score working on width dim / H per head.
     """
-    red = REDUCTIONS[_lookup("reduction", reduce, REDUCTIONS, REDUCTION_ALIASES)]()
+    red = REDUCTIONS[canonical("reduction", reduce)]()
     if heads is None:
         sc = build_score(score, dim, key_dim, hidden=hidden, max_keys=max_keys)
         return Attention(
@@ -196,10 +239,15 @@ __all__ = [
     "NORMALISERS",
     "REDUCTIONS",
     "SCORES",
+    "STAGES",
     "VARIANTS",
     "Variant",
+    "WINDOWED",
     "build",
     "build_alignment",
     "build_normaliser",
     "build_score",
+    "canonical",
+    "check_window_for",
+    "names",
 ]

@@ -144,6 +144,13 @@ def cosine_score(query: Tensor, keys: Tensor, scale: float = 1.0, eps: float = 1
     return scale * (qn @ kn.transpose(-2, -1))  # (..., Tq, Tk)
 
 
+# The pure functions' capabilities (see attnkit.capabilities): what Score modules declare as
+# class attributes.
+setattr(scaled_dot_score, "plain_scaled_dot", True)  # noqa: B010 - a function attribute
+setattr(scaled_dot_score, "gatherable", True)  # noqa: B010
+setattr(dot_score, "gatherable", True)  # noqa: B010
+
+
 # --------------------------------------------------------------------------------------------
 # Modules: own the parameters, call the functions above
 # --------------------------------------------------------------------------------------------
@@ -151,10 +158,19 @@ def cosine_score(query: Tensor, keys: Tensor, scale: float = 1.0, eps: float = 1
 
 class Score(nn.Module):
     """Base class of score modules: ``forward(query (..., Tq, Dq), keys (..., Tk, Dk))``
-    returns (..., Tq, Tk)."""
+    returns (..., Tq, Tk).
+
+    Capabilities (``attnkit.capabilities``): ``gatherable`` — the score broadcasts over
+    leading dims, so it can score a gathered window of keys (..., Tq, W, Dk) for one query
+    (..., Tq, 1, Dq); ``plain_scaled_dot`` — it is exactly qᵀk / √d_k (fused SDPA)."""
 
     name: str = "score"
     formula: str = ""
+    gatherable: bool = False
+
+    @property
+    def plain_scaled_dot(self) -> bool:
+        return False
 
     def forward(self, query: Tensor, keys: Tensor) -> Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -163,6 +179,7 @@ class Score(nn.Module):
 class DotScore(Score):
     name = "dot"
     formula = "score(h_t, h_s) = h_tᵀ h_s"
+    gatherable = True
 
     def forward(self, query: Tensor, keys: Tensor) -> Tensor:
         return dot_score(query, keys)
@@ -171,10 +188,15 @@ class DotScore(Score):
 class ScaledDotScore(Score):
     name = "scaled_dot"
     formula = "score(q, k) = qᵀk / √d_k"
+    gatherable = True
 
     def __init__(self, scale: float | None = None) -> None:
         super().__init__()
         self.scale = scale
+
+    @property
+    def plain_scaled_dot(self) -> bool:
+        return self.scale is None
 
     def forward(self, query: Tensor, keys: Tensor) -> Tensor:
         return scaled_dot_score(query, keys, self.scale)
@@ -183,6 +205,7 @@ class ScaledDotScore(Score):
 class GeneralScore(Score):
     name = "general"
     formula = "score(h_t, h_s) = h_tᵀ W_a h_s"
+    gatherable = True
 
     def __init__(self, query_dim: int, key_dim: int | None = None) -> None:
         super().__init__()
@@ -199,6 +222,7 @@ class GeneralScore(Score):
 class AdditiveScore(Score):
     name = "additive"
     formula = "score(s, h) = vᵀ tanh(W₁ s + W₂ h + b)"
+    gatherable = True
 
     def __init__(
         self,
@@ -256,6 +280,7 @@ class AdditiveScore(Score):
 class LocationScore(Score):
     name = "location"
     formula = "a_t = softmax(W_a h_t)"
+    gatherable = False  # it ignores the keys: a gathered window would not select its rows
 
     def __init__(self, query_dim: int, max_keys: int) -> None:
         super().__init__()
@@ -270,6 +295,7 @@ class LocationScore(Score):
 class CosineScore(Score):
     name = "cosine"
     formula = "score(q, k) = β qᵀk / (‖q‖ ‖k‖)"
+    gatherable = True
 
     def __init__(self, scale: float = 1.0) -> None:
         super().__init__()

@@ -75,3 +75,27 @@ def test_location_score_is_refused() -> None:
     q = torch.randn(1, 3, 4)
     with pytest.raises(ValueError, match="location"):
         local_window_attention(q, q, q, attnkit.LocalM(1), score=attnkit.LocationScore(4, 3))
+
+
+def test_an_alignment_without_a_key_window_is_refused() -> None:
+    q = torch.randn(1, 3, 4)
+    with pytest.raises(TypeError, match="key window"):
+        local_window_attention(q, q, q, attnkit.SlidingWindow(1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_inputs_and_positions(dtype) -> None:
+    """Half inputs: p_t from LocalP's own code in float32 (it used to meet float32 parameters
+    in a half matmul); positions move local-m's window."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 6) for _ in range(3))
+    half = [x.to(dtype) for x in (q, k, v)]
+    lp = attnkit.LocalP(6, 2)
+    out = local_window_attention(*half, lp)
+    ref = attnkit.attend(*(x.float() for x in half), align=lp)
+    assert out.context.dtype == dtype
+    torch.testing.assert_close(out.context.float(), ref.context, atol=2e-2, rtol=2e-2)
+    torch.testing.assert_close(out.position, ref.extras["position"])
+    at = torch.tensor([2, 0, 1])
+    out = local_window_attention(q, k, v, attnkit.LocalM(0), positions=at)
+    torch.testing.assert_close(out.context, v[:, at])  # D = 0: each query sees key p_t alone

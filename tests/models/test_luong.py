@@ -116,6 +116,48 @@ def test_forward_equals_step_by_step_and_input_feeding_matters() -> None:
     assert plain.decoder.cells[0].input_size == m.decoder.cells[0].input_size - 32
 
 
+@pytest.mark.parametrize("align", ALIGN_NAMES)
+def test_step_by_step_equals_the_teacher_forced_pass(align: str) -> None:
+    """Decoding one query at a time, at position t (its step), gives what one attention over
+    all T decoder states at positions 0 .. T-1 gives: the same weights and contexts for
+    global, local-m and local-p (the fast kernels included); and step() replays forward()."""
+    m = model(align=align, score="general")
+    src, src_len, tgt = batch()
+    seen: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+    hook = m.attention.register_forward_hook(
+        lambda mod, args, out: seen.append((args[0], out.context, out.weights))
+    )
+    with torch.no_grad():
+        out = m(src, src_len, tgt)  # teacher forcing, one step() per target position
+        hook.remove()
+        memory = m.encode(src, src_len)
+        h = torch.cat([q for q, _, _ in seen], dim=1)  # h_1 .. h_T (B, T, n)
+        full = m.attention(h, memory["keys"], mask=memory["mask"])  # T queries at 0 .. T-1
+        fast = m.attention(h, memory["keys"], mask=memory["mask"], need_weights=False)
+        state = m.init_state(memory)
+        for t in range(tgt.shape[1]):
+            logits, w, state = m.step(tgt[:, t], state, memory)
+            torch.testing.assert_close(logits, out.logits[:, t])
+            torch.testing.assert_close(w, out.weights[:, t])
+    assert len(seen) == tgt.shape[1] and full.weights is not None
+    torch.testing.assert_close(full.weights, torch.cat([w for _, _, w in seen], dim=1))
+    torch.testing.assert_close(full.context, torch.cat([c for _, c, _ in seen], dim=1))
+    torch.testing.assert_close(fast.context, full.context)
+    torch.testing.assert_close(out.weights, full.weights)
+
+
+def test_registry_names_configure_the_model() -> None:
+    for name in ("concat", "additive", "bahdanau"):  # one variant, by the registry's aliases
+        assert model(score=name).attention.score.name == "additive"
+    assert model(align="local-p").attention.align.window == D
+    with pytest.raises(ValueError, match=r"LuongConfig.align='local-q'.*choose one of"):
+        LuongConfig(10, 10, align="local-q")
+    with pytest.raises(ValueError, match=r"LuongConfig.score='cosine'.*choose one of"):
+        LuongConfig(10, 10, score="cosine")  # an attnkit score, but not Luong 2015's
+    with pytest.raises(ValueError, match=r"LuongConfig.window=-1.*local-m"):
+        LuongConfig(10, 10, align="local-m", window=-1)
+
+
 def test_config_errors_say_what_to_do() -> None:
     with pytest.raises(ValueError, match="choose one of"):
         LuongConfig(10, 10, score="additive-ish")

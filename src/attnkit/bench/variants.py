@@ -16,6 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ..masks import band_mask
+
 Step = Callable[[], None]
 
 
@@ -51,9 +53,7 @@ class Case:
 
 def band(n: int, radius: int, causal: bool) -> Tensor:
     """Dense (n, n) bool band mask, True = may attend: what the dense anchors need."""
-    i = torch.arange(n)[:, None]  # (n, 1)
-    j = torch.arange(n)[None, :]  # (1, n)
-    return ((j <= i) & (i - j <= radius)) if causal else (i - j).abs() <= radius  # (n, n)
+    return band_mask(n, n, radius, causal=causal)  # (n, n)
 
 
 def _naive(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:

@@ -1,64 +1,77 @@
 """Route ``attnkit.attend`` to the O(n·window) kernels when they give the same result.
 
 Called by ``attend`` before the alignment builds its dense (Tq, Tk) mask; returns None when
-the reference path must run (weights requested, or a stage the kernels do not implement).
+the reference path must run (weights requested, or stages the kernels do not implement). It
+asks the stages' capabilities (``attnkit.capabilities``), never their classes:
+
+* plain scaled-dot softmax attention, an alignment with a ``sliding_band`` and the default
+  query positions -> the sliding-window kernel (``sliding_window_attention``);
+* a ``gatherable`` score and an alignment with a ``key_window`` -> the gathered-window kernel
+  (``attend_window``).
+
+Legend: Tq queries, Tk keys, Dv value width.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-import torch
 from torch import Tensor
 
-from ..alignment import LocalM, LocalP, SlidingWindow
-from ..core import AttentionResult, _is_plain_sdpa, weighted_sum
-from ..scores import (
-    AdditiveScore,
-    CosineScore,
-    DotScore,
-    GeneralScore,
-    ScaledDotScore,
-    dot_score,
-    scaled_dot_score,
-)
+from ..capabilities import is_gatherable, is_plain_sdpa, is_weighted_sum, key_window, sliding_band
+from ..normalisers import compute_dtype
 from .sliding import sliding_window_attention
-from .window import local_window_attention
+from .window import attend_window
 
-_GATHERABLE = (ScaledDotScore, DotScore, GeneralScore, AdditiveScore, CosineScore)
+
+@dataclass
+class FastResult:
+    """context (..., Tq, Dv) and what the alignment reports (``position``)."""
+
+    context: Tensor
+    extras: dict[str, Any] = field(default_factory=dict)
 
 
 def fast_local(
     query: Tensor,
     keys: Tensor,
     values: Tensor,
-    score: Callable[[Tensor, Tensor], Tensor],
+    score: Any,
     align: Any,
     normaliser: Any,
     reduce: Any,
     mask: Tensor | None,
-) -> AttentionResult | None:
-    """For ``attend(..., need_weights=False)``: the local kernel's AttentionResult (weights
-    None), or None to take the reference path."""
-    if reduce is not weighted_sum:
+    positions: Tensor | None = None,
+    *,
+    work: tuple[Tensor, Tensor] | None = None,
+) -> FastResult | None:
+    """For ``attend(..., need_weights=False)``: the local kernel's context, or None to take
+    the reference path. ``work``: query and keys already in the compute dtype (float32 for
+    half inputs), in which alignments see them, as on attend's reference path."""
+    if not is_weighted_sum(reduce):
         return None
-    plain = _is_plain_sdpa(score, normaliser, reduce)
-    if isinstance(align, SlidingWindow) and plain:
-        out = sliding_window_attention(query, keys, values, align.radius, align.causal, mask)
-        return AttentionResult(out.context, None)
-    if isinstance(align, LocalM) and plain:
-        out = sliding_window_attention(query, keys, values, align.window, False, mask)
-        tq = query.shape[-2]
-        position = torch.arange(tq, device=query.device, dtype=query.dtype)  # (Tq,)
-        return AttentionResult(out.context, None, extras={"position": position})
-    gatherable = score in (scaled_dot_score, dot_score) or isinstance(score, _GATHERABLE)
-    if isinstance(align, LocalM | LocalP) and gatherable:
-        win = local_window_attention(
-            query, keys, values, align, score=score, normaliser=normaliser, mask=mask
-        )
-        return AttentionResult(win.context, None, extras={"position": win.position})
+    if work is None:
+        dtype = compute_dtype(query.dtype)
+        work = query.to(dtype), keys.to(dtype)
+    q_work, k_work = work
+    if positions is None and is_plain_sdpa(score, normaliser, reduce):
+        band = sliding_band(align, q_work)
+        if band is not None:
+            out = sliding_window_attention(query, keys, values, band.radius, band.causal, mask)
+            return FastResult(out.context, _position(band.position))
+    if is_gatherable(score):
+        window = key_window(align, q_work, k_work, mask, positions)
+        if window is not None:
+            win = attend_window(
+                q_work, k_work, values, window, score=score, normaliser=normaliser, mask=mask
+            )
+            return FastResult(win.context, _position(win.position))
     return None
 
 
-__all__ = ["fast_local"]
+def _position(position: Tensor | None) -> dict[str, Any]:
+    return {} if position is None else {"position": position}
+
+
+__all__ = ["FastResult", "fast_local"]

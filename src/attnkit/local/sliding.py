@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .._checks import check_mask, check_qkv, check_width, check_window
+from ..masks import window_mask
 from ..normalisers import compute_dtype, masked_softmax
 
 DEFAULT_BLOCK = 128  # measured: b in {64, 128, 192, 256} at r = 256; 128 is fastest fwd+bwd
@@ -81,13 +82,12 @@ def sliding_window_attention(
     check_mask(mask, (*lead, tq, tk))
     r = min(radius, (tq - 1) if causal else max(tq, tk) - 1)
     r = max(r, 0)
-    width = r + 1 if causal else 2 * r + 1
     if tq == 0:
         return LocalResult(values.new_zeros(*lead, 0, values.shape[-1]), None, -r)
     b = min(block or DEFAULT_BLOCK, tq)
     if b < 1:
         raise ValueError(f"block={block} must be >= 1")
-    geo = _Geometry(tq, tk, r, width, b)
+    geo = _Geometry(tq, tk, r, causal, b)
 
     q = query.reshape(-1, tq, query.shape[-1])  # (G, Tq, D)
     k = keys.reshape(-1, tk, keys.shape[-1])  # (G, Tk, D)
@@ -95,7 +95,7 @@ def sliding_window_attention(
     user = None if mask is None else geo.mask_tiles(mask, lead)  # (1|G, nb, b|1, L|1)
     if need_weights:
         ctx, band = _explicit(q, k, v, geo, user)  # (G, Tq, Dv), (G, Tq, W)
-        weights: Tensor | None = band.reshape(*lead, tq, width)
+        weights: Tensor | None = band.reshape(*lead, tq, geo.width)
     else:
         ctx, weights = _fused(q, k, v, geo, user), None  # (G, Tq, Dv)
     return LocalResult(ctx.reshape(*lead, tq, -1).to(values.dtype), weights, -r)
@@ -104,14 +104,14 @@ def sliding_window_attention(
 class _Geometry:
     """Where the blocks, their key tiles and their masks lie."""
 
-    def __init__(self, tq: int, tk: int, r: int, width: int, b: int) -> None:
+    def __init__(self, tq: int, tk: int, r: int, causal: bool, b: int) -> None:
+        width = r + 1 if causal else 2 * r + 1
         self.tq, self.tk, self.r, self.width, self.b = tq, tk, r, width, b
         self.nb = -(-tq // b)
         self.L = b + width - 1
         self.padded = (self.nb - 1) * b + self.L  # padded key length the tiles cover
-        a = torch.arange(b)[:, None]  # (b, 1)
-        c = torch.arange(self.L)[None, :]  # (1, L)
-        self.band = (c >= a) & (c - a < width)  # (b, L), shared by every block
+        # in a tile, key c sits at c - r relative to the block start: query a is at a + r
+        self.band = window_mask(torch.arange(b) + r, self.L, r, causal=causal)  # (b, L), shared
         # blocks [i0, i1) reach only existing keys and hold no padded query: no edge mask, and
         # their query and key tiles are views of the inputs, no copy
         self.i0 = min(self.nb, -(-r // b))

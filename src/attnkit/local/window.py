@@ -1,14 +1,17 @@
-"""Local-m and local-p attention (Luong 2015, §3.2) over a gathered window of keys.
+"""Local attention over a gathered window of keys: Luong 2015's local-m and local-p (§3.2), and
+any alignment that declares a ``key_window`` (see ``attnkit.capabilities``).
 
-    local-m:  p_t = t
+    local-m:  p_t = t (the query's position)
     local-p:  p_t = S · sigmoid(v_pᵀ tanh(W_p h_t))                       (eq. 9)
     a_t(s) = align(h_t, h̄_s) · exp(-(s - p_t)² / 2σ²),  σ = D / 2,         (eq. 10)
              for s in [p_t - D, p_t + D] (local-m has no Gaussian factor)
 
 Instead of scoring all Tk keys and masking the rest (the reference ``attend(...,
-align=LocalM/LocalP)``), the at most 2D + 2 keys around each p_t are gathered, so time and
-memory are O(Tq·D·width) rather than O(Tq·Tk). Any score that broadcasts over leading dims
-(dot, scaled dot, general, additive, cosine) and any normaliser with a mask work.
+align=LocalM/LocalP)``), the W keys start_t .. start_t + W - 1 that the alignment's
+``KeyWindow`` names are gathered, and the alignment's own ``admit`` says which of them it
+allows and with which prior, so time and memory are O(Tq·W·width) rather than O(Tq·Tk). Any
+``gatherable`` score (dot, scaled dot, general, additive, cosine) and any normaliser with a
+mask work.
 
 Legend: G leading dims, Tq queries, Tk keys, W gathered window (2D + 1 local-m, 2D + 2
 local-p: the keys floor(p_t) - D .. floor(p_t) + D + 1 cover every s with |s - p_t| <= D).
@@ -18,14 +21,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from .._checks import check_mask, check_qkv
-from ..alignment import LocalM, LocalP, predict_position
+from ..alignment import KeyWindow
+from ..capabilities import key_window
 from ..normalisers import compute_dtype, softmax
-from ..scores import LocationScore, scaled_dot_score
+from ..scores import scaled_dot_score
 
 
 @dataclass
@@ -44,36 +49,58 @@ def local_window_attention(
     query: Tensor,
     keys: Tensor,
     values: Tensor,
-    align: LocalM | LocalP,
+    align: Any,
     *,
     score: Callable[[Tensor, Tensor], Tensor] = scaled_dot_score,
     normaliser: Callable[[Tensor, Tensor | None], Tensor] = softmax,
     mask: Tensor | None = None,
+    positions: Tensor | None = None,
 ) -> WindowResult:
-    """Luong 2015 local attention on the gathered window; equals
-    ``attend(query, keys, values, score=score, align=align, normaliser=normaliser, mask=mask)``
-    on context and (expanded) weights. query (..., Tq, Dq), keys (..., Tk, Dk), values
-    (..., Tk, Dv), mask bool broadcastable to (..., Tq, Tk), True = may attend."""
+    """Local attention on the gathered window; equals ``attend(query, keys, values,
+    score=score, align=align, normaliser=normaliser, mask=mask, positions=positions)`` on
+    context and (expanded) weights. query (..., Tq, Dq), keys (..., Tk, Dk), values
+    (..., Tk, Dv), mask bool broadcastable to (..., Tq, Tk), True = may attend; positions
+    (..., Tq) or None (0 .. Tq-1). ``align`` must declare a ``key_window`` (LocalM, LocalP)."""
     check_qkv(query, keys, values, finite=False)
-    if isinstance(score, LocationScore):
-        raise ValueError("the location score ignores the keys; use attnkit.attend for it")
-    if not isinstance(align, LocalM | LocalP):
-        raise TypeError(f"align must be LocalM or LocalP, got {type(align).__name__}")
+    if getattr(score, "gatherable", None) is False:
+        raise ValueError(
+            f"the {getattr(score, 'name', type(score).__name__)} score cannot score a gathered "
+            "window of keys (it is not gatherable); use attnkit.attend for it"
+        )
+    tq, tk = query.shape[-2], keys.shape[-2]
+    check_mask(mask, (*query.shape[:-2], tq, tk))
+    work = compute_dtype(query.dtype)
+    q_work, k_work = query.to(work), keys.to(work)  # half inputs: positions and scores in fp32
+    window = key_window(align, q_work, k_work, mask, positions)
+    if window is None:
+        raise TypeError(
+            f"align must declare a key window (LocalM, LocalP, or an alignment whose "
+            f"key_window(...) returns a KeyWindow); {type(align).__name__} does not"
+        )
+    return attend_window(
+        q_work, k_work, values, window, score=score, normaliser=normaliser, mask=mask
+    )
+
+
+def attend_window(
+    query: Tensor,
+    keys: Tensor,
+    values: Tensor,
+    window: KeyWindow,
+    *,
+    score: Callable[[Tensor, Tensor], Tensor],
+    normaliser: Callable[[Tensor, Tensor | None], Tensor],
+    mask: Tensor | None,
+) -> WindowResult:
+    """The kernel: gather the window's keys, score, normalise over the keys ``admit`` allows,
+    multiply by its prior, sum the values. Inputs as ``local_window_attention`` (query and keys
+    already in the compute dtype); the context comes back in the values' dtype."""
     tq, tk = query.shape[-2], keys.shape[-2]
     lead = query.shape[:-2]
-    check_mask(mask, (*lead, tq, tk))
-    d = align.window
-    position = _position(query, keys, align, mask)  # (..., Tq) or (Tq,)
-    base = position.detach().floor().long() if isinstance(align, LocalP) else None
-    if base is None:
-        start = torch.arange(tq, device=query.device) - d  # (Tq,)
-        width = 2 * d + 1
-    else:
-        start = base - d  # (..., Tq)
-        width = 2 * d + 2
-    s = start[..., None] + torch.arange(width, device=query.device)  # (..., Tq, W)
-    dist = s.to(position.dtype) - position[..., None]  # (..., Tq, W)
-    allowed = (s >= 0) & (s < tk) & (dist.abs() <= d)  # (..., Tq, W)
+    width = window.width
+    s = window.start[..., None] + torch.arange(width, device=query.device)  # (..., Tq, W)
+    inside, prior = window.admit(s)  # (..., Tq, W) each
+    allowed = (s >= 0) & (s < tk) & inside  # (..., Tq, W)
     s = s.clamp(0, tk - 1).expand(*lead, tq, width)  # (..., Tq, W)
     if mask is not None:
         user = mask.expand(*lead, tq, tk).gather(-1, s)  # (..., Tq, W)
@@ -84,22 +111,10 @@ def local_window_attention(
     vg = _gather_rows(values, s)  # (..., Tq, W, Dv)
     scores = score(query.to(work)[..., None, :], kg)[..., 0, :]  # (..., Tq, W)
     weights = normaliser(scores, allowed)  # (..., Tq, W)
-    if isinstance(align, LocalP):
-        sigma = d / 2
-        weights = weights * torch.exp(-(dist**2) / (2 * sigma**2)).to(weights.dtype)
+    if prior is not None:
+        weights = weights * prior.to(weights.dtype)
     ctx = (weights[..., None, :] @ vg.to(weights.dtype))[..., 0, :]  # (..., Tq, Dv)
-    return WindowResult(ctx.to(values.dtype), weights, start, position)
-
-
-def _position(query: Tensor, keys: Tensor, align: LocalM | LocalP, mask: Tensor | None) -> Tensor:
-    """p_t exactly as the LocalM / LocalP alignments compute it."""
-    if isinstance(align, LocalM):
-        return torch.arange(query.shape[-2], device=query.device, dtype=query.dtype)  # (Tq,)
-    if mask is None:
-        source_len = torch.tensor(float(keys.shape[-2]), device=query.device, dtype=query.dtype)
-    else:
-        source_len = mask.sum(dim=-1).to(query.dtype)  # (..., Tq or 1)
-    return predict_position(query, align.w_p, align.v_p, source_len)  # (..., Tq)
+    return WindowResult(ctx.to(values.dtype), weights, window.start, window.position)
 
 
 def _gather_rows(x: Tensor, index: Tensor) -> Tensor:
@@ -111,4 +126,4 @@ def _gather_rows(x: Tensor, index: Tensor) -> Tensor:
     return flat[g, idx].reshape(*lead, tq, w, x.shape[-1])  # (..., Tq, W, D)
 
 
-__all__ = ["WindowResult", "local_window_attention"]
+__all__ = ["WindowResult", "attend_window", "local_window_attention"]

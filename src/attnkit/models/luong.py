@@ -12,8 +12,9 @@ the encoder states h̄_s *after* the recurrent step.
 Alignments (§3.1-3.2): global (every source word); local-m (p_t = t, window [p_t-D, p_t+D]);
 local-p (p_t = S·sigmoid(v_pᵀ tanh(W_p h_t)), S the real source length, weights in the
 window multiplied by exp(-(s-p_t)²/2σ²), σ = D/2). The score, alignment and attention come
-from attnkit (registry.build_score / build_alignment, modules.Attention); a decoding step is
-a single query, so local-m is given the true step t as a per-step window mask.
+from attnkit's registry (build_score / build_alignment, names checked by registry.canonical)
+and modules.Attention; a decoding step is a single query, passed with its position t (the
+step) so local-m centres its window on p_t = t.
 
 Legend: B batch, S source length, L layers, n hidden width, E embedding width.
 """
@@ -26,15 +27,27 @@ import torch
 from torch import Tensor, nn
 
 from .._checks import check_ranges
-from ..alignment import GlobalAlignment, LocalM
-from ..masks import and_masks, band_mask
 from ..modules import Attention
-from ..registry import build_alignment, build_score
+from ..registry import build_alignment, build_score, canonical, check_window_for
 from .base import Memory, Seq2Seq, State, source_mask
 from .encoders import GRUEncoder
 
-SCORE_NAMES = ("dot", "general", "concat", "location")
-ALIGN_NAMES = ("global", "local-m", "local-p")
+# the paper's variants, by attnkit's registry names (an alias of one, e.g. "additive" for
+# "concat", is the same variant)
+SCORE_NAMES = ("dot", "general", "concat", "location")  # eq. 8
+ALIGN_NAMES = ("global", "local-m", "local-p")  # §3.1-3.2
+
+
+def _check_name(field: str, kind: str, name: str, paper: tuple[str, ...]) -> None:
+    """``name`` must be, through the registry, one of the paper's variants."""
+    try:
+        key: str | None = canonical(kind, name)
+    except ValueError:
+        key = None
+    if key not in {canonical(kind, n) for n in paper}:
+        raise ValueError(
+            f"LuongConfig.{field}={name!r}; choose one of {paper} (or an attnkit alias of one)"
+        )
 
 
 @dataclass
@@ -58,14 +71,12 @@ class LuongConfig:
         )
         if self.cell not in ("lstm", "gru"):
             raise ValueError(f"LuongConfig.cell={self.cell!r}; choose 'lstm' or 'gru'")
-        if self.score not in SCORE_NAMES:
-            raise ValueError(f"LuongConfig.score={self.score!r}; choose one of {SCORE_NAMES}")
-        if self.align not in ALIGN_NAMES:
-            raise ValueError(f"LuongConfig.align={self.align!r}; choose one of {ALIGN_NAMES}")
-        if self.window < (1 if self.align == "local-p" else 0):
-            raise ValueError(
-                f"LuongConfig.window={self.window}; local-m needs >= 0, local-p >= 1 (σ = D/2)"
-            )
+        _check_name("score", "score", self.score, SCORE_NAMES)
+        _check_name("align", "alignment", self.align, ALIGN_NAMES)
+        try:
+            check_window_for(self.align, self.window)
+        except ValueError as e:
+            raise ValueError(f"LuongConfig.window={self.window}: {e}") from None
         if not isinstance(self.input_feeding, bool):
             raise ValueError(f"LuongConfig.input_feeding={self.input_feeding!r}; use True/False")
 
@@ -125,17 +136,13 @@ class Luong(Seq2Seq):
             c.cell, c.emb + (c.hidden if c.input_feeding else 0), c.hidden, c.layers, c.dropout
         )
         score = build_score(c.score, c.hidden, c.hidden, hidden=c.hidden, max_keys=c.max_src_len)
-        align = build_alignment(c.align, c.hidden, c.window)
-        # local-m's window depends on the decoding step t, which a one-query call cannot know:
-        # the step's window comes in as a mask (see window_at) and the module aligns globally.
-        self.local_m = align.window if isinstance(align, LocalM) else None
-        self.attention = Attention(score, GlobalAlignment() if self.local_m is not None else align)
+        self.attention = Attention(score, build_alignment(c.align, c.hidden, c.window))
         self.combine = nn.Linear(2 * c.hidden, c.hidden, bias=False)  # W_c
         self.out = nn.Linear(c.hidden, c.tgt_vocab)  # W_s
         self.drop = nn.Dropout(c.dropout)
 
     def encode(self, src: Tensor, src_len: Tensor) -> Memory:
-        if src.shape[1] > self.config.max_src_len and self.config.score == "location":
+        if src.shape[1] > self.config.max_src_len and self.attention.score.name == "location":
             raise ValueError(
                 f"source length {src.shape[1]} > max_src_len={self.config.max_src_len} of the "
                 "location score; build the model with a larger max_src_len"
@@ -155,24 +162,14 @@ class Luong(Seq2Seq):
         t = torch.zeros(h0.shape[0], dtype=torch.long, device=h0.device)  # step index (B,)
         return (h0, memory["c0"], feed, t)
 
-    def window_at(self, t: Tensor, num_keys: int) -> Tensor | None:
-        """Local-m's window for decoder step t (B,): |s - t| <= D, the row t of LocalM's band
-        (Luong 2015, §3.2, p_t = t) -> (B, 1, S); None for the other alignments."""
-        if self.local_m is None:
-            return None
-        rows = int(t.max()) + 1
-        band = band_mask(rows, num_keys, self.local_m, device=t.device)  # (rows, S)
-        return band[t][:, None]  # (B, 1, S)
-
     def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, Tensor, State]:
         h_prev, c_prev, feed, t = state  # (B, L, n), (B, L, n), (B, n), (B,)
         y = self.drop(self.tgt_emb(prev))  # (B, E)
         x = torch.cat([y, feed], dim=-1) if self.config.input_feeding else y  # (B, E [+ n])
         h, c = self.decoder(x, h_prev, c_prev)  # (B, L, n)
         h_top = h[:, -1]  # h_t (B, n)
-        keys = memory["keys"]  # (B, S, n)
-        mask = and_masks(memory["mask"], self.window_at(t, keys.shape[1]))  # (B, 1, S)
-        att = self.attention(h_top[:, None], keys, mask=mask)  # context (B, 1, n)
+        keys, mask = memory["keys"], memory["mask"]  # (B, S, n), (B, 1, S)
+        att = self.attention(h_top[:, None], keys, mask=mask, positions=t[:, None])  # (B, 1, n)
         h_tilde = torch.tanh(self.combine(torch.cat([att.context[:, 0], h_top], -1)))  # (B, n)
         logits = self.out(self.drop(h_tilde))  # (B, V)
         assert att.weights is not None

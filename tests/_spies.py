@@ -1,0 +1,46 @@
+"""Spies on attend's paths: a test that expects a fast path fails if the dispatch silently
+falls back to another (the reference path gives the same numbers, so only a spy can tell).
+
+    with only_path("gather"):
+        attend(q, k, v, align=LocalP(...), need_weights=False)
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+import attnkit.core
+import attnkit.local.dispatch
+
+# path -> (module whose global attend / the dispatcher calls, function name)
+PATHS = {
+    "sliding": (attnkit.local.dispatch, "sliding_window_attention"),  # O(n·r) band kernel
+    "gather": (attnkit.local.dispatch, "attend_window"),  # local-m / local-p gathered window
+    "sdpa": (attnkit.core, "sdpa_context"),  # fused F.scaled_dot_product_attention
+    "reference": (attnkit.core, "reference_attention"),  # explicit scores and weights
+}
+
+
+@contextmanager
+def only_path(expected: str) -> Iterator[Counter[str]]:
+    """Count the calls of every path inside the block; afterwards assert that ``expected``
+    ran and no other path did."""
+    assert expected in PATHS, f"unknown path {expected!r}; one of {sorted(PATHS)}"
+    calls: Counter[str] = Counter()
+    with pytest.MonkeyPatch.context() as mp:
+        for name, (module, attr) in PATHS.items():
+            real = getattr(module, attr)
+
+            def spy(*args: Any, _name: str = name, _real: Any = real, **kwargs: Any) -> Any:
+                calls[_name] += 1
+                return _real(*args, **kwargs)
+
+            mp.setattr(module, attr, spy)
+        yield calls
+    ran = {name for name, n in calls.items() if n}
+    assert ran == {expected}, f"expected only the {expected} path to run, got {dict(calls)}"
