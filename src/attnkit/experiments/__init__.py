@@ -1,1 +1,25 @@
-"""Experiments that reproduce the figures of papers on data generated here."""
+"""Experiments that reproduce the claims and figures of papers on data generated here.
+
+A new experiment is one module defining ``EXPERIMENT`` (see base.py) and one line below.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .base import Experiment
+
+EXPERIMENTS: dict[str, str] = {
+    "length": "attnkit.experiments.length",  # Bahdanau 2015, Fig. 2: BLEU by source length
+}
+
+
+def get(name: str) -> Experiment:
+    if name not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {name!r}; choose one of {sorted(EXPERIMENTS)}")
+    experiment = importlib.import_module(EXPERIMENTS[name]).EXPERIMENT
+    assert isinstance(experiment, Experiment) and experiment.name == name
+    return experiment
+
+
+__all__ = ["EXPERIMENTS", "Experiment", "get"]

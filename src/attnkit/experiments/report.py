@@ -3,12 +3,11 @@ source length (the layout of Bahdanau 2015, Figure 2)."""
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 from pathlib import Path
 from typing import Any
 
+from .base import Say, markdown_table, write_csv, write_json
 from .length import MODELS
 
 LABELS = {"rnnencdec": "RNNencdec", "rnnsearch": "RNNsearch"}
@@ -32,13 +31,13 @@ def text_table(result: dict[str, Any]) -> str:
     """A Markdown table (readable on a terminal, pasteable into docs)."""
     head = ["source length", "n"]
     head += [f"{LABELS[m]} BLEU" for m in MODELS] + [f"{LABELS[m]} exact %" for m in MODELS]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows(result):
-        cells = [r["src_len"], str(r["n"])]
-        cells += [f"{r[f'{m}_bleu']:.1f}" for m in MODELS]
-        cells += [f"{r[f'{m}_exact']:.1f}" for m in MODELS]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    body = [
+        [r["src_len"], str(r["n"])]
+        + [f"{r[f'{m}_bleu']:.1f}" for m in MODELS]
+        + [f"{r[f'{m}_exact']:.1f}" for m in MODELS]
+        for r in rows(result)
+    ]
+    return markdown_table(head, body)
 
 
 def _pct(x: float) -> str:
@@ -60,25 +59,27 @@ def verdict_line(result: dict[str, Any]) -> str:
 
 def write_files(result: dict[str, Any], out: Path) -> list[Path]:
     """length.csv, length.json, length.png in ``out``."""
-    csv_path, json_path = out / "length.csv", out / "length.json"
-    table = rows(result)
-    with open(csv_path, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=list(table[0]))
-        w.writeheader()
-        w.writerows(table)
-    json_path.write_text(json.dumps(_no_nan(result), indent=1), encoding="utf-8")
-    return [csv_path, json_path, plot(result, out / "length.png")]
+    return [
+        write_csv(rows(result), out / "length.csv"),
+        write_json(result, out / "length.json"),
+        plot(result, out / "length.png"),
+    ]
 
 
-def _no_nan(x: Any) -> Any:
-    """NaN (an empty bin, a drop from 0 BLEU) as JSON null: strict JSON has no NaN."""
-    if isinstance(x, float) and math.isnan(x):
-        return None
-    if isinstance(x, dict):
-        return {k: _no_nan(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_no_nan(v) for v in x]
-    return x
+def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
+    """Print what was trained, the table and the verdict; write the files."""
+    secs = result["train_seconds"]
+    say(
+        "trained: "
+        + ", ".join(f"{m} {result['parameters'][m]:,} params in {secs[m]:.0f}s" for m in secs)
+    )
+    say(text_table(result))
+    paths = write_files(result, out)
+    for path in paths:
+        say(f"wrote {path}")
+    say(f"total {result['total_seconds']:.0f}s (training and scoring)")
+    say(verdict_line(result))
+    return paths
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:
@@ -110,4 +111,4 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     return path
 
 
-__all__ = ["rows", "text_table", "verdict_line", "write_files"]
+__all__ = ["report", "rows", "text_table", "verdict_line", "write_files"]

@@ -1,0 +1,79 @@
+"""What an experiment is, for ``attnkit experiment NAME`` and for the library.
+
+An experiment is one module that defines ``EXPERIMENT = Experiment(...)`` and one line in
+``attnkit.experiments.EXPERIMENTS``. It has a config dataclass (each field a command-line flag,
+its help in ``field(metadata={"help": ...})``), settings for a seconds-long ``--quick`` smoke
+run, ``run(config, out, say) -> result`` (a JSON-able dict with a ``"verdict"`` computed from
+the numbers: ``{"reproduced": bool, "reasons": [...]}``), and ``report(result, out, say)``
+that prints its table and writes its files. Training inside ``run`` goes through
+``attnkit.fit``; the writers below are shared.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    help: str  # one line for `attnkit experiment --help`
+    description: str  # what it trains, what it checks, what it writes
+    config: type  # a dataclass; every field a flag
+    quick: dict[str, Any]  # --quick overrides (seconds; too short to show the effect)
+    run: Callable[[Any, Path, Say], dict[str, Any]]
+    report: Callable[[dict[str, Any], Path, Say], list[Path]]
+
+
+def no_nan(x: Any) -> Any:
+    """NaN (an empty bin, a drop from 0) as JSON null: strict JSON has no NaN."""
+    if isinstance(x, float) and math.isnan(x):
+        return None
+    if isinstance(x, dict):
+        return {k: no_nan(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [no_nan(v) for v in x]
+    return x
+
+
+def write_json(result: dict[str, Any], path: Path) -> Path:
+    path.write_text(json.dumps(no_nan(result), indent=1), encoding="utf-8")
+    return path
+
+
+def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
+def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A Markdown table: readable on a terminal, pasteable into docs."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def verdict_word(result: dict[str, Any]) -> str:
+    return "REPRODUCED" if result["verdict"]["reproduced"] else "NOT REPRODUCED"
+
+
+__all__ = [
+    "Experiment",
+    "Say",
+    "markdown_table",
+    "no_nan",
+    "verdict_word",
+    "write_csv",
+    "write_json",
+]
