@@ -2,6 +2,7 @@
 alignment class, so a new stage that declares a capability gets the fast path without an edit
 to the dispatcher.
 
+A normaliser declares ``plain_softmax`` (bool): it is exactly softmax over the allowed keys.
 A score declares
     ``plain_scaled_dot`` (bool): it is exactly qᵀk / √d_k, so a fused SDPA kernel may compute it;
     ``gatherable`` (bool): ``score(q (..., Tq, 1, Dq), k (..., Tq, W, Dk))`` scores a gathered
@@ -24,7 +25,6 @@ from typing import Any
 from torch import Tensor
 
 from .alignment import Band, KeyWindow
-from .normalisers import Softmax
 from .reduction import weighted_sum
 
 
@@ -40,7 +40,7 @@ def is_gatherable(score: Any) -> bool:
 
 def is_plain_softmax(normaliser: Any) -> bool:
     """softmax(e) with temperature 1 over the allowed keys, zero on fully masked rows."""
-    return isinstance(normaliser, Softmax) and normaliser.temperature == 1.0
+    return bool(getattr(normaliser, "plain_softmax", False))
 
 
 def is_weighted_sum(reduce: Any) -> bool:

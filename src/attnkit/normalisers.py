@@ -140,6 +140,11 @@ class Softmax:
     def __call__(self, scores: Tensor, mask: Tensor | None = None) -> Tensor:
         return masked_softmax(scores, mask, self.temperature)
 
+    @property
+    def plain_softmax(self) -> bool:
+        """Capability (see capabilities.py): exactly softmax(e), which SDPA computes."""
+        return self.temperature == 1.0
+
 
 @dataclass(frozen=True)
 class Sparsemax:

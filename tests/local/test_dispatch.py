@@ -183,3 +183,23 @@ def test_local_and_capabilities_never_import_core() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
                 assert not (node.module or "").endswith("core"), f"{path.name} imports core"
+
+
+def test_a_normaliser_that_declares_plain_softmax_gets_the_fused_path() -> None:
+    """Capabilities, not classes: a new softmax callable that says so is fused; one that does
+    not (or a temperature) takes the reference path; both equal the reference."""
+    q, k, v = _qkv(5, 6)
+
+    class MySoftmax:
+        plain_softmax = True
+
+        def __call__(self, scores, mask=None):  # type: ignore[no-untyped-def]
+            return attnkit.masked_softmax(scores, mask)
+
+    ref = attend(q, k, v).context
+    with only_path("sdpa"):
+        fused = attend(q, k, v, normaliser=MySoftmax(), need_weights=False).context
+    with only_path("reference"):
+        warm = attend(q, k, v, normaliser=attnkit.Softmax(2.0), need_weights=False).context
+    torch.testing.assert_close(fused, ref)
+    torch.testing.assert_close(warm, attend(q, k, v, normaliser=attnkit.Softmax(2.0)).context)
