@@ -110,3 +110,27 @@ def test_normalisers_exported_and_named() -> None:
 def test_bad_temperature_raises() -> None:
     with pytest.raises(ValueError, match="temperature must be > 0"):
         Softmax(0.0)
+
+
+@pytest.mark.parametrize("scale", [1e3, 5e6, 3e7, 1e12, 1e30])
+@pytest.mark.parametrize("fn", [attnkit.sparsemax, attnkit.entmax15])
+def test_sparse_normalisers_are_stable_at_any_finite_scale(fn, scale: float) -> None:
+    """Shift invariance, f(z + c) = f(z): large logits give the same weights as the same
+    logits near zero (after the float32 rounding of the input itself), summing to one."""
+    torch.manual_seed(0)
+    offsets = torch.randn(3, 7) * 4  # (B, Tk)
+    z = (scale + offsets).float()  # (B, Tk), rounded to float32's grid at this scale
+    shifted = (z.double() - z.double().amax(-1, keepdim=True)).float()  # exact: Sterbenz
+    w = fn(z)
+    assert torch.isfinite(w).all()
+    torch.testing.assert_close(w.sum(-1), torch.ones(3), atol=1e-5, rtol=0)
+    torch.testing.assert_close(w, fn(shifted), atol=1e-6, rtol=0)
+
+
+def test_scores_that_overflow_raise_a_clear_error() -> None:
+    q, k, v = torch.full((1, 2, 4), 1e20), torch.full((1, 3, 4), 1e20), torch.randn(1, 3, 4)
+    for need_weights in (True, False):
+        with pytest.raises(ValueError, match="attention overflowed.*scale the queries/keys"):
+            attnkit.attend(q, k, v, score=attnkit.DotScore(), need_weights=need_weights)
+    out = attnkit.attend(q / 1e20, k / 1e20, v, score=attnkit.DotScore())  # same, scaled: fine
+    assert torch.isfinite(out.context).all()

@@ -105,7 +105,7 @@ def attend(
             work=(q_work, k_work),
         )  # fmt: skip
         if fast is not None:
-            return AttentionResult(fast.context, None, extras=fast.extras)
+            return _finite(AttentionResult(fast.context, None, extras=fast.extras), check_finite)
     if align is None:
         spec = AlignSpec(mask)
     elif positions is None:
@@ -115,8 +115,21 @@ def attend(
 
     if not need_weights and spec.prior is None and is_plain_sdpa(score, normaliser, reduce):
         ctx = sdpa_context(query, keys, values, spec.mask)
-        return AttentionResult(ctx, None, extras=_position(spec))
-    return reference_attention(q_work, k_work, values, spec, score, normaliser, reduce)
+        return _finite(AttentionResult(ctx, None, extras=_position(spec)), check_finite)
+    result = reference_attention(q_work, k_work, values, spec, score, normaliser, reduce)
+    return _finite(result, check_finite)
+
+
+def _finite(result: AttentionResult, check: bool) -> AttentionResult:
+    """Finite inputs whose scores overflow (|qᵀk| beyond the dtype's range) would give NaN:
+    a clear error instead (the inputs were checked finite before)."""
+    if check and not bool(torch.isfinite(result.context).all()):
+        raise ValueError(
+            "attention overflowed: the scores of these finite inputs exceed the range of "
+            f"{result.context.dtype} (inf or NaN weights); scale the queries/keys down, use a "
+            "scaled or cosine score, or compute in float64"
+        )
+    return result
 
 
 def reference_attention(

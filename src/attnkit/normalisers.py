@@ -60,6 +60,7 @@ def _fill_outside_support(z: Tensor, mask: Tensor | None) -> Tensor:
 class _Sparsemax(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, z: Tensor) -> Tensor:
+        z = z - z.amax(dim=-1, keepdim=True)  # sparsemax(z - c) = sparsemax(z): exact cumsums
         z_sorted, _ = torch.sort(z, dim=-1, descending=True)  # (..., Tk)
         k = torch.arange(1, z.shape[-1] + 1, device=z.device, dtype=z.dtype)  # (Tk,)
         cumsum = z_sorted.cumsum(dim=-1)  # (..., Tk)
