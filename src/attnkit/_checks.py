@@ -72,6 +72,31 @@ def check_qkv(query: Tensor, keys: Tensor, values: Tensor, *, finite: bool = Tru
         check_finite("values", values)
 
 
+def broadcasts_to(shape: tuple[int, ...] | torch.Size, target: tuple[int, ...]) -> bool:
+    """``shape`` broadcasts *to* ``target`` without growing it."""
+    try:
+        return torch.broadcast_shapes(shape, target) == torch.Size(target)
+    except RuntimeError:
+        return False
+
+
+def check_positions(positions: Tensor | None, shape: tuple[int, ...]) -> None:
+    """Query positions are a real or integer tensor broadcastable to (..., Tq)."""
+    if positions is None:
+        return
+    if not isinstance(positions, Tensor) or positions.dtype == torch.bool:
+        raise TypeError(
+            "positions must be an integer or float torch.Tensor (..., Tq) of query positions, "
+            f"got {getattr(positions, 'dtype', type(positions).__name__)}"
+        )
+    if not broadcasts_to(positions.shape, shape):
+        raise ValueError(
+            f"positions has shape {tuple(positions.shape)}, which does not broadcast to the "
+            f"queries {shape} (..., Tq); give one position per query, e.g. torch.arange(Tq) "
+            "or a decoder's step t as (B, 1)"
+        )
+
+
 def check_mask(mask: Tensor | None, scores_shape: tuple[int, ...]) -> Tensor | None:
     """A mask is boolean, True = may attend, and broadcasts to scores (..., Tq, Tk)."""
     if mask is None:
@@ -83,11 +108,7 @@ def check_mask(mask: Tensor | None, scores_shape: tuple[int, ...]) -> Tensor | N
             f"mask has dtype {mask.dtype}; attnkit masks are bool with True = may attend. "
             "Convert with mask.bool() (or ~mask.bool() if yours marks positions to ignore)"
         )
-    try:  # the mask must broadcast *to* the scores, never grow them
-        fits = torch.broadcast_shapes(mask.shape, scores_shape) == torch.Size(scores_shape)
-    except RuntimeError:
-        fits = False
-    if not fits:
+    if not broadcasts_to(mask.shape, scores_shape):  # never grows the scores
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
             f"{tuple(scores_shape)} (..., Tq, Tk); a padding mask is (B, 1, Tk): "

@@ -165,15 +165,18 @@ class SlidingWindow(Alignment):
         return f"radius={self.radius}, causal={self.causal}"
 
 
-class LocalM(Alignment):
-    """Local-m (Luong 2015, §3.2, monotonic): p_t = t, window [p_t - D, p_t + D], no prior;
-    t is the query's position (its decoding step)."""
+class WindowedAlignment(Alignment):
+    """An alignment defined by its key window: the dense reference asks ``admit`` about every
+    key, the gathered-window kernel about the few in the window (one definition, two paths)."""
 
-    name = "local-m"
-
-    def __init__(self, window: int) -> None:
-        super().__init__()
-        self.window = check_window("window", window)
+    def key_window(
+        self,
+        query: Tensor,
+        keys: Tensor,
+        mask: Tensor | None = None,
+        positions: Tensor | None = None,
+    ) -> KeyWindow:
+        raise NotImplementedError
 
     def forward(
         self,
@@ -183,6 +186,17 @@ class LocalM(Alignment):
         positions: Tensor | None = None,
     ) -> AlignSpec:
         return dense_spec(self.key_window(query, keys, mask, positions), keys.shape[-2], mask)
+
+
+class LocalM(WindowedAlignment):
+    """Local-m (Luong 2015, §3.2, monotonic): p_t = t, window [p_t - D, p_t + D], no prior;
+    t is the query's position (its decoding step)."""
+
+    name = "local-m"
+
+    def __init__(self, window: int) -> None:
+        super().__init__()
+        self.window = check_window("window", window)
 
     def sliding_band(self, query: Tensor) -> Band:
         position = torch.arange(query.shape[-2], device=query.device, dtype=query.dtype)
@@ -234,7 +248,7 @@ def gaussian_window(position: Tensor, num_keys: int, window: int) -> tuple[Tenso
     return _gaussian(torch.arange(num_keys, device=position.device), position, window)
 
 
-class LocalP(Alignment):
+class LocalP(WindowedAlignment):
     """Local-p (Luong 2015, §3.2, predictive): p_t = S · sigmoid(v_pᵀ tanh(W_p h_t)); the
     normalised weights inside [p_t - D, p_t + D] are multiplied by exp(-(s - p_t)² / 2σ²),
     σ = D/2 (so they no longer sum to one, as in the paper). S is the number of keys each query
@@ -265,15 +279,6 @@ class LocalP(Alignment):
             source_len = mask.sum(dim=-1).to(query.dtype)  # (..., Tq or 1)
         w_p, v_p = self.w_p.to(query.dtype), self.v_p.to(query.dtype)  # half params: upcast
         return predict_position(query, w_p, v_p, source_len)  # (..., Tq)
-
-    def forward(
-        self,
-        query: Tensor,
-        keys: Tensor,
-        mask: Tensor | None = None,
-        positions: Tensor | None = None,
-    ) -> AlignSpec:
-        return dense_spec(self.key_window(query, keys, mask, positions), keys.shape[-2], mask)
 
     def key_window(
         self,

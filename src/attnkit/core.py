@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._checks import check_mask, check_qkv
+from ._checks import check_mask, check_positions, check_qkv
 from .alignment import AlignSpec
 from .capabilities import is_plain_sdpa
 from .local.dispatch import fast_local
@@ -159,27 +159,6 @@ def _position(spec: AlignSpec) -> dict[str, Any]:
     return {} if spec.position is None else {"position": spec.position}
 
 
-def check_positions(positions: Tensor | None, shape: tuple[int, ...]) -> None:
-    """Query positions are a real or integer tensor broadcastable to (..., Tq)."""
-    if positions is None:
-        return
-    if not isinstance(positions, Tensor) or positions.dtype == torch.bool:
-        raise TypeError(
-            "positions must be an integer or float torch.Tensor (..., Tq) of query positions, "
-            f"got {getattr(positions, 'dtype', type(positions).__name__)}"
-        )
-    try:
-        ok = torch.broadcast_shapes(positions.shape, shape) == torch.Size(shape)
-    except RuntimeError:
-        ok = False
-    if not ok:
-        raise ValueError(
-            f"positions has shape {tuple(positions.shape)}, which does not broadcast to the "
-            f"queries {shape} (..., Tq); give one position per query, e.g. torch.arange(Tq) "
-            "or a decoder's step t as (B, 1)"
-        )
-
-
 __all__ = [
     "AlignFn",
     "AttentionResult",
@@ -188,7 +167,6 @@ __all__ = [
     "Reduced",
     "ScoreFn",
     "attend",
-    "check_positions",
     "reference_attention",
     "sdpa_context",
     "weighted_sum",

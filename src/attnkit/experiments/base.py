@@ -64,16 +64,11 @@ def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def verdict_word(result: dict[str, Any]) -> str:
-    return "REPRODUCED" if result["verdict"]["reproduced"] else "NOT REPRODUCED"
-
-
 __all__ = [
     "Experiment",
     "Say",
     "markdown_table",
     "no_nan",
-    "verdict_word",
     "write_csv",
     "write_json",
 ]

@@ -152,14 +152,16 @@ def write_text(path: Path, text: str) -> None:
     _fsync_dir(path.parent)
 
 
-def _refuse_foreign(path: Path) -> None:
+def refuse_foreign(path: Path, error: type[ValueError] = ValueError) -> None:
+    """Raise ``error`` when the checkpoint folder ``path`` (or its backup) is a file or holds
+    files attnkit did not write: saving there would replace them."""
     for p in (path, backup_of(path)):
         if p.exists() and not p.is_dir():
-            raise ValueError(f"{p} is a file, not a checkpoint folder; move it away first")
+            raise error(f"{p} is a file, not a checkpoint folder; move it away first")
         if names := foreign_files(p):
-            raise ValueError(
+            raise error(
                 f"{p} holds files attnkit did not write ({', '.join(names)}); move them out "
-                "of it: saving a checkpoint there would replace the whole folder"
+                "of it first: saving a checkpoint there would replace the whole folder"
             )
 
 
@@ -211,7 +213,7 @@ def save(
     """Write a checkpoint folder at ``path``, replacing the one there without a moment when
     neither is findable. Refuses (ValueError) to replace a folder holding other files."""
     path = Path(path)
-    _refuse_foreign(path)
+    refuse_foreign(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     for stale in stale_temps(path):
         remove(stale)
@@ -319,6 +321,7 @@ __all__ = [
     "is_complete",
     "load",
     "load_training",
+    "refuse_foreign",
     "remove",
     "resolve",
     "save",

@@ -245,7 +245,6 @@ def train(
                 stopped = stopping.after_epoch(cfg, progress)
             save_last()
             save_history()
-    save_history()
     return TrainResult(
         len(state.history),
         state.global_step,

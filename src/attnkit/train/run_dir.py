@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .checkpoint import backup_of, find_checkpoint, foreign_files, remove
+from .checkpoint import find_checkpoint, refuse_foreign, remove
 
 LOCK = ".attnkit.lock"
 CHECKPOINTS = ("best", "last")  # folders, rotated through .NAME.old and .NAME.tmp-PID
@@ -101,14 +101,7 @@ def _locked(out: Path) -> Iterator[None]:
 
 def _refuse_foreign(out: Path) -> None:
     for name in CHECKPOINTS:
-        for p in (out / name, backup_of(out / name)):
-            if p.exists() and not p.is_dir():
-                raise RunDirError(f"{p} is a file, not a checkpoint folder; move it away first")
-            if names := foreign_files(p):
-                raise RunDirError(
-                    f"{p} holds files attnkit did not write ({', '.join(names)}); "
-                    "move them out of it first"
-                )
+        refuse_foreign(out / name, RunDirError)
 
 
 @contextlib.contextmanager
