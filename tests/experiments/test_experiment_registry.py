@@ -3,26 +3,27 @@ up (flags from its config, --quick, the exit code from its verdict) with no othe
 
 import sys
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import pytest
 
 from attnkit import experiments
 from attnkit.cli import main
-from attnkit.experiments.base import Experiment, write_json
+from attnkit.experiments.base import Experiment, verdict, write_json
 
 
 @dataclass
 class CoinConfig:
     heads: int = field(default=7, metadata={"help": "heads seen"})
+    seed: int = field(default=0, metadata={"help": "unused"})
     claim: float = field(default=0.5, metadata={"help": "claimed rate"})
 
 
 def run_coin(cfg: CoinConfig, out: Path, say) -> dict:
     rate = cfg.heads / 10
     ok = abs(rate - cfg.claim) <= 0.25
-    return {"rate": rate, "verdict": {"reproduced": ok, "reasons": [] if ok else ["off"]}}
+    return {"rate": rate, "verdict": verdict([] if ok else [f"rate {rate} is off"])}
 
 
 def report_coin(result: dict, out: Path, say) -> list[Path]:
@@ -49,10 +50,35 @@ def test_a_registered_experiment_gets_a_command(coin: None, tmp_path: Path, caps
     assert (tmp_path / "coin.json").is_file()
 
 
+def test_the_verdict_is_one_string() -> None:
+    assert verdict([]) == "REPRODUCED"
+    assert verdict(["a fell 3%", "b rose"]) == "NOT REPRODUCED: a fell 3%; b rose"
+
+
 def test_every_registered_experiment_is_well_formed() -> None:
     for name in experiments.EXPERIMENTS:
         exp = experiments.get(name)
         exp.config(**exp.quick)  # the quick settings are a valid config
         assert exp.help and exp.description
+        assert "seed" in {f.name for f in fields(exp.config)}, f"{name}: every config has --seed"
     with pytest.raises(ValueError, match="unknown experiment 'nope'; choose one of"):
         experiments.get("nope")
+
+
+@pytest.mark.parametrize("name", sorted(experiments.EXPERIMENTS))
+def test_every_experiment_keeps_the_contract(
+    name: str, tmp_path: Path, one_thread: None, capsys
+) -> None:
+    """`attnkit experiment NAME --quick --seed 1 --out DIR` writes DIR/NAME.{json,csv,png};
+    the JSON has a top-level "verdict" string and records the seed it ran with."""
+    import json
+
+    out = tmp_path / name
+    assert main(["experiment", name, "--quick", "--seed", "1", "--out", str(out)]) == 0
+    assert "verdict" in capsys.readouterr().out
+    result = json.loads((out / f"{name}.json").read_text())
+    v = result["verdict"]
+    assert v == "REPRODUCED" or v.startswith("NOT REPRODUCED: "), v
+    assert result["config"]["seed"] == 1
+    assert (out / f"{name}.csv").read_text().count("\n") >= 2  # a header and a row
+    assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..experiments import get
+    from ..experiments.base import reproduced
 
     exp = get(args.experiment)
     given = {f.name: getattr(args, f.name) for f in fields(exp.config)}
@@ -57,4 +58,4 @@ def run(args: argparse.Namespace) -> int:
     if args.quick:
         print("(--quick: too few updates to show the effect; the verdict is not checked)")
         return 0
-    return 0 if result["verdict"]["reproduced"] else 1
+    return 0 if reproduced(result) else 1

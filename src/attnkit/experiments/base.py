@@ -3,10 +3,12 @@
 An experiment is one module that defines ``EXPERIMENT = Experiment(...)`` and one line in
 ``attnkit.experiments.EXPERIMENTS``. It has a config dataclass (each field a command-line flag,
 its help in ``field(metadata={"help": ...})``), settings for a seconds-long ``--quick`` smoke
-run, ``run(config, out, say) -> result`` (a JSON-able dict with a ``"verdict"`` computed from
-the numbers: ``{"reproduced": bool, "reasons": [...]}``), and ``report(result, out, say)``
-that prints its table and writes its files. Training inside ``run`` goes through
-``attnkit.fit``; the writers below are shared.
+run, ``run(config, out, say) -> result`` (a JSON-able dict whose top-level ``"verdict"`` is
+computed from the numbers by ``verdict(reasons)``: ``"REPRODUCED"`` or
+``"NOT REPRODUCED: why"``), and ``report(result, out, say)`` that prints its table and writes
+``out/NAME.{json,csv,png}``. Every config has a ``seed`` field (``--seed``); ``--out``
+defaults to ``runs/NAME/``. Training inside ``run`` goes through ``attnkit.fit``; the writers
+below are shared.
 """
 
 from __future__ import annotations
@@ -31,6 +33,19 @@ class Experiment:
     quick: dict[str, Any]  # --quick overrides (seconds; too short to show the effect)
     run: Callable[[Any, Path, Say], dict[str, Any]]
     report: Callable[[dict[str, Any], Path, Say], list[Path]]
+
+
+REPRODUCED = "REPRODUCED"
+
+
+def verdict(reasons: Sequence[str]) -> str:
+    """The top-level ``"verdict"`` of NAME.json: ``"REPRODUCED"`` when no check failed, else
+    ``"NOT REPRODUCED: "`` and the failed checks, each saying what was measured."""
+    return REPRODUCED if not reasons else "NOT REPRODUCED: " + "; ".join(reasons)
+
+
+def reproduced(result: dict[str, Any]) -> bool:
+    return result["verdict"] == REPRODUCED
 
 
 def no_nan(x: Any) -> Any:
@@ -65,10 +80,13 @@ def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 __all__ = [
+    "REPRODUCED",
     "Experiment",
     "Say",
     "markdown_table",
     "no_nan",
+    "reproduced",
+    "verdict",
     "write_csv",
     "write_json",
 ]

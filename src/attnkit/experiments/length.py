@@ -27,6 +27,7 @@ from ..train.checkpoint import find_checkpoint
 from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from ..train.fit import fit
 from .base import Experiment
+from .base import verdict as verdict_text
 
 MODELS = ("rnnencdec", "rnnsearch")  # without, with attention
 
@@ -268,7 +269,8 @@ def run_experiment(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, 
         "train_seconds": {m: round(s, 1) for m, s in seconds.items()},
         "total_seconds": round(time.perf_counter() - t0, 1),
         "by_length": table,
-        "verdict": asdict(v),
+        "checks": asdict(v),
+        "verdict": verdict_text(v.reasons),
     }
 
 

@@ -45,7 +45,7 @@ def _pct(x: float) -> str:
 
 
 def verdict_line(result: dict[str, Any]) -> str:
-    v = result["verdict"]
+    v = result["checks"]
     d = v["drop"]
     nums = (
         f"BLEU drop from the shortest to the longest bin: RNNencdec {_pct(d['rnnencdec'])}, "
