@@ -42,3 +42,53 @@ def test_resume_keeps_the_checkpoint_vocabulary(tmp_path: Path, capsys) -> None:
     assert "2 source token(s) of the data are not in the checkpoint's vocabulary" in err
     assert json.loads((out / "last" / "src_vocab.json").read_text()) == before
     assert "zebra" not in before["tokens"]
+
+
+def test_evaluate_scores_exactly_the_pairs_the_run_held_out(tmp_path: Path, capsys) -> None:
+    """The held-out split is a function of the corpus bytes: evaluate needs the same file,
+    named on its command line, and refuses one that changed (a shuffled TSV would turn most
+    "test" pairs into training pairs)."""
+    tsv = corpus(tmp_path / "a.tsv", 120, 0)
+    out = tmp_path / "run"
+    assert main(files_train(tsv, out)) == 0
+    ck = str(out / "best")
+    capsys.readouterr()
+    assert main(["evaluate", "--checkpoint", ck]) == 2
+    assert "name the same ones: --train-tsv a.tsv" in capsys.readouterr().err
+    assert main(["evaluate", "--checkpoint", ck, "--train-tsv", str(tsv), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n"] == 6  # 5% of 120, as held out in training
+
+    lines = tsv.read_text().splitlines()
+    random.Random(3).shuffle(lines)
+    shuffled = tmp_path / "shuffled.tsv"
+    shuffled.write_text("\n".join(lines) + "\n")
+    assert main(["evaluate", "--checkpoint", ck, "--train-tsv", str(shuffled)]) == 2
+    assert "is not the file this model was trained on" in capsys.readouterr().err
+
+
+def test_evaluate_never_reads_a_path_stored_in_a_checkpoint(tmp_path: Path, capsys) -> None:
+    tsv = corpus(tmp_path / "a.tsv", 120, 0)
+    out = tmp_path / "run"
+    assert main(files_train(tsv, out)) == 0
+    secret = tmp_path / "secret.txt"
+    secret.write_text("password\tswordfish\n" * 50)
+    cfg = json.loads((out / "best" / "config.json").read_text())
+    cfg["meta"]["train_tsv"] = str(secret)  # a tampered checkpoint points elsewhere
+    cfg["meta"].pop("sha256")
+    (out / "best" / "config.json").write_text(json.dumps(cfg))
+    capsys.readouterr()
+    assert main(["evaluate", "--checkpoint", str(out / "best"), "--json"]) == 2
+    captured = capsys.readouterr()
+    assert "name the same ones: --train-tsv secret.txt" in captured.err
+    assert "swordfish" not in captured.out + captured.err
+
+
+def test_evaluate_rejects_meaningless_numbers(trained: Path, capsys) -> None:
+    from _reliability import one_line_error
+
+    for argv, match in [
+        (["--limit", "-1"], "--limit -1"),
+        (["--beam", "0"], "--beam >= 1"),
+        (["--split", "tset"], "choose train, valid or test"),
+    ]:
+        one_line_error(capsys, ["evaluate", "--checkpoint", str(trained), *argv], match)

@@ -18,10 +18,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data.source import FILE_KEYS
+
 TOKENISERS = ("word", "char", "spm")
-FILE_KEYS = (
-    "train_tsv", "train_src", "train_tgt", "valid_src", "valid_tgt", "test_src", "test_tgt"
-)  # fmt: skip
 TASK_KEYS = ("train_size", "valid_size", "test_size", "min_len", "max_len")
 
 

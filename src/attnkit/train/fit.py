@@ -48,9 +48,9 @@ class Prepared:
 
 def prepare(data: DataConfig) -> Prepared:
     """Read or generate the data of ``data`` and build its vocabularies."""
-    from ..data.source import fit_tokenisers, load_spec
+    from ..data.source import fit_tokenisers, load_spec, with_hashes
 
-    spec = fit_tokenisers(data.spec())
+    spec = with_hashes(fit_tokenisers(data.spec()))
     splits = load_spec(spec)
     if not splits.train or not splits.valid:
         raise ValueError(
