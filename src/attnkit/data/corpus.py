@@ -5,6 +5,7 @@ line number of a bad byte; malformed lines are skipped and counted, or fail, by 
 from __future__ import annotations
 
 import gzip
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,20 +43,33 @@ def open_binary(path: str | Path) -> IO[bytes]:
 
 def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """(line number from 1, text without the newline); a bad UTF-8 byte raises ValueError
-    naming the file, line and column."""
-    with open_binary(path) as f:
-        for n, raw in enumerate(f, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise ValueError(
-                    f"{path}:{n}: not valid UTF-8 (byte 0x{raw[err.start]:02x} at column "
-                    f"{err.start + 1}); convert the file to UTF-8, e.g. "
-                    f"`iconv -f cp949 -t utf-8 {Path(path).name}`"
-                ) from None
-            if n == 1:
-                text = text.removeprefix("\ufeff")
-            yield n, text.rstrip("\r\n")
+    naming the file, line and column; a damaged .gz file raises ValueError naming the file."""
+    n = 0
+    try:
+        with open_binary(path) as f:
+            for n, raw in enumerate(f, start=1):
+                yield n, _decode(raw, n, path)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as err:
+        raise ValueError(
+            f"{path}: a damaged gzip file ({err}"
+            + (f", after line {n}" if n else "")
+            + "); "
+            "check it with `gzip -t`, or decompress it and pass the plain file"
+        ) from None
+
+
+def _decode(raw: bytes, n: int, path: str | Path) -> str:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"{path}:{n}: not valid UTF-8 (byte 0x{raw[err.start]:02x} at column "
+            f"{err.start + 1}); convert the file to UTF-8, e.g. "
+            f"`iconv -f cp949 -t utf-8 {Path(path).name}`"
+        ) from None
+    if n == 1:
+        text = text.removeprefix("\ufeff")
+    return text.rstrip("\r\n")
 
 
 def tokenise(text: str, how: str) -> list[str]:
