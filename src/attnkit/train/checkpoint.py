@@ -214,6 +214,14 @@ def save(
     """Write a checkpoint folder at ``path``, replacing the one there without a moment when
     neither is findable. Refuses (ValueError) to replace a folder holding other files."""
     path = Path(path)
+    for side, vocab in (("src", src_vocab), ("tgt", tgt_vocab)):
+        rows = getattr(model.config, f"{side}_vocab", None)
+        if rows is not None and len(vocab) > rows:
+            raise ValueError(
+                f"the {side} vocabulary has {len(vocab)} tokens but the model's embedding "
+                f"{rows} rows: its ids would index past the embedding; build the model with "
+                f"{side}_vocab=len(vocab)"
+            )
     refuse_foreign(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     for stale in stale_temps(path):
