@@ -13,12 +13,13 @@ import torch
 import attnkit.viz
 import attnkit.viz.outputs
 from attnkit.cli import main
+from attnkit.commands import view as view_command
 from attnkit.data.tasks import load_task
 from attnkit.data.vocab import Vocab
 from attnkit.models import build_model
 from attnkit.train import checkpoint
 from attnkit.train.loop import TrainConfig, train
-from attnkit.viz.from_checkpoint import select_map
+from attnkit.viz.from_checkpoint import KINDS, select_map
 from attnkit.viz.page import page_data, write_attention_page
 from attnkit.viz.weights_file import AttentionRecord, save_attention
 
@@ -229,6 +230,7 @@ def test_kind_goes_with_a_checkpoint_and_a_display(tf, tmp_path, capsys) -> None
 
 
 def test_select_map_and_page_data_errors() -> None:
+    assert view_command.KINDS == KINDS  # the parser's choices are the viewer's kinds
     cross = AttentionRecord(torch.full((2, 3, 4, 5), 0.2), list("abcd"), list("vwxyz"))
     maps = {"cross": cross}
     assert select_map(maps, "cross", "m", layer=-2, head=-3) is cross

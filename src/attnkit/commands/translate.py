@@ -16,6 +16,8 @@ import argparse
 import sys
 from typing import Any
 
+from .view import KINDS
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("translate", help="translate sentences with a trained checkpoint")
@@ -38,7 +40,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--kind",
-        choices=("enc-self", "dec-self", "cross"),
+        choices=KINDS,
         default=None,
         help="which attention --show/--save-attention draw (default cross; enc-self and "
         "dec-self need a model that has them: the Transformer)",

@@ -14,6 +14,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+# the kinds of attention a checkpoint may offer (attnkit.viz.from_checkpoint.KINDS; kept here
+# so that building the parser imports no torch)
+KINDS = ("enc-self", "dec-self", "cross")
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
@@ -44,7 +48,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--terminal", action="store_true", help="print a heatmap (the default)")
     p.add_argument(
         "--kind",
-        choices=("enc-self", "dec-self", "cross"),
+        choices=KINDS,
         default=None,
         help="with --checkpoint: which attention the PNG and terminal show, and the page opens "
         "on (default cross; enc-self and dec-self need a model that has them: the Transformer)",
