@@ -128,10 +128,19 @@ class EncoderLayer(nn.Module):
         self.ffn = FeedForward(c.dim, c.ff, c.dropout)
         self.res1, self.res2 = Residual(c.dim, c.dropout, pre), Residual(c.dim, c.dropout, pre)
 
-    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
-        x, _ = self.res1(x, lambda h: (self.attn(h, mask=mask, need_weights=False).context, None))
+    def forward(
+        self, x: Tensor, mask: Tensor, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        """x (B, S, D), mask (B, 1, S) -> x (B, S, D), self-attention weights (B, H, S, S)
+        when ``need_weights`` (a viewer asks; training and decoding never do), else None."""
+
+        def attend(h: Tensor) -> tuple[Tensor, Tensor | None]:
+            r = self.attn(h, mask=mask, need_weights=need_weights)
+            return r.context, r.weights  # (B, S, D), (B, H, S, S) | None
+
+        x, weights = self.res1(x, attend)
         x, _ = self.res2(x, self.ffn)
-        return x  # (B, S, D)
+        return x, weights  # (B, S, D), (B, H, S, S) | None
 
 
 class DecoderLayer(nn.Module):
@@ -143,10 +152,20 @@ class DecoderLayer(nn.Module):
         self.ffn = FeedForward(c.dim, c.ff, c.dropout)
         self.res = nn.ModuleList(Residual(c.dim, c.dropout, pre) for _ in range(3))
 
-    def forward(self, y: Tensor, memory: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
-        """y (B, T, D), memory (B, S, D), mask (B, 1, S) -> y (B, T, D), weights (B, H, T, S)."""
-        y, _ = self.res[0](y, lambda h: (self.self_attn(h, need_weights=False).context, None))
-        return self.attend_memory(y, memory, mask)
+    def forward(
+        self, y: Tensor, memory: Tensor, mask: Tensor, need_self_weights: bool = False
+    ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """y (B, T, D), memory (B, S, D), mask (B, 1, S) -> y (B, T, D), cross-attention
+        weights (B, H, T, S), causal self-attention weights (B, H, T, T) when
+        ``need_self_weights`` (a viewer asks; training and decoding never do), else None."""
+
+        def attend_self(h: Tensor) -> tuple[Tensor, Tensor | None]:
+            r = self.self_attn(h, need_weights=need_self_weights)
+            return r.context, r.weights  # (B, T, D), (B, H, T, T) | None
+
+        y, self_weights = self.res[0](y, attend_self)
+        y, weights = self.attend_memory(y, memory, mask)
+        return y, weights, self_weights
 
     def step(
         self, y: Tensor, past: Tensor, memory: Tensor, mask: Tensor
@@ -202,22 +221,41 @@ class Transformer(Seq2Seq):
         return self.drop(x + pe.to(x.dtype))
 
     def encode(self, src: Tensor, src_len: Tensor) -> Memory:
+        return self.run_encoder(src, src_len)[0]
+
+    def run_encoder(
+        self, src: Tensor, src_len: Tensor, need_weights: bool = False
+    ) -> tuple[Memory, list[Tensor | None]]:
+        """The encoder, and each layer's self-attention weights (B, H, S, S) when
+        ``need_weights`` (else L Nones)."""
         mask = source_mask(src_len, src.shape[1])  # (B, 1, S)
         x = self.embed(self.tgt_emb if self.src_emb is None else self.src_emb, src)  # (B, S, D)
+        weights = []
         for layer in self.enc:
-            x = layer(x, mask)
-        return {"memory": self.enc_norm(x), "mask": mask}  # (B, S, D), (B, 1, S)
+            x, w = layer(x, mask, need_weights)  # (B, S, D), (B, H, S, S) | None
+            weights.append(w)
+        return {"memory": self.enc_norm(x), "mask": mask}, weights  # (B, S, D), (B, 1, S)
 
     def decode(self, tgt_in: Tensor, memory: Memory) -> tuple[Tensor, Tensor]:
         """tgt_in (B, T) -> logits (B, T, V), cross-attention weights (L, B, H, T, S)."""
+        logits, cross, _ = self.run_decoder(tgt_in, memory)
+        return logits, cross  # (B, T, V), (L, B, H, T, S)
+
+    def run_decoder(
+        self, tgt_in: Tensor, memory: Memory, need_self_weights: bool = False
+    ) -> tuple[Tensor, Tensor, list[Tensor | None]]:
+        """tgt_in (B, T) -> logits (B, T, V), cross-attention weights (L, B, H, T, S), and
+        each layer's causal self-attention weights (B, H, T, T) when ``need_self_weights``
+        (else L Nones)."""
         y = self.embed(self.tgt_emb, tgt_in)  # (B, T, D)
-        weights = []
+        cross, selfs = [], []
         for layer in self.dec:
-            y, w = layer(y, memory["memory"], memory["mask"])  # (B, T, D), (B, H, T, S)
-            weights.append(w)
+            y, w, s = layer(y, memory["memory"], memory["mask"], need_self_weights)
+            cross.append(w)  # (B, H, T, S)
+            selfs.append(s)  # (B, H, T, T) | None
         y = self.dec_norm(y)
         w_out = self.tgt_emb.weight if self.out is None else self.out.weight  # (V, D)
-        return F.linear(y, w_out, self.out_bias), torch.stack(weights)  # (B, T, V), (L, ...)
+        return F.linear(y, w_out, self.out_bias), torch.stack(cross), selfs  # (B, T, V), ...
 
     def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> Seq2SeqOutput:
         """Teacher forcing in one parallel pass; weights: last layer's cross-attention averaged
@@ -230,6 +268,25 @@ class Transformer(Seq2Seq):
         src (B, S), src_len (B,), tgt_in (B, T) -> (B, L, H, T, S); ``[0]`` is (L, H, T, S)."""
         _, weights = self.decode(tgt_in, self.encode(src, src_len))  # (L, B, H, T, S)
         return weights.transpose(0, 1)  # (B, L, H, T, S)
+
+    def attention_maps(self, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> dict[str, Tensor]:
+        """EVERY attention of a teacher-forced pass, per layer and head (for a viewer; the only
+        path that computes the self-attention weights, which training and decoding skip):
+        src (B, S), src_len (B,), tgt_in (B, T) ->
+
+            "enc-self"  encoder self-attention            (B, L_enc, H, S, S)
+            "dec-self"  decoder causal self-attention     (B, L_dec, H, T, T)  zero above the
+                        diagonal; row/column t is the position fed tgt_in[:, t]
+            "cross"     decoder-encoder attention         (B, L_dec, H, T, S)  = cross_attention
+
+        Every row sums to one over the keys it may see (padded source keys get zero)."""
+        memory, enc = self.run_encoder(src, src_len, need_weights=True)
+        _, cross, dec = self.run_decoder(tgt_in, memory, need_self_weights=True)
+        return {
+            "enc-self": torch.stack(cast(list[Tensor], enc), dim=1),  # (B, L_enc, H, S, S)
+            "dec-self": torch.stack(cast(list[Tensor], dec), dim=1),  # (B, L_dec, H, T, T)
+            "cross": cross.transpose(0, 1),  # (B, L_dec, H, T, S)
+        }
 
     def init_state(self, memory: Memory) -> State:
         """Per decoder layer, the self-attention inputs seen so far: L tensors (B, t, D)."""
