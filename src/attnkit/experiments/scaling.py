@@ -79,6 +79,9 @@ def parse_widths(text: str) -> list[tuple[int, int]]:
 
 @dataclass
 class ScalingConfig:
+    """The settings of (a) random q, k, (c) the Transformers and their shared budget; every
+    field is a flag of ``attnkit experiment scaling``."""
+
     dims: str = _opt("4,16,64,256,1024", "d_k values of the random q, k (default 4,16,64,256,1024)")
     rows: int = _opt(2048, "query rows measured per d_k (default 2048)")
     keys: int = _opt(64, "keys per row, Tk (default 64)")
@@ -122,6 +125,7 @@ QUICK = dict(dims="4,64", rows=64, keys=16, queries=8, widths="1x4,1x8", steps=3
 
 
 def run_name(heads: int, d_k: int, score: str) -> str:
+    """The folder of one trained model, e.g. ``2x64-dot``."""
     return f"{heads}x{d_k}-{score}"
 
 
