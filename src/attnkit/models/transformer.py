@@ -8,6 +8,10 @@ eq. 1 and §3.2.2) with CausalAlignment for the decoder's self-attention.
     FFN(x) = max(0, x W_1 + b_1) W_2 + b_2                                                (eq. 2)
     logits = x_L W_out, with W_out = E_tgt (tied, §3.4) or its own matrix
 
+Attention scores: ``score="scaled_dot"`` (default, the paper's eq. 1: qᵀk / √d_k) or
+``score="dot"`` (the unscaled qᵀk, for the √d_k ablation of §3.2.1), in every attention
+module, with d_k = dim / heads.
+
 Teacher forcing (``forward``) decodes the whole target in one parallel pass; ``step`` keeps
 the generated prefix in its state and re-runs the decoder on it (simple and exact, O(T²)).
 
@@ -28,9 +32,11 @@ from torch import Tensor, nn
 from .._checks import check_ranges
 from ..alignment import CausalAlignment
 from ..modules import CrossAttention, SelfAttention, check_heads
+from ..scores import DotScore, ScaledDotScore, Score
 from .base import Memory, Seq2Seq, Seq2SeqOutput, State, source_mask
 
 SHARE = ("none", "output", "all")
+SCORES = ("scaled_dot", "dot")
 
 
 @dataclass
@@ -45,6 +51,7 @@ class TransformerConfig:
     dropout: float = 0.1  # residual, embedding and attention-weight dropout (P_drop)
     norm: str = "post"  # post (paper) | pre
     share: str = "output"  # none | output (tie E_tgt and W_out) | all (also E_src; same vocab)
+    score: str = "scaled_dot"  # scaled_dot (eq. 1, qᵀk/√d_k) | dot (unscaled qᵀk, an ablation)
 
     def __post_init__(self) -> None:
         check_ranges(
@@ -57,6 +64,10 @@ class TransformerConfig:
             raise ValueError(f"TransformerConfig.norm={self.norm!r}; choose 'post' or 'pre'")
         if self.share not in SHARE:
             raise ValueError(f"TransformerConfig.share={self.share!r}; choose one of {SHARE}")
+        if self.score not in SCORES:
+            raise ValueError(
+                f"TransformerConfig.score={self.score!r}; choose one of {SCORES} (qᵀk/√d_k or qᵀk)"
+            )
         if self.share == "all" and self.src_vocab != self.tgt_vocab:
             raise ValueError(
                 f"share='all' needs one joint vocabulary, but src_vocab={self.src_vocab} != "
@@ -85,6 +96,12 @@ def sinusoids(length: int, dim: int, device: torch.device | None = None) -> Tens
     pe[:, 0::2] = torch.sin(pos * inv)  # (T, D/2)
     pe[:, 1::2] = torch.cos(pos * inv)  # (T, D/2)
     return pe  # (T, D)
+
+
+def make_score(c: TransformerConfig) -> Score:
+    """A fresh score module of ``c.score`` for one attention module (per head, width
+    dim / heads): ScaledDotScore() (qᵀk / √d_k) or DotScore() (qᵀk)."""
+    return ScaledDotScore() if c.score == "scaled_dot" else DotScore()
 
 
 class Residual(nn.Module):
@@ -124,7 +141,7 @@ class EncoderLayer(nn.Module):
     def __init__(self, c: TransformerConfig) -> None:
         super().__init__()
         pre = c.norm == "pre"
-        self.attn = SelfAttention(c.dim, c.heads, dropout=c.dropout)
+        self.attn = SelfAttention(c.dim, c.heads, score=make_score(c), dropout=c.dropout)
         self.ffn = FeedForward(c.dim, c.ff, c.dropout)
         self.res1, self.res2 = Residual(c.dim, c.dropout, pre), Residual(c.dim, c.dropout, pre)
 
@@ -147,8 +164,10 @@ class DecoderLayer(nn.Module):
     def __init__(self, c: TransformerConfig) -> None:
         super().__init__()
         pre = c.norm == "pre"
-        self.self_attn = SelfAttention(c.dim, c.heads, align=CausalAlignment(), dropout=c.dropout)
-        self.cross_attn = CrossAttention(c.dim, c.heads, dropout=c.dropout)
+        self.self_attn = SelfAttention(
+            c.dim, c.heads, score=make_score(c), align=CausalAlignment(), dropout=c.dropout
+        )
+        self.cross_attn = CrossAttention(c.dim, c.heads, score=make_score(c), dropout=c.dropout)
         self.ffn = FeedForward(c.dim, c.ff, c.dropout)
         self.res = nn.ModuleList(Residual(c.dim, c.dropout, pre) for _ in range(3))
 
