@@ -3,11 +3,17 @@ No input makes attnkit try an allocation it cannot hold; the O(n·w) way is alwa
 
 from __future__ import annotations
 
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 import torch
+from _reliability import one_line_error
 
 from attnkit import attend
 from attnkit.alignment import LocalP, SlidingWindow
+from attnkit.cli import main
 from attnkit.local import band_to_dense
 
 N = 256  # with a tiny budget, (1, 2, 256, 256) float32 scores + weights = 1 MiB is "too much"
@@ -76,3 +82,54 @@ def test_a_meaningless_budget_is_refused(raw: str, monkeypatch: pytest.MonkeyPat
     q, k, v = qkv(n=8)
     with pytest.raises(ValueError, match="ATTNKIT_DENSE_BUDGET_GIB=.*give a positive number"):
         attend(q, k, v)
+
+
+class Stdin:
+    """stdin as bytes, one line at a time, recording what stdout held when each was read."""
+
+    def __init__(self, lines: list[bytes], stdout: io.StringIO) -> None:
+        self.lines, self.stdout, self.seen = lines, stdout, []  # type: list[str]
+
+    @property
+    def buffer(self) -> Iterator[bytes]:
+        for line in self.lines:
+            self.seen.append(self.stdout.getvalue())
+            yield line
+
+
+def test_translate_streams_batch_by_batch(trained: Path, monkeypatch, capsys) -> None:
+    """The first batch is printed before the third one is read: 1,000 sentences never make the
+    user wait in silence, and input of any length runs in bounded memory."""
+    out = io.StringIO()
+    stdin = Stdin([b"3 4 5\n"] * 7, out)
+    monkeypatch.setattr("sys.stdin", stdin)
+    monkeypatch.setattr("sys.stdout", out)
+    assert main(["translate", "--checkpoint", str(trained), "--batch-size", "2"]) == 0
+    assert len(out.getvalue().splitlines()) == 7
+    assert [s.count("\n") for s in stdin.seen] == [0, 0, 2, 2, 4, 4, 6]
+
+
+CASES_TRANSLATE = {
+    "a line over --max-input-len": (["--max-input-len", "8"], b"1 2\n" + b"3 " * 20 + b"\n",
+                                    r"line 2 has 20 tokens, over --max-input-len 8: split it"),
+    "not UTF-8": ([], b"3 4\n\xff\xfe 5\n", r"<stdin>:2: not valid UTF-8 \(byte 0xff"),
+    "nothing": ([], b"\n  \n", r"nothing to translate"),
+    "--batch-size 0": (["--batch-size", "0"], b"3\n", r"--batch-size 0.*must be at least 1"),
+    "--max-input-len 0": (["--max-input-len", "0"], b"3\n", r"--max-input-len 0.*at least 1"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(CASES_TRANSLATE))
+def test_translate_refuses_unbounded_or_undecodable_input(
+    case: str, trained: Path, monkeypatch, capsys
+) -> None:
+    flags, data, match = CASES_TRANSLATE[case]
+    monkeypatch.setattr("sys.stdin", Stdin([*io.BytesIO(data)], io.StringIO()))
+    one_line_error(capsys, ["translate", "--checkpoint", str(trained), *flags], match)
+
+
+def test_translate_truncates_when_asked(trained: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr("sys.stdin", Stdin([b"3 " * 5000 + b"\n"], io.StringIO()))
+    argv = ["translate", "--checkpoint", str(trained), "--max-input-len", "10", "--truncate"]
+    assert main(argv) == 0
+    assert "warning: line 1 cut to 10 of 5,000 tokens" in capsys.readouterr().err

@@ -8,6 +8,7 @@ import gzip
 from pathlib import Path
 
 import pytest
+import torch
 from _reliability import TINY, one_line_error, snapshot
 
 TRAIN = ["train", *TINY]
@@ -75,3 +76,24 @@ def test_a_damaged_gz_corpus_is_one_line(kind: str, tmp_path: Path, capsys) -> N
     argv = ["train", "--train-tsv", str(path), "--out", str(tmp_path / "out"), "--no-progress"]
     one_line_error(capsys, argv, r"corpus\.tsv\.gz: a damaged gzip file \(.*\); check it with")
     assert not (tmp_path / "out" / "best").exists()
+
+
+def test_control_characters_are_escaped_on_a_terminal() -> None:
+    from attnkit._text import printable
+    from attnkit.viz.terminal import terminal_heatmap
+
+    assert printable("a\x1b[31mred\x07 b\u202eevil\tok") == "a\\x1b[31mred\\x07 b\\u202eevil\tok"
+    assert printable("학생 🙂 naïve") == "학생 🙂 naïve"  # printable text is untouched
+    text = terminal_heatmap(torch.eye(2), ["\x1b[2J", "b"], ["\x9bx", "c"])
+    assert "\x1b" not in text and "\x9b" not in text and "\\x1b[2J" in text
+
+
+def test_a_warning_escapes_the_tokens_it_quotes(trained: Path, monkeypatch, capsys) -> None:
+    import io
+
+    from attnkit.cli import main
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("3 \x1b]0;pwned\x07 4\n"))
+    assert main(["translate", "--checkpoint", str(trained)]) == 0
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\\x1b]0;pwned\\x07" in err

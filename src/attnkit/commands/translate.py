@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from .view import KINDS
@@ -51,16 +52,30 @@ def add_parser(sub: Any) -> None:
         default=None,
         help="head index or 'mean' (default: the terminal shows the mean, the image every head)",
     )
+    p.add_argument(
+        "--max-input-len",
+        type=int,
+        default=1000,
+        help="longest source in tokens (default 1000): a longer one is an error naming its "
+        "line, or is cut with --truncate",
+    )
+    p.add_argument("--truncate", action="store_true", help="cut sources over --max-input-len")
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=32,
+        help="sentences decoded at once (default 32); each batch is printed when it is done",
+    )
     p.add_argument("--device", default="cpu", help="auto | cpu | cuda")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    """Read sources (arguments, else stdin line by line), translate them a batch at a time and
+    print each batch as soon as it is decoded: input of any length streams through in bounded
+    memory, with a progress bar on a terminal."""
+    from tqdm import tqdm
 
-    from ..data.example import Example
-    from ..data.source import tokenise_source as tokenise
-    from ..decode import translate
     from ..train import checkpoint
     from ..train.runtime import pick_device
 
@@ -68,43 +83,115 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(
             "--kind/--layer/--head choose what --show and --save-attention draw; add one of them"
         )
+    if args.max_input_len < 1 or args.batch_size < 1 or args.beam < 1:
+        raise ValueError(
+            f"--max-input-len {args.max_input_len}, --batch-size {args.batch_size}, --beam "
+            f"{args.beam}: each must be at least 1"
+        )
     loaded = checkpoint.load(args.checkpoint, pick_device(args.device))
-    lines = args.sentences or [line for line in sys.stdin.read().splitlines() if line.strip()]
-    if not lines:
+    bar = tqdm(
+        desc="translating",
+        unit=" sentences",
+        disable=bool(args.sentences) or not sys.stderr.isatty(),
+        file=sys.stderr,
+        leave=False,
+    )
+    done = 0
+    for chunk in _chunks(_sources(args), args.batch_size):
+        _translate_chunk(args, loaded, chunk, done, bar)
+        done += len(chunk)
+        bar.update(len(chunk))
+    bar.close()
+    if done == 0:
         raise ValueError("nothing to translate: give sentences as arguments or on stdin")
-    examples = [Example(tokenise(s, loaded.meta), []) for s in lines]
-    for i, e in enumerate(examples):
-        if not e.src:
-            raise ValueError(f"sentence {i + 1} is empty")
-        unknown = sorted({t for t in e.src if t not in loaded.src_vocab.index})
+    return 0
+
+
+def _sources(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
+    """(where, text) of each source: "sentence N" of the arguments, or "line N" of stdin,
+    read one line at a time as strict UTF-8; blank lines are skipped."""
+    from ..data.corpus import decode_line
+
+    if args.sentences:
+        for n, text in enumerate(args.sentences, start=1):
+            if any("\udc80" <= c <= "\udcff" for c in text):  # undecodable bytes of argv
+                raise ValueError(f"sentence {n} is not valid UTF-8 text; convert it to UTF-8")
+            yield f"sentence {n}", text
+        return
+    binary = getattr(sys.stdin, "buffer", None)
+    lines = enumerate(binary if binary is not None else sys.stdin, start=1)
+    for n, raw in lines:
+        text = decode_line(raw, n, "<stdin>") if isinstance(raw, bytes) else raw.rstrip("\r\n")
+        if text.strip():
+            yield f"line {n}", text
+
+
+def _chunks(items: Iterator[tuple[str, str]], size: int) -> Iterator[list[tuple[str, str]]]:
+    chunk: list[tuple[str, str]] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _translate_chunk(
+    args: argparse.Namespace, loaded: Any, chunk: list[tuple[str, str]], first: int, bar: Any
+) -> None:
+    """Tokenise, check, decode and print one batch of sources; ``first``: how many came before
+    (numbers the --save-attention files)."""
+    from pathlib import Path
+
+    from .._text import printable
+    from ..data.example import Example
+    from ..data.source import tokenise_source, tokenisers_for
+    from ..decode import translate
+
+    examples = []
+    for where, text in chunk:
+        src = tokenise_source(text, loaded.meta)
+        if not src:
+            raise ValueError(f"{where} is empty")
+        if len(src) > args.max_input_len:
+            if not args.truncate:
+                raise ValueError(
+                    f"{where} has {len(src):,} tokens, over --max-input-len "
+                    f"{args.max_input_len}: split it, raise --max-input-len, or pass --truncate"
+                )
+            print(f"warning: {where} cut to {args.max_input_len} of {len(src):,} tokens",
+                  file=sys.stderr)  # fmt: skip
+            src = src[: args.max_input_len]
+        unknown = sorted({t for t in src if t not in loaded.src_vocab.index})
         if unknown:
             print(
-                f"warning: sentence {i + 1} has tokens the model never saw in training "
-                f"(read as <unk>): {' '.join(unknown)}",
+                f"warning: {where} has tokens the model never saw in training (read as <unk>): "
+                + printable(" ".join(unknown)),
                 file=sys.stderr,
             )
+        examples.append(Example(src, []))
     out = translate(
         loaded.model,
         examples,
         loaded.src_vocab,
         loaded.tgt_vocab,
+        batch_size=args.batch_size,
         beam=args.beam,
         length_penalty=args.length_penalty,
     )
-    from ..data.source import tokenisers_for
-
     detok = tokenisers_for(loaded.meta)[1].decode  # subwords are printed as detokenised text
-    for e, hyp, w in zip(examples, out.hyps, out.weights, strict=True):
-        print(detok(hyp))
+    shown = printable if sys.stdout.isatty() else (lambda t: t)  # a file gets the text as is
+    for i, (e, hyp, w) in enumerate(zip(examples, out.hyps, out.weights, strict=True)):
+        bar.write(shown(detok(hyp)), file=sys.stdout)
         if args.show:
-            print(_heatmap_text(args, loaded, e.src, hyp, w) + "\n")
-    if args.save_attention:
-        base = Path(args.save_attention)
-        for i, (e, hyp, w) in enumerate(zip(examples, out.hyps, out.weights, strict=True)):
-            path = base if i == 0 else base.with_name(f"{base.stem}-{i + 1}{base.suffix}")
+            bar.write(_heatmap_text(args, loaded, e.src, hyp, w) + "\n", file=sys.stdout)
+        if args.save_attention:
+            base, k = Path(args.save_attention), first + i
+            path = base if k == 0 else base.with_name(f"{base.stem}-{k + 1}{base.suffix}")
             _draw(args, loaded, e.src, hyp, w, path)
             print(f"attention heatmap: {path}", file=sys.stderr)
-    return 0
+    sys.stdout.flush()
 
 
 def _chosen(args: argparse.Namespace) -> bool:

@@ -48,7 +48,7 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     try:
         with open_binary(path) as f:
             for n, raw in enumerate(f, start=1):
-                yield n, _decode(raw, n, path)
+                yield n, decode_line(raw, n, path)
     except (EOFError, zlib.error, gzip.BadGzipFile) as err:
         raise ValueError(
             f"{path}: a damaged gzip file ({err}"
@@ -58,14 +58,16 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
         ) from None
 
 
-def _decode(raw: bytes, n: int, path: str | Path) -> str:
+def decode_line(raw: bytes, n: int, path: str | Path) -> str:
+    """Line ``n`` of ``path`` as text: strict UTF-8 (an error names the line and column),
+    without its newline and, on line 1, a byte-order mark."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise ValueError(
             f"{path}:{n}: not valid UTF-8 (byte 0x{raw[err.start]:02x} at column "
-            f"{err.start + 1}); convert the file to UTF-8, e.g. "
-            f"`iconv -f cp949 -t utf-8 {Path(path).name}`"
+            f"{err.start + 1}); convert it to UTF-8, e.g. `iconv -f cp949 -t utf-8"
+            + ("`" if str(path).startswith("<") else f" {Path(path).name}`")
         ) from None
     if n == 1:
         text = text.removeprefix("\ufeff")
@@ -196,6 +198,7 @@ def corpus_splits(
 
 __all__ = [
     "RawPair",
+    "decode_line",
     "ReadReport",
     "corpus_splits",
     "raw_parallel",
