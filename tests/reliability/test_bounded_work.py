@@ -133,3 +133,16 @@ def test_translate_truncates_when_asked(trained: Path, monkeypatch, capsys) -> N
     argv = ["translate", "--checkpoint", str(trained), "--max-input-len", "10", "--truncate"]
     assert main(argv) == 0
     assert "warning: line 1 cut to 10 of 5,000 tokens" in capsys.readouterr().err
+
+
+def test_training_on_a_corpus_drops_overlong_pairs_by_default(tmp_path: Path, capsys) -> None:
+    """A 200,000-word line would take gigabytes and minutes per step; by default pairs with a
+    side over 200 tokens are dropped, and the count is said."""
+    tsv = tmp_path / "c.tsv"
+    tsv.write_text("a b c\tc b a\n" * 60 + " ".join(["x"] * 200_000) + "\ty\n", encoding="utf-8")
+    argv = ["train", "--train-tsv", str(tsv), "--preset", "tiny", "--epochs", "1",
+            "--no-progress", "--out", str(tmp_path / "run")]  # fmt: skip
+    assert main(argv) == 0
+    assert "60 pairs kept of 61 lines; 1 pairs over --max-len 200 tokens dropped" in (
+        capsys.readouterr().err
+    )

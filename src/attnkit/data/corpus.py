@@ -22,6 +22,7 @@ class ReadReport:
     kept: int = 0
     skipped: list[tuple[int, str]] = field(default_factory=list)  # (line number, why)
     too_long: int = 0
+    max_len: int = 0  # the length limit applied (0 = none)
 
     def summary(self) -> str:
         text = f"{self.kept} pairs kept of {self.lines} lines"
@@ -30,7 +31,7 @@ class ReadReport:
             more = "; ..." if len(self.skipped) > 3 else ""
             text += f"; {len(self.skipped)} malformed lines skipped ({first}{more})"
         if self.too_long:
-            text += f"; {self.too_long} pairs over the length limit dropped"
+            text += f"; {self.too_long} pairs over --max-len {self.max_len} tokens dropped"
         return text
 
 
@@ -147,6 +148,7 @@ def tokenise_pairs(
     """Examples (tokens, with the raw target kept as the reference text); pairs with a side
     longer than ``max_len`` tokens are dropped and counted (0 = keep all)."""
     src_tok, tgt_tok = _pair(tokeniser)
+    report.max_len = max_len
     out = []
     for r in raw:
         ex = Example(src_tok.encode(r.src), tgt_tok.encode(r.tgt), ref=r.tgt.strip())

@@ -22,6 +22,7 @@ from ..data.source import FILE_KEYS
 
 TOKENISERS = ("word", "char", "spm")
 TASK_KEYS = ("train_size", "valid_size", "test_size", "min_len", "max_len")
+CORPUS_MAX_LEN = 200  # corpora: pairs with a longer side are dropped (and counted) by default
 
 
 def _finite(name: str, value: float) -> None:
@@ -88,7 +89,7 @@ class DataConfig:
         spec: dict[str, Any] = {
             "tokenise": self.tokenise,
             "spm_vocab": self.spm_vocab,
-            "max_len": self.max_len,
+            "max_len": CORPUS_MAX_LEN if self.max_len is None else self.max_len,
             "strict": self.strict,
             "valid_fraction": self.valid_fraction,
             "test_fraction": self.test_fraction,
