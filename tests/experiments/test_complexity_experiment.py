@@ -127,7 +127,7 @@ def test_measure_times_and_counts() -> None:
     layer = make_layer("convolution", 4, heads=1, kernel=2, radius=1)
     m = measure(layer, torch.randn(1, 6, 4, requires_grad=True), repeats=2)
     assert m.flops_forward == 2 * 6 * 2 * 4 * 4 and m.flops_total > m.flops_forward
-    assert m.seconds > 0 and m.flops_attention == 0
+    assert m.cpu_seconds > 0 and m.wall_seconds > 0 and m.flops_attention == 0
 
 
 def test_slope_and_crossover() -> None:
@@ -135,6 +135,7 @@ def test_slope_and_crossover() -> None:
     c = crossover([10, 100], [0.1, 10.0])  # log-midway
     assert c == {"n": pytest.approx(math.sqrt(10 * 100), rel=1e-3), "where": "inside"}
     assert crossover([10, 100], [2.0, 3.0])["where"] == "below"
+    assert crossover([10, 100], [1.0, 3.0]) == {"n": 10.0, "where": "inside"}
     assert crossover([10, 100], [0.2, 0.3]) == {"n": None, "where": "above"}
 
 

@@ -15,7 +15,10 @@ fused path, and the same with ``SlidingWindow(r)`` on the O(n·r) band kernel) i
 and backward over a grid of n and d (same batch, same d, the layers' own parameter counts).
 Measured: the FLOPs (``FlopCounterMode``), checked against the hand formula; bytes autograd
 saves for backward; the depth of the autograd graph (operations that must run in sequence);
-the fastest of ``repeats`` fwd+bwd times after a warm-up; the maximum path length of a stack.
+the least CPU time (``time.process_time``, one torch thread) of ``repeats`` fwd+bwd passes
+after a warm-up, and their least wall-clock time; the maximum path length of a stack.
+CPU time, not wall-clock, feeds the fits: on a shared machine it leaves out the time the
+process waits for a core.
 
 Checks (thresholds fixed from the claim before any run; exponents are log-log least-squares
 slopes over the largest three n of the grid, "large n"):
@@ -96,14 +99,14 @@ def ints(text: str, name: str) -> list[int]:
 
 @dataclass
 class ComplexityConfig:
-    ns: str = _opt("64,128,256,512,1024,2048", "sequence lengths n, comma-separated")
+    ns: str = _opt("32,64,128,256,512,1024,2048", "sequence lengths n, comma-separated")
     ds: str = _opt("64,128,256", "model widths d, comma-separated (each divisible by --heads)")
     batch: int = _opt(4, "sequences per pass (default 4)")
     heads: int = _opt(4, "attention heads (default 4)")
     kernel: int = _opt(3, "convolution kernel k (default 3)")
     radius: int = _opt(16, "restricted self-attention radius r, |i - j| <= r (default 16)")
-    repeats: int = _opt(3, "timed fwd+bwd passes per point after one warm-up; the fastest "
-                        "counts (default 3)")  # fmt: skip
+    repeats: int = _opt(5, "timed fwd+bwd passes per point after one warm-up; the fastest "
+                        "counts (default 5)")  # fmt: skip
     path_n: int = _opt(64, "sequence length of the path-length stacks (default 64)")
     path_d: int = _opt(8, "width of the path-length stacks (default 8)")
     threads: int = _opt(1, "torch threads (default 1)")
@@ -145,9 +148,11 @@ def slope(xs: Sequence[float], ys: Sequence[float]) -> float:
 
 def crossover(ns: Sequence[int], ratio: Sequence[float]) -> dict[str, Any]:
     """The first n where ``ratio`` (attention / recurrent) reaches 1, interpolated in log-log
-    between the grid points around it; ``where`` says "inside", "below" (already >= 1 at the
+    between the grid points around it; ``where`` says "inside", "below" (already > 1 at the
     first n) or "above" (< 1 at every n)."""
-    if ratio[0] >= 1:
+    if ratio[0] == 1:
+        return {"n": float(ns[0]), "where": "inside"}
+    if ratio[0] > 1:
         return {"n": None, "where": "below"}
     for i in range(1, len(ns)):
         if ratio[i] >= 1:
@@ -205,7 +210,8 @@ def _row(cfg: ComplexityConfig, kind: str, n: int, d: int, m: Any, layer: Any) -
     return {
         "layer": kind, "n": n, "d": d,
         "params": sum(p.numel() for p in layer.parameters()),
-        "ms": round(1000 * m.seconds, 3),
+        "ms": round(1000 * m.cpu_seconds, 3),  # CPU time: what the fits and crossovers use
+        "wall_ms": round(1000 * m.wall_seconds, 3),
         "flops_forward": m.flops_forward, "flops_formula": formula,
         "flops_term": term,
         "flops_term_formula": mixing_flops(kind, cfg.batch, n, d, cfg.kernel, cfg.radius),

@@ -192,19 +192,23 @@ def graph_depth(y: Tensor) -> int:
 @dataclass
 class Measured:
     """One layer at one (n, d): forward and fwd+bwd FLOPs, the forward FLOPs of attention
-    kernels, bytes saved for backward, autograd depth, and the fastest fwd+bwd seconds."""
+    kernels, bytes saved for backward, autograd depth, and the least CPU and wall-clock
+    seconds of one fwd+bwd pass."""
 
     flops_forward: int
     flops_attention: int
     flops_total: int
     saved_bytes: int
     depth: int
-    seconds: float
+    cpu_seconds: float
+    wall_seconds: float
 
 
 def measure(layer: nn.Module, x: Tensor, repeats: int) -> Measured:
     """A counted warm-up pass (FLOPs, saved bytes, depth), then ``repeats`` timed passes of
-    forward + backward of y.sum(); the time is their minimum."""
+    forward + backward of y.sum(). Time is the minimum over the passes of this process's CPU
+    time (``time.process_time``: on one torch thread, forward and backward run in this
+    process and the time it waits for a busy core is not counted), and of wall-clock time."""
     params = list(layer.parameters())
     saved, fwd = SavedBytes(params), flop_counter()
     with fwd, saved:
@@ -213,14 +217,16 @@ def measure(layer: nn.Module, x: Tensor, repeats: int) -> Measured:
     with flop_counter() as bwd:
         y.sum().backward()
     flops_fwd, attn = split_flops(fwd)
-    best = math.inf
+    cpu = wall = math.inf
     for _ in range(repeats):
         layer.zero_grad(set_to_none=True)
         x.grad = None
-        t0 = time.perf_counter()
+        c0, w0 = time.process_time(), time.perf_counter()
         layer(x).sum().backward()
-        best = min(best, time.perf_counter() - t0)
-    return Measured(flops_fwd, attn, flops_fwd + bwd.get_total_flops(), saved.total, depth, best)
+        cpu = min(cpu, time.process_time() - c0)
+        wall = min(wall, time.perf_counter() - w0)
+    total = flops_fwd + bwd.get_total_flops()
+    return Measured(flops_fwd, attn, total, saved.total, depth, cpu, wall)
 
 
 def path_length(make: Callable[[int], nn.Module], n: int, d: int, max_layers: int) -> int | None:

@@ -89,7 +89,7 @@ def time_table(result: dict[str, Any]) -> str:
         for d in result["ds"]
         for n in result["ns"]
     ]
-    return markdown_table(["d", "n"] + [f"{LABELS[k]} ms" for k in LAYERS], body)
+    return markdown_table(["d", "n"] + [f"{LABELS[k]}" for k in LAYERS], body)
 
 
 def verdict_line(result: dict[str, Any]) -> str:
@@ -103,9 +103,9 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     say(table1(result))
     say("\nmaximum path length (layers from position 0 to n-1):")
     say(path_table(result))
-    say("\nself-attention vs recurrent (GRU), fwd+bwd time:")
+    say("\nself-attention vs recurrent (GRU), fwd+bwd CPU time:")
     say(crossover_table(result))
-    say("\nfwd+bwd time, fastest of the repeats:")
+    say("\nfwd+bwd CPU ms, least of the repeats (wall-clock ms in the CSV):")
     say(time_table(result))
     out.mkdir(parents=True, exist_ok=True)
     paths = [
@@ -139,7 +139,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("n (line style: d = " + ", ".join(map(str, ds)) + ")")
-    ax.set_ylabel("fwd+bwd ms (fastest)")
+    ax.set_ylabel("fwd+bwd CPU ms (least of repeats)")
     ax.set_title("per-layer time (cf. Vaswani et al. 2017, Table 1)", fontsize=10)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
@@ -151,7 +151,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     bx.set_xscale("log", base=2)
     bx.set_yscale("log")
     bx.set_xlabel("n / d")
-    bx.set_ylabel("self-attention / GRU time")
+    bx.set_ylabel("self-attention / GRU CPU time")
     bx.set_title("self-attention is faster below 1", fontsize=10)
     bx.grid(alpha=0.3, which="both")
     bx.legend(fontsize=8)
