@@ -99,7 +99,7 @@ def ints(text: str, name: str) -> list[int]:
 
 @dataclass
 class ComplexityConfig:
-    ns: str = _opt("32,64,128,256,512,1024,2048", "sequence lengths n, comma-separated")
+    ns: str = _opt("32,64,128,256,512,1024,2048,4096", "sequence lengths n, comma-separated")
     ds: str = _opt("64,128,256", "model widths d, comma-separated (each divisible by --heads)")
     batch: int = _opt(4, "sequences per pass (default 4)")
     heads: int = _opt(4, "attention heads (default 4)")

@@ -152,7 +152,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     bx.set_yscale("log")
     bx.set_xlabel("n / d")
     bx.set_ylabel("self-attention / GRU CPU time")
-    bx.set_title("self-attention is faster below 1", fontsize=10)
+    bx.set_title("below 1: self-attention is faster than the GRU", fontsize=10)
     bx.grid(alpha=0.3, which="both")
     bx.legend(fontsize=8)
     fig.tight_layout()
