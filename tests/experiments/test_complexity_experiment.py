@@ -9,7 +9,8 @@ import pytest
 import torch
 from _spies import only_path
 
-from attnkit.experiments.complexity import ComplexityConfig, crossover, slope, verdict
+from attnkit.experiments.complexity import ComplexityConfig
+from attnkit.experiments.complexity_checks import crossover, slope, verdict
 from attnkit.experiments.complexity_layers import (
     LAYERS,
     CausalConv,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import Say, markdown_table, write_csv, write_json
-from .complexity import TERM
+from .complexity_checks import TERM
 from .complexity_layers import LAYERS
 
 LABELS = {
