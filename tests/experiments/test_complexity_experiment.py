@@ -237,6 +237,7 @@ def test_a_grid_without_n_below_d_cannot_pass() -> None:
         ({"ns": "64,abc"}, "comma-separated integers"),
         ({"ns": "0,64"}, "all >= 1"),
         ({"ds": "64,66"}, "divisible by --heads 4"),
+        ({"heads": 0}, "divisible by --heads 0"),
         ({"kernel": 1}, "--kernel 1"),
         ({"radius": 0}, "--radius"),
         ({"repeats": 0}, "--repeats"),

@@ -100,7 +100,7 @@ class ComplexityConfig:
         ns, ds = ints(self.ns, "ns"), ints(self.ds, "ds")
         if len(ns) < 2:
             raise ValueError(f"--ns {self.ns!r}: need at least two lengths to fit an exponent")
-        if any(d % self.heads for d in ds) or self.heads < 1:
+        if self.heads < 1 or any(d % self.heads for d in ds):
             raise ValueError(f"--ds {self.ds!r}: every d must be divisible by --heads {self.heads}")
         if self.kernel < 2:
             raise ValueError(f"--kernel {self.kernel}: a kernel of at least 2 connects positions")
@@ -127,8 +127,8 @@ def run_experiment(cfg: ComplexityConfig, out: Path, say: Say = print) -> dict[s
     ns, ds = cfg.n_grid, cfg.d_grid
     say(
         f"complexity experiment: {', '.join(LAYERS)}; n {ns}, d {ds}, batch {cfg.batch}, "
-        f"k {cfg.kernel}, r {cfg.radius}, {cfg.heads} heads, fastest of {cfg.repeats} fwd+bwd "
-        f"after a warm-up, {cfg.threads} thread(s); output in {out}/"
+        f"k {cfg.kernel}, r {cfg.radius}, {cfg.heads} heads, least CPU time of "
+        f"{cfg.repeats} fwd+bwd after a warm-up, {cfg.threads} thread(s); output in {out}/"
     )
     before = torch.get_num_threads()
     torch.set_num_threads(cfg.threads)
