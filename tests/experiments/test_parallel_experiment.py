@@ -15,14 +15,16 @@ from attnkit.experiments.parallel import (
     QUICK,
     ParallelConfig,
     build,
-    count_cell_calls,
-    graph_depth,
-    power_exponent,
     random_batch,
     run_experiment,
     sequential_ops,
-    time_steps,
     verdict,
+)
+from attnkit.experiments.parallel_measure import (
+    count_cell_calls,
+    graph_depth,
+    power_exponent,
+    time_steps,
 )
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
