@@ -8,8 +8,7 @@ computed from the numbers by ``verdict(reasons)``: ``"REPRODUCED"`` or
 ``"NOT REPRODUCED: why"``), and ``report(result, out, say)`` that prints its table and writes
 ``out/NAME.{json,csv,png}``. Every config has a ``seed`` field (``--seed``); ``--out``
 defaults to ``runs/NAME/``. Training inside ``run`` goes through ``attnkit.fit`` (several runs
-side by side: ``pool.train_all``); the writers
-below are shared.
+side by side: ``pool.train_all``); the writers below are shared.
 """
 
 from __future__ import annotations
