@@ -71,6 +71,7 @@ def test_summarise_means_and_stds() -> None:
     assert s["global-location"]["aer_std"] == pytest.approx(0.1)
     assert s["local-m"]["aer_std"] == 0.0 and s["local-m"]["paper_aer"] == 0.34
     assert s["local-m"]["updates"] == [600] and s["local-m"]["seeds"] == 3
+    assert s["global-location"]["aer_by_seed"] == [0.4, 0.5, 0.6]
 
 
 def test_verdict_reproduced() -> None:

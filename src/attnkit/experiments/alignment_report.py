@@ -18,6 +18,7 @@ def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
             "paper_aer": "" if s["paper_aer"] is None else s["paper_aer"],
             "aer_mean": round(s["aer_mean"], 4),
             "aer_std": round(s["aer_std"], 4),
+            "aer_by_seed": " ".join(f"{a:.3f}" for a in s["aer_by_seed"]),
             "bleu_mean": round(s["bleu_mean"], 2),
             "bleu_std": round(s["bleu_std"], 2),
             "exact_mean": round(s["exact_mean"], 2),
@@ -31,16 +32,17 @@ def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def text_table(result: dict[str, Any]) -> str:
-    head = ["model", "paper AER (En-De)", "AER (toy-ko)", "BLEU", "exact %", "parameters",
-            "updates", "s / run"]  # fmt: skip
+    head = ["model", "paper AER (En-De)", "AER (toy-ko)", "AER by seed", "BLEU", "exact %",
+            "parameters", "updates", "s / run"]  # fmt: skip
     body = [
         [r["label"], "—" if r["paper_aer"] == "" else f"{r['paper_aer']:.2f}",
-         f"{r['aer_mean']:.3f} ± {r['aer_std']:.3f}", f"{r['bleu_mean']:.1f} ± {r['bleu_std']:.1f}",
+         f"{r['aer_mean']:.3f} ± {r['aer_std']:.3f}", r["aer_by_seed"].replace(" ", " / "),
+         f"{r['bleu_mean']:.1f} ± {r['bleu_std']:.1f}",
          f"{r['exact_mean']:.1f}", f"{r['parameters']:,}", r["updates"], f"{r['seconds_mean']:.0f}"]
         for r in rows(result)
     ]  # fmt: skip
     t = result["task"]
-    body.append(["monotone diagonal guess", "—", f"{t['diagonal_aer']:.3f}", "", "", "", "", ""])
+    body.append(["monotone diagonal guess", "—", f"{t['diagonal_aer']:.3f}", *[""] * 6])
     return markdown_table(head, body)
 
 
