@@ -2,8 +2,8 @@
 of the attention of global vs local-m vs local-p models, force-decoded on the reference.
 
 The paper (RWTH English-German alignment data, argmax links): global (location) 0.39,
-local-m (general) 0.34, local-p (general) 0.36 (ensemble 0.34, Berkeley Aligner 0.32):
-"our local attention models ... achieve better AER than the global one".
+local-m (general) 0.34, local-p (general) 0.36 (ensemble 0.34, Berkeley Aligner 0.32): the
+local models align better than the global one.
 
     a_t(s) = softmax_s(score(h_t, h̄_s))                 global: every source word
     local-m: p_t = t, window [p_t - D, p_t + D]         local-p: p_t = S·σ(v_pᵀ tanh(W_p h_t)),
