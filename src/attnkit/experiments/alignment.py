@@ -44,6 +44,8 @@ from .pool import steps_done, train_all
 
 @dataclass(frozen=True)
 class Row:
+    """One model of the comparison: its label, attnkit model and attention options."""
+
     label: str
     model: str  # attnkit model name
     options: Mapping[str, str]  # alignment and score of the luong model
@@ -71,6 +73,8 @@ def _opt(default: Any, help: str) -> Any:
 
 @dataclass
 class AlignmentConfig:
+    """The flags of ``attnkit experiment alignment`` (one per field)."""
+
     models: str = _opt(",".join(ROWS), f"comma-separated rows, of {', '.join(ROWS)} "
                        f"(default all; {GLOBAL} and a local row are needed for the verdict)")
     seeds: int = _opt(3, "training seeds per model: --seed, --seed+1, ... (default 3)")
