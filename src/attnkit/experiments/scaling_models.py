@@ -47,29 +47,14 @@ def train_config(cfg: ScalingConfig, heads: int, d_k: int, score: str, out: Path
 
 def train_all(cfg: ScalingConfig, out: Path, say: Say) -> dict[str, float]:
     """Train every (width, score) into ``out/<name>``, ``cfg.jobs`` at a time; seconds each."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    from .length import _fit_logged
+    from . import pool
 
     configs = {
         run_name(h, d, s): train_config(cfg, h, d, s, out / run_name(h, d, s))
         for h, d in parse_widths(cfg.widths)
         for s in SCORES
     }
-    if cfg.jobs == 1:
-        return {n: _fit_logged(c, out / f"{n}.log") for n, c in configs.items()}
-    ctx = multiprocessing.get_context("spawn")  # no fork of a process that holds torch threads
-    with ProcessPoolExecutor(max_workers=cfg.jobs, mp_context=ctx) as pool:
-        futures = {n: pool.submit(_fit_logged, c, out / f"{n}.log") for n, c in configs.items()}
-        seconds = {}
-        for n, fut in futures.items():
-            err = fut.exception()
-            if err is not None:
-                raise ValueError(f"training {n} failed ({err}); see {out / f'{n}.log'}") from err
-            seconds[n] = fut.result()
-            say(f"  trained {n} in {seconds[n]:.0f}s")
-    return seconds
+    return pool.train_all(configs, jobs=cfg.jobs, steps=cfg.steps, log_dir=out, say=say)
 
 
 def evaluate(cfg: ScalingConfig, out: Path, seed: int) -> list[dict[str, Any]]:

@@ -1,0 +1,78 @@
+"""Several ``attnkit.fit`` runs side by side: the experiments' shared training helper.
+
+``train_all(configs, jobs=..., steps=..., log_dir=..., say=...)`` trains each named
+``FitConfig`` (its log lines in ``log_dir/<name>.log``), ``jobs`` at a time in a process pool
+of spawned processes (no fork of a process that holds torch threads), printing the steps each
+run has checkpointed every 30 s; ``jobs=1`` trains them one after the other in this process.
+A pool gives the same models as the serial path: each run is seeded by its own config.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import time
+from collections.abc import Mapping
+from concurrent.futures import ProcessPoolExecutor, wait
+from pathlib import Path
+
+from ..train.checkpoint import find_checkpoint
+from ..train.config import FitConfig
+from ..train.fit import fit
+from .base import Say
+
+
+def steps_done(out: Path) -> int:
+    """The global step of the last resumable checkpoint in ``out`` (0 when there is none)."""
+    last = find_checkpoint(out, "last", resumable=True)
+    if last is None:
+        return 0
+    try:
+        return int(json.loads((last / "train_state.json").read_text())["global_step"])
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def fit_logged(config: FitConfig, log_path: Path) -> float:
+    """Train ``config`` in this process, its log lines in ``log_path``; returns seconds."""
+    t0 = time.perf_counter()
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w", encoding="utf-8") as f:
+        fit(config, log=lambda line: print(line, file=f, flush=True))
+    return time.perf_counter() - t0
+
+
+def _progress(configs: Mapping[str, FitConfig], steps: int, finished: int) -> str:
+    running = {n: steps_done(Path(c.out)) for n, c in configs.items()}
+    shown = "  ".join(f"{n} {s}/{steps}" for n, s in running.items() if 0 < s < steps)
+    return f"{finished}/{len(configs)} trained" + (f"; {shown}" if shown else "")
+
+
+def train_all(
+    configs: Mapping[str, FitConfig], *, jobs: int, steps: int, log_dir: Path, say: Say
+) -> dict[str, float]:
+    """Train every config (``steps`` updates each, for the progress lines), ``jobs`` at a
+    time; returns wall-clock seconds per name. A failed run raises a ValueError naming its
+    log."""
+    if jobs < 1:
+        raise ValueError(f"jobs={jobs}; it must be at least 1")
+    logs = {n: log_dir / f"{n}.log" for n in configs}
+    if jobs == 1:
+        return {n: fit_logged(c, logs[n]) for n, c in configs.items()}
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(jobs, len(configs)), mp_context=ctx) as pool:
+        futures = {n: pool.submit(fit_logged, c, logs[n]) for n, c in configs.items()}
+        t0 = time.time()
+        while pending := wait(list(futures.values()), timeout=30).not_done:
+            finished = len(futures) - len(pending)
+            say(f"  [{time.time() - t0:4.0f}s] {_progress(configs, steps, finished)}")
+        seconds = {}
+        for n, fut in futures.items():
+            err = fut.exception()
+            if err is not None:
+                raise ValueError(f"training {n} failed ({err}); see {logs[n]}") from err
+            seconds[n] = fut.result()
+    return seconds
+
+
+__all__ = ["fit_logged", "steps_done", "train_all"]
