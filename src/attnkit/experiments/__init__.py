@@ -11,6 +11,7 @@ from .base import Experiment
 
 EXPERIMENTS: dict[str, str] = {
     "length": "attnkit.experiments.length",  # Bahdanau 2015, Fig. 2: BLEU by source length
+    "heads": "attnkit.experiments.heads",  # Vaswani 2017, Table 3 (A): number of heads
 }
 
 

@@ -12,22 +12,18 @@ greedily and scored (BLEU, exact match) in bins of source length.
 
 from __future__ import annotations
 
-import json
 import math
-import multiprocessing
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..data.example import Example
-from ..train.checkpoint import find_checkpoint
 from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
-from ..train.fit import fit
 from .base import Experiment
 from .base import verdict as verdict_text
+from .pool import fit_many
 
 MODELS = ("rnnencdec", "rnnsearch")  # without, with attention
 
@@ -125,45 +121,11 @@ def train_argv(cfg: LengthConfig, model: str, out: Path) -> list[str]:
     return [str(a) for a in args]
 
 
-def _steps_done(out: Path) -> int:
-    last = find_checkpoint(out, "last", resumable=True)
-    if last is None:
-        return 0
-    try:
-        return int(json.loads((last / "train_state.json").read_text())["global_step"])
-    except (OSError, ValueError, KeyError):
-        return 0
-
-
-def _fit_logged(config: FitConfig, log_path: Path) -> float:
-    """Train ``config`` in this process, its log lines in ``log_path``; returns seconds."""
-    t0 = time.perf_counter()
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "w", encoding="utf-8") as f:
-        fit(config, log=lambda line: print(line, file=f, flush=True))
-    return time.perf_counter() - t0
-
-
 def train_models(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, float]:
     """Train both models into ``out/<model>`` (logs in ``out/<model>.log``), ``cfg.jobs`` at a
     time in a process pool; returns wall-clock seconds per model."""
     configs = {m: train_config(cfg, m, out / m) for m in MODELS}
-    if cfg.jobs == 1:
-        return {m: _fit_logged(c, out / f"{m}.log") for m, c in configs.items()}
-    ctx = multiprocessing.get_context("spawn")  # no fork of a process that holds torch threads
-    with ProcessPoolExecutor(max_workers=min(cfg.jobs, len(MODELS)), mp_context=ctx) as pool:
-        futures = {m: pool.submit(_fit_logged, c, out / f"{m}.log") for m, c in configs.items()}
-        t0 = time.time()
-        while wait(list(futures.values()), timeout=30).not_done:
-            done = "  ".join(f"{m} {_steps_done(out / m)}/{cfg.steps}" for m in MODELS)
-            say(f"  [{time.time() - t0:4.0f}s] steps: {done}")
-        seconds = {}
-        for m, fut in futures.items():
-            err = fut.exception()
-            if err is not None:
-                raise ValueError(f"training {m} failed ({err}); see {out / f'{m}.log'}") from err
-            seconds[m] = fut.result()
-    return seconds
+    return fit_many(configs, cfg.jobs, cfg.steps, say)
 
 
 def bins(cfg: LengthConfig) -> list[tuple[int, int]]:
