@@ -12,8 +12,9 @@ every h; the same data, batches, updates and seed for every h, repeated for ``se
 (each seed draws other data and another initialisation). Each model is scored on toy-ko's
 test set: greedy BLEU, AER of the cross-attention against the gold links, and the mean
 pairwise Jensen–Shannon divergence of the last layer's heads (heads_measure.py). With
-``--multi30k N`` the same models are also trained on N pairs of Multi30K (En → De, read from
-``../shared/data/multi30k``; skipped with a message when absent).
+``--multi30k N`` the same models are also trained for N updates on the first N · batch_size
+pairs of Multi30K (En → De, read from ``../shared/data/multi30k``; skipped with a message
+when absent) and scored there too (BLEU and JS; Multi30K has no gold links).
 
 Verdict (thresholds chosen from the claim, before any run): on toy-ko, the best h's mean BLEU
 over seeds exceeds h = 1's by more than max(1.0 BLEU, 2 σ), σ the seed noise (the pooled
@@ -31,12 +32,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from .base import Experiment, Say
 from .base import verdict as verdict_text
-from .pool import fit_logged, in_pool, steps_done
+from .heads_jobs import make_jobs, train_and_measure
+from .pool import in_pool, steps_done
 
-MULTI30K = Path("../shared/data/multi30k")  # from the project root, as the tests read it
 MARGIN = 1.0  # BLEU: the smallest gap called a difference (the paper's is 0.9)
 NOISE_SIGMAS = 2.0  # and the gap must exceed 2 σ of the seed noise
 MIN_BLEU = 50.0  # the best h must have learnt the task
@@ -62,10 +62,9 @@ class HeadsConfig:
     seed: int = _opt(0, "first seed (default 0)")
     multi30k: int = _opt(
         0,
-        "also train on this many Multi30K En-De pairs from "
-        "../shared/data/multi30k (default 0: toy-ko only)",
+        "also train every model for N updates on the first N x batch-size Multi30K En-De "
+        "pairs from ../shared/data/multi30k, e.g. 600 (default 0: toy-ko only)",
     )
-    multi30k_steps: int = _opt(1000, "updates per model on Multi30K (default 1000)")
     jobs: int = _opt(2, "models trained at once, in a process pool (default 2)")
     threads: int = _opt(1, "torch threads per training process (default 1)")
 
@@ -90,14 +89,13 @@ class HeadsConfig:
             "valid_size",
             "test_size",
             "seeds",
-            "multi30k_steps",
             "jobs",
             "threads",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
         if self.multi30k < 0:
-            raise ValueError(f"--multi30k {self.multi30k}: a number of pairs, or 0 for none")
+            raise ValueError(f"--multi30k {self.multi30k}: a number of updates, or 0 for none")
         if not self.lr > 0 or not 0 <= self.dropout < 1:
             raise ValueError(f"--lr {self.lr} must be positive, --dropout {self.dropout} in [0, 1)")
 
@@ -126,131 +124,6 @@ QUICK = dict(
     seeds=1,
     jobs=1,
 )
-
-
-def fit_config(
-    cfg: HeadsConfig, heads: int, seed: int, data: DataConfig, steps: int, out: Path
-) -> FitConfig:
-    """The ``attnkit.fit`` config of one model; only ``heads`` differs between the models of
-    one seed. One epoch of ``steps · batch_size`` pairs = exactly ``steps`` updates."""
-    options = dict(
-        dim=cfg.dim,
-        heads=heads,
-        enc_layers=cfg.layers,
-        dec_layers=cfg.layers,
-        ff=cfg.ff,
-        dropout=cfg.dropout,
-    )
-    return FitConfig(
-        data=data,
-        model=ModelConfig("transformer", "small", options),
-        train=TrainConfig(
-            epochs=1,
-            batch_size=cfg.batch_size,
-            lr=cfg.lr,
-            patience=0,
-            seed=seed,
-            save_every=max(steps // 10, 1),
-            valid_decode=0,
-            progress=False,
-        ),
-        out=out,
-        overwrite=True,  # the experiment's own folder: a re-run replaces its models
-        threads=cfg.threads,
-    )
-
-
-def toy_ko_data(cfg: HeadsConfig, seed: int) -> DataConfig:
-    return DataConfig(
-        task="toy-ko",
-        task_seed=seed,
-        train_size=cfg.steps * cfg.batch_size,
-        valid_size=cfg.valid_size,
-        test_size=cfg.test_size,
-    )
-
-
-def multi30k_data(cfg: HeadsConfig, seed: int, folder: Path) -> DataConfig:
-    """The first ``multi30k`` training pairs, the first ``valid_size`` of val and
-    ``test_size`` of test_2016_flickr (written to ``folder`` by ``multi30k_subset``);
-    SentencePiece subwords learnt from the training subset; the seed only initialises."""
-    f = {
-        k: str(folder / k)
-        for k in ("train.en", "train.de", "val.en", "val.de", "test.en", "test.de")
-    }
-    return DataConfig(
-        train_src=f["train.en"],
-        train_tgt=f["train.de"],
-        valid_src=f["val.en"],
-        valid_tgt=f["val.de"],
-        test_src=f["test.en"],
-        test_tgt=f["test.de"],
-        tokenise="spm",
-        spm_vocab=2000,
-        task_seed=seed,
-    )
-
-
-def multi30k_subset(cfg: HeadsConfig, folder: Path, source: Path = MULTI30K) -> Path:
-    """Write the subset of Multi30K that ``multi30k_data`` reads (plain text, one sentence a
-    line) into ``folder``; FileNotFoundError when ``source`` is absent."""
-    import gzip
-
-    if not source.is_dir():
-        raise FileNotFoundError(
-            f"{source} not found (the shared data sits beside the project "
-            "root; run from the root of a checkout that has it)"
-        )
-    folder.mkdir(parents=True, exist_ok=True)
-    for split, name, n in (
-        ("train", "train", cfg.multi30k),
-        ("val", "val", cfg.valid_size),
-        ("test_2016_flickr", "test", cfg.test_size),
-    ):
-        for lang in ("en", "de"):
-            with gzip.open(source / f"{split}.{lang}.gz", "rt", encoding="utf-8") as f:
-                lines = [line for _, line in zip(range(n), f, strict=False)]
-            (folder / f"{name}.{lang}").write_text("".join(lines), encoding="utf-8")
-    return folder
-
-
-@dataclass(frozen=True)
-class Job:
-    """One model to train and score (picklable: it goes to a worker process)."""
-
-    task: str
-    heads: int
-    seed: int
-    config: FitConfig
-
-
-def train_and_measure(job: Job) -> dict[str, Any]:
-    """Train one model (its log beside its folder), then score it (heads_measure.measure)."""
-    from .heads_measure import measure
-
-    seconds = fit_logged(job.config)
-    row = {"task": job.task, "heads": job.heads, "seed": job.seed}
-    return {**row, **measure(Path(job.config.out)), "train_seconds": round(seconds, 1)}
-
-
-def make_jobs(cfg: HeadsConfig, out: Path, say: Say) -> dict[str, Job]:
-    """Every (task, seed, heads) model, named ``TASK-hH-sSEED`` (also its folder in ``out``)."""
-    tasks: dict[str, tuple[int, Any]] = {"toy-ko": (cfg.steps, lambda s: toy_ko_data(cfg, s))}
-    if cfg.multi30k:
-        try:
-            folder = multi30k_subset(cfg, out / "multi30k-data")
-            tasks["multi30k"] = (cfg.multi30k_steps, lambda s: multi30k_data(cfg, s, folder))
-        except FileNotFoundError as err:
-            say(f"skipping Multi30K: {err}")
-    named = {}
-    for task, (steps, data) in tasks.items():
-        for seed in cfg.seed_list:
-            for h in cfg.head_counts:
-                name = f"{task}-h{h}-s{seed}"
-                named[name] = Job(
-                    task, h, seed, fit_config(cfg, h, seed, data(seed), steps, out / name)
-                )
-    return named
 
 
 def summarise(runs: list[dict[str, Any]], task: str) -> list[dict[str, Any]]:
@@ -313,10 +186,7 @@ def run_experiment(cfg: HeadsConfig, out: Path, say: Say = print) -> dict[str, A
     named = make_jobs(cfg, out, say)
 
     def status() -> str:
-        done = sum(
-            steps_done(j.config.out) >= (cfg.steps if j.task == "toy-ko" else cfg.multi30k_steps)
-            for j in named.values()
-        )
+        done = sum(steps_done(j.config.out) >= j.steps for j in named.values())
         return f"{done}/{len(named)} models trained"
 
     runs = list(in_pool(train_and_measure, named, cfg.jobs, say, status).values())
@@ -332,10 +202,7 @@ def run_experiment(cfg: HeadsConfig, out: Path, say: Say = print) -> dict[str, A
     return {
         "config": asdict(cfg),
         "parameters": {str(r["heads"]): r["parameters"] for r in toy if r["seed"] == s0},
-        "updates": {
-            "toy-ko": cfg.steps,
-            **({"multi30k": cfg.multi30k_steps} if "multi30k" in tasks else {}),
-        },
+        "updates": {j.task: j.steps for j in named.values()},
         "multi30k": "trained"
         if "multi30k" in tasks
         else ("absent: skipped" if cfg.multi30k else "not asked (--multi30k N)"),
@@ -373,11 +240,7 @@ __all__ = [
     "EXPERIMENT",
     "QUICK",
     "HeadsConfig",
-    "Job",
-    "fit_config",
-    "make_jobs",
     "run_experiment",
     "summarise",
-    "train_and_measure",
     "verdict",
 ]

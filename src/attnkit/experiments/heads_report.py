@@ -48,8 +48,8 @@ def text_table(result: dict[str, Any], task: str) -> str:
 def verdict_line(result: dict[str, Any]) -> str:
     c = result["checks"]
     nums = (
-        f"toy-ko BLEU: h=1 {c['bleu_one_head']:.1f}, best h={c['best_heads']} "
-        f"{c['bleu_best']:.1f}; gap {c['gap']:.2f}, needed > {c['needed_gap']:.2f} "
+        f"toy-ko BLEU: h=1 {c['bleu_one_head']:.2f}, best h={c['best_heads']} "
+        f"{c['bleu_best']:.2f}; gap {c['gap']:.2f}, needed > {c['needed_gap']:.2f} "
         f"(seed noise {c['seed_noise']:.2f})"
     )
     return f"verdict: {result['verdict']}. {nums}"
