@@ -201,8 +201,14 @@ def run_experiment(cfg: HeadsConfig, out: Path, say: Say = print) -> dict[str, A
         del r["example"]  # one sentence's maps are kept: the largest h's, first seed
     return {
         "config": asdict(cfg),
-        "parameters": {str(r["heads"]): r["parameters"] for r in toy if r["seed"] == s0},
+        "parameters": {
+            t: {
+                str(r["heads"]): r["parameters"] for r in runs if r["task"] == t and r["seed"] == s0
+            }
+            for t in tasks
+        },
         "updates": {j.task: j.steps for j in named.values()},
+        "parameters_equal": len({r["parameters"] for r in runs if r["task"] == "toy-ko"}) == 1,
         "multi30k": "trained"
         if "multi30k" in tasks
         else ("absent: skipped" if cfg.multi30k else "not asked (--multi30k N)"),

@@ -78,7 +78,7 @@ def measure(run: Path, example: int | None = None) -> dict[str, Any]:
     from ..train import checkpoint
 
     ck = checkpoint.load(run / "last")
-    test = load_spec(ck.meta).test
+    test = load_spec(ck.meta, quiet=True).test
     tgt_tok = tokenisers_for(ck.meta)[1]
     hyps = translate(ck.model, test, ck.src_vocab, ck.tgt_vocab).hyps
     detok = tgt_tok.decode if tgt_tok.name == "spm" else None

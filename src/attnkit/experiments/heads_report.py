@@ -33,7 +33,7 @@ def _cell(row: dict[str, Any], key: str) -> str:
 def text_table(result: dict[str, Any], task: str) -> str:
     """One row per head count: d_k, parameters, then each measure as mean ± std over seeds."""
     dim = result["config"]["dim"]
-    params = result["parameters"]
+    params = result["parameters"][task]
     head = ["h", "d_k", "parameters", *(f"{label}{' ' + u if u else ''}"
                                          for _, label, u in MEASURES)]  # fmt: skip
     body = [
