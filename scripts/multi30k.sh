@@ -16,10 +16,10 @@ SECONDS_EACH=${SECONDS_EACH:-3600}
 for f in train.de.gz train.en.gz val.de.gz val.en.gz test_2016_flickr.de.gz test_2016_flickr.en.gz; do
   [[ -f "$D/$f" ]] || { echo "missing $D/$f: DATA_DIR must hold the Multi30K files" >&2; exit 2; }
 done
-DATA=(--train-src "$D/train.de.gz" --train-tgt "$D/train.en.gz"
-      --valid-src "$D/val.de.gz" --valid-tgt "$D/val.en.gz"
-      --test-src "$D/test_2016_flickr.de.gz" --test-tgt "$D/test_2016_flickr.en.gz"
-      --tokenise spm --spm-vocab "${SPM_VOCAB:-8000}")
+FILES=(--train-src "$D/train.de.gz" --train-tgt "$D/train.en.gz"
+       --valid-src "$D/val.de.gz" --valid-tgt "$D/val.en.gz"
+       --test-src "$D/test_2016_flickr.de.gz" --test-tgt "$D/test_2016_flickr.en.gz")
+DATA=("${FILES[@]}" --tokenise spm --spm-vocab "${SPM_VOCAB:-8000}")
 RUN=(--threads 1 --batch-size 128 --epochs 100 --patience 5 --time-limit "$SECONDS_EACH"
      --valid-decode 0 --save-every 500 --no-progress)
 mkdir -p "$OUT"
@@ -33,5 +33,5 @@ wait "$first" || { tail "$OUT/rnnsearch.log" >&2; exit 1; }
 wait "$second" || { tail "$OUT/transformer.log" >&2; exit 1; }
 for m in rnnsearch transformer; do
   tail -n 1 "$OUT/$m.log"
-  "$ATTNKIT" evaluate --checkpoint "$OUT/$m" --beam 5 | tee "$OUT/$m.test.txt"
+  "$ATTNKIT" evaluate --checkpoint "$OUT/$m" "${FILES[@]}" --beam 5 | tee "$OUT/$m.test.txt"
 done

@@ -10,6 +10,8 @@ fast it declares itself (capabilities.py); ``attnkit.local`` holds the O(n·wind
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,6 +76,7 @@ def attend(
     mask: Tensor | None = None,
     positions: Tensor | None = None,
     need_weights: bool = True,
+    weights_layout: str = "dense",
     check_finite: bool = True,
 ) -> AttentionResult:
     """Attention over keys for every query.
@@ -91,7 +94,12 @@ def attend(
     With ``need_weights=False`` and plain
     scaled-dot softmax attention, the fused ``F.scaled_dot_product_attention`` is used, and
     local alignments go to the O(n·window) kernels of ``attnkit.local`` when their stages
-    declare they can (``attnkit.capabilities``).
+    declare they can (``attnkit.capabilities``). ``weights_layout="band"`` (a sliding-window
+    alignment, plain scaled-dot softmax) returns the weights in the band layout (..., Tq, W),
+    ``weights[..., t, j]`` the weight of key ``t + extras["band_offset"] + j``: O(n·W) memory.
+    A path that must hold dense (..., Tq, Tk) tensors over ``dense_budget_gib()`` (default
+    4 GiB, environment variable ATTNKIT_DENSE_BUDGET_GIB) raises a ValueError saying how to
+    avoid them, instead of trying to allocate them.
     """
     check_qkv(query, keys, values, finite=check_finite)
     lead = torch.broadcast_shapes(query.shape[:-2], keys.shape[:-2])
@@ -99,6 +107,11 @@ def attend(
     check_positions(positions, (*lead, query.shape[-2]))
     work = compute_dtype(query.dtype)
     q_work, k_work = query.to(work), keys.to(work)  # half inputs are aligned/scored in float32
+    if weights_layout not in ("dense", "band"):
+        raise ValueError(f"weights_layout={weights_layout!r}; choose 'dense' or 'band'")
+    if weights_layout == "band":
+        return _band(query, keys, values, score, align, normaliser, reduce, mask, positions,
+                     (q_work, k_work), check_finite)  # fmt: skip
     if align is not None and not need_weights:  # O(n·window) kernels: attnkit.local
         fast = fast_local(
             query, keys, values, score, align, normaliser, reduce, mask, positions,
@@ -106,6 +119,8 @@ def attend(
         )  # fmt: skip
         if fast is not None:
             return _finite(AttentionResult(fast.context, None, extras=fast.extras), check_finite)
+    if need_weights or not is_plain_sdpa(score, normaliser, reduce):  # before any (Tq, Tk) mask
+        check_dense_budget((*lead, query.shape[-2], keys.shape[-2]), work, need_weights, align)
     if align is None:
         spec = AlignSpec(mask)
     elif positions is None:
@@ -118,6 +133,60 @@ def attend(
         return _finite(AttentionResult(ctx, None, extras=_position(spec)), check_finite)
     result = reference_attention(q_work, k_work, values, spec, score, normaliser, reduce)
     return _finite(result, check_finite)
+
+
+def dense_budget_gib() -> float:
+    """The most GiB the dense (..., Tq, Tk) tensors of one attention call may take: the
+    environment variable ATTNKIT_DENSE_BUDGET_GIB, else 4."""
+    raw = os.environ.get("ATTNKIT_DENSE_BUDGET_GIB", "4")
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"ATTNKIT_DENSE_BUDGET_GIB={raw!r}; give a positive number of GiB")
+    return value
+
+
+def check_dense_budget(
+    shape: tuple[int, ...], dtype: torch.dtype, need_weights: bool, align: Any
+) -> None:
+    """Refuse a reference pass whose scores and weights, (..., Tq, Tk) each, exceed the budget;
+    say which argument avoids them."""
+    need = 2 * math.prod(shape) * torch.finfo(dtype).bits / 8 / 2**30  # scores + weights
+    budget = dense_budget_gib()
+    if need <= budget:
+        return
+    fix = (
+        "pass need_weights=False (the fused and O(n·window) kernels hold no (Tq, Tk) tensor)"
+        if need_weights
+        else "use plain scaled-dot softmax attention or a sliding window, which have kernels "
+        "that hold no (Tq, Tk) tensor"
+    )
+    if need_weights and align is not None:
+        fix += ', or weights_layout="band" for a sliding window\'s weights in O(n·window)'
+    raise ValueError(
+        f"this attention would hold dense {tuple(shape)} scores and weights: {need:.1f} GiB, "
+        f"over the budget of {budget:g} GiB; {fix}; or raise ATTNKIT_DENSE_BUDGET_GIB"
+    )
+
+
+def _band(
+    query: Tensor, keys: Tensor, values: Tensor, score: ScoreFn, align: AlignFn | None,
+    normaliser: NormaliseFn, reduce: ReduceFn, mask: Tensor | None, positions: Tensor | None,
+    work: tuple[Tensor, Tensor], check_finite: bool,
+) -> AttentionResult:  # fmt: skip
+    """``attend(..., weights_layout="band")``: the sliding-window kernel with its weights."""
+    fast = None
+    if align is not None:
+        fast = fast_local(query, keys, values, score, align, normaliser, reduce, mask,
+                          positions, work=work, band_weights=True)  # fmt: skip
+    if fast is None:
+        raise ValueError(
+            'weights_layout="band" needs a sliding-window alignment with plain scaled-dot '
+            "softmax attention and the default positions; use the dense layout otherwise"
+        )
+    return _finite(AttentionResult(fast.context, fast.weights, extras=fast.extras), check_finite)
 
 
 def _finite(result: AttentionResult, check: bool) -> AttentionResult:
@@ -167,6 +236,8 @@ __all__ = [
     "Reduced",
     "ScoreFn",
     "attend",
+    "check_dense_budget",
+    "dense_budget_gib",
     "reference_attention",
     "sdpa_context",
     "weighted_sum",

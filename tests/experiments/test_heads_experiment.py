@@ -11,19 +11,15 @@ import torch
 
 from attnkit.data.example import Example
 from attnkit.experiments.heads import MARGIN, QUICK, HeadsConfig, verdict
-from attnkit.experiments.heads_jobs import (
-    Job,
-    fit_config,
-    multi30k_subset,
-    toy_ko_data,
-    train_and_measure,
-)
+from attnkit.experiments.heads_jobs import fit_config, multi30k_subset, toy_ko_data
 from attnkit.experiments.heads_measure import (
     example_index,
     js_divergence,
     mean_pairwise_js,
+    measure,
     pairwise_js,
 )
+from attnkit.experiments.pool import fit_logged
 
 LN2 = math.log(2)
 
@@ -147,9 +143,8 @@ def test_measures_of_one_model_match_independent_computations(
     from attnkit.train import checkpoint
 
     cfg = HeadsConfig(**{**QUICK, "heads": "1,2", "steps": 6})
-    job = Job("toy-ko", 2, 0, 6, fit_config(cfg, 2, 0, toy_ko_data(cfg, 0), 6, tmp_path / "m"))
-    got = train_and_measure(job)
-    assert (tmp_path / "m.log").is_file()
+    fit_logged(fit_config(cfg, 2, 0, toy_ko_data(cfg, 0), 6, tmp_path / "m"), tmp_path / "m.log")
+    got = measure(tmp_path / "m")
 
     ck = checkpoint.load(tmp_path / "m" / "last")
     from attnkit.data.tasks import load_task

@@ -136,7 +136,8 @@ def test_training_lowers_the_loss_and_checkpoint_round_trips(tmp_path) -> None:
         expect = m(src, src_len, tgt).logits
         torch.testing.assert_close(loaded.model(src, src_len, tgt).logits, expect)
     shared = model(share="all", src_vocab=V_TGT)  # one embedding table: still saves flat
-    checkpoint.save(tmp_path / "shared", shared, "transformer", tv, tv)
+    joint = Vocab(tv.tokens[:V_TGT])  # one vocabulary for both sides, as share="all" needs
+    checkpoint.save(tmp_path / "shared", shared, "transformer", joint, joint)
     again = checkpoint.load(tmp_path / "shared").model
     assert again.src_emb is None and torch.equal(again.tgt_emb.weight, shared.tgt_emb.weight)
 

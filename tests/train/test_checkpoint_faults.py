@@ -90,7 +90,7 @@ SV = [Vocab.build([list("abc")]), Vocab.build([list("abcd")]), Vocab.build([list
 def version(n: int) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
     """Model and optimizer number ``n``: different weights, different Adam moments."""
     torch.manual_seed(n)
-    model = build_model("rnnsearch", src_vocab=9, tgt_vocab=8, preset="tiny")
+    model = build_model("rnnsearch", src_vocab=9, tgt_vocab=9, preset="tiny")
     opt = torch.optim.Adam(model.parameters(), lr=0.01 * (n + 1))
     model(torch.tensor([[4, 2]]), torch.tensor([2]), torch.tensor([[1, 5]])).logits.sum().backward()
     opt.step()
@@ -133,7 +133,7 @@ def check_resume(out: Path, allowed: set[int]) -> int:
     """What --resume reads: one version, whole (train_state, weights, optimizer agree)."""
     found = checkpoint.find_checkpoint(out, "last", resumable=True)
     assert found is not None, f"nothing resumable in {sorted(os.listdir(out))}"
-    model = build_model("rnnsearch", src_vocab=9, tgt_vocab=8, preset="tiny")
+    model = build_model("rnnsearch", src_vocab=9, tgt_vocab=9, preset="tiny")
     opt = torch.optim.Adam(model.parameters())
     n = checkpoint.load_training(out / "last", model, opt)["n"]
     assert n in allowed and same_weights(model.state_dict(), n)

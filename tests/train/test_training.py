@@ -140,7 +140,7 @@ def test_cli_corpus_files_train_and_evaluate(tmp_path, capsys) -> None:
     assert main([*args, "--out", out, "--no-progress"]) == 0
     err = capsys.readouterr().err
     assert "200 pairs kept of 201 lines" in err and "line 51" in err
-    assert main(["evaluate", "--checkpoint", out, "--json"]) == 0
+    assert main(["evaluate", "--checkpoint", out, "--train-tsv", str(tsv), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["n"] == 10  # the 5% held-out test split
     assert main([*args, "--strict", "--out", str(tmp_path / "strict")]) == 2
     assert "pairs.tsv:51: no tab" in capsys.readouterr().err
@@ -167,6 +167,6 @@ def test_cli_subwords_with_held_out_files(tmp_path, capsys) -> None:
     assert main(["translate", "--checkpoint", out, "I am a student"]) == 0
     printed = capsys.readouterr().out
     assert printed.strip() and "\u2581" not in printed
-    assert main(["evaluate", "--checkpoint", out]) == 0
+    assert main(["evaluate", "--checkpoint", out, *[x for kv in files.items() for x in kv]]) == 0
     text = capsys.readouterr().out
     assert "test: 12 sentences" in text and "sacreBLEU" in text

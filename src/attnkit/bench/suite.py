@@ -9,6 +9,7 @@ local kernels) and, for the dense ones, counts the n x n tensors they must build
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -48,7 +49,25 @@ class SuiteConfig:
             if name not in VARIANTS:
                 raise ValueError(f"unknown scenario {name!r}; choose from {sorted(VARIANTS)}")
         if self.repeats < 1:
-            raise ValueError(f"repeats={self.repeats}: need at least one timed step")
+            raise ValueError(f"--repeats {self.repeats}: need at least one timed step")
+        known = sorted({v for name in self.scenarios for v in VARIANTS[name]})
+        unknown = sorted(set(self.variants or ()) - set(known))
+        if unknown or self.variants == []:
+            raise ValueError(
+                f"unknown variant(s) {unknown or self.variants}; the scenarios "
+                f"{','.join(self.scenarios)} have {','.join(known)}"
+            )
+        if self.warmup < 0:
+            raise ValueError(f"--warmup {self.warmup}: give 0 or more warm-up steps")
+        for flag, value in (("--time-limit", self.time_limit_s),
+                            ("--memory-limit", self.memory_limit_gib)):  # fmt: skip
+            if not (value > 0 and math.isfinite(value)):
+                raise ValueError(f"{flag} {value}: give a positive finite limit")
+        if self.local_radius < 1 or self.causal_radius < 1:
+            raise ValueError(
+                f"--radius {self.local_radius} --lookback {self.causal_radius}: a window needs "
+                "at least one key beside the query (use the global scenario for none)"
+            )
 
 
 def dense_bytes(case: Case) -> float:

@@ -63,7 +63,9 @@ def run(args: argparse.Namespace) -> int:
     cfg = SuiteConfig(
         scenarios=[s.strip() for s in args.scenarios.split(",") if s.strip()],
         backward=[m == "fwd+bwd" for m in modes],
-        variants=None if not args.variants else [v.strip() for v in args.variants.split(",")],
+        variants=None
+        if args.variants is None
+        else [v.strip() for v in args.variants.split(",") if v.strip()],
         warmup=args.warmup,
         repeats=args.repeats,
         time_limit_s=args.time_limit,

@@ -16,6 +16,13 @@ def add_parser(sub: Any) -> None:
         help="task to score on (default: the one the checkpoint was trained on)",
     )
     p.add_argument("--task-seed", type=int, default=None)
+    g = p.add_argument_group(
+        "corpus files (a model trained on files: name the same files; evaluate reads no path "
+        "stored in a checkpoint, and checks each file's sha256 against the one recorded)"
+    )
+    for key in ("train_tsv", "train_src", "train_tgt", "valid_src", "valid_tgt", "test_src",
+                "test_tgt"):  # fmt: skip
+        g.add_argument("--" + key.replace("_", "-"), default=None, metavar="FILE")
     p.add_argument("--split", default="test", help="train | valid | test (default test)")
     p.add_argument("--beam", type=int, default=1)
     p.add_argument("--length-penalty", type=float, default=1.0)
@@ -45,19 +52,24 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from ..data.source import load_spec, tokenisers_for
+    from ..data.source import FILE_KEYS, load_spec, spec_from_files, tokenisers_for
     from ..decode import translate
     from ..eval.forced import attention_aer
     from ..eval.text import score
     from ..train import checkpoint
     from ..train.runtime import pick_device
 
+    if args.limit < 0 or args.beam < 1:
+        raise ValueError(f"--limit {args.limit} --beam {args.beam}: need --limit >= 0 (0 = all) "
+                         "and --beam >= 1")  # fmt: skip
+    if args.split not in ("train", "valid", "test"):
+        raise ValueError(f"--split {args.split!r}; choose train, valid or test")
     loaded = checkpoint.load(args.checkpoint, pick_device(args.device))
     meta = loaded.meta
     if args.task and args.task != meta.get("task"):
         spec = {"task": args.task, "task_seed": args.task_seed or 0}
     else:
-        spec = dict(meta)
+        spec = spec_from_files(meta, {k: getattr(args, k) for k in FILE_KEYS})
         if args.task_seed is not None:
             spec["task_seed"] = args.task_seed
     if not spec.get("task") and not spec.get("train_tsv") and not spec.get("train_src"):

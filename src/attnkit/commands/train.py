@@ -164,7 +164,8 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
         "--max-len",
         type=int,
         default=None,
-        help="copy/reverse/sort: longest input; corpora: drop longer pairs",
+        help="copy/reverse/sort: longest input; corpora: drop pairs with a longer side "
+        "(default 200 tokens; the count dropped is printed)",
     )
     g.add_argument("--train-tsv", default=None, help="TSV: source<TAB>target[<TAB>...] (.gz ok)")
     g.add_argument("--train-src", default=None, help="source side, one sentence a line")

@@ -4,6 +4,7 @@ on a sentence — an interactive HTML page, a PNG heatmap, or a heatmap in the t
     attnkit view --weights attn.safetensors --src-tokens "I go to school ." \
         --tgt-tokens "나는 학교에 간다 ." --out attn.html --png attn.png
     attnkit view --checkpoint runs/rs "I am a student" --out attn.html
+    attnkit view --checkpoint runs/tf "I am a student" --kind enc-self --layer 0 --png enc.png
 """
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ import argparse
 import json
 from pathlib import Path
 from typing import Any
+
+# the kinds of attention a checkpoint may offer (attnkit.viz.from_checkpoint.KINDS; kept here
+# so that building the parser imports no torch)
+KINDS = ("enc-self", "dec-self", "cross")
 
 
 def add_parser(sub: Any) -> None:
@@ -24,8 +29,10 @@ def add_parser(sub: Any) -> None:
             "(key) tokens. Tokens come from --src-tokens/--tgt-tokens (split on spaces), a "
             '--tokens JSON file {"src": [...], "tgt": [...]}, or the file\'s metadata '
             "(attnkit.viz.save_attention writes it). No source tokens = self-attention. "
-            "Or --checkpoint DIR 'sentence': translate it greedily and show the attention "
-            "(every layer and head where the model offers them)."
+            "Or --checkpoint DIR 'sentence': translate it greedily and show the attention: "
+            "the page holds every kind the model has (a Transformer: encoder self-attention, "
+            "decoder self-attention and cross-attention, per layer and head, behind a switch); "
+            "--kind/--layer/--head pick the one for the PNG and the terminal."
         ),
     )
     src = p.add_mutually_exclusive_group(required=True)
@@ -39,6 +46,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--out", help="write the interactive page here (.html)")
     p.add_argument("--png", help="write a heatmap image here (.png, .svg or .pdf)")
     p.add_argument("--terminal", action="store_true", help="print a heatmap (the default)")
+    p.add_argument(
+        "--kind",
+        choices=KINDS,
+        default=None,
+        help="with --checkpoint: which attention the PNG and terminal show, and the page opens "
+        "on (default cross; enc-self and dec-self need a model that has them: the Transformer)",
+    )
     p.add_argument("--layer", type=int, default=-1, help="layer of stacked weights (default last)")
     p.add_argument(
         "--head",
@@ -78,20 +92,66 @@ def _resolve_tokens(args: argparse.Namespace, record: Any) -> tuple[list[str], l
     return tgt, src
 
 
-def _from_checkpoint(args: argparse.Namespace) -> tuple[Any, str]:
+def _parse_head(head: str | None) -> int | str | None:
+    if head in (None, "mean"):
+        return head
+    try:
+        return int(head)
+    except ValueError as err:
+        raise ValueError(f"--head {head!r}: pass a head index or 'mean'") from err
+
+
+def _from_checkpoint(args: argparse.Namespace, head: int | str | None) -> list[str]:
+    """Translate the sentence; the page gets every kind of attention the model has (opening
+    on --kind), the PNG and the terminal the --kind one."""
     from ..data.source import tokenise_source as tokenise
     from ..data.source import tokenisers_for
+    from ..eval.alignment import parse_pharaoh
     from ..train import checkpoint
-    from ..viz.from_checkpoint import sentence_attention
+    from ..viz.from_checkpoint import select_map, sentence_maps
+    from ..viz.outputs import show
 
     if not args.sentence:
         raise ValueError(
             '--checkpoint needs a sentence: attnkit view --checkpoint DIR "I am a student"'
         )
+    given = [f for f, v in (("--src-tokens", args.src_tokens), ("--tgt-tokens", args.tgt_tokens),
+                            ("--tokens", args.tokens)) if v]  # fmt: skip
+    if given:
+        raise ValueError(
+            f"{'/'.join(given)} go with --weights FILE; a checkpoint's tokens are the sentence "
+            "and its translation"
+        )
+    kind = args.kind or "cross"
+    if args.gold and kind != "cross":
+        raise ValueError(
+            f"--gold links source words to target words: it goes with --kind cross, not {kind}"
+        )
     loaded = checkpoint.load(args.checkpoint)
-    hyp, record = sentence_attention(loaded, tokenise(args.sentence, loaded.meta))
+    hyp, maps = sentence_maps(loaded, tokenise(args.sentence, loaded.meta))
+    record = select_map(maps, kind, loaded.model_name, layer=args.layer, head=head)
     print(f"translation: {tokenisers_for(loaded.meta)[1].decode(hyp)}")
-    return record, f"{loaded.model_name}: {args.sentence}"
+    title = args.title or f"{loaded.model_name}: {args.sentence}"
+    gold = parse_pharaoh(args.gold) if args.gold else None
+    lines = []
+    if args.out:
+        cross = maps["cross"]
+        others = {k: r for k, r in maps.items() if k != "cross"}
+        lines += show(cross.weights, cross.tgt_tokens or [], cross.src_tokens, out=args.out,
+                      gold=gold, title=title, name="cross", more=others, shown=kind)  # fmt: skip
+    picked = title if kind == "cross" else f"{title} [{kind}]"
+    lines += show(
+        record.weights,
+        record.tgt_tokens or [],
+        record.src_tokens,
+        png=args.png,
+        terminal=args.terminal or not (args.out or args.png),
+        layer=args.layer,
+        head=head,
+        gold=gold,
+        title=picked,
+    )
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:
@@ -99,19 +159,19 @@ def run(args: argparse.Namespace) -> int:
     from ..viz.outputs import show
     from ..viz.weights_file import load_attention
 
+    head = _parse_head(args.head)
     if args.checkpoint:
-        record, title = _from_checkpoint(args)
-    elif args.sentence is not None:
+        print("\n".join(_from_checkpoint(args, head)))
+        return 0
+    if args.sentence is not None:
         raise ValueError("a sentence goes with --checkpoint DIR; --weights files carry weights")
-    else:
-        record, title = load_attention(args.weights, name=args.name), Path(args.weights).stem
+    if args.kind is not None:
+        raise ValueError(
+            "--kind goes with --checkpoint DIR; a --weights file holds one map (pick another "
+            "tensor with --name)"
+        )
+    record = load_attention(args.weights, name=args.name)
     tgt, src = _resolve_tokens(args, record)
-    head: int | str | None = args.head
-    if head not in (None, "mean"):
-        try:
-            head = int(head)
-        except ValueError as err:
-            raise ValueError(f"--head {head!r}: pass a head index or 'mean'") from err
     lines = show(
         record.weights,
         tgt,
@@ -122,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
         layer=args.layer,
         head=head,
         gold=parse_pharaoh(args.gold) if args.gold else None,
-        title=args.title or title,
+        title=args.title or Path(args.weights).stem,
     )
     print("\n".join(lines))
     return 0

@@ -5,6 +5,7 @@ line number of a bad byte; malformed lines are skipped and counted, or fail, by 
 from __future__ import annotations
 
 import gzip
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ class ReadReport:
     kept: int = 0
     skipped: list[tuple[int, str]] = field(default_factory=list)  # (line number, why)
     too_long: int = 0
+    max_len: int = 0  # the length limit applied (0 = none)
 
     def summary(self) -> str:
         text = f"{self.kept} pairs kept of {self.lines} lines"
@@ -29,7 +31,7 @@ class ReadReport:
             more = "; ..." if len(self.skipped) > 3 else ""
             text += f"; {len(self.skipped)} malformed lines skipped ({first}{more})"
         if self.too_long:
-            text += f"; {self.too_long} pairs over the length limit dropped"
+            text += f"; {self.too_long} pairs over --max-len {self.max_len} tokens dropped"
         return text
 
 
@@ -42,20 +44,35 @@ def open_binary(path: str | Path) -> IO[bytes]:
 
 def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """(line number from 1, text without the newline); a bad UTF-8 byte raises ValueError
-    naming the file, line and column."""
-    with open_binary(path) as f:
-        for n, raw in enumerate(f, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise ValueError(
-                    f"{path}:{n}: not valid UTF-8 (byte 0x{raw[err.start]:02x} at column "
-                    f"{err.start + 1}); convert the file to UTF-8, e.g. "
-                    f"`iconv -f cp949 -t utf-8 {Path(path).name}`"
-                ) from None
-            if n == 1:
-                text = text.removeprefix("\ufeff")
-            yield n, text.rstrip("\r\n")
+    naming the file, line and column; a damaged .gz file raises ValueError naming the file."""
+    n = 0
+    try:
+        with open_binary(path) as f:
+            for n, raw in enumerate(f, start=1):
+                yield n, decode_line(raw, n, path)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as err:
+        raise ValueError(
+            f"{path}: a damaged gzip file ({err}"
+            + (f", after line {n}" if n else "")
+            + "); "
+            "check it with `gzip -t`, or decompress it and pass the plain file"
+        ) from None
+
+
+def decode_line(raw: bytes, n: int, path: str | Path) -> str:
+    """Line ``n`` of ``path`` as text: strict UTF-8 (an error names the line and column),
+    without its newline and, on line 1, a byte-order mark."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"{path}:{n}: not valid UTF-8 (byte 0x{raw[err.start]:02x} at column "
+            f"{err.start + 1}); convert it to UTF-8, e.g. `iconv -f cp949 -t utf-8"
+            + ("`" if str(path).startswith("<") else f" {Path(path).name}`")
+        ) from None
+    if n == 1:
+        text = text.removeprefix("\ufeff")
+    return text.rstrip("\r\n")
 
 
 def tokenise(text: str, how: str) -> list[str]:
@@ -131,6 +148,7 @@ def tokenise_pairs(
     """Examples (tokens, with the raw target kept as the reference text); pairs with a side
     longer than ``max_len`` tokens are dropped and counted (0 = keep all)."""
     src_tok, tgt_tok = _pair(tokeniser)
+    report.max_len = max_len
     out = []
     for r in raw:
         ex = Example(src_tok.encode(r.src), tgt_tok.encode(r.tgt), ref=r.tgt.strip())
@@ -182,6 +200,7 @@ def corpus_splits(
 
 __all__ = [
     "RawPair",
+    "decode_line",
     "ReadReport",
     "corpus_splits",
     "raw_parallel",

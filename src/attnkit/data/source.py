@@ -4,11 +4,18 @@
     {"task": "toy-ko", "task_seed": 0, ...}            a generated task
     {"train_tsv": "kor.txt", "tokenise": "word", ...}  a corpus file, split by seed
     {"train_src": "a.en", "train_tgt": "a.ko", ...}   line-aligned files
+
+A corpus spec also records the sha256 of every file (``"sha256": {"train_tsv": ...}``): the
+held-out split is a function of the file's bytes and the split seed, so ``evaluate`` rebuilds
+exactly the pairs the run held out, from files the user names on its command line (never from
+a path stored in a checkpoint), and refuses a file whose bytes changed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import sys
+from pathlib import Path
 from typing import Any
 
 from .corpus import RawPair, ReadReport, corpus_splits, raw_parallel, raw_tsv, tokenise_pairs
@@ -17,6 +24,56 @@ from .tasks import JOIN, load_task
 from .tokenisers import Tokeniser, tokenisers_of, train_spm
 
 CHAR_TASKS = {name for name, j in JOIN.items() if j == ""}
+FILE_KEYS = (
+    "train_tsv", "train_src", "train_tgt", "valid_src", "valid_tgt", "test_src", "test_tgt"
+)  # fmt: skip
+
+
+def sha256_of(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def with_hashes(spec: dict[str, Any]) -> dict[str, Any]:
+    """A corpus spec with the sha256 of each file it names (a task spec as it is)."""
+    named = {k: spec[k] for k in FILE_KEYS if spec.get(k)}
+    return {**spec, "sha256": {k: sha256_of(v) for k, v in named.items()}} if named else spec
+
+
+def spec_from_files(meta: dict[str, Any], given: dict[str, str | None]) -> dict[str, Any]:
+    """The spec of a run trained on corpus files (its checkpoint meta), with the files the
+    user named (``{"train_tsv": "kor.txt", ...}``) in place of the stored paths, after checking
+    that each is the very file the run was trained on (same sha256)."""
+    trained = [k for k in FILE_KEYS if meta.get(k)]
+    named = {k: v for k, v in given.items() if v}
+    flag = lambda k: "--" + k.replace("_", "-")  # noqa: E731
+    if not trained:
+        if named:
+            raise ValueError(
+                f"this model was trained on the generated task {meta.get('task')!r}, not on "
+                f"files: drop {', '.join(map(flag, named))} (its split is rebuilt from the task)"
+            )
+        return meta
+    if set(named) != set(trained):
+        wanted = " ".join(f"{flag(k)} {Path(str(meta[k])).name}" for k in trained)
+        raise ValueError(
+            "this model was trained on corpus files; evaluate reads only files named on its "
+            f"command line, so name the same ones: {wanted}"
+        )
+    hashes = meta.get("sha256") or {}
+    for k in trained:
+        if not Path(str(named[k])).is_file():
+            raise FileNotFoundError(f"{flag(k)} {named[k]}: no such file")
+        if k in hashes and sha256_of(str(named[k])) != hashes[k]:
+            raise ValueError(
+                f"{flag(k)} {named[k]} is not the file this model was trained on (its sha256 "
+                "differs): the held-out split rebuilt from it would mix training pairs into the "
+                "test set. Pass the original file"
+            )
+    return {**meta, **{k: str(Path(str(named[k])).resolve()) for k in trained}}
 
 
 def tokeniser_of(spec: dict[str, Any]) -> str:
@@ -119,4 +176,9 @@ def load_spec(spec: dict[str, Any], *, quiet: bool = False) -> Splits:
     return Splits(train, held_out["valid"], held_out["test"])
 
 
-__all__ = ["fit_tokenisers", "load_spec", "tokenise_source", "tokeniser_of", "tokenisers_for"]
+__all__ = [
+    "FILE_KEYS",
+    "sha256_of",
+    "spec_from_files",
+    "with_hashes",
+    "fit_tokenisers", "load_spec", "tokenise_source", "tokeniser_of", "tokenisers_for"]

@@ -11,6 +11,10 @@ from .base import Experiment
 
 EXPERIMENTS: dict[str, str] = {
     "length": "attnkit.experiments.length",  # Bahdanau 2015, Fig. 2: BLEU by source length
+    "complexity": "attnkit.experiments.complexity",  # Vaswani 2017, Table 1: cost per layer
+    "scaling": "attnkit.experiments.scaling",  # Vaswani 2017, 3.2.1: why qᵀk/√d_k
+    "parallel": "attnkit.experiments.parallel",  # Vaswani 2017, Table 1: sequential ops in n
+    "alignment": "attnkit.experiments.alignment",  # Luong 2015, Table 6: AER global vs local
     "heads": "attnkit.experiments.heads",  # Vaswani 2017, Table 3 (A): number of heads
 }
 

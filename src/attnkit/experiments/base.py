@@ -7,8 +7,8 @@ run, ``run(config, out, say) -> result`` (a JSON-able dict whose top-level ``"ve
 computed from the numbers by ``verdict(reasons)``: ``"REPRODUCED"`` or
 ``"NOT REPRODUCED: why"``), and ``report(result, out, say)`` that prints its table and writes
 ``out/NAME.{json,csv,png}``. Every config has a ``seed`` field (``--seed``); ``--out``
-defaults to ``runs/NAME/``. Training inside ``run`` goes through ``attnkit.fit``; the writers
-below are shared.
+defaults to ``runs/NAME/``. Training inside ``run`` goes through ``attnkit.fit`` (several runs
+side by side: ``pool.train_all``); the writers below are shared.
 """
 
 from __future__ import annotations

@@ -34,8 +34,8 @@ from typing import Any
 
 from .base import Experiment, Say
 from .base import verdict as verdict_text
-from .heads_jobs import make_jobs, train_and_measure
-from .pool import in_pool, steps_done
+from .heads_jobs import Job, make_jobs
+from .pool import train_all
 
 MARGIN = 1.0  # BLEU: the smallest gap called a difference (the paper's is 0.9)
 NOISE_SIGMAS = 2.0  # and the gap must exceed 2 σ of the seed noise
@@ -174,6 +174,34 @@ def verdict(bleu: dict[int, list[float]]) -> tuple[list[str], dict[str, Any]]:
     return reasons, checks
 
 
+def train_and_measure(
+    cfg: HeadsConfig, named: dict[str, Job], out: Path, say: Say
+) -> list[dict[str, Any]]:
+    """Train the models of each task side by side (``pool.train_all``, ``cfg.jobs`` at a
+    time; logs in ``out/NAME.log``), then score each here on ``cfg.threads`` threads."""
+    from ..train.runtime import set_threads
+    from .heads_measure import measure
+
+    seconds: dict[str, float] = {}
+    for task in dict.fromkeys(j.task for j in named.values()):
+        mine = {n: j for n, j in named.items() if j.task == task}
+        steps = next(iter(mine.values())).steps
+        configs = {n: j.config for n, j in mine.items()}
+        seconds |= train_all(configs, jobs=cfg.jobs, steps=steps, log_dir=out, say=say)
+    say(f"scoring {len(named)} models")
+    set_threads(cfg.threads)
+    return [
+        {
+            "task": j.task,
+            "heads": j.heads,
+            "seed": j.seed,
+            **measure(Path(j.config.out)),
+            "train_seconds": round(seconds[n], 1),
+        }
+        for n, j in named.items()
+    ]
+
+
 def run_experiment(cfg: HeadsConfig, out: Path, say: Say = print) -> dict[str, Any]:
     """Train and score every model; returns the JSON-able result."""
     say(
@@ -185,11 +213,7 @@ def run_experiment(cfg: HeadsConfig, out: Path, say: Say = print) -> dict[str, A
     t0 = time.perf_counter()
     named = make_jobs(cfg, out, say)
 
-    def status() -> str:
-        done = sum(steps_done(j.config.out) >= j.steps for j in named.values())
-        return f"{done}/{len(named)} models trained"
-
-    runs = list(in_pool(train_and_measure, named, cfg.jobs, say, status).values())
+    runs = train_and_measure(cfg, named, out, say)
     tasks = list(dict.fromkeys(r["task"] for r in runs))
     toy = [r for r in runs if r["task"] == "toy-ko"]
     reasons, checks = verdict(
@@ -248,5 +272,6 @@ __all__ = [
     "HeadsConfig",
     "run_experiment",
     "summarise",
+    "train_and_measure",
     "verdict",
 ]

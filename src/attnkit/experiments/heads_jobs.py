@@ -1,6 +1,6 @@
 """The models of the heads experiment (heads.py): one ``attnkit.fit`` config per (task, seed,
-h), the data of each task (toy-ko generated here; a subset of Multi30K read from
-``../shared/data/multi30k``), and the worker that trains a model and scores it.
+h), and the data of each task (toy-ko generated here; a subset of Multi30K read from
+``../shared/data/multi30k``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from .base import Say
-from .pool import fit_logged
 
 if TYPE_CHECKING:
     from .heads import HeadsConfig
@@ -115,22 +114,13 @@ def multi30k_subset(cfg: HeadsConfig, folder: Path, source: Path = MULTI30K) -> 
 
 @dataclass(frozen=True)
 class Job:
-    """One model to train and score (picklable: it goes to a worker process)."""
+    """One model to train and score."""
 
     task: str
     heads: int
     seed: int
     steps: int  # updates
     config: FitConfig
-
-
-def train_and_measure(job: Job) -> dict[str, Any]:
-    """Train one model (its log beside its folder), then score it (heads_measure.measure)."""
-    from .heads_measure import measure
-
-    seconds = fit_logged(job.config)
-    row = {"task": job.task, "heads": job.heads, "seed": job.seed}
-    return {**row, **measure(Path(job.config.out)), "train_seconds": round(seconds, 1)}
 
 
 def make_jobs(cfg: HeadsConfig, out: Path, say: Say) -> dict[str, Job]:
@@ -160,5 +150,4 @@ __all__ = [
     "multi30k_data",
     "multi30k_subset",
     "toy_ko_data",
-    "train_and_measure",
 ]

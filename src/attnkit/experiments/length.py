@@ -23,7 +23,7 @@ from ..data.example import Example
 from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from .base import Experiment
 from .base import verdict as verdict_text
-from .pool import fit_many
+from .pool import train_all
 
 MODELS = ("rnnencdec", "rnnsearch")  # without, with attention
 
@@ -125,7 +125,7 @@ def train_models(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, fl
     """Train both models into ``out/<model>`` (logs in ``out/<model>.log``), ``cfg.jobs`` at a
     time in a process pool; returns wall-clock seconds per model."""
     configs = {m: train_config(cfg, m, out / m) for m in MODELS}
-    return fit_many(configs, cfg.jobs, cfg.steps, say)
+    return train_all(configs, jobs=cfg.jobs, steps=cfg.steps, log_dir=out, say=say)
 
 
 def bins(cfg: LengthConfig) -> list[tuple[int, int]]:

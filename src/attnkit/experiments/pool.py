@@ -1,13 +1,10 @@
-"""Training several models side by side for an experiment: each ``attnkit.fit`` in its own
-process (``spawn``: no fork of a process that holds torch threads), ``workers`` at a time,
-each run's log lines in a file beside its folder.
+"""Several ``attnkit.fit`` runs side by side: the experiments' shared training helper.
 
-    seconds = fit_many({"a": config_a, "b": config_b}, workers=2, steps=800, say=print)
-    results = in_pool(train_and_score, {"h1": job1, "h2": job2}, workers=2, say=print)
-
-``in_pool`` runs any picklable function on named items (an experiment that measures its
-model right after training does it in the worker); ``fit_logged`` is the training step that
-such a function calls.
+``train_all(configs, jobs=..., steps=..., log_dir=..., say=...)`` trains each named
+``FitConfig`` (its log lines in ``log_dir/<name>.log``), ``jobs`` at a time in a process pool
+of spawned processes (no fork of a process that holds torch threads), printing the steps each
+run has checkpointed every 30 s; ``jobs=1`` trains them one after the other in this process.
+A pool gives the same models as the serial path: each run is seeded by its own config.
 """
 
 from __future__ import annotations
@@ -15,29 +12,19 @@ from __future__ import annotations
 import json
 import multiprocessing
 import time
-import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor, wait
 from pathlib import Path
-from typing import TypeVar
 
 from ..train.checkpoint import find_checkpoint
 from ..train.config import FitConfig
 from ..train.fit import fit
 from .base import Say
 
-T = TypeVar("T")
-R = TypeVar("R")
 
-
-def log_path(config: FitConfig) -> Path:
-    """Where a run's log lines go: ``OUT.log`` beside its folder ``OUT``."""
-    return Path(str(config.out) + ".log")
-
-
-def steps_done(out: str | Path) -> int:
-    """Updates saved so far in the run folder ``out`` (its resumable ``last/``), 0 if none."""
-    last = find_checkpoint(Path(out), "last", resumable=True)
+def steps_done(out: Path) -> int:
+    """The global step of the last resumable checkpoint in ``out`` (0 when there is none)."""
+    last = find_checkpoint(out, "last", resumable=True)
     if last is None:
         return 0
     try:
@@ -46,64 +33,46 @@ def steps_done(out: str | Path) -> int:
         return 0
 
 
-def fit_logged(config: FitConfig) -> float:
-    """Train ``config`` in this process, its log lines (and a traceback if it fails) in
-    ``log_path(config)``; returns seconds."""
-    path = log_path(config)
-    path.parent.mkdir(parents=True, exist_ok=True)
+def fit_logged(config: FitConfig, log_path: Path) -> float:
+    """Train ``config`` in this process, its log lines in ``log_path``; returns seconds."""
     t0 = time.perf_counter()
-    with open(path, "w", encoding="utf-8") as f:
-        try:
-            fit(config, log=lambda line: print(line, file=f, flush=True))
-        except Exception as err:
-            traceback.print_exc(file=f)
-            raise ValueError(f"training failed ({err}); see {path}") from err
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w", encoding="utf-8") as f:
+        fit(config, log=lambda line: print(line, file=f, flush=True))
     return time.perf_counter() - t0
 
 
-def in_pool(
-    fn: Callable[[T], R],
-    items: Mapping[str, T],
-    workers: int,
-    say: Say,
-    status: Callable[[], str] | None = None,
-    every: float = 30.0,
-) -> dict[str, R]:
-    """``fn(item)`` for every named item, ``workers`` at a time in spawned processes (here,
-    one after the other, when ``workers`` is 1); ``status()`` is said every ``every`` seconds
-    while they run. A failure is raised naming its item."""
-    if workers < 1:
-        raise ValueError(f"workers={workers}; it must be at least 1")
-    if workers == 1:
-        return {name: fn(item) for name, item in items.items()}
+def _progress(configs: Mapping[str, FitConfig], steps: int, finished: int) -> str:
+    running = {n: steps_done(Path(c.out)) for n, c in configs.items()}
+    shown = "  ".join(f"{n} {s}/{steps}" for n, s in running.items() if 0 < s < steps)
+    return f"{finished}/{len(configs)} trained" + (f"; {shown}" if shown else "")
+
+
+def train_all(
+    configs: Mapping[str, FitConfig], *, jobs: int, steps: int, log_dir: Path, say: Say
+) -> dict[str, float]:
+    """Train every config (``steps`` updates each, for the progress lines), ``jobs`` at a
+    time; returns wall-clock seconds per name. A failed run raises a ValueError naming its
+    log."""
+    if jobs < 1:
+        raise ValueError(f"jobs={jobs}; it must be at least 1")
+    logs = {n: log_dir / f"{n}.log" for n in configs}
+    if jobs == 1:
+        return {n: fit_logged(c, logs[n]) for n, c in configs.items()}
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(workers, len(items)), mp_context=ctx) as pool:
-        futures = {name: pool.submit(fn, item) for name, item in items.items()}
+    with ProcessPoolExecutor(max_workers=min(jobs, len(configs)), mp_context=ctx) as pool:
+        futures = {n: pool.submit(fit_logged, c, logs[n]) for n, c in configs.items()}
         t0 = time.time()
-        while wait(list(futures.values()), timeout=every).not_done:
-            if status is not None:
-                say(f"  [{time.time() - t0:4.0f}s] {status()}")
-        out = {}
-        for name, fut in futures.items():
+        while pending := wait(list(futures.values()), timeout=30).not_done:
+            finished = len(futures) - len(pending)
+            say(f"  [{time.time() - t0:4.0f}s] {_progress(configs, steps, finished)}")
+        seconds = {}
+        for n, fut in futures.items():
             err = fut.exception()
             if err is not None:
-                raise ValueError(f"{name} failed: {err}") from err
-            out[name] = fut.result()
-    return out
+                raise ValueError(f"training {n} failed ({err}); see {logs[n]}") from err
+            seconds[n] = fut.result()
+    return seconds
 
 
-def fit_many(
-    configs: Mapping[str, FitConfig], workers: int, steps: int, say: Say
-) -> dict[str, float]:
-    """Train every config (``workers`` at a time); returns wall-clock seconds per name. The
-    progress line gives each run's updates so far out of ``steps``."""
-
-    def status() -> str:
-        return "steps: " + "  ".join(
-            f"{name} {steps_done(c.out)}/{steps}" for name, c in configs.items()
-        )
-
-    return in_pool(fit_logged, configs, workers, say, status)
-
-
-__all__ = ["fit_logged", "fit_many", "in_pool", "log_path", "steps_done"]
+__all__ = ["fit_logged", "steps_done", "train_all"]

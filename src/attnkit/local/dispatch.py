@@ -27,10 +27,12 @@ from .window import attend_window
 
 @dataclass
 class FastResult:
-    """context (..., Tq, Dv) and what the alignment reports (``position``)."""
+    """context (..., Tq, Dv), the band-layout weights (..., Tq, W) when asked for (see
+    ``LocalResult``), and what the alignment reports (``position``, ``band_offset``)."""
 
     context: Tensor
     extras: dict[str, Any] = field(default_factory=dict)
+    weights: Tensor | None = None
 
 
 def fast_local(
@@ -45,10 +47,13 @@ def fast_local(
     positions: Tensor | None = None,
     *,
     work: tuple[Tensor, Tensor] | None = None,
+    band_weights: bool = False,
 ) -> FastResult | None:
     """For ``attend(..., need_weights=False)``: the local kernel's context, or None to take
     the reference path. ``work``: query and keys already in the compute dtype (float32 for
-    half inputs), in which alignments see them, as on attend's reference path."""
+    half inputs), in which alignments see them, as on attend's reference path. With
+    ``band_weights`` (``attend(..., weights_layout="band")``) only the sliding-window kernel
+    answers, with its weights in the band layout (..., Tq, W)."""
     if not is_weighted_sum(reduce):
         return None
     if work is None:
@@ -58,8 +63,15 @@ def fast_local(
     if positions is None and is_plain_sdpa(score, normaliser, reduce):
         band = sliding_band(align, q_work)
         if band is not None:
-            out = sliding_window_attention(query, keys, values, band.radius, band.causal, mask)
-            return FastResult(out.context, _position(band.position))
+            out = sliding_window_attention(
+                query, keys, values, band.radius, band.causal, mask, need_weights=band_weights
+            )
+            extras = _position(band.position)
+            if band_weights:
+                extras["band_offset"] = out.offset
+            return FastResult(out.context, extras, out.weights)
+    if band_weights:
+        return None
     if is_gatherable(score):
         window = key_window(align, q_work, k_work, mask, positions)
         if window is not None:

@@ -8,6 +8,10 @@ eq. 1 and §3.2.2) with CausalAlignment for the decoder's self-attention.
     FFN(x) = max(0, x W_1 + b_1) W_2 + b_2                                                (eq. 2)
     logits = x_L W_out, with W_out = E_tgt (tied, §3.4) or its own matrix
 
+Attention scores: ``score="scaled_dot"`` (default, the paper's eq. 1: qᵀk / √d_k) or
+``score="dot"`` (the unscaled qᵀk, for the √d_k ablation of §3.2.1), in every attention
+module, with d_k = dim / heads.
+
 Teacher forcing (``forward``) decodes the whole target in one parallel pass; ``step`` keeps
 the generated prefix in its state and re-runs the decoder on it (simple and exact, O(T²)).
 
@@ -28,9 +32,11 @@ from torch import Tensor, nn
 from .._checks import check_ranges
 from ..alignment import CausalAlignment
 from ..modules import CrossAttention, SelfAttention, check_heads
+from ..scores import DotScore, ScaledDotScore, Score
 from .base import Memory, Seq2Seq, Seq2SeqOutput, State, source_mask
 
 SHARE = ("none", "output", "all")
+SCORES = ("scaled_dot", "dot")
 
 
 @dataclass
@@ -45,6 +51,7 @@ class TransformerConfig:
     dropout: float = 0.1  # residual, embedding and attention-weight dropout (P_drop)
     norm: str = "post"  # post (paper) | pre
     share: str = "output"  # none | output (tie E_tgt and W_out) | all (also E_src; same vocab)
+    score: str = "scaled_dot"  # scaled_dot (eq. 1, qᵀk/√d_k) | dot (unscaled qᵀk, an ablation)
 
     def __post_init__(self) -> None:
         check_ranges(
@@ -57,6 +64,10 @@ class TransformerConfig:
             raise ValueError(f"TransformerConfig.norm={self.norm!r}; choose 'post' or 'pre'")
         if self.share not in SHARE:
             raise ValueError(f"TransformerConfig.share={self.share!r}; choose one of {SHARE}")
+        if self.score not in SCORES:
+            raise ValueError(
+                f"TransformerConfig.score={self.score!r}; choose one of {SCORES} (qᵀk/√d_k or qᵀk)"
+            )
         if self.share == "all" and self.src_vocab != self.tgt_vocab:
             raise ValueError(
                 f"share='all' needs one joint vocabulary, but src_vocab={self.src_vocab} != "
@@ -85,6 +96,12 @@ def sinusoids(length: int, dim: int, device: torch.device | None = None) -> Tens
     pe[:, 0::2] = torch.sin(pos * inv)  # (T, D/2)
     pe[:, 1::2] = torch.cos(pos * inv)  # (T, D/2)
     return pe  # (T, D)
+
+
+def make_score(c: TransformerConfig) -> Score:
+    """A fresh score module of ``c.score`` for one attention module (per head, width
+    dim / heads): ScaledDotScore() (qᵀk / √d_k) or DotScore() (qᵀk)."""
+    return ScaledDotScore() if c.score == "scaled_dot" else DotScore()
 
 
 class Residual(nn.Module):
@@ -124,29 +141,50 @@ class EncoderLayer(nn.Module):
     def __init__(self, c: TransformerConfig) -> None:
         super().__init__()
         pre = c.norm == "pre"
-        self.attn = SelfAttention(c.dim, c.heads, dropout=c.dropout)
+        self.attn = SelfAttention(c.dim, c.heads, score=make_score(c), dropout=c.dropout)
         self.ffn = FeedForward(c.dim, c.ff, c.dropout)
         self.res1, self.res2 = Residual(c.dim, c.dropout, pre), Residual(c.dim, c.dropout, pre)
 
-    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
-        x, _ = self.res1(x, lambda h: (self.attn(h, mask=mask, need_weights=False).context, None))
+    def forward(
+        self, x: Tensor, mask: Tensor, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        """x (B, S, D), mask (B, 1, S) -> x (B, S, D), self-attention weights (B, H, S, S)
+        when ``need_weights`` (a viewer asks; training and decoding never do), else None."""
+
+        def attend(h: Tensor) -> tuple[Tensor, Tensor | None]:
+            r = self.attn(h, mask=mask, need_weights=need_weights)
+            return r.context, r.weights  # (B, S, D), (B, H, S, S) | None
+
+        x, weights = self.res1(x, attend)
         x, _ = self.res2(x, self.ffn)
-        return x  # (B, S, D)
+        return x, weights  # (B, S, D), (B, H, S, S) | None
 
 
 class DecoderLayer(nn.Module):
     def __init__(self, c: TransformerConfig) -> None:
         super().__init__()
         pre = c.norm == "pre"
-        self.self_attn = SelfAttention(c.dim, c.heads, align=CausalAlignment(), dropout=c.dropout)
-        self.cross_attn = CrossAttention(c.dim, c.heads, dropout=c.dropout)
+        self.self_attn = SelfAttention(
+            c.dim, c.heads, score=make_score(c), align=CausalAlignment(), dropout=c.dropout
+        )
+        self.cross_attn = CrossAttention(c.dim, c.heads, score=make_score(c), dropout=c.dropout)
         self.ffn = FeedForward(c.dim, c.ff, c.dropout)
         self.res = nn.ModuleList(Residual(c.dim, c.dropout, pre) for _ in range(3))
 
-    def forward(self, y: Tensor, memory: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
-        """y (B, T, D), memory (B, S, D), mask (B, 1, S) -> y (B, T, D), weights (B, H, T, S)."""
-        y, _ = self.res[0](y, lambda h: (self.self_attn(h, need_weights=False).context, None))
-        return self.attend_memory(y, memory, mask)
+    def forward(
+        self, y: Tensor, memory: Tensor, mask: Tensor, need_self_weights: bool = False
+    ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """y (B, T, D), memory (B, S, D), mask (B, 1, S) -> y (B, T, D), cross-attention
+        weights (B, H, T, S), causal self-attention weights (B, H, T, T) when
+        ``need_self_weights`` (a viewer asks; training and decoding never do), else None."""
+
+        def attend_self(h: Tensor) -> tuple[Tensor, Tensor | None]:
+            r = self.self_attn(h, need_weights=need_self_weights)
+            return r.context, r.weights  # (B, T, D), (B, H, T, T) | None
+
+        y, self_weights = self.res[0](y, attend_self)
+        y, weights = self.attend_memory(y, memory, mask)
+        return y, weights, self_weights
 
     def step(
         self, y: Tensor, past: Tensor, memory: Tensor, mask: Tensor
@@ -202,22 +240,41 @@ class Transformer(Seq2Seq):
         return self.drop(x + pe.to(x.dtype))
 
     def encode(self, src: Tensor, src_len: Tensor) -> Memory:
+        return self.run_encoder(src, src_len)[0]
+
+    def run_encoder(
+        self, src: Tensor, src_len: Tensor, need_weights: bool = False
+    ) -> tuple[Memory, list[Tensor | None]]:
+        """The encoder, and each layer's self-attention weights (B, H, S, S) when
+        ``need_weights`` (else L Nones)."""
         mask = source_mask(src_len, src.shape[1])  # (B, 1, S)
         x = self.embed(self.tgt_emb if self.src_emb is None else self.src_emb, src)  # (B, S, D)
+        weights = []
         for layer in self.enc:
-            x = layer(x, mask)
-        return {"memory": self.enc_norm(x), "mask": mask}  # (B, S, D), (B, 1, S)
+            x, w = layer(x, mask, need_weights)  # (B, S, D), (B, H, S, S) | None
+            weights.append(w)
+        return {"memory": self.enc_norm(x), "mask": mask}, weights  # (B, S, D), (B, 1, S)
 
     def decode(self, tgt_in: Tensor, memory: Memory) -> tuple[Tensor, Tensor]:
         """tgt_in (B, T) -> logits (B, T, V), cross-attention weights (L, B, H, T, S)."""
+        logits, cross, _ = self.run_decoder(tgt_in, memory)
+        return logits, cross  # (B, T, V), (L, B, H, T, S)
+
+    def run_decoder(
+        self, tgt_in: Tensor, memory: Memory, need_self_weights: bool = False
+    ) -> tuple[Tensor, Tensor, list[Tensor | None]]:
+        """tgt_in (B, T) -> logits (B, T, V), cross-attention weights (L, B, H, T, S), and
+        each layer's causal self-attention weights (B, H, T, T) when ``need_self_weights``
+        (else L Nones)."""
         y = self.embed(self.tgt_emb, tgt_in)  # (B, T, D)
-        weights = []
+        cross, selfs = [], []
         for layer in self.dec:
-            y, w = layer(y, memory["memory"], memory["mask"])  # (B, T, D), (B, H, T, S)
-            weights.append(w)
+            y, w, s = layer(y, memory["memory"], memory["mask"], need_self_weights)
+            cross.append(w)  # (B, H, T, S)
+            selfs.append(s)  # (B, H, T, T) | None
         y = self.dec_norm(y)
         w_out = self.tgt_emb.weight if self.out is None else self.out.weight  # (V, D)
-        return F.linear(y, w_out, self.out_bias), torch.stack(weights)  # (B, T, V), (L, ...)
+        return F.linear(y, w_out, self.out_bias), torch.stack(cross), selfs  # (B, T, V), ...
 
     def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> Seq2SeqOutput:
         """Teacher forcing in one parallel pass; weights: last layer's cross-attention averaged
@@ -230,6 +287,25 @@ class Transformer(Seq2Seq):
         src (B, S), src_len (B,), tgt_in (B, T) -> (B, L, H, T, S); ``[0]`` is (L, H, T, S)."""
         _, weights = self.decode(tgt_in, self.encode(src, src_len))  # (L, B, H, T, S)
         return weights.transpose(0, 1)  # (B, L, H, T, S)
+
+    def attention_maps(self, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> dict[str, Tensor]:
+        """EVERY attention of a teacher-forced pass, per layer and head (for a viewer; the only
+        path that computes the self-attention weights, which training and decoding skip):
+        src (B, S), src_len (B,), tgt_in (B, T) ->
+
+            "enc-self"  encoder self-attention            (B, L_enc, H, S, S)
+            "dec-self"  decoder causal self-attention     (B, L_dec, H, T, T)  zero above the
+                        diagonal; row/column t is the position fed tgt_in[:, t]
+            "cross"     decoder-encoder attention         (B, L_dec, H, T, S)  = cross_attention
+
+        Every row sums to one over the keys it may see (padded source keys get zero)."""
+        memory, enc = self.run_encoder(src, src_len, need_weights=True)
+        _, cross, dec = self.run_decoder(tgt_in, memory, need_self_weights=True)
+        return {
+            "enc-self": torch.stack(cast(list[Tensor], enc), dim=1),  # (B, L_enc, H, S, S)
+            "dec-self": torch.stack(cast(list[Tensor], dec), dim=1),  # (B, L_dec, H, T, T)
+            "cross": cross.transpose(0, 1),  # (B, L_dec, H, T, S)
+        }
 
     def init_state(self, memory: Memory) -> State:
         """Per decoder layer, the self-attention inputs seen so far: L tensors (B, t, D)."""

@@ -36,7 +36,8 @@ from safetensors.torch import save as safetensors_bytes
 from torch import nn
 
 from ..data.vocab import Vocab
-from ..models import Seq2Seq, build_model, config_to_json, make_config
+from ..models import Seq2Seq, build_model, config_to_json
+from . import checkpoint_check as check
 
 FILES = ("config.json", "model.safetensors", "src_vocab.json", "tgt_vocab.json")
 TRAINING_FILES = ("optimizer.safetensors", "train_state.json")  # resumable checkpoints only
@@ -213,6 +214,14 @@ def save(
     """Write a checkpoint folder at ``path``, replacing the one there without a moment when
     neither is findable. Refuses (ValueError) to replace a folder holding other files."""
     path = Path(path)
+    for side, vocab in (("src", src_vocab), ("tgt", tgt_vocab)):
+        rows = getattr(model.config, f"{side}_vocab", None)
+        if rows is not None and len(vocab) > rows:
+            raise ValueError(
+                f"the {side} vocabulary has {len(vocab)} tokens but the model's embedding "
+                f"{rows} rows: its ids would index past the embedding; build the model with "
+                f"{side}_vocab=len(vocab)"
+            )
     refuse_foreign(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     for stale in stale_temps(path):
@@ -241,24 +250,19 @@ def save(
 
 
 def load(path: str | Path, device: str | torch.device = "cpu") -> Loaded:
+    """The checkpoint at ``path`` (a folder, or a training output folder: its best, then last).
+    Every file is checked before the model is built (checkpoint_check.py): a damaged or
+    tampered checkpoint is one ValueError naming the file and key, never a huge allocation."""
     p = resolve(path)
-    try:
-        cfg = json.loads((p / "config.json").read_text("utf-8"))
-        name = cfg["model"]
-        config = make_config(name, **cfg["config"])
-    except (KeyError, json.JSONDecodeError) as err:
-        raise ValueError(f"{p / 'config.json'} is not an attnkit checkpoint config: {err}") from err
+    name, config, meta = check.read_config(p / "config.json")
+    weights = p / "model.safetensors"
+    check.check_tensors(weights, check.read_header(weights), check.expected_tensors(name, config))
+    src_vocab = check.read_vocab(p / "src_vocab.json", getattr(config, "src_vocab", None))
+    tgt_vocab = check.read_vocab(p / "tgt_vocab.json", getattr(config, "tgt_vocab", None))
     model = build_model(name, config)
-    state = load_file(str(p / "model.safetensors"), device="cpu")
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    if missing or unexpected:
-        raise ValueError(
-            f"{p}: weights do not fit the config (missing {missing}, unexpected {unexpected})"
-        )
-    src_vocab = Vocab.from_json((p / "src_vocab.json").read_text("utf-8"))
-    tgt_vocab = Vocab.from_json((p / "tgt_vocab.json").read_text("utf-8"))
+    model.load_state_dict(load_file(str(weights), device="cpu"))
     model.to(device).eval()
-    return Loaded(model, name, src_vocab, tgt_vocab, cfg.get("meta", {}), p)
+    return Loaded(model, name, src_vocab, tgt_vocab, meta, p)
 
 
 def optimizer_to_flat(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict]:
@@ -289,24 +293,44 @@ def load_training(
                 f"expected {', '.join(FILES + TRAINING_FILES)}"
             )
         p = backup_of(p)
-    state = json.loads((p / "train_state.json").read_text("utf-8"))
-    try:
-        model.load_state_dict(load_file(str(p / "model.safetensors")))
-    except RuntimeError as err:
+    state = check.read_json(p / "train_state.json")
+    groups = state.get("optimizer", {}).get("param_groups") if isinstance(state, dict) else None
+    if not isinstance(groups, list) or not isinstance(state["optimizer"].get("scalars"), dict):
         raise ValueError(
-            f"the checkpoint in {p} does not fit this model ({str(err).splitlines()[0]}); "
-            "resume with the options of the original run, or train into a new --out"
+            f"{p / 'train_state.json'} lacks the optimizer's state; the checkpoint is damaged: "
+            "resume from another one or train into a new --out"
+        )
+    weights = p / "model.safetensors"
+    try:
+        check.check_tensors(weights, check.read_header(weights), check.spec_of(model.state_dict()))
+    except ValueError as err:
+        raise ValueError(
+            f"the checkpoint in {p} does not fit this model ({err}); resume with the options "
+            "of the original run, or train into a new --out"
         ) from None
-    tensors = load_file(str(p / "optimizer.safetensors"))
+    opt_file = p / "optimizer.safetensors"
+    check.check_optimizer(opt_file, check.read_header(opt_file), list(model.parameters()))
+    model.load_state_dict(load_file(str(weights)))
+    tensors = load_file(str(opt_file))
     rng = tensors.pop("rng.torch")
     per: dict[int, dict[str, Any]] = {}
     for key, val in tensors.items():
         _, idx, name = key.split(".", 2)
         per.setdefault(int(idx), {})[name] = val
     for key, val in state["optimizer"]["scalars"].items():
-        idx, name = key.split(".", 1)
+        idx, _, name = str(key).partition(".")
+        if not idx.isdigit() or not name:
+            raise ValueError(f"{p / 'train_state.json'}: optimizer scalar {key!r} is malformed")
         per.setdefault(int(idx), {})[name] = val
-    optimizer.load_state_dict({"state": per, "param_groups": state["optimizer"]["param_groups"]})
+    try:
+        optimizer.load_state_dict({"state": per, "param_groups": groups})
+    except (ValueError, KeyError, TypeError) as err:
+        raise ValueError(
+            f"{p}: the optimizer state does not fit this model ({err}); resume with the "
+            "options of the original run, or train into a new --out"
+        ) from None
+    if rng.dtype != torch.uint8 or rng.dim() != 1:
+        raise ValueError(f"{opt_file}: rng.torch is not a torch RNG state")
     torch.set_rng_state(rng)
     return state
 

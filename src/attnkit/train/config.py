@@ -18,11 +18,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data.source import FILE_KEYS
+
 TOKENISERS = ("word", "char", "spm")
-FILE_KEYS = (
-    "train_tsv", "train_src", "train_tgt", "valid_src", "valid_tgt", "test_src", "test_tgt"
-)  # fmt: skip
 TASK_KEYS = ("train_size", "valid_size", "test_size", "min_len", "max_len")
+CORPUS_MAX_LEN = 200  # corpora: pairs with a longer side are dropped (and counted) by default
 
 
 def _finite(name: str, value: float) -> None:
@@ -89,7 +89,7 @@ class DataConfig:
         spec: dict[str, Any] = {
             "tokenise": self.tokenise,
             "spm_vocab": self.spm_vocab,
-            "max_len": self.max_len,
+            "max_len": CORPUS_MAX_LEN if self.max_len is None else self.max_len,
             "strict": self.strict,
             "valid_fraction": self.valid_fraction,
             "test_fraction": self.test_fraction,

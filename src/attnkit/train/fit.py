@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +48,9 @@ class Prepared:
 
 def prepare(data: DataConfig) -> Prepared:
     """Read or generate the data of ``data`` and build its vocabularies."""
-    from ..data.source import fit_tokenisers, load_spec
+    from ..data.source import fit_tokenisers, load_spec, with_hashes
 
-    spec = fit_tokenisers(data.spec())
+    spec = with_hashes(fit_tokenisers(data.spec()))
     splits = load_spec(spec)
     if not splits.train or not splits.valid:
         raise ValueError(
@@ -100,6 +100,8 @@ def fit(
             log = log if main else _silent
         with _run_folder(config, is_main=main) as resume_from:  # refused before any work
             prepared = data if data is not None else prepare(config.data)
+            if resume_from is not None:
+                prepared = _checkpoint_vocab(prepared, resume_from, log)
             model = _build(config, prepared, device)
             n_params = sum(p.numel() for p in model.parameters())
             ranks = "" if dist is None else f" x {dist.world_size} processes ({dist.backend})"
@@ -124,6 +126,25 @@ def fit(
                 dist=dist,
             )
     return FitResult(**vars(result), data=prepared, main=main)
+
+
+def _checkpoint_vocab(prepared: Prepared, ckpt: Path, log: Callable[[str], None]) -> Prepared:
+    """On resume, the vocabularies the weights were trained with, never ones rebuilt from data
+    that may have changed (a re-ordered vocabulary under trained embeddings would train on
+    silently wrong inputs). Tokens the checkpoint never saw are read as <unk>, and said."""
+    from .checkpoint_check import read_vocab
+
+    vocabs = [read_vocab(ckpt / f"{side}_vocab.json", None) for side in ("src", "tgt")]
+    data_vocabs = (prepared.src_vocab, prepared.tgt_vocab)
+    for side, old, new in zip(("source", "target"), vocabs, data_vocabs, strict=True):
+        known = set(old.tokens)
+        unseen = [t for t in new.tokens if t not in known]
+        if unseen:
+            log(
+                f"--resume: {len(unseen)} {side} token(s) of the data are not in the checkpoint's "
+                f"vocabulary (e.g. {unseen[:3]}); they are read as <unk>"
+            )
+    return replace(prepared, src_vocab=vocabs[0], tgt_vocab=vocabs[1])
 
 
 def _build(config: FitConfig, prepared: Prepared, device: str) -> Seq2Seq:

@@ -101,6 +101,24 @@ def epoch_rng(seed: int, epoch: int) -> random.Random:
     return random.Random(seed * 1_000_003 + epoch)
 
 
+class Diverged(ValueError):
+    """The loss or the parameters stopped being finite: nothing more is saved."""
+
+
+def diverged(what: str, step: int, cfg: TrainConfig, out: Path) -> Diverged:
+    """Say what stopped being finite, when, and where the last good checkpoint is."""
+    kept = checkpoint.find_checkpoint(out, "last")
+    return Diverged(
+        f"training diverged: {what} at update {step} (lr {cfg.lr_at(max(step, 1)):g}); lower "
+        "--lr, keep --clip on, or add --warmup. "
+        + (f"The last good checkpoint is {kept}" if kept else "No checkpoint was saved")
+    )
+
+
+def all_finite(model: torch.nn.Module) -> bool:
+    return all(bool(torch.isfinite(p).all()) for p in model.parameters())
+
+
 @dataclass
 class Trainer:
     """The parts one update needs: model (and its DDP wrapper), optimiser, settings."""
@@ -110,6 +128,7 @@ class Trainer:
     cfg: TrainConfig
     dist: DistContext | None = None
     ddp: torch.nn.Module | None = None
+    out: Path = Path(".")  # the run folder (for messages)
 
 
 def train_step(t: Trainer, b: Batch, step: int) -> float:
@@ -205,10 +224,12 @@ def train(
     state = LoopState()
     if resume:
         state = _restore(out, resume_from, model, opt, log)
-    t = Trainer(model, opt, cfg, dist, None if dist is None else dist.wrap(model))
+    t = Trainer(model, opt, cfg, dist, None if dist is None else dist.wrap(model), out)
     valid_batches = batches(valid_data, src_vocab, tgt_vocab, cfg.batch_size)
 
     def save_last() -> None:
+        if not all_finite(model):  # every rank holds the same parameters: all raise together
+            raise diverged("a parameter became NaN or inf", state.global_step, cfg, out)
         if main:
             checkpoint.save(
                 out / "last", model, model_name, src_vocab, tgt_vocab,
@@ -232,6 +253,8 @@ def train(
                 log(f"interrupted at step {state.global_step}: saved {out / 'last'}")
                 raise KeyboardInterrupt
             v = validate(t, valid_batches, valid_data, src_vocab, tgt_vocab)
+            if not math.isfinite(v.loss):
+                raise diverged(f"the validation loss is {v.loss}", state.global_step, cfg, out)
             improved = _record(state, run_loss, v, time.perf_counter() - start, log)
             if improved and main:
                 checkpoint.save(
@@ -301,6 +324,8 @@ def _train_epoch(
     for i in range(state.step_in_epoch, len(train_batches)):
         b = train_batches[i]
         lv = train_step(t, b, state.global_step + 1)
+        if not math.isfinite(lv):  # already on the host; under DDP the mean over ranks
+            raise diverged(f"the training loss is {lv}", state.global_step + 1, cfg, t.out)
         state.step_in_epoch, state.global_step = i + 1, state.global_step + 1
         run_loss = 0.9 * run_loss + 0.1 * lv if i else lv
         tokens += b.tokens

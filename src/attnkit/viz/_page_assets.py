@@ -31,6 +31,7 @@ table#matrix { border-collapse: collapse; margin-top: .6em; }
 
 BODY = r"""<h1 id="title"></h1>
 <div class="controls">
+  <label id="map-box">attention <select id="map"></select></label>
   <label id="layer-box">layer <select id="layer"></select></label>
   <label id="head-box">head <select id="head"></select></label>
   <span id="kind"></span>
@@ -47,10 +48,16 @@ JS = r"""
 "use strict";
 (function () {
   const data = JSON.parse(document.getElementById("attn-data").textContent);
-  const L = data.weights.length, H = data.weights[0].length;
-  const Tq = data.queries.length, Tk = data.keys.length;
+  // every map of the page: the first at the top level, the others under "more"
+  const views = [data].concat(data.more || []);
+  const mapSel = document.getElementById("map");
   const layerSel = document.getElementById("layer"), headSel = document.getElementById("head");
-  let pinned = null;
+  const keyStrip = document.getElementById("keys"), queryStrip = document.getElementById("queries");
+  const thead = document.querySelector("#matrix thead");
+  const tbody = document.querySelector("#matrix tbody");
+  // the map shown and its sizes; the elements built for it
+  let v = views[0], L = 0, H = 0, Tq = 0, Tk = 0;
+  let pinned = null, keyEls = [], queryEls = [], cells = [], rows = [];
 
   function el(tag, cls, text) {
     const e = document.createElement(tag);
@@ -66,20 +73,12 @@ JS = r"""
 
   document.getElementById("title").textContent = data.title;
   document.title = data.title;
-  document.getElementById("kind").textContent = data.kind === "self"
-    ? "self-attention (keys = queries)"
-    : "cross-attention (target \u2192 source)";
-  for (let l = 0; l < L; l++) option(layerSel, String(l), String(l));
-  layerSel.value = String(L - 1);
-  if (H > 1) option(headSel, "mean", "mean");
-  for (let h = 0; h < H; h++) option(headSel, String(h), String(h));
-  headSel.value = "0";
-  if (L === 1) document.getElementById("layer-box").classList.add("hidden");
-  if (H === 1) document.getElementById("head-box").classList.add("hidden");
+  views.forEach(function (w, k) { option(mapSel, String(k), w.label || w.name); });
+  if (views.length === 1) document.getElementById("map-box").classList.add("hidden");
 
   // the (Tq, Tk) matrix currently shown: one head of one layer, or the mean of heads
   function matrix() {
-    const layer = data.weights[Number(layerSel.value)];
+    const layer = v.weights[Number(layerSel.value)];
     if (headSel.value !== "mean") return layer[Number(headSel.value)];
     const m = [];
     for (let i = 0; i < Tq; i++) {
@@ -93,75 +92,98 @@ JS = r"""
     const a = max > 0 ? w / max : 0;
     return "rgba(31, 97, 204, " + a.toFixed(3) + ")";
   }
+  function emptyStrip(strip, label) {
+    while (strip.lastElementChild !== strip.firstElementChild) strip.lastElementChild.remove();
+    strip.firstElementChild.textContent = label;
+  }
 
-  const keyStrip = document.getElementById("keys"), queryStrip = document.getElementById("queries");
-  keyStrip.firstElementChild.textContent = data.kind === "self" ? "keys" : "source";
-  queryStrip.firstElementChild.textContent = data.kind === "self" ? "queries" : "target";
-  const keyEls = data.keys.map(function (t, j) {
-    const s = el("span", "tok key");
-    s.dataset.j = String(j);
-    s.appendChild(el("span", "t", t));
-    s.appendChild(el("span", "w", ""));
-    keyStrip.appendChild(s);
-    return s;
-  });
-  const queryEls = data.queries.map(function (t, i) {
-    const s = el("span", "tok query");
-    s.dataset.i = String(i);
-    s.appendChild(el("span", "t", t));
-    s.appendChild(el("span", "w", ""));
-    s.addEventListener("mouseenter", function () { if (pinned === null) show(i); });
-    s.addEventListener("mouseleave", function () { if (pinned === null) clear(); });
-    s.addEventListener("click", function () {
-      pinned = pinned === i ? null : i;
-      queryEls.forEach(function (q, k) { q.classList.toggle("pinned", k === pinned); });
-      if (pinned === null) clear(); else show(i);
+  // layer and head switches of map k: the layer kept where it exists (else the last), the
+  // head kept where it exists (else head 0)
+  function buildSwitches() {
+    const layer = layerSel.value, head = headSel.value;
+    layerSel.replaceChildren();
+    headSel.replaceChildren();
+    for (let l = 0; l < L; l++) option(layerSel, String(l), String(l));
+    layerSel.value = layer !== "" && Number(layer) < L ? layer : String(L - 1);
+    if (H > 1) option(headSel, "mean", "mean");
+    for (let h = 0; h < H; h++) option(headSel, String(h), String(h));
+    headSel.value = head === "mean" && H > 1 ? "mean"
+      : head !== "" && head !== "mean" && Number(head) < H ? head : "0";
+    document.getElementById("layer-box").classList.toggle("hidden", L === 1);
+    document.getElementById("head-box").classList.toggle("hidden", H === 1);
+  }
+
+  function buildTokens() {
+    emptyStrip(keyStrip, v.kind === "self" ? "keys" : "source");
+    emptyStrip(queryStrip, v.kind === "self" ? "queries" : "target");
+    keyEls = v.keys.map(function (t, j) {
+      const s = el("span", "tok key");
+      s.dataset.j = String(j);
+      s.appendChild(el("span", "t", t));
+      s.appendChild(el("span", "w", ""));
+      keyStrip.appendChild(s);
+      return s;
     });
-    queryStrip.appendChild(s);
-    return s;
-  });
-
-  const thead = document.querySelector("#matrix thead");
-  const tbody = document.querySelector("#matrix tbody");
-  const head = el("tr");
-  head.appendChild(el("th", "", ""));
-  data.keys.forEach(function (t) { head.appendChild(el("th", "", t)); });
-  thead.appendChild(head);
-  const cells = [], rows = [];
-  data.queries.forEach(function (t, i) {
-    const tr = el("tr");
-    const th = el("th", "", t);
-    th.addEventListener("mouseenter", function () { if (pinned === null) show(i); });
-    th.addEventListener("mouseleave", function () { if (pinned === null) clear(); });
-    tr.appendChild(th);
-    const row = [];
-    for (let j = 0; j < Tk; j++) {
-      const td = el("td", "cell");
-      td.dataset.i = String(i);
-      td.dataset.j = String(j);
-      td.addEventListener("mouseenter", function () {
-        if (pinned === null) show(i);
-        const w = matrix()[i][j];
-        document.getElementById("status").textContent =
-          data.queries[i] + " \u2192 " + data.keys[j] + ": " + w.toFixed(4);
-        cells.forEach(function (r) { r[j].classList.add("col-hl"); });
+    queryEls = v.queries.map(function (t, i) {
+      const s = el("span", "tok query");
+      s.dataset.i = String(i);
+      s.appendChild(el("span", "t", t));
+      s.appendChild(el("span", "w", ""));
+      s.addEventListener("mouseenter", function () { if (pinned === null) show(i); });
+      s.addEventListener("mouseleave", function () { if (pinned === null) clear(); });
+      s.addEventListener("click", function () {
+        pinned = pinned === i ? null : i;
+        queryEls.forEach(function (q, k) { q.classList.toggle("pinned", k === pinned); });
+        if (pinned === null) clear(); else show(i);
       });
-      td.addEventListener("mouseleave", function () {
-        cells.forEach(function (r) { r[j].classList.remove("col-hl"); });
-      });
-      tr.appendChild(td);
-      row.push(td);
-    }
-    tbody.appendChild(tr);
-    rows.push(tr);
-    cells.push(row);
-  });
+      queryStrip.appendChild(s);
+      return s;
+    });
+  }
 
-  data.gold.forEach(function (g) {
-    const s = g[0], t = g[1];
-    const cls = g[2] === "sure" ? "gold-sure" : "gold-possible";
-    if (t < Tq && s < Tk) cells[t][s].classList.add(cls);
-  });
+  function buildMatrix() {
+    thead.replaceChildren();
+    tbody.replaceChildren();
+    const head = el("tr");
+    head.appendChild(el("th", "", ""));
+    v.keys.forEach(function (t) { head.appendChild(el("th", "", t)); });
+    thead.appendChild(head);
+    cells = [];
+    rows = [];
+    v.queries.forEach(function (t, i) {
+      const tr = el("tr");
+      const th = el("th", "", t);
+      th.addEventListener("mouseenter", function () { if (pinned === null) show(i); });
+      th.addEventListener("mouseleave", function () { if (pinned === null) clear(); });
+      tr.appendChild(th);
+      const row = [];
+      for (let j = 0; j < Tk; j++) {
+        const td = el("td", "cell");
+        td.dataset.i = String(i);
+        td.dataset.j = String(j);
+        td.addEventListener("mouseenter", function () {
+          if (pinned === null) show(i);
+          const w = matrix()[i][j];
+          document.getElementById("status").textContent =
+            v.queries[i] + " \u2192 " + v.keys[j] + ": " + w.toFixed(4);
+          cells.forEach(function (r) { r[j].classList.add("col-hl"); });
+        });
+        td.addEventListener("mouseleave", function () {
+          cells.forEach(function (r) { r[j].classList.remove("col-hl"); });
+        });
+        tr.appendChild(td);
+        row.push(td);
+      }
+      tbody.appendChild(tr);
+      rows.push(tr);
+      cells.push(row);
+    });
+    (v.gold || []).forEach(function (g) {
+      const s = g[0], t = g[1];
+      const cls = g[2] === "sure" ? "gold-sure" : "gold-possible";
+      if (t < Tq && s < Tk) cells[t][s].classList.add(cls);
+    });
+  }
 
   function paintMatrix() {
     const m = matrix();
@@ -174,7 +196,7 @@ JS = r"""
       td.style.backgroundColor = shade(w, max);
     }
   }
-  // highlight the source tokens by the weights of target token i
+  // highlight the key tokens by the weights of query token i
   function show(i) {
     const row = matrix()[i];
     const max = Math.max.apply(null, row);
@@ -190,7 +212,7 @@ JS = r"""
     let best = 0;
     for (let j = 1; j < Tk; j++) if (row[j] > row[best]) best = j;
     document.getElementById("status").textContent =
-      data.queries[i] + " attends most to " + data.keys[best] + " (" + row[best].toFixed(4) + ")";
+      v.queries[i] + " attends most to " + v.keys[best] + " (" + row[best].toFixed(4) + ")";
   }
   function clear() {
     queryEls.forEach(function (q) { q.classList.remove("active"); });
@@ -204,9 +226,30 @@ JS = r"""
     });
   }
   function redraw() { paintMatrix(); if (pinned !== null) show(pinned); else clear(); }
+
+  // show map k: its kind, switches, tokens and matrix
+  function choose(k) {
+    v = views[k];
+    L = v.weights.length;
+    H = v.weights[0].length;
+    Tq = v.queries.length;
+    Tk = v.keys.length;
+    pinned = null;
+    mapSel.value = String(k);
+    document.body.dataset.map = v.name;
+    document.getElementById("kind").textContent = v.kind === "self"
+      ? "self-attention (keys = queries)"
+      : "cross-attention (target \u2192 source)";
+    document.getElementById("status").textContent = "hover or click a target token";
+    buildSwitches();
+    buildTokens();
+    buildMatrix();
+    redraw();
+  }
+  mapSel.addEventListener("change", function () { choose(Number(mapSel.value)); });
   layerSel.addEventListener("change", redraw);
   headSel.addEventListener("change", redraw);
-  paintMatrix();
+  choose(Math.min(Math.max(Number(data.shown) || 0, 0), views.length - 1));
   document.body.dataset.ready = "1";
 })();
 """

@@ -2,11 +2,14 @@
 weights file; ``view --checkpoint`` and ``translate --show`` can call it on a model's weights.
 
     show(weights, tgt_tokens, src_tokens, out="attn.html", png="attn.png", terminal=True)
+
+``more`` (name -> AttentionRecord) puts other maps of the same model in the page, behind its
+"attention" switch; the image and the terminal show ``weights`` only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,7 @@ from ..eval.alignment import GoldAlignment, Link
 from .heatmap import heatmap
 from .page import write_attention_page
 from .terminal import terminal_heatmap
+from .weights_file import AttentionRecord
 
 
 def show(
@@ -28,17 +32,29 @@ def show(
     head: int | str | None = None,
     gold: Iterable[Link] | GoldAlignment | None = None,
     title: str = "attention",
+    name: str | None = None,
+    more: Mapping[str, AttentionRecord] | None = None,
+    shown: str | None = None,
 ) -> list[str]:
     """Write the page (``out``), the image (``png``) and/or build the terminal heatmap; returns
     the lines to print. weights (Tq, Tk) | (H, Tq, Tk) | (L, H, Tq, Tk); src_tokens None =
-    self-attention; head: an index, "mean", or None (image: every head, terminal: the mean)."""
+    self-attention; head: an index, "mean", or None (image: every head, terminal: the mean);
+    ``name``, ``more``, ``shown``: the page's maps (``attnkit.viz.page.page_data``)."""
     if isinstance(head, str) and head != "mean":
         raise ValueError(f"head {head!r}: pass a head index, 'mean' or None")
     gold_links = gold if isinstance(gold, GoldAlignment) or gold is None else list(gold)
     lines = []
     if out is not None:
         page = write_attention_page(
-            out, weights, tgt_tokens, src_tokens, title=title, gold=gold_links
+            out,
+            weights,
+            tgt_tokens,
+            src_tokens,
+            title=title,
+            gold=gold_links,
+            name=name,
+            more=more,
+            shown=shown,
         )
         lines.append(f"wrote {page}: open it in a browser (no network needed)")
     if png is not None:

@@ -4,7 +4,10 @@
 
 Hover or click a target (query) token and the source (key) tokens light up by weight; a
 matrix view below; switches for layer and head (or the mean of heads). Works for
-cross-attention (two token lists) and self-attention (key_tokens=None).
+cross-attention (two token lists) and self-attention (key_tokens=None). ``more`` adds other
+maps of the same model (name -> AttentionRecord, e.g. a Transformer's "enc-self" and
+"dec-self" beside its "cross"), chosen by an "attention" switch; ``shown`` names the map the
+page opens on.
 
 Safety: the weights and tokens travel as JSON inside <script type="application/json"> (with
 ``<``, ``>`` and ``&`` escaped, so no token can close the element) and the page script puts
@@ -17,7 +20,7 @@ Legend: L layers, H heads, Tq queries (target tokens), Tk keys (source tokens).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,7 @@ from .._checks import as_stack
 from ..eval.alignment import GoldAlignment, Link, split_gold
 from ._page_assets import BODY, CSS, JS
 from ._weights import check_tokens
+from .weights_file import AttentionRecord
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 
@@ -44,6 +48,42 @@ def _gold_links(gold: Iterable[Link] | GoldAlignment | None, tq: int, tk: int) -
     return sorted(links)
 
 
+LABELS = {
+    "enc-self": "encoder self-attention",
+    "dec-self": "decoder self-attention (causal)",
+    "cross": "cross-attention (decoder \u2192 encoder)",
+}
+
+
+def _view(
+    name: str | None,
+    weights: Any,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str] | None,
+    gold: Iterable[Link] | GoldAlignment | None,
+    digits: int,
+) -> dict[str, Any]:
+    """One map of the page: name, label, kind ("cross" | "self"), tokens, weights
+    (L, H, Tq, Tk) rounded to ``digits`` decimals, gold links [src, tgt, "sure" | "possible"]."""
+    stack = as_stack(weights)  # (L, H, Tq, Tk)
+    _, _, tq, tk = stack.shape
+    queries = check_tokens(query_tokens, tq, "query tokens", "queries")
+    if key_tokens is None and tq != tk:
+        raise ValueError(f"self-attention needs square weights; got {tq}x{tk}: pass key_tokens")
+    keys = queries if key_tokens is None else check_tokens(key_tokens, tk, "key tokens", "keys")
+    kind = "self" if key_tokens is None else "cross"
+    name = kind if name is None else str(name)
+    return {
+        "name": name,
+        "label": LABELS.get(name, name),
+        "gold": _gold_links(gold, tq, tk),
+        "kind": kind,
+        "queries": queries,
+        "keys": keys,
+        "weights": stack.round(digits).tolist(),
+    }
+
+
 def page_data(
     weights: Any,
     query_tokens: Sequence[str],
@@ -52,23 +92,36 @@ def page_data(
     title: str = "attention",
     gold: Iterable[Link] | GoldAlignment | None = None,
     digits: int = 6,
+    name: str | None = None,
+    more: Mapping[str, AttentionRecord] | None = None,
+    shown: str | None = None,
 ) -> dict[str, Any]:
-    """The JSON the page renders: tokens, kind ("cross" or "self"), weights (L, H, Tq, Tk)
-    rounded to ``digits`` decimals, gold links [src, tgt, "sure" | "possible"]."""
-    stack = as_stack(weights)  # (L, H, Tq, Tk)
-    _, _, tq, tk = stack.shape
-    queries = check_tokens(query_tokens, tq, "query tokens", "queries")
-    if key_tokens is None and tq != tk:
-        raise ValueError(f"self-attention needs square weights; got {tq}x{tk}: pass key_tokens")
-    keys = queries if key_tokens is None else check_tokens(key_tokens, tk, "key tokens", "keys")
+    """The JSON the page renders: the first map at the top level (name, label, kind "cross" or
+    "self", queries, keys, weights (L, H, Tq, Tk), gold links), the title, the other maps
+    under "more" (same fields; no gold) and "shown", the index of the map the page opens on
+    (0 = the first, k = more[k-1])."""
+    first = _view(name, weights, query_tokens, key_tokens, gold, digits)
+    others = [
+        _view(n, r.weights, _tokens_of(r, n), r.src_tokens, None, digits)
+        for n, r in (more or {}).items()
+    ]
+    names = [first["name"], *(v["name"] for v in others)]
+    if len(set(names)) != len(names):
+        raise ValueError(f"two maps share a name: {names}; name each map once")
+    if shown is not None and shown not in names:
+        raise ValueError(f"shown={shown!r} is not one of the maps {names}")
     return {
-        "gold": _gold_links(gold, tq, tk),
         "title": str(title),
-        "kind": "self" if key_tokens is None else "cross",
-        "queries": queries,
-        "keys": keys,
-        "weights": stack.round(digits).tolist(),
+        **first,
+        "more": others,
+        "shown": 0 if shown is None else names.index(shown),
     }
+
+
+def _tokens_of(record: AttentionRecord, name: str) -> list[str]:
+    if record.tgt_tokens is None:
+        raise ValueError(f"map {name!r} has no query tokens; pass tgt_tokens in its record")
+    return record.tgt_tokens
 
 
 def attention_page(
@@ -78,10 +131,23 @@ def attention_page(
     *,
     title: str = "attention",
     gold: Iterable[Link] | GoldAlignment | None = None,
+    name: str | None = None,
+    more: Mapping[str, AttentionRecord] | None = None,
+    shown: str | None = None,
 ) -> str:
     """The page as a string. weights (Tq, Tk) | (H, Tq, Tk) | (L, H, Tq, Tk), torch or numpy;
-    key_tokens None = self-attention; gold (src, tgt) links are outlined in the matrix."""
-    data = page_data(weights, query_tokens, key_tokens, title=title, gold=gold)
+    key_tokens None = self-attention; gold (src, tgt) links are outlined in the matrix;
+    ``name``, ``more`` and ``shown`` as in ``page_data`` (more maps behind a switch)."""
+    data = page_data(
+        weights,
+        query_tokens,
+        key_tokens,
+        title=title,
+        gold=gold,
+        name=name,
+        more=more,
+        shown=shown,
+    )
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
@@ -102,10 +168,22 @@ def write_attention_page(
     *,
     title: str = "attention",
     gold: Iterable[Link] | GoldAlignment | None = None,
+    name: str | None = None,
+    more: Mapping[str, AttentionRecord] | None = None,
+    shown: str | None = None,
 ) -> Path:
     """Write the page to ``path`` (UTF-8) and return the path."""
     out = Path(path)
-    html = attention_page(weights, query_tokens, key_tokens, title=title, gold=gold)
+    html = attention_page(
+        weights,
+        query_tokens,
+        key_tokens,
+        title=title,
+        gold=gold,
+        name=name,
+        more=more,
+        shown=shown,
+    )
     out.write_text(html, "utf-8")
     return out
 

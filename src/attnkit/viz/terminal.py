@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import as_stack
+from .._text import printable
 from ._weights import check_tokens, display_width, fit, pick
 
 SHADES = " ░▒▓█"
@@ -57,8 +58,12 @@ def terminal_heatmap(
     stack = as_stack(weights)
     mat = pick(stack, layer, head)  # (Tq, Tk)
     tq, tk = mat.shape
-    queries = check_tokens(query_tokens, tq, "query tokens", "queries")
-    keys = queries if key_tokens is None else check_tokens(key_tokens, tk, "key tokens", "keys")
+    queries = [printable(t) for t in check_tokens(query_tokens, tq, "query tokens", "queries")]
+    keys = (
+        queries
+        if key_tokens is None
+        else [printable(t) for t in check_tokens(key_tokens, tk, "key tokens", "keys")]
+    )
     if key_tokens is None and tq != tk:
         raise ValueError(f"self-attention needs square weights; got {tq}x{tk}: pass key_tokens")
     top = float(mat.max()) if vmax is None else float(vmax)

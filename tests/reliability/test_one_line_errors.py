@@ -1,0 +1,99 @@
+"""Issue "Nothing lost, nothing silently wrong", sections 3 and 4: a meaningless number or a
+damaged input file is one clear line and exit 2, never a traceback, a NaN run that "succeeds",
+or a silently disabled option. Each row: the command, what the line must say."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+import torch
+from _reliability import TINY, one_line_error, snapshot
+
+TRAIN = ["train", *TINY]
+
+CASES: dict[str, tuple[list[str], str]] = {
+    # numbers that mean nothing (section 3)
+    "train --train-size 0": (
+        ["train", "--task", "copy", "--train-size", "0"],
+        r"--train-size 0; it must be at least 1",
+    ),
+    "train --valid-size 0": (["train", "--task", "copy", "--valid-size", "0"], r"--valid-size 0"),
+    "train --clip nan": ([*TRAIN, "--clip", "nan"], r"clip=nan; it must be a finite number"),
+    "train --lr inf": ([*TRAIN, "--lr", "inf"], r"lr=inf; it must be a finite number"),
+    "train --lr 0": ([*TRAIN, "--lr", "0"], r"lr=0.0; it must be positive"),
+    "train --batch-size 0": ([*TRAIN, "--batch-size", "0"], r"batch_size=0; both must be >= 1"),
+    "bench --variants nope": (
+        ["bench", "--quick", "--variants", "nope"],
+        r"unknown variant\(s\) \['nope'\]",
+    ),
+    "bench --variants ''": (["bench", "--quick", "--variants", ","], r"unknown variant\(s\) \[\]"),
+    "bench --warmup -1": (["bench", "--quick", "--warmup", "-1"], r"--warmup -1: give 0 or more"),
+    "bench --memory-limit -2": (
+        ["bench", "--quick", "--memory-limit", "-2"],
+        r"--memory-limit -2.0: give a positive",
+    ),
+    "bench --time-limit nan": (["bench", "--quick", "--time-limit", "nan"], r"--time-limit nan"),
+    "bench --radius 0": (["bench", "--quick", "--radius", "0"], r"--radius 0 .*a window needs"),
+    "bench --repeats 0": (
+        ["bench", "--quick", "--repeats", "0"],
+        r"--repeats 0: need at least one",
+    ),
+    # a run that diverges stops with what to do, and saves no NaN model (section 4)
+    "train --lr 1e30": (
+        [*TRAIN, "--lr", "1e30", "--clip", "0"],
+        r"training diverged: .* is nan at update \d+ \(lr 1e\+30\); lower --lr",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_meaningless_option_is_one_line(case: str, tmp_path: Path, capsys) -> None:
+    argv, match = CASES[case]
+    out = ["--out", str(tmp_path / "out")]
+    before = snapshot(tmp_path)
+    one_line_error(capsys, [*argv, *out], match)
+    if "diverged" in match:  # the run folder exists, but holds no checkpoint of NaNs
+        assert not (tmp_path / "out" / "best").exists()
+        assert not (tmp_path / "out" / "last").exists()
+    else:
+        assert snapshot(tmp_path) == before
+
+
+def damaged_gz(tmp_path: Path, kind: str) -> Path:
+    good = gzip.compress(b"a b\tc d\n" * 2000)
+    data = {"not gzip": b"plain text\tnot gzip\n", "truncated": good[: len(good) // 2],
+            "garbage tail": good + b"\x00junk", "empty": b""}[kind]  # fmt: skip
+    path = tmp_path / "corpus.tsv.gz"
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["not gzip", "truncated", "garbage tail"])
+def test_a_damaged_gz_corpus_is_one_line(kind: str, tmp_path: Path, capsys) -> None:
+    path = damaged_gz(tmp_path, kind)
+    argv = ["train", "--train-tsv", str(path), "--out", str(tmp_path / "out"), "--no-progress"]
+    one_line_error(capsys, argv, r"corpus\.tsv\.gz: a damaged gzip file \(.*\); check it with")
+    assert not (tmp_path / "out" / "best").exists()
+
+
+def test_control_characters_are_escaped_on_a_terminal() -> None:
+    from attnkit._text import printable
+    from attnkit.viz.terminal import terminal_heatmap
+
+    assert printable("a\x1b[31mred\x07 b\u202eevil\tok") == "a\\x1b[31mred\\x07 b\\u202eevil\tok"
+    assert printable("학생 🙂 naïve") == "학생 🙂 naïve"  # printable text is untouched
+    text = terminal_heatmap(torch.eye(2), ["\x1b[2J", "b"], ["\x9bx", "c"])
+    assert "\x1b" not in text and "\x9b" not in text and "\\x1b[2J" in text
+
+
+def test_a_warning_escapes_the_tokens_it_quotes(trained: Path, monkeypatch, capsys) -> None:
+    import io
+
+    from attnkit.cli import main
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("3 \x1b]0;pwned\x07 4\n"))
+    assert main(["translate", "--checkpoint", str(trained)]) == 0
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\\x1b]0;pwned\\x07" in err
