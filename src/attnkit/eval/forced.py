@@ -106,6 +106,23 @@ def forced_layer_attention(
     return _forced(model, examples, src_vocab, tgt_vocab, batch_size, weights_of)
 
 
+def forced_head_attention(
+    model: Any,
+    examples: Sequence[Example],
+    src_vocab: Any,
+    tgt_vocab: Any,
+    *,
+    batch_size: int = 128,
+) -> list[Tensor]:
+    """Like ``forced_layer_attention`` but every head kept apart: (L, H, T_i, S_i) per
+    example (to compare or draw the heads of a multi-head model)."""
+
+    def weights_of(b: Any) -> Tensor:
+        return model.cross_attention(b.src, b.src_len, b.tgt_in)  # (B, L, H, T+1, S+1)
+
+    return _forced(model, examples, src_vocab, tgt_vocab, batch_size, weights_of)
+
+
 def gold_from_examples(examples: Sequence[Example]) -> list[GoldAlignment]:
     """The task's own gold links (``Example.links``), all sure."""
     if not any(e.links for e in examples):
@@ -220,6 +237,7 @@ __all__ = [
     "alignment_report",
     "attention_aer",
     "forced_attention",
+    "forced_head_attention",
     "forced_layer_attention",
     "format_report",
     "gold_from_examples",

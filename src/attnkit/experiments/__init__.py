@@ -15,6 +15,7 @@ EXPERIMENTS: dict[str, str] = {
     "scaling": "attnkit.experiments.scaling",  # Vaswani 2017, 3.2.1: why qᵀk/√d_k
     "parallel": "attnkit.experiments.parallel",  # Vaswani 2017, Table 1: sequential ops in n
     "alignment": "attnkit.experiments.alignment",  # Luong 2015, Table 6: AER global vs local
+    "heads": "attnkit.experiments.heads",  # Vaswani 2017, Table 3 (A): number of heads
 }
 
 
