@@ -2,8 +2,10 @@
 ``add_parser(subparsers)``; modules are imported only when their command runs... except for
 their small ``add_parser``, which every invocation needs to build the help.
 
-Bad input (a ValueError or FileNotFoundError, whose message says what to change) prints one
-line and exits with status 2; any other exception is a bug and propagates with its traceback."""
+Bad input (a ValueError or FileNotFoundError, whose message says what to change) and a path
+that cannot be read or written (any other OSError: read-only, a file where a folder is needed,
+/proc) print one line and exit with status 2; any other exception is a bug and propagates with
+its traceback."""
 
 from __future__ import annotations
 
@@ -49,6 +51,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.run(args) or 0)
     except (ValueError, FileNotFoundError) as err:  # bad input: attnkit says what to change
         print(f"attnkit {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # a path that cannot be read or written: read-only, /proc, a file
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"attnkit {args.command}: error: {where}{err.strerror or err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

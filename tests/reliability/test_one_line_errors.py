@@ -97,3 +97,15 @@ def test_a_warning_escapes_the_tokens_it_quotes(trained: Path, monkeypatch, caps
     assert main(["translate", "--checkpoint", str(trained)]) == 0
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\\x1b]0;pwned\\x07" in err
+
+
+@pytest.mark.parametrize("command", ["view", "translate", "experiment"])
+def test_an_unwritable_output_path_is_one_line(command: str, trained: Path, capsys) -> None:
+    """/proc refuses new files even to root: every command that writes says so in one line."""
+    argv = {
+        "view": ["view", "--checkpoint", str(trained), "3 4", "--out", "/proc/attnkit.html"],
+        "translate": ["translate", "--checkpoint", str(trained), "3 4", "--save-attention",
+                      "/proc/attnkit.png"],
+        "experiment": ["experiment", "length", "--quick", "--out", "/proc/attnkit-length"],
+    }[command]  # fmt: skip
+    one_line_error(capsys, argv, r"/proc/attnkit")
