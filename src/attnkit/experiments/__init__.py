@@ -12,6 +12,7 @@ from .base import Experiment
 EXPERIMENTS: dict[str, str] = {
     "length": "attnkit.experiments.length",  # Bahdanau 2015, Fig. 2: BLEU by source length
     "scaling": "attnkit.experiments.scaling",  # Vaswani 2017, 3.2.1: why qᵀk/√d_k
+    "distance": "attnkit.experiments.distance",  # Vaswani 2017 §4: accuracy, gradient vs Δ
 }
 
 
