@@ -8,15 +8,16 @@ self-attention connects any two positions by a path of length O(1) (Vaswani et a
 self-attention), so its accuracy should not depend on the distance.
 
 The run: the recall task of ``distance_task`` (the answer is the marked symbol Δ back among
-uniform distractors, K symbols, chance 1/K), sequences of T = Δ_max + 1 tokens, Δ drawn
-uniformly from 1..Δ_max for every training example (one model trained on the mix, then
-scored separately at each Δ of the grid). Four models (``sequence_models``: LSTM, GRU,
-causal dilated CNN, causal self-attention with sinusoidal positions) with the attention
-model's parameter count (the others' widths fitted to it), each trained by
-``attnkit.train.classify.fit_classifier`` on the same batches, with the same Adam learning
-rate, clipping and number of updates. Measured per Δ: test accuracy, and the mean gradient
-norm ‖∂ℓ/∂e_{t−Δ}‖ with respect to the input embedding Δ back, at initialisation and after
-training.
+uniform distractors, K symbols, chance 1/K), sequences of T = Δ_max + 1 tokens. One model
+of each kind is trained on a mix of distances: every training sequence draws its Δ uniformly
+from the grid (``--mix grid``: each scored Δ is trained equally often; ``--mix range`` draws
+from 1..Δ_max instead), and is then scored separately at each Δ of the grid. Four models
+(``sequence_models``: LSTM, GRU, causal dilated CNN, causal self-attention with sinusoidal
+positions) with the attention model's parameter count (the others' widths fitted to it),
+each trained by ``attnkit.train.classify.fit_classifier`` on the same batches, with the same
+Adam learning rate, clipping and number of updates. Measured per Δ: test accuracy, and the
+mean gradient norm ‖∂ℓ/∂e_{t−Δ}‖ with respect to the input embedding Δ back, at
+initialisation and after training.
 
 The verdict (thresholds fixed from the claim before any run):
   * attention learnt the task: accuracy ≥ 90% at the shortest Δ;
@@ -51,8 +52,16 @@ def _opt(default: Any, help: str) -> Any:
 
 @dataclass
 class DistanceConfig:
-    deltas: str = _opt("1,5,10,25,50,100,200", "distances Δ scored, comma-separated; the "
-                       "largest sets the length T = Δmax + 1 and the training range 1..Δmax")
+    deltas: str = _opt(
+        "1,5,10,25,50,100,200",
+        "distances Δ scored, comma-separated; the "
+        "largest sets the length T = Δmax + 1 and the training range 1..Δmax",
+    )
+    mix: str = _opt(
+        "grid",
+        "training distances: grid (default; each Δ of --deltas equally "
+        "often) or range (Δ uniform in 1..Δmax)",
+    )
     symbols: int = _opt(8, "symbols K to recall (chance 1/K; default 8)")
     dim: int = _opt(32, "embedding width of every model and the attention width (default 32)")
     heads: int = _opt(2, "attention heads (default 2)")
@@ -71,6 +80,8 @@ class DistanceConfig:
         grid = self.grid  # raises on a malformed list
         if grid[0] < 1:
             raise ValueError(f"--deltas {self.deltas}: every Δ must be at least 1")
+        if self.mix not in ("grid", "range"):
+            raise ValueError(f"--mix {self.mix!r}; choose grid or range")
         if self.symbols < 2:
             raise ValueError(f"--symbols {self.symbols}: need at least 2")
         for name in ("dim", "heads", "layers", "steps", "batch_size", "eval_size", "jobs",
@@ -106,9 +117,14 @@ QUICK = dict(deltas="1,4,8", dim=8, layers=1, steps=3, batch_size=8, eval_size=1
 
 
 def train_batch(cfg: DistanceConfig, step: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Update ``step``'s batch, identical for every model: Δ ~ U{1..Δmax} per sequence."""
+    """Update ``step``'s batch, identical for every model: per sequence, Δ uniform over the
+    grid (``mix="grid"``) or over 1..Δmax (``mix="range"``)."""
     gen = generator(cfg.seed, 0, step)
-    deltas = torch.randint(1, cfg.grid[-1] + 1, (cfg.batch_size,), generator=gen)  # (B,)
+    if cfg.mix == "grid":
+        grid = torch.tensor(cfg.grid)
+        deltas = grid[torch.randint(0, len(grid), (cfg.batch_size,), generator=gen)]  # (B,)
+    else:
+        deltas = torch.randint(1, cfg.grid[-1] + 1, (cfg.batch_size,), generator=gen)  # (B,)
     return recall_batch(deltas, cfg.sizes.length, cfg.symbols, gen)
 
 
@@ -234,8 +250,14 @@ def run_experiment(cfg: DistanceConfig, out: Path, say: Any = print) -> dict[str
         "chance": 1 / cfg.symbols,
         "parameters": {m: res[m]["parameters"] for m in MODELS},
         "widths": {m: res[m]["width"] for m in MODELS},
-        "updates": {"steps": cfg.steps, "batch_size": cfg.batch_size, "lr": cfg.lr,
-                    "clip": cfg.clip, "optimiser": "Adam", "same_batches": True},  # fmt: skip
+        "updates": {
+            "steps": cfg.steps,
+            "batch_size": cfg.batch_size,
+            "lr": cfg.lr,
+            "clip": cfg.clip,
+            "optimiser": "Adam",
+            "same_batches": True,
+        },  # fmt: skip
         "accuracy": acc,
         "grad_init": grad_init,
         "grad_trained": {m: res[m]["grad_trained"] for m in MODELS},

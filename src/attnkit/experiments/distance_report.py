@@ -58,8 +58,9 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     say(
         f"same updates: {u['steps']} Adam steps of {u['batch_size']} (lr {u['lr']}, clip "
         f"{u['clip']}), same batches; parameters: "
-        + ", ".join(f"{LABELS[m]} {params[m]:,} (width {widths[m]}, {secs[m]:.0f}s)"
-                    for m in MODELS)  # fmt: skip
+        + ", ".join(
+            f"{LABELS[m]} {params[m]:,} (width {widths[m]}, {secs[m]:.0f}s)" for m in MODELS
+        )  # fmt: skip
     )
     say(f"chance {100 * result['chance']:.1f}%; sequence length {result['length']}")
     say(text_table(result))

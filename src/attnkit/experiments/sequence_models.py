@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -117,6 +118,9 @@ class AttentionClassifier(SequenceClassifier):
     """x₀ = e + PE; pre-norm causal self-attention layers (attnkit EncoderLayer with a causal
     mask); a final LayerNorm; the features are x_L at the last position."""
 
+    pe: Tensor  # (T, E) sinusoids
+    mask: Tensor  # (T, T) causal, True = may attend
+
     def __init__(self, sizes: Sizes, heads: int, layers: int) -> None:
         super().__init__(sizes, sizes.emb)
         c = TransformerConfig(
@@ -151,14 +155,22 @@ def build(name: str, sizes: Sizes, width: int, heads: int = 2, layers: int = 2) 
     raise ValueError(f"unknown model {name!r}; choose one of {MODELS}")
 
 
-def closest_width(count: Callable[[int], int], budget: int, top: int = 4096) -> int:
-    """The width w in 1..top whose parameter count ``count(w)`` is closest to ``budget``
-    (counts grow with w: a binary search for the crossing, then the nearer neighbour)."""
-    lo, hi = 1, top
+def closest_width(count: Callable[[int], int], budget: int) -> int:
+    """The width w >= 1 whose parameter count ``count(w)`` is closest to ``budget`` (counts
+    grow with w: double w until it passes the budget, binary-search the crossing, then take
+    the nearer neighbour; only widths up to twice the answer are ever built)."""
+    hi = 1
+    while count(hi) < budget:
+        hi *= 2
+    lo = max(1, hi // 2)
     while lo < hi:
         mid = (lo + hi) // 2
         lo, hi = (mid + 1, hi) if count(mid) < budget else (lo, mid)
     return min((w for w in (lo - 1, lo) if w >= 1), key=lambda w: abs(count(w) - budget))
+
+
+def _count(name: str, sizes: Sizes, width: int) -> int:
+    return parameters(build(name, sizes, width))
 
 
 def budget_widths(sizes: Sizes, heads: int, layers: int) -> dict[str, int]:
@@ -167,7 +179,7 @@ def budget_widths(sizes: Sizes, heads: int, layers: int) -> dict[str, int]:
     budget = parameters(build("attention", sizes, sizes.emb, heads, layers))
     widths = {"attention": sizes.emb}
     for name in ("lstm", "gru", "cnn"):
-        widths[name] = closest_width(lambda w, n=name: parameters(build(n, sizes, w)), budget)
+        widths[name] = closest_width(partial(_count, name, sizes), budget)
     return widths
 
 
