@@ -88,19 +88,20 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     for m, mark in zip(MODELS, "osD^", strict=True):
         line = ax.plot(d, [100 * a for a in result["accuracy"][m]], mark + "-", label=LABELS[m])
         c = line[0].get_color()
-        bx.plot(d, [max(g, 1e-30) for g in result["grad_init"][m]], mark + "--", color=c,
+        bx.plot(d, [max(g, 1e-300) for g in result["grad_init"][m]], mark + "--", color=c,
                 alpha=0.6, label=f"{LABELS[m]} init")  # fmt: skip
-        bx.plot(d, [max(g, 1e-30) for g in result["grad_trained"][m]], mark + "-", color=c,
+        bx.plot(d, [max(g, 1e-300) for g in result["grad_trained"][m]], mark + "-", color=c,
                 label=f"{LABELS[m]} trained")  # fmt: skip
     ax.axhline(100 * result["chance"], color="grey", lw=0.8, ls=":", label="chance")
     u = result["updates"]
     ax.set(xscale="log", ylim=(0, 102), xlabel="distance Δ", ylabel="test accuracy (%)",
            title=f"recall Δ back, {u['steps']} updates of {u['batch_size']}")  # fmt: skip
-    bx.set(xscale="log", yscale="log", xlabel="distance Δ", ylabel="‖∂loss/∂x_{t−Δ}‖",
-           title="gradient w.r.t. the input Δ back")  # fmt: skip
+    bx.set(xscale="log", yscale="log", xlabel="distance Δ",
+           ylabel="‖∂ loss / ∂ input embedding at t − Δ‖",
+           title="gradient w.r.t. the input Δ back (mean over examples)")  # fmt: skip
     for a in (ax, bx):
         a.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="lower left")
     bx.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
