@@ -113,6 +113,7 @@ class DistanceConfig:
         return Sizes(vocab_size(self.symbols), self.symbols, self.dim, self.grid[-1] + 1)
 
 
+TRAINING_MIX = {"grid": "uniform over the grid", "range": "uniform in 1..Δmax"}
 QUICK = dict(deltas="1,4,8", dim=8, layers=1, steps=3, batch_size=8, eval_size=16,
              grad_size=4, jobs=1)  # fmt: skip
 
@@ -238,7 +239,8 @@ def run_experiment(cfg: DistanceConfig, out: Path, say: Any = print) -> dict[str
     widths = budget_widths(sizes, cfg.heads, cfg.layers)
     say(
         f"distance experiment: recall the marked symbol Δ back (K={cfg.symbols}, T={sizes.length}"
-        f", Δ in {grid}), {cfg.steps} updates of {cfg.batch_size} for each of "
+        f", Δ in {grid}; training Δ: {TRAINING_MIX[cfg.mix]}), {cfg.steps} updates of "
+        f"{cfg.batch_size} for each of "
         f"{', '.join(MODELS)} ({cfg.jobs} at a time); output in {out}/"
     )
     out.mkdir(parents=True, exist_ok=True)
