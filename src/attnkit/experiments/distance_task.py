@@ -25,6 +25,7 @@ from torch import Tensor
 
 
 def vocab_size(symbols: int) -> int:
+    """K plain symbols, K marked symbols and the query: 2K + 1 token ids."""
     return 2 * symbols + 1
 
 

@@ -64,6 +64,7 @@ class SequenceClassifier(nn.Module):
         self.head = nn.Linear(width, sizes.classes)
 
     def features(self, e: Tensor) -> Tensor:
+        """embeddings (B, T, E) -> the last position's features (B, H)."""
         raise NotImplementedError
 
     def readout(self, e: Tensor) -> Tensor:
@@ -141,6 +142,7 @@ class AttentionClassifier(SequenceClassifier):
 
 
 def parameters(model: nn.Module) -> int:
+    """The number of trainable and frozen parameters of ``model``: the budget held equal."""
     return sum(p.numel() for p in model.parameters())
 
 
