@@ -137,7 +137,7 @@ class AttentionClassifier(SequenceClassifier):
         t = e.shape[1]
         x = e + self.pe[:t]  # (B, T, E)
         for layer in self.layers:
-            x = layer(x, self.mask[:t, :t])  # (B, T, E)
+            x, _ = layer(x, self.mask[:t, :t])  # (B, T, E)
         return self.norm(x[:, -1])  # (B, E)
 
 
