@@ -38,19 +38,15 @@ def _opt(default: Any, help: str) -> Any:
 
 @dataclass
 class LengthConfig:
-    task: str = _opt(
-        "copy", "copy (default) | reverse | sort: a fixed-size vector must hold every symbol"
-    )
+    task: str = _opt("copy", "copy (default) | reverse | sort: a fixed-size vector must hold "
+                     "every symbol")
     min_len: int = _opt(5, "shortest source (default 5)")
     max_len: int = _opt(50, "longest source (default 50)")
     steps: int = _opt(800, "updates per model, the shared budget (default 800)")
     batch_size: int = _opt(32, "pairs per update (default 32)")
     emb: int = _opt(32, "embedding width of both models (default 32)")
-    hidden: int = _opt(
-        64,
-        "every hidden width of both models: encoder (per direction), "
-        "decoder, attention and summary (default 64)",
-    )
+    hidden: int = _opt(64, "every hidden width of both models: encoder (per direction), "
+                       "decoder, attention and summary (default 64)")
     lr: float = _opt(3e-3, "Adam learning rate (default 3e-3)")
     valid_size: int = _opt(64, "validation pairs (default 64)")
     test_size: int = _opt(540, "test pairs scored by length (default 540)")
