@@ -16,6 +16,7 @@ EXPERIMENTS: dict[str, str] = {
     "parallel": "attnkit.experiments.parallel",  # Vaswani 2017, Table 1: sequential ops in n
     "alignment": "attnkit.experiments.alignment",  # Luong 2015, Table 6: AER global vs local
     "heads": "attnkit.experiments.heads",  # Vaswani 2017, Table 3 (A): number of heads
+    "distance": "attnkit.experiments.distance",  # Vaswani 2017 §4: accuracy, gradient vs Δ
 }
 
 
