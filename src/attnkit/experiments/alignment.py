@@ -37,7 +37,7 @@ from typing import Any
 from ..data.example import Example
 from ..eval.alignment import GoldAlignment, Link, corpus_aer
 from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
-from .base import Experiment, Say
+from .base import Experiment, Say, report_of
 from .base import verdict as verdict_text
 from .pool import steps_done, train_all
 
@@ -298,11 +298,6 @@ def run_experiment(cfg: AlignmentConfig, out: Path, say: Say = print) -> dict[st
     }
 
 
-def _report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
-    from .alignment_report import report
-
-    return report(result, out, say)
-
 
 EXPERIMENT = Experiment(
     name="alignment",
@@ -317,7 +312,7 @@ EXPERIMENT = Experiment(
     config=AlignmentConfig,
     quick=QUICK,
     run=run_experiment,
-    report=_report,
+    report=report_of("alignment_report"),
 )
 
 __all__ = [

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .base import Say, markdown_table, write_csv, write_json
+from .base import Say, markdown_table, write_outputs
 
 
 def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -64,14 +64,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
         f"AER of the argmax of the force-decoded attention on {result['task']['sentences']} "
         "test sentences (paper: Luong et al. 2015, Table 6, RWTH En-De)")  # fmt: skip
     say(text_table(result))
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [
-        write_csv(rows(result), out / "alignment.csv"),
-        write_json(result, out / "alignment.json"),
-        plot(result, out / "alignment.png"),
-    ]
-    for path in paths:
-        say(f"wrote {path}")
+    paths = write_outputs("alignment", rows(result), result, plot, out, say)
     say(f"total {result['total_seconds']:.0f}s (training and scoring)")
     say(verdict_line(result))
     return paths

@@ -14,6 +14,7 @@ side by side: ``pool.train_all``); the writers below are shared.
 from __future__ import annotations
 
 import csv
+import importlib
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -72,6 +73,39 @@ def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> Path:
     return path
 
 
+def write_outputs(
+    name: str,
+    rows: Sequence[dict[str, Any]],
+    result: dict[str, Any],
+    plot: Callable[[dict[str, Any], Path], Path],
+    out: Path,
+    say: Say,
+    extra: Sequence[Callable[[Path], Path]] = (),
+) -> list[Path]:
+    """The contract's files: out/NAME.csv (``rows``), NAME.json (``result``), NAME.png
+    (``plot``), then any ``extra`` figure writers; says where each went."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [
+        write_csv(rows, out / f"{name}.csv"),
+        write_json(result, out / f"{name}.json"),
+        plot(result, out / f"{name}.png"),
+        *(write(out) for write in extra),
+    ]
+    for path in paths:
+        say(f"wrote {path}")
+    return paths
+
+
+def report_of(module: str) -> Callable[[dict[str, Any], Path, Say], list[Path]]:
+    """``report`` of ``attnkit.experiments.<module>``, imported when it runs (so that listing
+    the experiments for ``--help`` never imports matplotlib)."""
+
+    def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
+        return importlib.import_module(f"attnkit.experiments.{module}").report(result, out, say)
+
+    return report
+
+
 def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A Markdown table: readable on a terminal, pasteable into docs."""
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -85,6 +119,8 @@ __all__ = [
     "Say",
     "markdown_table",
     "no_nan",
+    "report_of",
+    "write_outputs",
     "reproduced",
     "verdict",
     "write_csv",

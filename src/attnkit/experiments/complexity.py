@@ -49,7 +49,7 @@ from typing import Any
 
 import torch
 
-from .base import Experiment, Say
+from .base import Experiment, Say, report_of
 from .base import verdict as verdict_text
 from .complexity_checks import summarise, verdict
 from .complexity_layers import (
@@ -197,11 +197,6 @@ def measure_paths(cfg: ComplexityConfig) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
-    from .complexity_report import report
-
-    return report(result, out, say)
-
 
 EXPERIMENT = Experiment(
     name="complexity",
@@ -216,7 +211,7 @@ EXPERIMENT = Experiment(
     config=ComplexityConfig,
     quick=QUICK,
     run=run_experiment,
-    report=_report,
+    report=report_of("complexity_report"),
 )
 
 __all__ = ["EXPERIMENT", "QUICK", "ComplexityConfig", "ints", "run_experiment"]

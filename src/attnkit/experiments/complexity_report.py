@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .base import Say, markdown_table, write_csv, write_json
+from .base import Say, markdown_table, write_outputs
 from .complexity_checks import TERM
 from .complexity_layers import LAYERS
 
@@ -107,14 +107,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     say(crossover_table(result))
     say("\nfwd+bwd CPU ms, least of the repeats (wall-clock ms in the CSV):")
     say(time_table(result))
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [
-        write_csv(result["rows"], out / "complexity.csv"),
-        write_json(result, out / "complexity.json"),
-        plot(result, out / "complexity.png"),
-    ]
-    for path in paths:
-        say(f"wrote {path}")
+    paths = write_outputs("complexity", result["rows"], result, plot, out, say)
     say(f"total {result['seconds']:.0f}s")
     say(verdict_line(result))
     return paths

@@ -41,7 +41,7 @@ from typing import Any
 import torch
 
 from ..train.classify import accuracy, fit_classifier
-from .base import Experiment
+from .base import Experiment, report_of
 from .base import verdict as verdict_text
 from .distance_task import generator, recall_batch, vocab_size
 from .sequence_models import MODELS, Sizes, budget_widths, build, input_gradient_norms, parameters
@@ -275,11 +275,6 @@ def run_experiment(cfg: DistanceConfig, out: Path, say: Any = print) -> dict[str
     }
 
 
-def _report(result: dict[str, Any], out: Path, say: Any) -> list[Path]:
-    from .distance_report import report
-
-    return report(result, out, say)
-
 
 EXPERIMENT = Experiment(
     name="distance",
@@ -293,7 +288,7 @@ EXPERIMENT = Experiment(
     config=DistanceConfig,
     quick=QUICK,
     run=run_experiment,
-    report=_report,
+    report=report_of("distance_report"),
 )
 
 __all__ = [

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .base import Say, markdown_table, write_csv, write_json
+from .base import Say, markdown_table, write_outputs
 from .sequence_models import MODELS
 
 LABELS = {"lstm": "LSTM", "gru": "GRU", "cnn": "CNN", "attention": "attention"}
@@ -64,13 +64,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     )
     say(f"chance {100 * result['chance']:.1f}%; sequence length {result['length']}")
     say(text_table(result))
-    paths = [
-        write_csv(rows(result), out / "distance.csv"),
-        write_json(result, out / "distance.json"),
-        plot(result, out / "distance.png"),
-    ]
-    for path in paths:
-        say(f"wrote {path}")
+    paths = write_outputs("distance", rows(result), result, plot, out, say)
     say(f"total {result['total_seconds']:.0f}s (training and scoring)")
     say(verdict_line(result))
     return paths

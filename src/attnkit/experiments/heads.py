@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .base import Experiment, Say
+from .base import Experiment, Say, report_of
 from .base import verdict as verdict_text
 from .heads_jobs import Job, make_jobs
 from .pool import train_all
@@ -245,11 +245,6 @@ def run_experiment(cfg: HeadsConfig, out: Path, say: Say = print) -> dict[str, A
     }
 
 
-def _report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
-    from .heads_report import report
-
-    return report(result, out, say)
-
 
 EXPERIMENT = Experiment(
     name="heads",
@@ -263,7 +258,7 @@ EXPERIMENT = Experiment(
     config=HeadsConfig,
     quick=QUICK,
     run=run_experiment,
-    report=_report,
+    report=report_of("heads_report"),
 )
 
 __all__ = [

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import Say, markdown_table, write_csv, write_json
+from .base import Say, markdown_table, write_outputs
 
 MEASURES = (  # key, label, unit
     ("bleu", "BLEU", ""),
@@ -64,14 +64,8 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
         say(f"\n{task}: {updates} updates per model, seeds {result['config']['seeds']}")
         say(text_table(result, task))
     say(f"Multi30K: {result['multi30k']}")
-    paths = [
-        write_csv(result["by_heads"], out / "heads.csv"),
-        write_json(result, out / "heads.json"),
-        plot(result, out / "heads.png"),
-        plot_maps(result["example"], out / "heads-maps.png"),
-    ]
-    for path in paths:
-        say(f"wrote {path}")
+    maps = lambda o: plot_maps(result["example"], o / "heads-maps.png")  # noqa: E731
+    paths = write_outputs("heads", result["by_heads"], result, plot, out, say, extra=[maps])
     say(f"total {result['total_seconds']:.0f}s (training and scoring)")
     say(verdict_line(result))
     return paths

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..data.example import Example
 from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
-from .base import Experiment
+from .base import Experiment, report_of
 from .base import verdict as verdict_text
 from .pool import train_all
 
@@ -236,11 +236,6 @@ def run_experiment(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, 
     }
 
 
-def _report(result: dict[str, Any], out: Path, say: Any) -> list[Path]:
-    from .report import report
-
-    return report(result, out, say)
-
 
 EXPERIMENT = Experiment(
     name="length",
@@ -253,7 +248,7 @@ EXPERIMENT = Experiment(
     config=LengthConfig,
     quick=QUICK,
     run=run_experiment,
-    report=_report,
+    report=report_of("report"),
 )
 
 __all__ = [

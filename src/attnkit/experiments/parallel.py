@@ -52,7 +52,7 @@ from ..data.batching import Batch
 from ..models import Seq2Seq, build_model
 from ..train.config import TrainConfig
 from ..train.loop import Trainer, loss_of, train_step
-from .base import Experiment
+from .base import Experiment, report_of
 from .base import verdict as verdict_text
 from .parallel_measure import count_cell_calls, graph_depth, power_exponent, time_steps
 
@@ -265,11 +265,6 @@ def run_experiment(cfg: ParallelConfig, out: Path, say: Any = print) -> dict[str
     }
 
 
-def _report(result: dict[str, Any], out: Path, say: Any) -> list[Path]:
-    from .parallel_report import report
-
-    return report(result, out, say)
-
 
 EXPERIMENT = Experiment(
     name="parallel",
@@ -284,7 +279,7 @@ EXPERIMENT = Experiment(
     config=ParallelConfig,
     quick=QUICK,
     run=run_experiment,
-    report=_report,
+    report=report_of("parallel_report"),
 )
 
 __all__ = [

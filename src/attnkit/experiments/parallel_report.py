@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .base import Say, markdown_table, write_csv, write_json
+from .base import Say, markdown_table, write_outputs
 from .parallel import MODELS
 
 LABELS = {"rnnsearch": "RNNsearch", "transformer": "Transformer"}
@@ -80,14 +80,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
         f"batch {cfg['batch_size']}, {result['threads']} thread(s)"
     )
     say(text_table(result))
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [
-        write_csv(rows(result), out / "parallel.csv"),
-        write_json(result, out / "parallel.json"),
-        plot(result, out / "parallel.png"),
-    ]
-    for path in paths:
-        say(f"wrote {path}")
+    paths = write_outputs("parallel", rows(result), result, plot, out, say)
     say(f"total {result['total_seconds']:.0f}s")
     say(verdict_line(result))
     return paths

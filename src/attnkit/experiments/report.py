@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .base import Say, markdown_table, write_csv, write_json
+from .base import Say, markdown_table, write_outputs
 from .length import MODELS
 
 LABELS = {"rnnencdec": "RNNencdec", "rnnsearch": "RNNsearch"}
@@ -57,15 +57,6 @@ def verdict_line(result: dict[str, Any]) -> str:
     return f"verdict: NOT REPRODUCED ({'; '.join(v['reasons'])}). {nums}"
 
 
-def write_files(result: dict[str, Any], out: Path) -> list[Path]:
-    """length.csv, length.json, length.png in ``out``."""
-    return [
-        write_csv(rows(result), out / "length.csv"),
-        write_json(result, out / "length.json"),
-        plot(result, out / "length.png"),
-    ]
-
-
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     """Print what was trained, the table and the verdict; write the files."""
     secs = result["train_seconds"]
@@ -74,9 +65,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
         + ", ".join(f"{m} {result['parameters'][m]:,} params in {secs[m]:.0f}s" for m in secs)
     )
     say(text_table(result))
-    paths = write_files(result, out)
-    for path in paths:
-        say(f"wrote {path}")
+    paths = write_outputs("length", rows(result), result, plot, out, say)
     say(f"total {result['total_seconds']:.0f}s (training and scoring)")
     say(verdict_line(result))
     return paths
@@ -111,4 +100,4 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     return path
 
 
-__all__ = ["report", "rows", "text_table", "verdict_line", "write_files"]
+__all__ = ["report", "rows", "text_table", "verdict_line"]

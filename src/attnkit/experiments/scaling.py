@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .base import Experiment, Say
+from .base import Experiment, Say, report_of
 from .base import verdict as verdict_text
 from .scaling_measure import random_stats
 
@@ -249,11 +249,6 @@ def run_experiment(cfg: ScalingConfig, out: Path, say: Say = print) -> dict[str,
     }
 
 
-def _report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
-    from .scaling_report import report
-
-    return report(result, out, say)
-
 
 EXPERIMENT = Experiment(
     name="scaling",
@@ -265,7 +260,7 @@ EXPERIMENT = Experiment(
     config=ScalingConfig,
     quick=QUICK,
     run=run_experiment,
-    report=_report,
+    report=report_of("scaling_report"),
 )
 
 __all__ = [

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .base import Say, markdown_table, write_csv, write_json
+from .base import Say, markdown_table, write_outputs
 from .scaling import SCORES
 
 LABEL = {"dot": "unscaled qᵀk", "scaled_dot": "scaled qᵀk/√d_k"}
@@ -88,15 +88,8 @@ def tables(result: dict[str, Any]) -> str:
 
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     """Print the tables and the verdict; write scaling.{csv,json,png}."""
-    out.mkdir(parents=True, exist_ok=True)
     say(tables(result))
-    paths = [
-        write_csv(rows(result), out / "scaling.csv"),
-        write_json(result, out / "scaling.json"),
-        plot(result, out / "scaling.png"),
-    ]
-    for p in paths:
-        say(f"wrote {p}")
+    paths = write_outputs("scaling", rows(result), result, plot, out, say)
     say(f"total {result['seconds']['total']:.0f}s")
     say(f"verdict: {result['verdict']}")
     return paths
