@@ -45,6 +45,12 @@ CASES: dict[str, tuple[list[str], str]] = {
         [*TRAIN, "--lr", "1e30", "--clip", "0"],
         r"training diverged: .* is nan at update \d+ \(lr 1e\+30\); lower --lr",
     ),
+    # one update: its loss is finite, the parameters it leaves are not
+    "train --lr 1e30, caught by validation": (
+        [*TRAIN, "--lr", "1e30", "--clip", "0", "--train-size", "16", "--save-every", "0"],
+        r"training diverged: the validation loss is nan at update 1",
+    ),
+    "train --lr 1e39": ([*TRAIN, "--lr", "1e39"], r"lr=1e\+39; it must be positive and within"),
 }
 
 
@@ -109,3 +115,22 @@ def test_an_unwritable_output_path_is_one_line(command: str, trained: Path, caps
         "experiment": ["experiment", "length", "--quick", "--out", "/proc/attnkit-length"],
     }[command]  # fmt: skip
     one_line_error(capsys, argv, r"/proc/attnkit")
+
+
+def test_parameters_that_overflow_are_never_saved(tmp_path: Path, monkeypatch, capsys) -> None:
+    """An update whose loss was finite but which leaves an infinite parameter: the save that
+    follows refuses, naming the update, and no checkpoint of it exists."""
+    from attnkit.train import loop
+
+    real = loop.train_step
+
+    def overflowing(t, b, step):  # type: ignore[no-untyped-def]
+        loss = real(t, b, step)
+        with torch.no_grad():
+            next(t.model.parameters()).fill_(float("inf"))
+        return loss
+
+    monkeypatch.setattr(loop, "train_step", overflowing)
+    argv = [*TRAIN, "--save-every", "1", "--out", str(tmp_path / "out")]
+    one_line_error(capsys, argv, r"training diverged: a parameter became NaN or inf at update 1")
+    assert not (tmp_path / "out" / "last").exists() and not (tmp_path / "out" / "best").exists()

@@ -22,6 +22,7 @@ from ..data.source import FILE_KEYS
 
 TOKENISERS = ("word", "char", "spm")
 TASK_KEYS = ("train_size", "valid_size", "test_size", "min_len", "max_len")
+FLOAT32_MAX = 3.4028234663852886e38  # the optimiser keeps lr as a float32 scalar
 CORPUS_MAX_LEN = 200  # corpora: pairs with a longer side are dropped (and counted) by default
 
 
@@ -143,8 +144,8 @@ class TrainConfig:
             )
         for name in ("lr", "clip", "time_limit", "target_exact", "label_smoothing"):
             _finite(name, getattr(self, name))
-        if not self.lr > 0:
-            raise ValueError(f"lr={self.lr}; it must be positive")
+        if not 0 < self.lr <= FLOAT32_MAX:
+            raise ValueError(f"lr={self.lr}; it must be positive and within float32's range")
         if min(self.clip, self.patience, self.save_every, self.time_limit, self.warmup) < 0:
             raise ValueError(
                 "clip, patience, save_every, time_limit and warmup must not be negative"
