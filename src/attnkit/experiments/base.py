@@ -106,6 +106,16 @@ def report_of(module: str) -> Callable[[dict[str, Any], Path, Say], list[Path]]:
     return report
 
 
+def power_exponent(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """k of y ≈ c·x^k: the least-squares slope of log y against log x (NaN if a y <= 0)."""
+    if min(ys) <= 0:
+        return math.nan
+    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
+    mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
+    sxx = sum((a - mx) ** 2 for a in lx)
+    return sum((a - mx) * (b - my) for a, b in zip(lx, ly, strict=True)) / sxx
+
+
 def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A Markdown table: readable on a terminal, pasteable into docs."""
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -119,6 +129,7 @@ __all__ = [
     "Say",
     "markdown_table",
     "no_nan",
+    "power_exponent",
     "report_of",
     "write_outputs",
     "reproduced",

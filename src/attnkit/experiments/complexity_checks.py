@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from .base import power_exponent as slope  # the exponent p of y ∝ x^p
 from .complexity_layers import LAYERS
 
 TERM = {  # Table 1's per-layer complexity: exponents of (n, d) and the formula
@@ -24,14 +25,6 @@ QUADRATIC_TIME = 1.5  # closer to 2 than to 1
 QUADRATIC_FROM = 4  # checked where every fitted n >= 4d
 DEPTH_GROWS, DEPTH_FLAT = 0.9, 0.1
 FLOP_CROSS = (0.5, 2.0)  # counted-FLOP crossover within [d/2, 2d]
-
-
-def slope(xs: Sequence[float], ys: Sequence[float]) -> float:
-    """Least-squares slope of log y on log x: the exponent p of y ∝ x^p."""
-    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
-    mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
-    sxx = sum((a - mx) ** 2 for a in lx)
-    return sum((a - mx) * (b - my) for a, b in zip(lx, ly, strict=True)) / sxx
 
 
 def crossover(ns: Sequence[int], ratio: Sequence[float]) -> dict[str, Any]:

@@ -8,14 +8,14 @@ Legend: B batch, T time steps.
 from __future__ import annotations
 
 import gc
-import math
-import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from torch import Tensor, nn
+
+from .base import power_exponent
 
 
 def graph_depth(root: Tensor) -> tuple[int, int]:
@@ -93,16 +93,6 @@ def time_steps(
             times[i].append(time.perf_counter() - t0)
     return times
 
-
-def power_exponent(xs: Sequence[float], ys: Sequence[float]) -> float:
-    """k of y ≈ c·x^k: the least-squares slope of log y against log x (NaN if a y <= 0)."""
-    if min(ys) <= 0:
-        return math.nan
-    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
-    mx, my = statistics.fmean(lx), statistics.fmean(ly)
-    return sum((a - mx) * (b - my) for a, b in zip(lx, ly, strict=True)) / sum(
-        (a - mx) ** 2 for a in lx
-    )
 
 
 __all__ = ["count_cell_calls", "graph_depth", "power_exponent", "time_steps"]
