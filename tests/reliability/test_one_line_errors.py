@@ -106,15 +106,18 @@ def test_a_warning_escapes_the_tokens_it_quotes(trained: Path, monkeypatch, caps
 
 
 @pytest.mark.parametrize("command", ["view", "translate", "experiment"])
-def test_an_unwritable_output_path_is_one_line(command: str, trained: Path, capsys) -> None:
+@pytest.mark.parametrize("where", ["/proc", "/proc/version"])  # no such file; not a folder
+def test_an_unwritable_output_path_is_one_line(
+    command: str, where: str, trained: Path, capsys
+) -> None:
     """/proc refuses new files even to root: every command that writes says so in one line."""
     argv = {
-        "view": ["view", "--checkpoint", str(trained), "3 4", "--out", "/proc/attnkit.html"],
+        "view": ["view", "--checkpoint", str(trained), "3 4", "--out", f"{where}/attnkit.html"],
         "translate": ["translate", "--checkpoint", str(trained), "3 4", "--save-attention",
-                      "/proc/attnkit.png"],
-        "experiment": ["experiment", "length", "--quick", "--out", "/proc/attnkit-length"],
+                      f"{where}/attnkit.png"],
+        "experiment": ["experiment", "length", "--quick", "--out", f"{where}/attnkit-length"],
     }[command]  # fmt: skip
-    one_line_error(capsys, argv, r"/proc/attnkit")
+    one_line_error(capsys, argv, where + r"/attnkit")
 
 
 def test_parameters_that_overflow_are_never_saved(tmp_path: Path, monkeypatch, capsys) -> None:
