@@ -13,6 +13,7 @@ from attnkit.experiments.distance import (
     QUICK,
     DistanceConfig,
     eval_batch,
+    gradient_by_delta,
     train_batch,
     verdict,
 )
@@ -151,6 +152,27 @@ def test_gradient_probe_equals_one_example_at_a_time(name: str) -> None:
         F.cross_entropy(model.readout(e), labels[i : i + 1]).backward()
         assert e.grad is not None
         assert got[i].item() == pytest.approx(e.grad[0, int(at[i])].norm().item(), rel=1e-9)
+
+
+@pytest.mark.parametrize("name", ["gru", "attention"])
+def test_gradient_by_delta_reads_the_position_delta_back(name: str) -> None:
+    """Each Δ's number is the mean over the probe sequences of the gradient at position
+    T - 1 - Δ (the marked symbol), computed here one example at a time."""
+    cfg = DistanceConfig(**QUICK)  # type: ignore[arg-type]
+    torch.manual_seed(2)
+    model = build(name, cfg.sizes, 8, 2, 1)
+    got = gradient_by_delta(model, cfg)
+    double = build(name, cfg.sizes, 8, 2, 1).double()
+    double.load_state_dict(model.state_dict())
+    for d, value in zip(cfg.grid, got, strict=True):
+        x, y = eval_batch(cfg, d)
+        norms = []
+        for i in range(cfg.grad_size):
+            e = double.embed(x[i : i + 1]).detach().requires_grad_(True)  # (1, T, E)
+            F.cross_entropy(double.readout(e), y[i : i + 1]).backward()
+            assert e.grad is not None
+            norms.append(e.grad[0, cfg.sizes.length - 1 - d].norm().item())
+        assert value == pytest.approx(sum(norms) / len(norms), rel=1e-9)
 
 
 def numbers(acc_short: dict[str, float], acc_long: dict[str, float],
