@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from ..eval.forced import attention_aer
     from ..eval.text import score
     from ..train import checkpoint
+    from ..train.family import family, model_family
     from ..train.runtime import pick_device
 
     if args.limit < 0 or args.beam < 1:
@@ -78,6 +79,9 @@ def run(args: argparse.Namespace) -> int:
     task = spec.get("task") or spec.get("train_tsv") or spec.get("train_src")
     if args.limit:
         examples = examples[: args.limit]
+    fam = family(model_family(loaded.model_name))
+    if fam.name != "translate":
+        return _family_scores(args, loaded, fam, examples, f"{task} {args.split}")
     out = translate(
         loaded.model,
         examples,
@@ -116,4 +120,22 @@ def run(args: argparse.Namespace) -> int:
         )
     if align is not None:
         print("\n".join(format_report(align)))
+    return 0
+
+
+def _family_scores(
+    args: argparse.Namespace, loaded: Any, fam: Any, examples: list[Any], what: str
+) -> int:
+    """The metrics of a model that does not translate (its family's ``evaluate``)."""
+    if fam.evaluate is None:
+        raise ValueError(f"{fam.name} models have no evaluation")
+    if args.beam != 1 or args.alignments is not None:
+        raise ValueError(f"--beam and --alignments score translations, not {fam.name} models")
+    scores = fam.evaluate(loaded, examples)
+    if args.json:
+        print(json.dumps({"n": len(examples), **scores}, indent=1))
+        return 0
+    print(f"{what}: {len(examples)} examples ({loaded.model_name}, a {fam.name} model)")
+    for key, value in scores.items():
+        print(f"  {key} {value:.4g}")
     return 0
