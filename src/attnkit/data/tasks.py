@@ -54,6 +54,16 @@ TASKS: dict[str, Callable[..., Splits]] = {
     "coref": coref_task,
 }
 
+# the family of each task (see attnkit/train/family.py); a task not listed translates
+TASK_FAMILY: dict[str, str] = {}
+
+
+def task_family(name: str) -> str:
+    """The family of task ``name``: how it batches, trains, scores and shows."""
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; choose one of {sorted(TASKS)}")
+    return TASK_FAMILY.get(name, "translate")
+
 
 def load_task(
     name: str,
@@ -83,4 +93,4 @@ def load_task(
     return TASKS[name](sizes, seed, **lengths)
 
 
-__all__ = ["TASKS", "load_task", "split"]
+__all__ = ["TASKS", "TASK_FAMILY", "load_task", "split", "task_family"]
