@@ -185,17 +185,40 @@ class MultiHeadAttention(nn.Module):
                     f"{name} has width {x.shape[-1]} but this module expects "
                     f"{layer.in_features}; see MultiHeadAttention(dim, key_dim, value_dim)"
                 )
-        h = self.heads
-        q = rearrange(self.q_proj(query), "b t (h d) -> b h t d", h=h)  # (B, H, Tq, Dh)
-        k = rearrange(self.k_proj(keys), "b t (h d) -> b h t d", h=h)  # (B, H, Tk, Dh)
-        v = rearrange(self.v_proj(values), "b t (h d) -> b h t d", h=h)  # (B, H, Tk, Dh)
+        k, v = self.project_keys(keys, values)  # (B, H, Tk, Dh) each
+        return self.attend_projected(
+            query, k, v, align, mask, need_weights, average_weights, positions
+        )
+
+    def project_keys(self, keys: Tensor, values: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """keys (B, Tk, Dk), values (B, Tk, Dv) = keys -> per-head K W^K, V W^V, (B, H, Tk, Dh)
+        each: what an incremental decoder caches, projected once instead of at every step."""
+        values = keys if values is None else values
+        k = rearrange(self.k_proj(keys), "b t (h d) -> b h t d", h=self.heads)  # (B, H, Tk, Dh)
+        v = rearrange(self.v_proj(values), "b t (h d) -> b h t d", h=self.heads)  # (B, H, Tk, Dh)
+        return k, v
+
+    def attend_projected(
+        self,
+        query: Tensor,
+        k: Tensor,
+        v: Tensor,
+        align: Alignment | None = None,
+        mask: Tensor | None = None,
+        need_weights: bool = True,
+        average_weights: bool = False,
+        positions: Tensor | None = None,
+    ) -> AttentionResult:
+        """``forward`` on keys and values already projected by ``project_keys``: query
+        (B, Tq, D), k, v (B, H, Tk, Dh); ``align`` defaults to the module's own."""
+        q = rearrange(self.q_proj(query), "b t (h d) -> b h t d", h=self.heads)  # (B, H, Tq, Dh)
         use_dropout = self.training and self.dropout.p > 0
         result = attend(
             q,
             k,
             v,
             score=self.score,
-            align=align,
+            align=self.align if align is None else align,
             normaliser=self.normaliser,
             reduce=DropoutReduce(self.dropout) if use_dropout else weighted_sum,
             mask=heads_mask(mask),
@@ -217,10 +240,14 @@ class SelfAttention(MultiHeadAttention):
     ) -> AttentionResult:
         return super().forward(x, x, x, mask=mask, need_weights=need_weights)
 
-    def step(self, x: Tensor, past: Tensor, need_weights: bool = False) -> AttentionResult:
-        """Incremental decoding: x (B, 1, D) is position t of a causal sequence whose earlier
-        inputs are ``past`` (B, t, D); it attends past and itself. Equals row t of
-        ``forward(cat(past, x))`` with a causal alignment, at O(t) cost instead of O(t²)."""
+    def step(
+        self, x: Tensor, cache: tuple[Tensor, Tensor], need_weights: bool = False
+    ) -> tuple[AttentionResult, tuple[Tensor, Tensor]]:
+        """Incremental decoding: x (B, 1, D) is position t of a causal sequence; ``cache`` holds
+        the projected keys and values of positions < t, (B, H, t, Dh) each (``empty_cache``
+        at t = 0). x attends them and itself; returns the result and the cache grown by x's
+        one row. Equals row t of ``forward(x_0 .. x_t)`` with a causal alignment, at O(t)
+        cost, projecting one row per step instead of the whole prefix."""
         if not isinstance(self.align, CausalAlignment):
             raise ValueError(
                 f"step() is incremental causal decoding; this module's alignment is "
@@ -228,8 +255,15 @@ class SelfAttention(MultiHeadAttention):
             )
         if x.dim() != 3 or x.shape[1] != 1:
             raise ValueError(f"step() takes one position x (B, 1, D), got {tuple(x.shape)}")
-        keys = torch.cat([past, x], dim=1)  # (B, t+1, D)
-        return self.attend_with(Alignment(), x, keys, keys, None, need_weights)
+        k_new, v_new = self.project_keys(x)  # (B, H, 1, Dh)
+        k = torch.cat([cache[0], k_new], dim=2)  # (B, H, t+1, Dh)
+        v = torch.cat([cache[1], v_new], dim=2)  # (B, H, t+1, Dh)
+        return self.attend_projected(x, k, v, Alignment(), None, need_weights), (k, v)
+
+    def empty_cache(self, batch: int, like: Tensor) -> tuple[Tensor, Tensor]:
+        """The ``step`` cache of t = 0: keys and values (B, H, 0, Dh), ``like``'s dtype/device."""
+        empty = like.new_zeros(batch, self.heads, 0, self.head_dim)  # (B, H, 0, Dh)
+        return empty, empty
 
 
 class CrossAttention(MultiHeadAttention):
