@@ -130,6 +130,8 @@ def check_qkv(
 
 def broadcasts_to(shape: tuple[int, ...] | torch.Size, target: tuple[int, ...]) -> bool:
     """``shape`` broadcasts *to* ``target`` without growing it."""
+    if tuple(shape) == tuple(target):  # the common case, without torch's generic helper
+        return True
     try:
         return torch.broadcast_shapes(shape, target) == torch.Size(target)
     except RuntimeError:

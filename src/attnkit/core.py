@@ -105,7 +105,7 @@ def attend(
     """
     check_finite = finite_wanted(check_finite)
     check_qkv(query, keys, values, finite=check_finite)
-    lead = torch.broadcast_shapes(query.shape[:-2], keys.shape[:-2])
+    lead = tuple(query.shape[:-2])  # check_qkv made it equal to the keys' and values' dims
     check_mask(mask, (*lead, query.shape[-2], keys.shape[-2]))
     check_positions(positions, (*lead, query.shape[-2]))
     work = compute_dtype(query.dtype)

@@ -6,7 +6,6 @@ Legend: B batch, H heads, Tq queries, Tk keys, D model width, Dh = D / H head wi
 from __future__ import annotations
 
 import torch
-from einops import rearrange
 from torch import Tensor, nn
 
 from .alignment import Alignment, CausalAlignment
@@ -28,6 +27,12 @@ def heads_mask(mask: Tensor | None) -> Tensor | None:
 def heads_positions(positions: Tensor | None) -> Tensor | None:
     """Query positions (B, Tq) gain a heads dim: (B, 1, Tq); (Tq,) already broadcasts."""
     return positions[:, None] if positions is not None and positions.dim() == 2 else positions
+
+
+def split_heads(x: Tensor, heads: int) -> Tensor:
+    """(B, T, H·Dh) -> (B, H, T, Dh), a view: einops' "b t (h d) -> b h t d" without its
+    per-call parsing (this runs for every projection of every decoding step)."""
+    return x.unflatten(-1, (heads, -1)).transpose(1, 2)
 
 
 def check_heads(dim: int, heads: int) -> int:
@@ -194,9 +199,8 @@ class MultiHeadAttention(nn.Module):
         """keys (B, Tk, Dk), values (B, Tk, Dv) = keys -> per-head K W^K, V W^V, (B, H, Tk, Dh)
         each: what an incremental decoder caches, projected once instead of at every step."""
         values = keys if values is None else values
-        k = rearrange(self.k_proj(keys), "b t (h d) -> b h t d", h=self.heads)  # (B, H, Tk, Dh)
-        v = rearrange(self.v_proj(values), "b t (h d) -> b h t d", h=self.heads)  # (B, H, Tk, Dh)
-        return k, v
+        k = split_heads(self.k_proj(keys), self.heads)  # (B, H, Tk, Dh)
+        return k, split_heads(self.v_proj(values), self.heads)  # (B, H, Tk, Dh) each
 
     def attend_projected(
         self,
@@ -211,7 +215,7 @@ class MultiHeadAttention(nn.Module):
     ) -> AttentionResult:
         """``forward`` on keys and values already projected by ``project_keys``: query
         (B, Tq, D), k, v (B, H, Tk, Dh); ``align`` defaults to the module's own."""
-        q = rearrange(self.q_proj(query), "b t (h d) -> b h t d", h=self.heads)  # (B, H, Tq, Dh)
+        q = split_heads(self.q_proj(query), self.heads)  # (B, H, Tq, Dh)
         use_dropout = self.training and self.dropout.p > 0
         result = attend(
             q,
@@ -225,7 +229,7 @@ class MultiHeadAttention(nn.Module):
             positions=heads_positions(positions),
             need_weights=need_weights,
         )
-        context = self.out_proj(rearrange(result.context, "b h t d -> b t (h d)"))  # (B, Tq, D)
+        context = self.out_proj(result.context.transpose(1, 2).flatten(2))  # (B, Tq, D)
         weights = result.weights
         if weights is not None and average_weights:
             weights = weights.mean(dim=1)  # (B, Tq, Tk)

@@ -16,6 +16,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -84,9 +85,12 @@ def decode_speed(
     repeats: int = 3,
     seed: int = 0,
     log: Log = print,
+    weights: str = "",
 ) -> dict[str, Any]:
     """Sentences/s of greedy and beam search with a small Transformer trained on toy-ko for
-    ``updates`` seeded steps (the best of ``repeats`` timings), and the hypotheses."""
+    ``updates`` seeded steps (the best of ``repeats`` timings), and the hypotheses.
+    ``weights``: a state_dict file, loaded when it exists, else written after training (so
+    two builds of attnkit decode with the very same parameters)."""
     from ..decode.search import decode
     from ..models import build_model
     from ..train.loop import loss_of
@@ -96,7 +100,9 @@ def decode_speed(
     model = build_model("transformer", src_vocab=len(sv), tgt_vocab=len(tv), preset="small")
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     model.train()
-    done, epoch = 0, 0
+    done, epoch = (updates, 0) if weights and Path(weights).exists() else (0, 0)
+    if done:
+        model.load_state_dict(torch.load(weights))
     while done < updates:  # a fixed number of seeded updates: the same model in any build
         for b in batches(train, sv, tv, 64, random.Random(seed * 1000 + epoch))[: updates - done]:
             loss, _ = loss_of(model, b)
@@ -106,7 +112,9 @@ def decode_speed(
             opt.step()
             done += 1
         epoch += 1
-    log(f"decode: trained {updates} updates, loss {float(loss.detach()):.3f}")
+        if weights:
+            torch.save(model.state_dict(), weights)
+    log(f"decode: a small Transformer after {updates} updates")
     model.eval()
     test_batches = batches(test_set, sv, tv, batch_size)
     rows = []
