@@ -166,15 +166,26 @@ def test_generate_with_kv_cache() -> None:
     assert torch.equal(greedy(sparse, ids, am), greedy(sparse, ids, am, use_cache=False))
 
 
-def test_sliding_equals_eager_mistral_with_its_window() -> None:
-    """Mistral's config.sliding_window = 3: eager uses HF's sliding mask, attnkit_sliding the
-    O(n·r) kernel; the windowed cache keeps only W - 1 past keys while generating."""
+def test_sliding_equals_eager_mistral_with_its_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mistral's config.sliding_window = 3 (it wins over the registered 6): eager uses HF's
+    sliding mask, attnkit_sliding the O(n·r) kernel, which gets no (T, T) mask without
+    padding; the windowed cache keeps only W - 1 past keys while generating."""
+    attnkit.hf.register(sliding_window=6)
     eager, ours = models("mistral", "eager", "attnkit_sliding")
+    masks: list[Any] = []
+    real_attend = attnkit.hf.hf_attend
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        masks.append(args[3])
+        return real_attend(*args, **kwargs)
+
+    monkeypatch.setattr(attnkit.hf, "hf_attend", spy)
     ids, am = batch()
     for mask in (None, am):
         real = torch.ones(2, T, dtype=torch.bool) if mask is None else mask.bool()
         a, b = main_tensor(output(eager, ids, mask)), main_tensor(output(ours, ids, mask))
         torch.testing.assert_close(b[real], a[real], atol=1e-5, rtol=1e-5)
+    assert masks[0] is None and masks[-1] is not None  # no padding: HF's mask skipped
     assert torch.equal(greedy(ours, ids, am), greedy(eager, ids, am))
 
 

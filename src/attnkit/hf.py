@@ -10,8 +10,8 @@ HF's own SDPA mask builder, so padding and causal masks reach the function as th
 
   ``attnkit``            softmax(qkᵀ/√d) v, = ``"sdpa"`` (Vaswani et al. 2017)
   ``attnkit_sliding``    the same restricted to a sliding window, O(n·r) kernel
-                         (``attnkit.local``); the window W from ``register(sliding_window=W)``,
-                         else the model's ``sliding_window`` (argument or config)
+                         (``attnkit.local``); the window W is the model's ``sliding_window``
+                         (argument or config), else ``register(sliding_window=W)``
   ``attnkit_sparsemax``  sparsemax weights, exact zeros (Martins & Astudillo 2016)
   ``attnkit_entmax15``   1.5-entmax weights (Peters et al. 2019)
 
@@ -99,20 +99,31 @@ def attention_function(
 def register(*, sliding_window: int | None = None) -> list[str]:
     """Register attnkit's variants (``VARIANTS``) with transformers, so that
     ``attn_implementation="attnkit_sparsemax"`` (etc.) works for every model that supports
-    custom attention. ``sliding_window``: the window of ``attnkit_sliding`` for every model
-    (None: each model's own). Returns the names registered; calling again re-registers."""
+    custom attention. ``sliding_window``: the window of ``attnkit_sliding`` in models that
+    have none of their own (Llama, GPT-2, BERT). Returns the names registered; calling again
+    re-registers."""
     for name, (normaliser, sliding) in VARIANTS.items():
         window = sliding_window if sliding else None
         AttentionInterface.register(name, attention_function(normaliser, sliding=sliding,
                                                              sliding_window=window))
-        AttentionMaskInterface.register(name, sdpa_mask)
+        AttentionMaskInterface.register(name, _sliding_mask if sliding else sdpa_mask)
     return list(VARIANTS)
 
 
+def _sliding_mask(**kwargs: Any) -> Tensor | None:
+    """HF's SDPA mask for ``attnkit_sliding``, allowed to be skipped (None) for a sliding
+    window too: without padding the kernel applies the causal band itself, in O(n·r), instead
+    of reading a materialised (B, 1, T, T) band mask. The band is the same one: the model's
+    ``sliding_window``, from which HF would have built the mask."""
+    kwargs["local_size"] = None
+    return sdpa_mask(**kwargs)
+
+
 def _window(module: nn.Module, kwargs: dict[str, Any], registered: int | None) -> int:
-    """The sliding window: the registered one, else the model's argument, else its config."""
-    for window in (registered, kwargs.get("sliding_window"),
-                   getattr(getattr(module, "config", None), "sliding_window", None)):  # fmt: skip
+    """The sliding window: the model's own (its attention's argument, else its config: HF
+    builds its masks from it too), else the one given to ``register``."""
+    own = getattr(getattr(module, "config", None), "sliding_window", None)
+    for window in (kwargs.get("sliding_window"), own, registered):
         if window is not None:
             return int(window)
     raise ValueError(
