@@ -68,6 +68,9 @@ class LoopState:
 
 def loss_of(model: Seq2Seq, b: Batch, label_smoothing: float = 0.0) -> tuple[torch.Tensor, Any]:
     b = b.to(next(model.parameters()).device)
+    own = getattr(model, "training_loss", None)  # a model with its own objective (an ELBO)
+    if own is not None:
+        return own(b.src, b.src_len, b.tgt_in, b.tgt_out, label_smoothing)
     out = model(b.src, b.src_len, b.tgt_in)
     logits = out.logits  # (B, T, V)
     loss = F.cross_entropy(
