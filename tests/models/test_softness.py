@@ -190,7 +190,7 @@ def test_cli_flags_reach_the_model_config() -> None:
         fit_config(parse(["--task", "toy-ko", "--model", "transformer", "--softness", "hard"]))
 
 
-def test_cli_trains_and_the_checkpoint_keeps_the_softness(tmp_path) -> None:
+def test_cli_trains_and_the_checkpoint_keeps_the_softness(tmp_path, capsys) -> None:
     from attnkit.cli import main
 
     argv = ["train", "--task", "toy-ko", "--train-size", "16", "--valid-size", "4",
@@ -200,3 +200,6 @@ def test_cli_trains_and_the_checkpoint_keeps_the_softness(tmp_path) -> None:
     assert main(argv) == 0
     ck = checkpoint.load(tmp_path / "run" / "last")
     assert ck.model.config.softness == "hard" and int(ck.model.updates) == 2
+    capsys.readouterr()
+    assert main(["evaluate", "--checkpoint", str(tmp_path / "run"), "--limit", "2"]) == 0
+    assert "hard attention: the output reads argmax of the attention" in capsys.readouterr().out
