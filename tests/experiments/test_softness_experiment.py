@@ -156,6 +156,7 @@ def test_every_row_has_the_same_widths_data_and_updates(tmp_path: Path) -> None:
         (dict(draws=1), "--draws"),
         (dict(seeds=0), "--seeds"),
         (dict(tau_end=0.0), "--tau-end"),
+        (dict(baseline="learned"), "--baseline"),
     ],
 )
 def test_bad_config_fails_clearly(bad, match) -> None:

@@ -15,12 +15,14 @@ from attnkit.models.latent import tau_at, token_scores
 from attnkit.train import checkpoint
 
 MODES = [
-    ("soft", "enumerate"),
-    ("mean", "enumerate"),
-    ("hard", "enumerate"),
-    ("gumbel", "enumerate"),
-    ("variational", "enumerate"),
-    ("variational", "sample"),
+    ("soft", "enumerate", "average"),
+    ("mean", "enumerate", "average"),
+    ("hard", "enumerate", "average"),
+    ("hard", "enumerate", "soft"),
+    ("gumbel", "enumerate", "average"),
+    ("variational", "enumerate", "average"),
+    ("variational", "sample", "average"),
+    ("variational", "sample", "soft"),
 ]
 
 
@@ -52,9 +54,9 @@ def nll(m, b) -> float:
 
 
 @pytest.mark.parametrize("name", ["rnnsearch", "luong"])
-@pytest.mark.parametrize("softness,estimator", MODES)
-def test_each_softness_trains(name: str, softness: str, estimator: str) -> None:
-    m, b = model(name, softness, estimator), batch()
+@pytest.mark.parametrize("softness,estimator,baseline", MODES)
+def test_each_softness_trains(name: str, softness: str, estimator: str, baseline: str) -> None:
+    m, b = model(name, softness, estimator, reward_baseline=baseline), batch()
     opt = torch.optim.Adam(m.parameters(), lr=1e-2)
     before = nll(m, b)
     m.train()
@@ -147,6 +149,7 @@ def test_gumbel_temperature_schedule() -> None:
         dict(tau_steps=0),
         dict(entropy_weight=-0.1),
         dict(baseline_decay=1.0),
+        dict(reward_baseline="learned"),
     ],
 )
 def test_bad_softness_settings_fail_clearly(bad) -> None:

@@ -34,6 +34,7 @@ MODEL_OPTIONS: dict[str, type] = {
     "tau_end": float,
     "tau_steps": int,
     "entropy_weight": float,
+    "reward_baseline": str,
 }
 
 
@@ -91,6 +92,8 @@ MODEL_HELP = {
     "tau_end": "gumbel: temperature after --tau-steps updates (default 0.5)",
     "tau_steps": "gumbel: updates over which the temperature is annealed (default 1000)",
     "entropy_weight": "hard: weight of the entropy bonus (default 0.01)",
+    "reward_baseline": "hard, variational sample: REINFORCE baseline, average (moving "
+    "average, Xu 2015; default) | soft (log-likelihood of the soft context, Deng 2018)",
 }
 
 

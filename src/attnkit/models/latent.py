@@ -8,8 +8,8 @@ softness decides only which context the output layer reads:
     soft         c̄_t                                                    (Bahdanau 2015)
     mean         c̄_t with α uniform over the source: mean pooling, the no-attention baseline
     hard         h_z with z ~ Categorical(α_t) in training, trained by REINFORCE with a
-                 moving-average baseline and an entropy bonus (Xu 2015, §4.1, eq. 12; the
-                 reward of z_t is log p(y_t | z_t)); z = argmax α_t at test
+                 baseline and an entropy bonus (Xu 2015, §4.1, eq. 12; the reward of z_t is
+                 log p(y_t | z_t)); z = argmax α_t at test
     gumbel       Σ_s g_s h_s, g = the straight-through one-hot Gumbel-softmax sample of α_t at
                  temperature τ (Jang 2017), τ annealed from tau_start to tau_end over tau_steps
                  updates; z = argmax α_t at test
@@ -17,6 +17,11 @@ softness decides only which context the output layer reads:
                  trained on the ELBO with q(z_t | x, y) from ``InferenceNetwork`` (estimator
                  "enumerate" or "sample", attnkit.variational); at test the exact marginal under
                  the prior p (q needs the target), and the ELBO under q is the bound
+
+The baseline b of REINFORCE (hard, variational-sample), ``reward_baseline``: "average", the
+moving average of the reward (Xu 2015, §4.1), or "soft", per token the log-likelihood of the
+soft context under the prior, log p(y_t | c̄_t) (Deng 2018, §4: "a soft attention baseline",
+which they use for hard and variational attention alike).
 
 Because the recurrence is fed c̄_t, the alignment z_t touches only y_t: the marginal
 p(y | x) = Π_t Σ_z p(z_t) p(y_t | z_t) is exact by enumeration for hard, gumbel and
@@ -52,6 +57,7 @@ from .encoders import GRUEncoder
 
 SOFTNESS = ("soft", "mean", "hard", "gumbel", "variational")
 ESTIMATORS = ("enumerate", "sample")
+BASELINES = ("average", "soft")
 STOCHASTIC = ("hard", "gumbel", "variational")  # hold an update counter and a baseline
 AT_TEST = {
     "soft": "the soft context",
@@ -77,6 +83,8 @@ def check_softness(cfg: Any) -> None:
         raise ValueError(f"{cls}.tau_steps and q_hidden must be >= 1")
     if not (math.isfinite(cfg.entropy_weight) and cfg.entropy_weight >= 0):
         raise ValueError(f"{cls}.entropy_weight={cfg.entropy_weight}; it must be >= 0")
+    if cfg.reward_baseline not in BASELINES:
+        raise ValueError(f"{cls}.reward_baseline={cfg.reward_baseline!r}; choose average or soft")
     if not 0 <= cfg.baseline_decay < 1:
         raise ValueError(f"{cls}.baseline_decay={cfg.baseline_decay}; it must be in [0, 1)")
 
@@ -219,7 +227,7 @@ def training_loss(
     if mode != "hard":
         return ce, out
     hard = {k: v[real] for k, v in _stack(terms).items()}  # (N,) each
-    b = _baseline(model, hard["reward"], first)
+    b = _baseline(model, hard["reward"], hard["soft"], first)
     rl = reinforce_loss(
         hard["log_p_z"], hard["reward"], b,
         entropy=hard["entropy"], entropy_weight=cfg.entropy_weight,
@@ -243,12 +251,22 @@ def _hard_step(parts: StepParts, y: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
         "log_p_z": p_log.gather(-1, z[:, None])[:, 0],
         "reward": _gold(logits, y),
         "entropy": -(p * p_log).sum(-1),
+        "soft": _soft_log_lik(parts, y),
     }
 
 
-def _baseline(model: Any, reward: Tensor, first: bool) -> float:
-    """The moving-average baseline of this batch (Xu 2015 §4.1), kept in ``model.baseline``
-    (the batch mean on the first update)."""
+def _soft_log_lik(parts: StepParts, y: Tensor) -> Tensor:
+    """log p(y_t | c̄_t) (B,), no gradient: the soft attention baseline (Deng 2018, §4)."""
+    with torch.no_grad():
+        return _gold(parts.readout(parts.context), y)
+
+
+def _baseline(model: Any, reward: Tensor, soft: Tensor, first: bool) -> Tensor | float:
+    """REINFORCE's baseline for the rewards (N,): "soft", the per-token log-likelihood of the
+    soft context ``soft`` (N,) (Deng 2018, §4); "average", the moving average of the rewards
+    (Xu 2015, §4.1), kept in ``model.baseline`` (the batch mean on the first update)."""
+    if model.config.reward_baseline == "soft":
+        return soft.detach()
     value = None if first else float(model.baseline)
     avg = MovingAverageBaseline(model.config.baseline_decay, value)
     used = avg.update(reward)
@@ -273,7 +291,8 @@ def _variational_step(
         return logits, {"elbo": elbo}
     z = sample_latent(q_log, mask)  # (B,)
     logits = parts.readout(_pick(parts.values, z))  # (B, V): one readout
-    return logits, {"log_lik": _gold(logits, y), "p_log": p_log, "index": z}
+    return logits, {"log_lik": _gold(logits, y), "p_log": p_log, "index": z,
+                    "soft": _soft_log_lik(parts, y)}  # fmt: skip
 
 
 def _variational_loss(
@@ -284,7 +303,7 @@ def _variational_loss(
     if model.config.estimator == "enumerate":
         return -terms["elbo"][real].mean()
     ll = terms["log_lik"][real]  # (N,)
-    b = _baseline(model, ll, first)
+    b = _baseline(model, ll, terms["soft"][real], first)
     support = mask[:, None, :].expand_as(q_log)[real]  # (N, S)
     elbo = sampled_elbo(q_log[real], terms["p_log"][real], support, terms["index"][real], ll, b)
     return -elbo.mean()

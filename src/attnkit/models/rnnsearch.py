@@ -48,7 +48,8 @@ class RNNSearchConfig:
     tau_end: float = 0.5  # ... annealed to this one ...
     tau_steps: int = 1000  # ... over this many updates
     entropy_weight: float = 0.01  # hard: λ_e of the entropy bonus (Xu 2015, eq. 12)
-    baseline_decay: float = 0.9  # hard, variational-sample: moving-average reward baseline
+    reward_baseline: str = "average"  # hard, variational-sample: average | soft (latent.py)
+    baseline_decay: float = 0.9  # ... the moving average's decay
     q_hidden: int = 32  # variational: inference network width (per direction)
 
     def __post_init__(self) -> None:
