@@ -33,6 +33,7 @@ from torch import Tensor
 from .._checks import check_mask, check_qkv, check_width, check_window
 from ..masks import window_mask
 from ..normalisers import compute_dtype, masked_softmax
+from .sliding_grad import SlidingWindowFunction, run_mask, runs
 
 DEFAULT_BLOCK = 128  # measured: b in {64, 128, 192, 256} at r = 256; 128 is fastest fwd+bwd
 # interior blocks go to SDPA in runs of this many queries: the backward pass then holds the
@@ -96,6 +97,8 @@ def sliding_window_attention(
     if need_weights:
         ctx, band = _explicit(q, k, v, geo, user)  # (G, Tq, Dv), (G, Tq, W)
         weights: Tensor | None = band.reshape(*lead, tq, geo.width)
+    elif torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v)):
+        ctx, weights = SlidingWindowFunction.apply(q, k, v, geo, user), None  # (G, Tq, Dv)
     else:
         ctx, weights = _fused(q, k, v, geo, user), None  # (G, Tq, Dv)
     return LocalResult(ctx.reshape(*lead, tq, -1).to(values.dtype), weights, -r)
@@ -170,16 +173,9 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, geo: _Geometry, user: Tensor | None)
     """SDPA on the interior blocks (in runs of CHUNK_QUERIES) with the shared band mask, and
     on each edge run with its own mask.
     q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv) -> context (G, Tq, Dv)."""
-    step = max(1, CHUNK_QUERIES // geo.b)
-    inner = [(i, min(i + step, geo.i1), True) for i in range(geo.i0, geo.i1, step)]
-    runs = [(0, geo.i0, False), *inner, (geo.i1, geo.nb, False)]
     parts = []
-    for start, stop, interior in runs:
-        if stop <= start:
-            continue
-        m = geo.band.to(q.device) if interior else geo.edge_mask(start, stop, q.device)
-        if user is not None:
-            m = m & user[:, start:stop]  # (1|G, nr, b, L)
+    for start, stop, interior in runs(geo, CHUNK_QUERIES):
+        m = run_mask(geo, start, stop, interior, user, q.device)  # (b, L) | (1|G, nr, b, L)
         qt = geo.query_tiles(q, start, stop)  # (G, nr, b, D)
         kt, vt = geo.key_tiles(k, start, stop), geo.key_tiles(v, start, stop)  # (G, nr, L, .)
         out = _sdpa_zero_empty_rows(qt, kt, vt, m, check=not interior or user is not None)
