@@ -16,6 +16,7 @@ from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from ._checks import check_width
+from .additive_chunks import AdditiveChunks
 
 # --------------------------------------------------------------------------------------------
 # Pure functions
@@ -106,6 +107,8 @@ def additive_projected_score(
     q_chunk = max(1, min(tq, max_elements // (per_key * k_chunk)))
     if per_key * tq * tk <= max_elements:  # the whole (..., Tq, Tk, A) tensor fits
         return _additive_block(wq, wk, v)  # (..., Tq, Tk)
+    if wq.shape[:-2] == wk.shape[:-2] and v.dim() == 1:  # blocks rebuilt in its backward
+        return AdditiveChunks.apply(wq, wk, v, q_chunk, k_chunk)  # (..., Tq, Tk)
     use_ckpt = torch.is_grad_enabled() and (wq.requires_grad or wk.requires_grad or v.requires_grad)
     rows = []
     for qs in range(0, tq, q_chunk):
