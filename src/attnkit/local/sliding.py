@@ -64,6 +64,7 @@ def sliding_window_attention(
     need_weights: bool = False,
     *,
     block: int | None = None,
+    own_backward: bool = True,
 ) -> LocalResult:
     """Sliding-window scaled-dot attention, equal to
     ``attend(query, keys, values, align=SlidingWindow(radius, causal), mask=mask)``.
@@ -74,6 +75,12 @@ def sliding_window_attention(
     zero context. float32/bfloat16/float16: the fused path computes in the input dtype (as
     attend's fused path); with ``need_weights`` scores and weights are float32 and the weights
     come back in the band layout (..., Tq, W), W = 2r + 1 (r + 1 causal).
+
+    When gradients are needed the fused path runs as ``SlidingWindowFunction`` (log-sum-exp
+    kept, the fused flash backward per run, key-tile gradients folded run by run);
+    ``own_backward=False`` lets autograd differentiate SDPA and ``unfold`` instead (the
+    earlier path, kept for comparison: ``attnkit.bench.interleave`` variant
+    ``attnkit-autograd``).
     """
     check_qkv(query, keys, values, finite=False)
     check_width("query", query.shape[-1], keys.shape[-1], "sliding-window attention is scaled-dot")
@@ -97,7 +104,7 @@ def sliding_window_attention(
     if need_weights:
         ctx, band = _explicit(q, k, v, geo, user)  # (G, Tq, Dv), (G, Tq, W)
         weights: Tensor | None = band.reshape(*lead, tq, geo.width)
-    elif torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v)):
+    elif own_backward and torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v)):
         ctx, weights = SlidingWindowFunction.apply(q, k, v, geo, user), None  # (G, Tq, Dv)
     else:
         ctx, weights = _fused(q, k, v, geo, user), None  # (G, Tq, Dv)
