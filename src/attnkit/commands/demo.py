@@ -47,9 +47,14 @@ def demo_config(args: argparse.Namespace) -> Any:
     from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 
     quick = getattr(args, "quick", False)
-    sizes = {"train_size": 1000, "valid_size": 50, "test_size": 50} if quick else {}
     return FitConfig(
-        data=DataConfig(task="toy-ko", task_seed=args.seed, **sizes),
+        data=DataConfig(
+            task="toy-ko",
+            task_seed=args.seed,
+            train_size=1000 if quick else None,
+            valid_size=50 if quick else None,
+            test_size=50 if quick else None,
+        ),
         model=ModelConfig("rnnsearch", preset="small"),
         train=TrainConfig(
             epochs=1 if quick else args.epochs,
