@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from . import dates, synthetic, toy_ko
+from . import dates, series, synthetic, toy_ko
 from .example import Splits, T
 
 DEFAULT_SIZES = {
@@ -14,6 +14,7 @@ DEFAULT_SIZES = {
     "copy": (5000, 300, 300),
     "reverse": (5000, 300, 300),
     "sort": (5000, 300, 300),
+    "series": (8000, 500, 1000),
 }
 # how a task's tokens join into text ("" = characters)
 JOIN = {"dates": ""}
@@ -46,10 +47,13 @@ TASKS: dict[str, Callable[..., Splits]] = {
     "toy-ko": toy_ko_task,
     "dates": dates_task,
     **{name: algorithmic(name) for name in ("copy", "reverse", "sort")},
+    "series": series.series_task,
 }
 
 # the family of each task (see attnkit/train/family.py); a task not listed translates
-TASK_FAMILY: dict[str, str] = {}
+TASK_FAMILY: dict[str, str] = {
+    "series": "forecast",
+}
 
 
 def task_family(name: str) -> str:
