@@ -112,7 +112,8 @@ def train_config(cfg: SeriesConfig, model: str, seed: int, out: Path, epochs: in
         model=ModelConfig("forecaster", "small", {
             "hidden": cfg.hidden, "cell": cfg.cell, "attention": attention_of(cfg, model)}),
         train=TrainConfig(epochs=epochs, batch_size=cfg.batch_size, lr=cfg.lr, patience=0,
-                          save_every=0, seed=seed, progress=False, valid_decode=0),
+                          save_every=max(cfg.steps // 5, 1), seed=seed, progress=False,
+                          valid_decode=0),
         out=out,
         overwrite=True,  # the experiment's own folder: a re-run replaces its models
         threads=cfg.threads,
@@ -128,8 +129,8 @@ def train_argv(cfg: SeriesConfig, model: str, seed: int, out: Path) -> list[str]
         "--opt", f"hidden={cfg.hidden}", "--opt", f"cell={cfg.cell}",
         "--opt", f"attention={attention_of(cfg, model)}",
         "--batch-size", cfg.batch_size, "--lr", cfg.lr, "--epochs", 1, "--patience", 0,
-        "--save-every", 0, "--valid-decode", 0, "--seed", seed, "--threads", cfg.threads,
-        "--no-progress", "--overwrite", "--out", out,
+        "--save-every", max(cfg.steps // 5, 1), "--valid-decode", 0, "--seed", seed,
+        "--threads", cfg.threads, "--no-progress", "--overwrite", "--out", out,
     ]  # fmt: skip
     return [str(a) for a in args]
 
