@@ -21,9 +21,10 @@ def test_forecasts_and_weights_have_the_right_shapes_and_weights_sum_to_one():
     assert out.forecast.shape == (5, 7) and out.weights is None
 
 
-def test_the_first_step_is_luong_general_attention_over_states_before_each_value():
+@pytest.mark.parametrize("read", ["value", "state"])
+def test_the_first_step_is_luong_general_attention_over_states_before_each_value(read):
     torch.manual_seed(1)
-    model = build_model("forecaster", preset="tiny", src_vocab=1, tgt_vocab=1)
+    model = build_model("forecaster", preset="tiny", src_vocab=1, tgt_vocab=1, read=read)
     past = torch.randn(2, 6)  # (B, W)
     out = model(past, 1)
     states, _ = model.rnn(past[..., None])  # (B, W, H)
@@ -31,7 +32,8 @@ def test_the_first_step_is_luong_general_attention_over_states_before_each_value
     s = states[:, -1]  # s_1 = h_W
     e = torch.einsum("bh,hk,bwk->bw", s, model.score.weight, keys)  # s_1ᵀ W_a h_{j-1}
     a = e.softmax(-1)  # (B, W)
-    c = torch.einsum("bw,bwd->bd", a, torch.cat([states, past[..., None]], dim=-1))
+    v = past[..., None] if read == "value" else torch.cat([states, past[..., None]], dim=-1)
+    c = torch.einsum("bw,bwd->bd", a, v)  # Σ_j α_j v_j
     y = model.out(torch.cat([s, c], dim=-1))[:, 0]
     assert torch.allclose(out.weights[:, 0], a, atol=1e-6)
     assert torch.allclose(out.forecast[:, 0], y, atol=1e-6)
@@ -45,5 +47,7 @@ def test_bad_configs_say_what_to_do():
         ForecasterConfig(hidden=0)
     with pytest.raises(ValueError, match="unknown score|bogus"):
         ForecasterConfig(attention="bogus")
+    with pytest.raises(ValueError, match="read='x'"):
+        ForecasterConfig(read="x")
     with pytest.raises(ValueError, match="location"):
         ForecasterConfig(attention="location")

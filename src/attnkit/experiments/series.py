@@ -57,6 +57,8 @@ class SeriesConfig:
     hidden: int = _opt(32, "recurrent width of both models (default 32)")
     cell: str = _opt("gru", "gru (default) | lstm")
     score: str = _opt("general", "the attention model's score (default general)")
+    read: str = _opt("value", "what attention reads: value (the past value x_j, default) | "
+                     "state ([h_j; x_j])")
     lr: float = _opt(3e-3, "Adam learning rate (default 3e-3)")
     valid_size: int = _opt(200, "validation windows (default 200)")
     test_size: int = _opt(1000, "test windows (default 1000)")
@@ -79,7 +81,8 @@ class SeriesConfig:
             raise ValueError(f"--lr {self.lr}; it must be a positive number")
         if self.score == "none":
             raise ValueError("--score none is the baseline already; pick general, additive, dot")
-        ModelConfig("forecaster", "small", {"cell": self.cell, "attention": self.score})
+        ModelConfig("forecaster", "small", {"cell": self.cell, "attention": self.score,
+                                            "read": self.read})  # fmt: skip
         if self.csv and self.period < 2:
             raise ValueError("--csv needs --period P (>= 2): the series' seasonal period")
         if not self.csv and (self.period or self.column):
@@ -110,7 +113,8 @@ def train_config(cfg: SeriesConfig, model: str, seed: int, out: Path, epochs: in
             test_size=cfg.test_size,
         ),
         model=ModelConfig("forecaster", "small", {
-            "hidden": cfg.hidden, "cell": cfg.cell, "attention": attention_of(cfg, model)}),
+            "hidden": cfg.hidden, "cell": cfg.cell, "attention": attention_of(cfg, model),
+            "read": cfg.read}),
         train=TrainConfig(epochs=epochs, batch_size=cfg.batch_size, lr=cfg.lr, patience=0,
                           save_every=max(cfg.steps // 5, 1), seed=seed, progress=False,
                           valid_decode=0),
@@ -127,7 +131,7 @@ def train_argv(cfg: SeriesConfig, model: str, seed: int, out: Path) -> list[str]
         "--train-size", cfg.steps * cfg.batch_size, "--valid-size", cfg.valid_size,
         "--test-size", cfg.test_size, "--model", "forecaster",
         "--opt", f"hidden={cfg.hidden}", "--opt", f"cell={cfg.cell}",
-        "--opt", f"attention={attention_of(cfg, model)}",
+        "--opt", f"attention={attention_of(cfg, model)}", "--opt", f"read={cfg.read}",
         "--batch-size", cfg.batch_size, "--lr", cfg.lr, "--epochs", 1, "--patience", 0,
         "--save-every", max(cfg.steps // 5, 1), "--valid-decode", 0, "--seed", seed,
         "--threads", cfg.threads, "--no-progress", "--overwrite", "--out", out,
