@@ -24,7 +24,9 @@ def test_forecasts_and_weights_have_the_right_shapes_and_weights_sum_to_one():
 @pytest.mark.parametrize("read", ["value", "state"])
 def test_the_first_step_is_luong_general_attention_over_states_before_each_value(read):
     torch.manual_seed(1)
-    model = build_model("forecaster", preset="tiny", src_vocab=1, tgt_vocab=1, read=read)
+    model = build_model(
+        "forecaster", preset="tiny", src_vocab=1, tgt_vocab=1, read=read, attention="general"
+    )
     past = torch.randn(2, 6)  # (B, W)
     out = model(past, 1)
     states, _ = model.rnn(past[..., None])  # (B, W, H)

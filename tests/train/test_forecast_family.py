@@ -44,4 +44,4 @@ def test_train_evaluate_and_view_a_forecaster(tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"period {test[2].period}" in out and "peak lag" in out
     assert png.stat().st_size > 0 and "<html" in page.read_text()
-    assert checkpoint.load(run / "best").model.config.attention == "general"
+    assert checkpoint.load(run / "best").model.config.attention == "dot"

@@ -11,7 +11,7 @@ the lag of the largest weight is a multiple of the true period.
 Task ``series`` (attnkit.data.series): seasonal series with trend and noise, periods 12, 16
 and 24 in turn, windows of 48 past values -> the next 12, split by time; or one real series
 from a CSV file (``--csv FILE --column C --period P``, all its windows). Both models
-(attnkit.models.forecaster, attention ``general`` vs ``none``) are trained by ``attnkit.fit``
+(attnkit.models.forecaster, attention ``dot`` vs ``none``) are trained by ``attnkit.fit``
 with the same width, data, batches, learning rate and number of updates, for each of
 ``runs`` seeds (data and initialisation).
 
@@ -56,7 +56,7 @@ class SeriesConfig:
     batch_size: int = _opt(32, "windows per update (default 32)")
     hidden: int = _opt(32, "recurrent width of both models (default 32)")
     cell: str = _opt("gru", "gru (default) | lstm")
-    score: str = _opt("general", "the attention model's score (default general)")
+    score: str = _opt("dot", "the attention model's score: dot (default), general, additive")
     read: str = _opt("value", "what attention reads: value (the past value x_j, default) | "
                      "state ([h_j; x_j])")
     lr: float = _opt(3e-3, "Adam learning rate (default 3e-3)")
@@ -80,7 +80,7 @@ class SeriesConfig:
         if not (math.isfinite(self.lr) and self.lr > 0):
             raise ValueError(f"--lr {self.lr}; it must be a positive number")
         if self.score == "none":
-            raise ValueError("--score none is the baseline already; pick general, additive, dot")
+            raise ValueError("--score none is the baseline already; pick dot, general, additive")
         ModelConfig("forecaster", "small", {"cell": self.cell, "attention": self.score,
                                             "read": self.read})  # fmt: skip
         if self.csv and self.period < 2:

@@ -18,7 +18,8 @@ seasonal-naive forecast), or an average of several seasons ago, is one attention
 the weights say exactly which past values the forecast was made of. ``read="state"`` reads
 v_j = [h_j; x_j] instead: the context can then carry what the state h_j remembers of the
 values before x_j, so the weight may sit a few steps away from the value it uses. The score
-is any of the registry's (``general`` by default: s_kᵀ W_a h); ``attention="none"`` is the
+is any of the registry's (``dot`` by default: s_kᵀ h, a similarity of two states of one
+recurrence; ``general``: s_kᵀ W_a h, ...); ``attention="none"`` is the
 same model without attention, the baseline of ``attnkit experiment series``.
 """
 
@@ -43,7 +44,7 @@ class ForecasterConfig:
     tgt_vocab: int = 1
     hidden: int = 32
     cell: str = "gru"
-    attention: str = "general"  # a registry score (general, additive, dot, ...) or "none"
+    attention: str = "dot"  # a registry score (dot, general, additive, ...) or "none"
     read: str = "value"  # what attention reads: the past value x_j, or "state": [h_j; x_j]
 
     def __post_init__(self) -> None:
