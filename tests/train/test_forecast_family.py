@@ -45,3 +45,5 @@ def test_train_evaluate_and_view_a_forecaster(tmp_path, capsys):
     assert f"period {test[2].period}" in out and "peak lag" in out
     assert png.stat().st_size > 0 and "<html" in page.read_text()
     assert checkpoint.load(run / "best").model.config.attention == "dot"
+    assert main(["evaluate", "--checkpoint", str(run), "--task", "copy"]) == 2
+    assert "reads windows of a series (--task series), not Example" in capsys.readouterr().err

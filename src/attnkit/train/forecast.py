@@ -110,10 +110,20 @@ def arrays(windows: Sequence[Window]) -> tuple[np.ndarray, np.ndarray, np.ndarra
     )
 
 
+def _check_windows(examples: Sequence[Any]) -> None:
+    wrong = next((e for e in examples if not isinstance(e, Window)), None)
+    if wrong is not None:
+        raise ValueError(
+            f"a forecasting model reads windows of a series (--task series), not "
+            f"{type(wrong).__name__} examples of another task"
+        )
+
+
 def evaluate(loaded: Any, windows: list[Window]) -> dict[str, float]:
     """MAE, RMSE and MASE of the model's forecasts, and of the seasonal-naive ones."""
     if not windows:
         raise ValueError("no windows to score")
+    _check_windows(windows)
     future, past, period = arrays(windows)
     forecast, _ = predict(loaded.model, windows)
     naive = seasonal_naive(past, period, future.shape[1])
@@ -129,6 +139,7 @@ def show(
     boxed; a page (``out``), a PNG, or a terminal heatmap."""
     from ..viz.forecast import show_window
 
+    _check_windows(windows[index : index + 1])
     w = windows[index]
     forecast, weights = predict(loaded.model, [w])
     title = f"{loaded.model_name}: series {w.series.id}, start {w.start}"
