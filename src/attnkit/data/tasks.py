@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from . import dates, synthetic, toy_ko
+from . import dates, docs, synthetic, toy_ko
 from .example import Splits, T
 
 DEFAULT_SIZES = {
@@ -14,6 +14,7 @@ DEFAULT_SIZES = {
     "copy": (5000, 300, 300),
     "reverse": (5000, 300, 300),
     "sort": (5000, 300, 300),
+    "docs": (4000, 400, 400),
 }
 # how a task's tokens join into text ("" = characters)
 JOIN = {"dates": ""}
@@ -35,6 +36,10 @@ def dates_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits:
     return split(dates.generate(sum(sizes), seed), sizes, seed + 1)
 
 
+def docs_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits:
+    return split(docs.generate(sum(sizes), seed), sizes, seed + 1)
+
+
 def algorithmic(name: str) -> Callable[..., Splits]:
     def make(sizes: tuple[int, int, int], seed: int, **lengths: int) -> Splits:
         return split(synthetic.generate(name, sum(sizes), seed, **lengths), sizes, seed + 1)
@@ -46,10 +51,11 @@ TASKS: dict[str, Callable[..., Splits]] = {
     "toy-ko": toy_ko_task,
     "dates": dates_task,
     **{name: algorithmic(name) for name in ("copy", "reverse", "sort")},
+    "docs": docs_task,
 }
 
 # the family of each task (see attnkit/train/family.py); a task not listed translates
-TASK_FAMILY: dict[str, str] = {}
+TASK_FAMILY: dict[str, str] = {"docs": "docs"}
 
 
 def task_family(name: str) -> str:
