@@ -2,7 +2,7 @@
 ones read from a CSV/TSV file of (label, text) rows. The "docs" task (family "docs",
 attnkit.models.han_family) of the hierarchical attention network (Yang et al. 2016).
 
-Generated documents (``generate``): 3-7 sentences of 4-8 words each. Every sentence holds one
+Generated documents (``generate``): 4-10 sentences of 4-10 words each. Every sentence holds one
 polarity word (``good`` ... or ``bad`` ...) among neutral filler words; exactly one sentence,
 the *key* sentence, also holds the marker word ``overall``, at a random place in it, and the
 key sentence sits at a random position in the document. The label is the polarity of the key
@@ -67,10 +67,10 @@ def generate(
     n: int,
     seed: int,
     *,
-    min_sents: int = 3,
-    max_sents: int = 7,
+    min_sents: int = 4,
+    max_sents: int = 10,
     min_words: int = 4,
-    max_words: int = 8,
+    max_words: int = 10,
 ) -> list[Doc]:
     """``n`` documents (see the module docstring), balanced in expectation over the labels."""
     if not 1 <= min_sents <= max_sents or not 3 <= min_words <= max_words:

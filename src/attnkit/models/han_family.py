@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..data.docs import Doc
-from ..data.vocab import Vocab
+from ..data.vocab import SPECIALS, Vocab
 from ..train.family import Family
 from .han import sentence_peaks
 
@@ -81,6 +81,12 @@ def eval_loss(model: nn.Module, b: DocBatch) -> tuple[float, int]:
     return float(F.cross_entropy(model(b.words).logits, b.labels, reduction="sum")), len(b.index)
 
 
+def predict(logits: Tensor) -> Tensor:
+    """The predicted label of each document: argmax over the labels, never a special symbol
+    (pad, bos, eos, unk: the first ids of the target vocabulary). logits (B, C) -> (B,)"""
+    return logits[:, len(SPECIALS) :].argmax(-1) + len(SPECIALS)
+
+
 @torch.no_grad()
 def measure(
     model: nn.Module, docs: Sequence[Doc], src_vocab: Vocab, tgt_vocab: Vocab
@@ -93,7 +99,7 @@ def measure(
     for b in batches(docs, src_vocab, tgt_vocab, 256, None):
         b = b.to(_device(model))
         out = model(b.words)
-        right += int((out.logits.argmax(-1) == b.labels).sum())
+        right += int((predict(out.logits) == b.labels).sum())
         w = out.hierarchy.sentence_weights
         known = b.keys >= 0  # (B,)
         if w is not None and bool(known.any()):
@@ -138,4 +144,4 @@ DOCS = Family(
     show=show,
 )
 
-__all__ = ["DOCS", "DocBatch", "batches", "encode", "evaluate", "measure"]
+__all__ = ["DOCS", "DocBatch", "batches", "encode", "evaluate", "measure", "predict"]

@@ -37,7 +37,7 @@ def _scalar(w: torch.Tensor, features: bool) -> torch.Tensor:
 @torch.no_grad()
 def document_attention(loaded: Any, doc: Doc) -> DocView:
     """Run the checkpoint's model on ``doc``: its prediction and both levels' weights."""
-    from ..models.han_family import encode
+    from ..models.han_family import encode, predict
 
     model = loaded.model
     if getattr(model.config, "pool", "attention") in ("mean", "max"):
@@ -53,7 +53,7 @@ def document_attention(loaded: Any, doc: Doc) -> DocView:
     features = tree.sentence_weights.dim() == 3
     words = _scalar(tree.word_weights[0], features).cpu()  # (S, T)
     sents = _scalar(tree.sentence_weights[0], features).cpu()  # (S,)
-    predicted = loaded.tgt_vocab.tokens[int(out.logits[0].argmax())]
+    predicted = loaded.tgt_vocab.tokens[int(predict(out.logits)[0])]
     return DocView(
         sentences=[list(s) for s in doc.sentences],
         word_weights=[words[i, : len(s)].tolist() for i, s in enumerate(doc.sentences)],
