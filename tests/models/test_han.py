@@ -77,7 +77,7 @@ def test_bad_options_fail_clearly():
         make_config("han", pool="sum")
     with pytest.raises(ValueError, match="encoder='lstm'; choose one of"):
         make_config("han", encoder="lstm")
-    with pytest.raises(ValueError, match="hidden=0"):
+    with pytest.raises(ValueError, match=r"HANConfig.hidden=0; it must be >= 1"):
         make_config("han", hidden=0)
 
 

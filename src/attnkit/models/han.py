@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from .._checks import check_ranges
 from ..disan import DiSAEncoder
 from ..hierarchical import (
     AttentionPool,
@@ -50,11 +51,7 @@ class HANConfig:
             raise ValueError(f"pool={self.pool!r}; choose one of {POOLS}")
         if self.encoder not in ENCODERS:
             raise ValueError(f"encoder={self.encoder!r}; choose one of {ENCODERS}")
-        for name in ("src_vocab", "tgt_vocab", "emb", "hidden", "attn"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)}; it must be at least 1")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout={self.dropout}; it must be in [0, 1)")
+        check_ranges(self, positive=("src_vocab", "tgt_vocab", "emb", "hidden", "attn"))
 
 
 PRESETS: dict[str, dict[str, object]] = {
