@@ -98,8 +98,8 @@ def test_the_qa_measure_is_optional():
 
 @pytest.mark.parametrize(
     "bad,match",
-    [({"steps": 0}, "--steps 0"), ({"seeds": 0}, "--seeds 0"), ({"tiny": 2}, "--tiny 2"),
-     ({"seed": -1}, "--seed -1")],
+    [({"steps": 0}, "--steps 0"), ({"qa_steps": 0}, "--qa-steps 0"), ({"seeds": 0}, "--seeds 0"),
+     ({"tiny": 2}, "--tiny 2"), ({"seed": -1}, "--seed -1")],
 )  # fmt: skip
 def test_bad_config_values_fail_clearly(bad, match):
     with pytest.raises(ValueError, match=match):
