@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from . import dates, docs, synthetic, toy_ko
+from . import coref, dates, docs, synthetic, toy_ko
 from .example import Splits, T
 
 DEFAULT_SIZES = {
@@ -14,6 +14,7 @@ DEFAULT_SIZES = {
     "copy": (5000, 300, 300),
     "reverse": (5000, 300, 300),
     "sort": (5000, 300, 300),
+    "coref": (6000, 300, 1000),  # test: held-out (frame, nouns, adjective) combinations
     "docs": (4000, 400, 400),
 }
 # how a task's tokens join into text ("" = characters)
@@ -36,6 +37,10 @@ def dates_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits:
     return split(dates.generate(sum(sizes), seed), sizes, seed + 1)
 
 
+def coref_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits:
+    return coref.splits(sizes, seed)
+
+
 def docs_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits:
     return split(docs.generate(sum(sizes), seed), sizes, seed + 1)
 
@@ -51,6 +56,7 @@ TASKS: dict[str, Callable[..., Splits]] = {
     "toy-ko": toy_ko_task,
     "dates": dates_task,
     **{name: algorithmic(name) for name in ("copy", "reverse", "sort")},
+    "coref": coref_task,
     "docs": docs_task,
 }
 
