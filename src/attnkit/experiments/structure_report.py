@@ -4,6 +4,7 @@ JSON; a PNG of accuracy per model, one panel per task, seeds as dots."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -56,14 +57,20 @@ def plot(result: dict[str, Any], path: Path) -> Path:
         models = list(dict.fromkeys(r["model"] for r in rs))
         for i, m in enumerate(models):
             acc = [r["accuracy"] for r in rs if r["model"] == m]
-            ax.bar(i, sum(acc) / len(acc), color="tab:blue", alpha=0.6)
-            ax.plot([i] * len(acc), acc, "k.", ms=5)
+            peaks = [r["key_peak"] for r in rs if r["model"] == m and r.get("key_peak") is not None]
+            first = i == 0
+            ax.bar(i, sum(acc) / len(acc), color="tab:blue", alpha=0.6,
+                   label="accuracy, mean" if first else None)  # fmt: skip
+            ax.plot([i] * len(acc), acc, "k.", ms=5, label="accuracy, a seed" if first else None)
+            ax.plot([i + 0.25] * len(peaks), peaks, "rd", ms=4,
+                    label="key-sentence peak, a seed" if first else None)  # fmt: skip
         ax.set_xticks(range(len(models)), models, rotation=30, ha="right", fontsize=8)
         ax.set_ylim(0, 1.02)
         ax.set_ylabel("test accuracy")
         steps = result["budgets"]["updates_per_model"].get(task, "?")
         ax.set_title(f"{task} ({steps} updates each)", fontsize=9)
-    fig.suptitle(result["verdict"][:110], fontsize=8)
+        ax.legend(fontsize=7, loc="lower left")
+    fig.suptitle(textwrap.fill(result["verdict"], 85 * len(tasks)), fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
