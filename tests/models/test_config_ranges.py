@@ -15,6 +15,7 @@ SIZES = {
     "luong": ("src_vocab", "tgt_vocab", "emb", "hidden", "layers", "max_src_len"),
     "han": ("src_vocab", "tgt_vocab", "emb", "hidden", "attn"),
     "digit-qa": ("src_vocab", "tgt_vocab", "dim", "hidden", "channels", "max_grid"),
+    "forecaster": ("src_vocab", "tgt_vocab", "hidden"),
 }
 
 
