@@ -12,10 +12,10 @@ import torch
 import attnkit
 from attnkit.cli import main
 from attnkit.experiments.structure_qa import measure
+from attnkit.families.qa import accuracies
 from attnkit.models import build_model
 from attnkit.models.digit_qa import DigitQAConfig
 from attnkit.train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
-from attnkit.train.qa import accuracies
 from attnkit.viz.coattention import upsample
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")

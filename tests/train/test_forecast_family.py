@@ -9,8 +9,8 @@ import pytest
 from attnkit.cli import main
 from attnkit.data.tasks import load_task
 from attnkit.eval.forecast import mase, seasonal_naive
+from attnkit.families.forecast import arrays, batches, collate
 from attnkit.train import checkpoint
-from attnkit.train.forecast import arrays, batches, collate
 
 
 def test_batches_hold_windows_normalised_by_their_past():

@@ -241,8 +241,8 @@ def run_experiment(cfg: SeriesConfig, out: Path, say: Any = print) -> dict[str, 
     """Train, forecast the test windows, score MASE and where attention peaks."""
     from ..data.series import HORIZON
     from ..eval.forecast import scores, seasonal_naive
+    from ..families.forecast import arrays, predict
     from ..train import checkpoint
-    from ..train.forecast import arrays, predict
 
     what = cfg.csv or "generated series (periods 12, 16, 24)"
     say(f"series experiment: {what}; {cfg.steps} updates of {cfg.batch_size} for the forecaster "

@@ -101,8 +101,8 @@ def plot(result: dict[str, Any], path: Path) -> Path:
 
 def example(result: dict[str, Any], out: Path) -> Path:
     """The attention heatmap of the first test window of the first seed's attention model."""
+    from ..families.forecast import predict
     from ..train import checkpoint
-    from ..train.forecast import predict
     from ..viz.forecast import show_window
     from .series import SeriesConfig, csv_data
 

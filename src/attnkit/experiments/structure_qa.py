@@ -23,10 +23,10 @@ from torch import Tensor, nn
 
 from ..data.digit_qa import QAExample, digit_qa_task
 from ..data.vocab import Vocab
+from ..families.qa import make_batch
 from ..models import make_config
 from ..models.digit_qa import COATTENTION, DigitQA
 from ..train.classify import accuracy, fit_classifier
-from ..train.qa import make_batch
 
 TASK_SEED = 0
 BATCH = 64

@@ -139,9 +139,9 @@ TRANSLATE = Family(
 # may import models and viewers that translation never needs)
 FAMILIES: dict[str, str] = {
     "translate": "attnkit.train.family:TRANSLATE",
-    "forecast": "attnkit.train.forecast:FORECAST",
-    "docs": "attnkit.models.han_family:DOCS",
-    "qa": "attnkit.train.qa:QA",
+    "forecast": "attnkit.families.forecast:FORECAST",
+    "docs": "attnkit.families.docs:DOCS",
+    "qa": "attnkit.families.qa:QA",
 }
 
 

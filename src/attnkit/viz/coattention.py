@@ -48,7 +48,7 @@ class CoAttentionMaps:
 @torch.no_grad()
 def coattention_maps(model: Any, example: Any, src_vocab: Any, tgt_vocab: Any) -> CoAttentionMaps:
     """Run ``model`` (``attnkit.models.digit_qa.DigitQA``) on one ``QAExample``."""
-    from ..train.qa import make_batch
+    from ..families.qa import make_batch
 
     variant = model.config.coattention
     if variant == "none":

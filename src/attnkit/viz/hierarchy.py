@@ -37,7 +37,7 @@ def _scalar(w: torch.Tensor, features: bool) -> torch.Tensor:
 @torch.no_grad()
 def document_attention(loaded: Any, doc: Doc) -> DocView:
     """Run the checkpoint's model on ``doc``: its prediction and both levels' weights."""
-    from ..models.han_family import encode, predict
+    from ..families.docs import encode, predict
 
     model = loaded.model
     if getattr(model.config, "pool", "attention") in ("mean", "max"):

@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from ..data.series import Window, normalise
 from ..data.vocab import Vocab
 from ..eval.forecast import scores, seasonal_naive
-from .family import Family
+from ..train.family import Family
 
 
 @dataclass

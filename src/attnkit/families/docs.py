@@ -20,8 +20,8 @@ from torch import Tensor, nn
 
 from ..data.docs import Doc
 from ..data.vocab import SPECIALS, Vocab
+from ..models.han import sentence_peaks
 from ..train.family import Family
-from .han import sentence_peaks
 
 
 @dataclass

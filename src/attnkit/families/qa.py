@@ -27,7 +27,7 @@ from torch import Tensor, nn
 from ..data.digit_qa import QAExample
 from ..data.digits import render_batch
 from ..data.vocab import Vocab
-from .family import Family
+from ..train.family import Family
 
 
 @dataclass
