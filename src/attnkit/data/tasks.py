@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from . import dates, synthetic, toy_ko
+from . import dates, digit_captions, synthetic, toy_ko
 from .example import Splits, T
 
 DEFAULT_SIZES = {
@@ -14,6 +14,8 @@ DEFAULT_SIZES = {
     "copy": (5000, 300, 300),
     "reverse": (5000, 300, 300),
     "sort": (5000, 300, 300),
+    "digit-captions": (6000, 300, 500),
+    "digit-captions-pos": (6000, 300, 500),
 }
 # how a task's tokens join into text ("" = characters)
 JOIN = {"dates": ""}
@@ -46,10 +48,12 @@ TASKS: dict[str, Callable[..., Splits]] = {
     "toy-ko": toy_ko_task,
     "dates": dates_task,
     **{name: algorithmic(name) for name in ("copy", "reverse", "sort")},
+    "digit-captions": digit_captions.captions_task,
+    "digit-captions-pos": digit_captions.positions_task,
 }
 
 # the family of each task (see attnkit/train/family.py); a task not listed translates
-TASK_FAMILY: dict[str, str] = {}
+TASK_FAMILY: dict[str, str] = {"digit-captions": "caption", "digit-captions-pos": "caption"}
 
 
 def task_family(name: str) -> str:
