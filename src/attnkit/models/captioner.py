@@ -42,6 +42,8 @@ from .caption_softness import check_softness, doubly_stochastic_penalty, stages,
 
 @dataclass
 class CaptionerConfig:
+    """The captioner's sizes and its attention's softness (see the module docstring)."""
+
     src_vocab: int  # unused (the source is pixels); the checkpoint records it
     tgt_vocab: int
     channels: int = 32  # CNN width
@@ -110,7 +112,8 @@ class CaptionOutput:
 
 
 class PatchEncoder(nn.Module):
-    """image (B, 1, H, W), pixels (B, H, W) bool -> Patches."""
+    """Two 3x3 convolutions, a max-pool of patch x patch pixels, a projection to D and row and
+    column embeddings: image (B, 1, H, W), pixels (B, H, W) bool -> Patches."""
 
     def __init__(self, c: CaptionerConfig) -> None:
         super().__init__()
@@ -146,6 +149,10 @@ class PatchEncoder(nn.Module):
 
 
 class Captioner(nn.Module):
+    """Show, Attend and Tell (Xu 2015): PatchEncoder, then an LSTM that attends over the
+    patches at every step. forward(image, pixels, tgt_in) -> CaptionOutput (teacher forcing);
+    training_loss(batch) -> (loss, output); greedy(image, pixels) -> (ids, weights, grid)."""
+
     family = "caption"
     name = "captioner"
 
