@@ -16,7 +16,12 @@ from attnkit.data import digit_captions as dc
 from attnkit.data import digits
 from attnkit.data.vocab import Vocab
 from attnkit.models import build_model, parse_options
-from attnkit.models.caption_softness import doubly_stochastic_penalty, tau_at, uniform
+from attnkit.models.caption_softness import (
+    ExpectationMix,
+    doubly_stochastic_penalty,
+    tau_at,
+    uniform,
+)
 from attnkit.models.captioner import CaptionerConfig
 from attnkit.train import checkpoint
 from attnkit.train.caption_family import digit_accuracy
@@ -81,7 +86,7 @@ def test_hard_attention_trains_the_score_through_reinforce_and_gumbel_straight_t
     vocab = Vocab.build([e.words for e in examples])
     (b,) = dc.batches(examples, vocab, vocab, 2)
     for softness in ("hard", "gumbel"):
-        model = _model(softness, entropy_weight=0.0).train()
+        model = _model(softness, entropy_weight=0.0, hard_mix=0.0).train()  # pure REINFORCE
         loss, out = model.training_loss(b)
         loss.backward()
         assert model.score.v.grad is not None and float(model.score.v.grad.abs().sum()) > 0
@@ -106,6 +111,19 @@ def test_hard_attention_trains_the_score_through_reinforce_and_gumbel_straight_t
     model = _model("hard").eval()
     out = model(b.image, b.pixels, b.tgt_in)
     assert out.log_prob is None
+
+
+def test_expectation_mix_gives_chosen_images_the_soft_context_and_the_others_a_sample():
+    torch.manual_seed(1)
+    w = torch.softmax(torch.randn(4, 1, 5), -1)  # (B, 1, L)
+    v = torch.randn(4, 5, 3)  # (B, L, D)
+    expected = torch.tensor([True, False, True, False])
+    r = ExpectationMix(expected)(w, v)
+    torch.testing.assert_close(r.context[expected], (w @ v)[expected])
+    for b in (1, 3):  # a sampled image's context is one of its patches, the one logged
+        z = int(r.extras["index"][b, 0])
+        torch.testing.assert_close(r.context[b, 0], v[b, z])
+        torch.testing.assert_close(r.extras["log_prob"][b, 0], w[b, 0, z].log())
 
 
 def test_hard_at_test_is_argmax_or_the_expectation_as_configured():
@@ -143,6 +161,7 @@ def test_tau_schedule_and_the_uniform_normaliser():
         ("tau_end", 0.0, "temperature must be > 0"),
         ("doubly_stochastic", -1.0, "doubly_stochastic=-1.0"),
         ("baseline_decay", 1.0, r"in \[0, 1\)"),
+        ("hard_mix", 1.5, "hard_mix=1.5; it is a probability"),
         ("patch", 3, "choose 1, 2, 4 or 8"),
         ("dec_hidden", 0, "dec_hidden=0"),
     ],

@@ -3,7 +3,8 @@ the Gumbel temperature schedule, and the doubly stochastic penalty (Xu et al. 20
 
     soft      α = softmax(e), ẑ = Σ_i α_i a_i                      (Xu 2015, §4.2, eq. 13)
     mean      α = 1/L on every allowed patch: mean pooling, the no-attention baseline
-    hard      z ~ Categorical(α) in training, ẑ = a_z, trained by REINFORCE (Xu 2015, §4.1);
+    hard      z ~ Categorical(α) in training, ẑ = a_z, trained by REINFORCE (Xu 2015, §4.1),
+              each image with probability hard_mix on the expected context Σ α a instead;
               at test z = argmax α ("argmax") or ẑ = Σ α a ("expectation", the soft context)
     gumbel    ẑ = Σ_i g_i a_i, g the straight-through one-hot Gumbel-softmax sample of α at
               temperature τ (Jang et al. 2017), τ annealed from tau_start to tau_end;
@@ -14,6 +15,7 @@ Legend: B batch, T caption steps, L patches, ``...`` leading dims.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -22,7 +24,7 @@ from torch import Tensor
 from ..core import NormaliseFn
 from ..hard import GumbelSoftmax, SampleReduce
 from ..normalisers import softmax
-from ..reduction import ReduceFn, weighted_sum
+from ..reduction import Reduced, ReduceFn, weighted_sum
 
 SOFTNESS = ("soft", "mean", "hard", "gumbel")
 AT_TEST = ("argmax", "expectation")
@@ -57,6 +59,23 @@ def stages(softness: str, training: bool, at_test: str, tau: float) -> tuple[Nor
     raise ValueError(f"softness={softness!r}; choose one of {', '.join(SOFTNESS)}")
 
 
+@dataclass(frozen=True)
+class ExpectationMix:
+    """Hard attention's reduction in training with Xu 2015's variance trick (§4.1: "with
+    probability 0.5 for a given image, we set the sampled attention location s̃ to its
+    expected value α"): ``expected`` (B,) bool picks, per image, the expected context
+    Σ_i α_i v_i; the others get ``SampleReduce``'s sample, whose extras come along.
+    weights (B, Tq, Tk), values (B, Tk, Dv) -> Reduced(context (B, Tq, Dv), extras)."""
+
+    expected: Tensor
+
+    def __call__(self, weights: Tensor, values: Tensor) -> Reduced:
+        sampled = SampleReduce()(weights, values)
+        soft = weighted_sum(weights, values).context  # (B, Tq, Dv)
+        pick = self.expected.view(-1, *([1] * (soft.dim() - 1)))  # (B, 1, 1)
+        return Reduced(torch.where(pick, soft, sampled.context), sampled.extras)
+
+
 def doubly_stochastic_penalty(weights: Tensor, steps: Tensor, patches: Tensor) -> Tensor:
     """Xu et al. 2015, eq. 14: the penalty Σ_i (1 − Σ_t α_ti)² that asks every patch to be
     attended to about once over the caption (Σ_i α_ti = 1 already holds at each step).
@@ -82,12 +101,15 @@ def check_softness(cfg: Any) -> None:
         value = getattr(cfg, name)
         if not 0 <= value < float("inf"):
             raise ValueError(f"{cls}.{name}={value}; it must be >= 0")
+    if not 0 <= cfg.hard_mix <= 1:
+        raise ValueError(f"{cls}.hard_mix={cfg.hard_mix}; it is a probability, in [0, 1]")
     if not 0 <= cfg.baseline_decay < 1:
         raise ValueError(f"{cls}.baseline_decay={cfg.baseline_decay}; it must be in [0, 1)")
 
 
 __all__ = [
     "AT_TEST",
+    "ExpectationMix",
     "SOFTNESS",
     "check_softness",
     "doubly_stochastic_penalty",

@@ -18,7 +18,9 @@ attends over them at every step:
     soft/mean/gumbel   −log p(y | x) + λ Σ_i (1 − Σ_t α_ti)²
     hard               the same for the sampled locations z̃, plus the REINFORCE surrogate
                        −(R − b) Σ_t log p(z̃_t) − λ_e Σ_t H(α_t), with the reward R = log p(y | z̃, x)
-                       (the task loss, negated), b a moving average of R (``baseline`` buffer)
+                       (the task loss, negated), b a moving average of R (``baseline`` buffer);
+                       with probability ``hard_mix`` an image's caption uses the expected (soft)
+                       context instead of a sample, as Xu 2015 §4.1 do with probability 0.5
 
 Legend: B batch, H/W image height/width, L = (H/patch)·(W/patch) patches, D feature width,
 T caption steps, V target vocabulary, n decoder width.
@@ -37,7 +39,13 @@ from .._checks import check_ranges
 from ..core import attend
 from ..hard import MovingAverageBaseline, reinforce_loss
 from ..scores import AdditiveScore
-from .caption_softness import check_softness, doubly_stochastic_penalty, stages, tau_at
+from .caption_softness import (
+    ExpectationMix,
+    check_softness,
+    doubly_stochastic_penalty,
+    stages,
+    tau_at,
+)
 
 
 @dataclass
@@ -62,6 +70,7 @@ class CaptionerConfig:
     tau_end: float = 0.5  # ... and from tau_steps updates on
     tau_steps: int = 2000
     at_test: str = "argmax"  # hard/gumbel at test: argmax | expectation
+    hard_mix: float = 0.5  # hard: the chance that an image reads the expected context instead
     max_len: int = 12  # greedy decoding stops here
     max_grid: int = 32  # the most patch rows (and columns) an image may have
 
@@ -185,13 +194,22 @@ class Captioner(nn.Module):
         return tau_at(c.tau_start, c.tau_end, c.tau_steps, int(cast(Tensor, self.updates)))
 
     def step(
-        self, prev: Tensor, state: tuple[Tensor, Tensor], patches: Patches, projected: Tensor
+        self,
+        prev: Tensor,
+        state: tuple[Tensor, Tensor],
+        patches: Patches,
+        projected: Tensor,
+        expected: Tensor | None = None,
     ) -> tuple[Tensor, tuple[Tensor, Tensor], Any]:
         """prev (B,) ids, state (h, c) (B, n) each, projected U a (B, L, A)
-        -> logits (B, V), the next state, and the attention result (weights (B, 1, L))."""
+        -> logits (B, V), the next state, and the attention result (weights (B, 1, L)).
+        ``expected`` (B,) bool: hard attention in training reads the expected context of
+        these captions instead of a sample."""
         c = self.config
         h, cell = state
         normaliser, reduce = stages(c.softness, self.training, c.at_test, self.tau())
+        if expected is not None and c.softness == "hard" and self.training:
+            reduce = ExpectationMix(expected)
         att = attend(
             h[:, None],  # (B, 1, n)
             projected,  # (B, L, A)
@@ -210,14 +228,17 @@ class Captioner(nn.Module):
         return logits, (h, cell), att
 
     # -------------------------------------------------------------------------- sequences
-    def forward(self, image: Tensor, pixels: Tensor, tgt_in: Tensor) -> CaptionOutput:
-        """Teacher forcing: image (B, 1, H, W), pixels (B, H, W), tgt_in (B, T) -> output."""
+    def forward(
+        self, image: Tensor, pixels: Tensor, tgt_in: Tensor, expected: Tensor | None = None
+    ) -> CaptionOutput:
+        """Teacher forcing: image (B, 1, H, W), pixels (B, H, W), tgt_in (B, T) -> output;
+        ``expected`` (B,) bool as in ``step``."""
         patches = self.encoder(image, pixels)
         projected = self.score.project_keys(patches.features)  # (B, L, A)
         state = self.start(patches)
         logits, weights, log_probs, entropies = [], [], [], []
         for t in range(tgt_in.shape[1]):
-            step_logits, state, att = self.step(tgt_in[:, t], state, patches, projected)
+            step_logits, state, att = self.step(tgt_in[:, t], state, patches, projected, expected)
             logits.append(step_logits)
             assert att.weights is not None
             weights.append(att.weights[:, 0])  # (B, L)
@@ -235,7 +256,10 @@ class Captioner(nn.Module):
         """The token-mean training loss of the module docstring for batch ``b`` (a
         CaptionBatch); in training mode it counts the update (τ and b read the count)."""
         c = self.config
-        out = self(b.image, b.pixels, b.tgt_in)
+        expected = None
+        if c.softness == "hard" and self.training:  # Xu 2015 §4.1: per image, p = hard_mix
+            expected = torch.rand(b.image.shape[0], device=b.image.device) < c.hard_mix  # (B,)
+        out = self(b.image, b.pixels, b.tgt_in, expected)
         real = b.tgt_out != 0  # (B, T)
         n_tokens = real.sum().clamp_min(1)
         nll = F.cross_entropy(out.logits.transpose(1, 2), b.tgt_out, reduction="none")  # (B, T)
@@ -254,12 +278,13 @@ class Captioner(nn.Module):
             penalty = doubly_stochastic_penalty(out.weights, real, patches_mask)  # (B,)
             loss = loss + c.doubly_stochastic * penalty.sum() / n_tokens
         if out.log_prob is not None and out.entropy is not None:
+            sampled = real if expected is None else real & ~expected[:, None]  # (B, T)
             reward = -(nll * real).sum(1).detach()  # (B,) log p(y | z̃, x)
             surrogate = reinforce_loss(
-                out.log_prob * real,
+                out.log_prob * sampled,
                 reward,
                 self._baseline(reward),
-                entropy=out.entropy * real,
+                entropy=out.entropy * sampled,
                 entropy_weight=c.entropy_weight,
             )
             loss = loss + surrogate * real.shape[0] / n_tokens
