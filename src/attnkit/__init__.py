@@ -6,6 +6,7 @@ attention = score -> alignment -> normaliser -> reduction; see ``attnkit.attend`
 from importlib.metadata import PackageNotFoundError, version
 
 from . import masks
+from ._checks import checks, get_checks, set_checks
 from .alignment import (
     Alignment,
     AlignSpec,
@@ -45,11 +46,18 @@ _TRAINING = {
 }
 
 
-def __getattr__(name: str) -> object:
-    if name in _TRAINING:
-        import importlib
+# subpackages reachable as ``attnkit.viz`` etc. after a plain ``import attnkit``, imported
+# on first use
+_SUBPACKAGES = ("data", "decode", "eval", "experiments", "models", "train", "viz")
 
+
+def __getattr__(name: str) -> object:
+    import importlib
+
+    if name in _TRAINING:
         return getattr(importlib.import_module(f".{_TRAINING[name]}", __name__), name)
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'attnkit' has no attribute {name!r}")
 
 
@@ -59,6 +67,9 @@ except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0+src"
 
 __all__ = [
+    "checks",
+    "get_checks",
+    "set_checks",
     "DataConfig",
     "FitConfig",
     "FitResult",

@@ -143,6 +143,12 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sleep-per-step", type=float, default=0.0, help=argparse.SUPPRESS)
     p.add_argument("--device", default="cpu", help="auto | cpu | cuda (default cpu)")
     p.add_argument(
+        "--compile",
+        action="store_true",
+        help="torch.compile the model's forward (the first batches of each shape compile; "
+        "then faster steps, see docs/performance.md)",
+    )
+    p.add_argument(
         "--threads",
         type=int,
         default=1,
@@ -247,6 +253,7 @@ def fit_config(args: argparse.Namespace) -> Any:
         overwrite=args.overwrite,
         device=args.device,
         threads=args.threads,
+        compile=args.compile,
     )
 
 

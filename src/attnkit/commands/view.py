@@ -174,7 +174,7 @@ def _from_checkpoint(args: argparse.Namespace, head: int | str | None) -> list[s
     print(f"translation: {tokenisers_for(loaded.meta)[1].decode(hyp)}")
     title = args.title or f"{loaded.model_name}: {args.sentence}"
     gold = parse_pharaoh(args.gold) if args.gold else None
-    lines = []
+    lines: list[str] = []
     if args.out:
         cross = maps["cross"]
         others = {k: r for k, r in maps.items() if k != "cross"}

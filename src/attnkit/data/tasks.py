@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from . import dates, digit_captions, synthetic, toy_ko
+from . import coref, dates, digit_captions, synthetic, toy_ko
 from .example import Splits, T
 
 DEFAULT_SIZES = {
@@ -14,6 +14,7 @@ DEFAULT_SIZES = {
     "copy": (5000, 300, 300),
     "reverse": (5000, 300, 300),
     "sort": (5000, 300, 300),
+    "coref": (6000, 300, 1000),  # test: held-out (frame, nouns, adjective) combinations
     "digit-captions": (6000, 300, 500),
     "digit-captions-pos": (6000, 300, 500),
 }
@@ -37,6 +38,10 @@ def dates_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits:
     return split(dates.generate(sum(sizes), seed), sizes, seed + 1)
 
 
+def coref_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits:
+    return coref.splits(sizes, seed)
+
+
 def algorithmic(name: str) -> Callable[..., Splits]:
     def make(sizes: tuple[int, int, int], seed: int, **lengths: int) -> Splits:
         return split(synthetic.generate(name, sum(sizes), seed, **lengths), sizes, seed + 1)
@@ -48,6 +53,7 @@ TASKS: dict[str, Callable[..., Splits]] = {
     "toy-ko": toy_ko_task,
     "dates": dates_task,
     **{name: algorithmic(name) for name in ("copy", "reverse", "sort")},
+    "coref": coref_task,
     "digit-captions": digit_captions.captions_task,
     "digit-captions-pos": digit_captions.positions_task,
 }

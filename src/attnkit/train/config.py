@@ -172,7 +172,9 @@ class FitConfig:
 
     out: the run folder (``best/``, ``last/``, ``history.json``); an existing run there is
     continued only with ``resume=True`` and replaced only with ``overwrite=True``.
-    device: cpu | cuda | auto. threads: torch CPU threads (1 is fastest for small RNNs)."""
+    device: cpu | cuda | auto. threads: torch CPU threads (1 is fastest for small RNNs).
+    compile: ``torch.compile`` the model's forward in place (same parameters and checkpoints;
+    the first steps of each shape pay the compilation; see docs/performance.md)."""
 
     data: DataConfig
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -182,6 +184,7 @@ class FitConfig:
     overwrite: bool = False
     device: str = "cpu"
     threads: int = 1
+    compile: bool = False  # torch.compile the model's forward (training and valid loss)
 
     def __post_init__(self) -> None:
         if not str(self.out).strip():
