@@ -24,7 +24,7 @@ from attnkit.models.caption_softness import (
 )
 from attnkit.models.captioner import CaptionerConfig
 from attnkit.train import checkpoint
-from attnkit.train.caption_family import digit_accuracy
+from attnkit.train.caption_family import attention_in_cell, cell_patches, digit_accuracy
 from attnkit.train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from attnkit.viz.caption_view import upsample
 
@@ -192,6 +192,24 @@ def test_digit_accuracy_and_upsample_by_hand():
     assert m[4:8, 4:8].sum() > 0.5 * m.sum()  # most of the mass on the attended patch
 
 
+def test_attention_in_cell_by_hand():
+    assert cell_patches(1, 2, (6, 6), 4) == [16, 17, 22, 23]  # rows 2-3, cols 4-5 of 6x6
+    assert cell_patches(0, 1, (3, 3), 8) == [1]
+    labels = digits.digit_images()[1]
+    first = {d: int(np.flatnonzero(labels == d)[0]) for d in range(10)}
+    canvas = digits.Canvas(3, 3, (digits.Placement(first[4], 4, 0, 0),
+                                  digits.Placement(first[2], 2, 1, 2)))  # fmt: skip
+    ex = dc.CaptionExample(canvas, dc.caption_words(canvas, positions=True))  # four above two
+    maps = np.zeros((3, 9), dtype=np.float32)
+    maps[0, 0], maps[0, 1] = 0.75, 0.25  # "four": 0.75 on its cell (0, 0)
+    maps[2, 5] = 0.5  # "two" is word 2 (after "above"); its cell (1, 2) is patch 5
+    got = attention_in_cell([["four", "above", "two"]], [ex], [maps], (3, 3), 8)
+    assert got == pytest.approx((0.75 + 0.5) / 2)
+    wrong = attention_in_cell([["four", "above", "six"]], [ex], [maps], (3, 3), 8)
+    assert wrong == pytest.approx(0.75)  # a misnamed digit does not count
+    assert attention_in_cell([["one"]], [ex], [maps], (3, 3), 8) is None
+
+
 def _fit(out, softness, epochs=1):
     return attnkit.fit(
         FitConfig(
@@ -246,6 +264,7 @@ def test_train_evaluate_and_view_from_the_cli(tmp_path, capsys):
     assert main(["evaluate", "--checkpoint", str(run), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["n"] == 8 and {"exact_match", "digit_accuracy", "bleu", "chrf"} <= set(report)
+    assert 0 <= report.get("attention_in_cell", 0) <= 1
     assert 0 <= report["digit_accuracy"] <= 1
     page, png = tmp_path / "v.html", tmp_path / "v.png"
     assert (

@@ -70,6 +70,37 @@ def digit_accuracy(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[str]])
     return right / max(total, 1)
 
 
+def cell_patches(row: int, col: int, grid: tuple[int, int], patch: int) -> list[int]:
+    """The patch indices (row-major over a ``grid`` of patches) that cover canvas cell
+    (``row``, ``col``) of 8×8 pixels."""
+    k = 8 // patch  # patches per cell side
+    return [(row * k + i) * grid[1] + col * k + j for i in range(k) for j in range(k)]
+
+
+def attention_in_cell(
+    hyps: Sequence[Sequence[str]],
+    examples: Sequence[dc.CaptionExample],
+    maps: Sequence[np.ndarray],
+    grid: tuple[int, int],
+    patch: int,
+) -> float | None:
+    """Where the attention was when a digit was named right: over the steps k whose word is
+    the reference's digit word k, the mean attention mass Σ_{i in cell} α_ki on the cell of
+    that digit (0..1; 1/L·cell size for uniform attention). None when no step qualifies."""
+    masses = []
+    for hyp, ex, weights in zip(hyps, examples, maps, strict=True):
+        digits_in_order = iter(sorted(ex.canvas.placements, key=lambda p: (p.row, p.col)))
+        for k, word in enumerate(ex.words):
+            if word in dc.POSITION_WORDS:
+                continue
+            place = next(digits_in_order)
+            if k < len(hyp) and hyp[k] == word:
+                masses.append(
+                    float(weights[k, cell_patches(place.row, place.col, grid, patch)].sum())
+                )
+    return float(np.mean(masses)) if masses else None
+
+
 def caption_score(
     model: nn.Module, examples: list[Any], src_vocab: Vocab, tgt_vocab: Vocab
 ) -> float | None:
@@ -84,18 +115,21 @@ def caption_score(
 
 def caption_evaluate(loaded: Any, examples: list[Any]) -> dict[str, float]:
     """exact match, per-digit accuracy (fractions), BLEU and chrF (0..100, sacrebleu on the
-    words as tokens) of greedy captions."""
+    words as tokens) of greedy captions, and ``attention_in_cell``: the attention mass on the
+    digit's cell when a digit was named right (omitted when none was)."""
     from ..data.example import Example
     from ..eval.text import score
 
-    hyps = decode(loaded.model, examples, loaded.tgt_vocab)[0]
+    hyps, maps, grid = decode(loaded.model, examples, loaded.tgt_vocab)
     s = score(hyps, [Example([], e.tgt) for e in examples])
-    return {
+    scores = {
         "exact_match": s.exact_match,
         "digit_accuracy": digit_accuracy(hyps, [e.tgt for e in examples]),
         "bleu": s.bleu,
         "chrf": s.chrf,
     }
+    mass = attention_in_cell(hyps, examples, maps, grid, int(loaded.model.config.patch))
+    return scores if mass is None else {**scores, "attention_in_cell": mass}
 
 
 def caption_show(
@@ -144,4 +178,11 @@ CAPTION = Family(
     show=caption_show,
 )
 
-__all__ = ["CAPTION", "caption_evaluate", "decode", "digit_accuracy"]
+__all__ = [
+    "CAPTION",
+    "attention_in_cell",
+    "caption_evaluate",
+    "cell_patches",
+    "decode",
+    "digit_accuracy",
+]
