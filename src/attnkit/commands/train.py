@@ -28,6 +28,13 @@ MODEL_OPTIONS: dict[str, type] = {
     "norm": str,
     "share": str,
     "dropout": float,
+    "softness": str,
+    "estimator": str,
+    "tau_start": float,
+    "tau_end": float,
+    "tau_steps": int,
+    "entropy_weight": float,
+    "reward_baseline": str,
 }
 
 
@@ -78,6 +85,15 @@ MODEL_HELP = {
     "dec_hidden": "rnnsearch/rnnencdec: decoder width",
     "attn_hidden": "rnnsearch: additive score width",
     "maxout": "rnnsearch/rnnencdec: deep output",
+    "softness": "rnnsearch/luong: soft (default) | mean | hard | gumbel | variational "
+    "(docs/softness.md; at test hard and gumbel take the argmax, variational the prior p)",
+    "estimator": "variational: enumerate (exact, default) | sample (REINFORCE + baseline)",
+    "tau_start": "gumbel: temperature at the first update (default 1.0)",
+    "tau_end": "gumbel: temperature after --tau-steps updates (default 0.5)",
+    "tau_steps": "gumbel: updates over which the temperature is annealed (default 1000)",
+    "entropy_weight": "hard: weight of the entropy bonus (default 0.01)",
+    "reward_baseline": "hard, variational sample: REINFORCE baseline, average (moving "
+    "average, Xu 2015; default) | soft (log-likelihood of the soft context, Deng 2018)",
 }
 
 

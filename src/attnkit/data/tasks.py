@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from . import coref, dates, digit_captions, synthetic, toy_ko
+from . import coref, dates, digit_captions, series, synthetic, toy_ko
 from .example import Splits, T
 
 DEFAULT_SIZES = {
@@ -15,6 +15,7 @@ DEFAULT_SIZES = {
     "reverse": (5000, 300, 300),
     "sort": (5000, 300, 300),
     "coref": (6000, 300, 1000),  # test: held-out (frame, nouns, adjective) combinations
+    "series": (8000, 500, 1000),
     "digit-captions": (6000, 300, 500),
     "digit-captions-pos": (6000, 300, 500),
 }
@@ -54,12 +55,17 @@ TASKS: dict[str, Callable[..., Splits]] = {
     "dates": dates_task,
     **{name: algorithmic(name) for name in ("copy", "reverse", "sort")},
     "coref": coref_task,
+    "series": series.series_task,
     "digit-captions": digit_captions.captions_task,
     "digit-captions-pos": digit_captions.positions_task,
 }
 
 # the family of each task (see attnkit/train/family.py); a task not listed translates
-TASK_FAMILY: dict[str, str] = {"digit-captions": "caption", "digit-captions-pos": "caption"}
+TASK_FAMILY: dict[str, str] = {
+    "series": "forecast",
+    "digit-captions": "caption",
+    "digit-captions-pos": "caption",
+}
 
 
 def task_family(name: str) -> str:

@@ -139,6 +139,7 @@ TRANSLATE = Family(
 # may import models and viewers that translation never needs)
 FAMILIES: dict[str, str] = {
     "translate": "attnkit.train.family:TRANSLATE",
+    "forecast": "attnkit.train.forecast:FORECAST",
     "caption": "attnkit.train.caption_family:CAPTION",
 }
 
