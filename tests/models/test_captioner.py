@@ -28,7 +28,7 @@ from attnkit.train.caption_family import attention_in_cell, cell_patches, digit_
 from attnkit.train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from attnkit.viz.caption_view import upsample
 
-SOFTNESS = ("soft", "mean", "hard", "gumbel")
+SOFTNESS = ("soft", "mean", "hard", "gumbel", "variational")
 
 
 def test_doubly_stochastic_penalty_against_a_hand_computation():
@@ -126,6 +126,24 @@ def test_expectation_mix_gives_chosen_images_the_soft_context_and_the_others_a_s
         torch.testing.assert_close(r.extras["log_prob"][b, 0], w[b, 0, z].log())
 
 
+def test_variational_elbo_bounds_the_exact_marginal_and_trains_the_attention():
+    examples = _examples()
+    vocab = Vocab.build([e.words for e in examples])
+    (b,) = dc.batches(examples, vocab, vocab, 2)
+    model = _model("variational").train()
+    loss, out = model.training_loss(b)
+    loss.backward()
+    assert model.score.v.grad is not None and float(model.score.v.grad.abs().sum()) > 0
+    assert model.inference is not None and model.inference.bilinear.weight.grad is not None
+    real = b.tgt_out != 0
+    marginal = torch.log_softmax(out.logits, -1).gather(-1, b.tgt_out[..., None])[..., 0]
+    # the logits are already log p(y_t) = log Σ_z α_tz p(y_t | a_z): normalised over words
+    torch.testing.assert_close(out.logits.exp().sum(-1), torch.ones(real.shape))
+    elbo = model._elbo(out, b.tgt_out).detach()
+    assert bool((elbo[real] <= marginal.detach()[real] + 1e-5).all())
+    assert float(loss) == pytest.approx(float(-(elbo * real).sum() / real.sum()), rel=1e-5)
+
+
 def test_hard_at_test_is_argmax_or_the_expectation_as_configured():
     examples = _examples()
     vocab = Vocab.build([e.words for e in examples])
@@ -144,9 +162,10 @@ def test_hard_at_test_is_argmax_or_the_expectation_as_configured():
 
 
 def test_tau_schedule_and_the_uniform_normaliser():
-    assert tau_at(1.0, 0.25, 100, 0) == 1.0
-    assert tau_at(1.0, 0.25, 100, 50) == pytest.approx(0.5)
-    assert tau_at(1.0, 0.25, 100, 10_000) == pytest.approx(0.25)
+    cfg = CaptionerConfig(4, 10, tau_start=1.0, tau_end=0.25, tau_steps=100)
+    assert tau_at(cfg, 0) == 1.0
+    assert tau_at(cfg, 50) == pytest.approx(0.5)
+    assert tau_at(cfg, 10_000) == pytest.approx(0.25)
     mask = torch.tensor([[[True, False, True, True]]])
     torch.testing.assert_close(
         uniform(torch.randn(1, 1, 4), mask), torch.tensor([[[1 / 3, 0, 1 / 3, 1 / 3]]])
@@ -156,7 +175,11 @@ def test_tau_schedule_and_the_uniform_normaliser():
 @pytest.mark.parametrize(
     ("field", "value", "match"),
     [
-        ("softness", "fuzzy", "softness='fuzzy'; choose one of soft, mean, hard, gumbel"),
+        (
+            "softness",
+            "fuzzy",
+            "softness='fuzzy'; choose one of soft, mean, hard, gumbel, variational",
+        ),
         ("at_test", "sample", "at_test"),
         ("tau_end", 0.0, "temperature must be > 0"),
         ("doubly_stochastic", -1.0, "doubly_stochastic=-1.0"),

@@ -9,6 +9,10 @@ the Gumbel temperature schedule, and the doubly stochastic penalty (Xu et al. 20
     gumbel    ẑ = Σ_i g_i a_i, g the straight-through one-hot Gumbel-softmax sample of α at
               temperature τ (Jang et al. 2017), τ annealed from tau_start to tau_end;
               at test as hard
+    variational  z_t latent with prior α_t (Deng et al. 2018): the LSTM reads Σ α a as in
+              soft, the output layer reads a_z; trained on the exact (enumerated) ELBO with
+              q(z_t | x, y) from ``InferenceNetwork`` (models/latent.py); at test the exact
+              marginal p(y_t) = Σ_z α_tz p(y_t | a_z, ...)
 
 Legend: B batch, T caption steps, L patches, ``...`` leading dims.
 """
@@ -25,28 +29,15 @@ from ..core import NormaliseFn
 from ..hard import GumbelSoftmax, SampleReduce
 from ..normalisers import softmax
 from ..reduction import Reduced, ReduceFn, weighted_sum
+from .latent import tau_at, uniform
 
-SOFTNESS = ("soft", "mean", "hard", "gumbel")
+SOFTNESS = ("soft", "mean", "hard", "gumbel", "variational")
 AT_TEST = ("argmax", "expectation")
-
-
-def uniform(scores: Tensor, mask: Tensor | None = None) -> Tensor:
-    """Mean pooling as a normaliser: 1/|allowed| on every allowed key, whatever the scores.
-    scores (..., Tq, Tk), mask broadcastable (True = may attend) -> weights (..., Tq, Tk)."""
-    allowed = torch.ones_like(scores) if mask is None else mask.expand(scores.shape).to(scores)
-    return allowed / allowed.sum(-1, keepdim=True).clamp_min(1)  # (..., Tq, Tk)
-
-
-def tau_at(tau_start: float, tau_end: float, tau_steps: int, update: int) -> float:
-    """τ after ``update`` training updates: geometric from tau_start to tau_end over
-    ``tau_steps`` updates, then tau_end (Jang et al. 2017, §4: τ = max(τ_min, τ₀ e^{−r·step}))."""
-    frac = min(max(update, 0), tau_steps) / tau_steps
-    return float(tau_start * (tau_end / tau_start) ** frac)
 
 
 def stages(softness: str, training: bool, at_test: str, tau: float) -> tuple[NormaliseFn, ReduceFn]:
     """The (normaliser, reduction) pair of ``attend`` for a softness, in training or at test."""
-    if softness == "soft":
+    if softness in ("soft", "variational"):  # variational: the recurrence reads Σ α a
         return softmax, weighted_sum
     if softness == "mean":
         return uniform, weighted_sum

@@ -21,6 +21,9 @@ attends over them at every step:
                        (the task loss, negated), b a moving average of R (``baseline`` buffer);
                        with probability ``hard_mix`` an image's caption uses the expected (soft)
                        context instead of a sample, as Xu 2015 §4.1 do with probability 0.5
+    variational        −ELBO_t = −E_q[log p(y_t | a_z)] + KL(q(z_t | x, y) ‖ α_t) (Deng et al.
+                       2018), enumerated over the patches; the LSTM reads the soft context, the
+                       output layer one patch; at test the exact marginal Σ_z α_tz p(y_t | a_z)
 
 Legend: B batch, H/W image height/width, L = (H/patch)·(W/patch) patches, D feature width,
 T caption steps, V target vocabulary, n decoder width.
@@ -39,13 +42,14 @@ from .._checks import check_ranges
 from ..core import attend
 from ..hard import MovingAverageBaseline, reinforce_loss
 from ..scores import AdditiveScore
+from ..variational import enumerated_elbo, log_normalise
 from .caption_softness import (
     ExpectationMix,
     check_softness,
     doubly_stochastic_penalty,
     stages,
-    tau_at,
 )
+from .latent import InferenceNetwork, tau_at
 
 
 @dataclass
@@ -73,6 +77,7 @@ class CaptionerConfig:
     hard_mix: float = 0.5  # hard: the chance that an image reads the expected context instead
     max_len: int = 12  # greedy decoding stops here
     max_grid: int = 32  # the most patch rows (and columns) an image may have
+    q_hidden: int = 32  # variational: the inference network's GRU width
 
     def __post_init__(self) -> None:
         check_ranges(
@@ -88,6 +93,7 @@ class CaptionerConfig:
                 "tau_steps",
                 "max_len",
                 "max_grid",
+                "q_hidden",
             ),
         )
         if self.patch not in (1, 2, 4, 8):
@@ -118,6 +124,8 @@ class CaptionOutput:
     weights: Tensor  # (B, T, L) attention α over patches
     log_prob: Tensor | None = None  # (B, T) log α of the sampled patch (hard, training)
     entropy: Tensor | None = None  # (B, T) H(α_t) (hard, training)
+    readouts: Tensor | None = None  # (B, T, L, V) log p(y_t | a_z) for every z (variational)
+    patches: Patches | None = None
 
 
 class PatchEncoder(nn.Module):
@@ -179,6 +187,12 @@ class Captioner(nn.Module):
         self.out_z = nn.Linear(c.feat, c.emb)  # L_z
         self.out = nn.Linear(c.emb, c.tgt_vocab)  # L_o
         self.drop = nn.Dropout(c.dropout)
+        # q(z_t | x, y), the variational posterior over patches (Deng 2018, §4)
+        self.inference = (
+            InferenceNetwork(c.tgt_vocab, c.emb, c.q_hidden, c.feat)
+            if c.softness == "variational"
+            else None
+        )
         self.register_buffer("updates", torch.zeros((), dtype=torch.long))  # τ schedule
         self.register_buffer("baseline", torch.full((), float("nan")))  # b; NaN = unset
 
@@ -190,8 +204,8 @@ class Captioner(nn.Module):
         return torch.tanh(self.init_h(mean)), torch.tanh(self.init_c(mean))
 
     def tau(self) -> float:
-        c = self.config
-        return tau_at(c.tau_start, c.tau_end, c.tau_steps, int(cast(Tensor, self.updates)))
+        """The Gumbel temperature after the updates counted so far."""
+        return tau_at(self.config, int(cast(Tensor, self.updates)))
 
     def step(
         self,
@@ -219,12 +233,20 @@ class Captioner(nn.Module):
             reduce=reduce,
             mask=patches.mask[:, None],  # (B, 1, L)
         )
-        z = att.context[:, 0].to(h.dtype)  # (B, D)
-        if c.gate:
-            z = torch.sigmoid(self.beta(h)) * z  # β_t ẑ_t
+        beta = torch.sigmoid(self.beta(h)) if c.gate else torch.ones_like(h[:, :1])  # (B, 1)
+        z = beta * att.context[:, 0].to(h.dtype)  # (B, D) β_t ẑ_t
         y = self.drop(self.tgt_emb(prev))  # (B, E)
         h, cell = self.cell(torch.cat([y, z], -1), (h, cell))  # (B, n)
         logits = self.out(self.drop(y + self.out_h(h) + self.out_z(z)))  # (B, V)
+        if c.softness == "variational":  # the output reads one patch a_z, z ~ α_t
+            values = beta[:, None] * patches.features  # (B, L, D)
+            readouts = self.out(self.drop((y + self.out_h(h))[:, None] + self.out_z(values)))
+            logp = torch.log_softmax(readouts.float(), -1)  # (B, L, V) log p(y_t | a_z)
+            assert att.weights is not None
+            prior = log_normalise(att.weights[:, 0], patches.mask)  # (B, L) log α_t
+            prior = prior.masked_fill(~patches.mask, -torch.inf)
+            logits = torch.logsumexp(prior[..., None] + logp, 1)  # (B, V) log Σ_z α p(y | a_z)
+            att.extras["readouts"] = logp
         return logits, (h, cell), att
 
     # -------------------------------------------------------------------------- sequences
@@ -236,7 +258,7 @@ class Captioner(nn.Module):
         patches = self.encoder(image, pixels)
         projected = self.score.project_keys(patches.features)  # (B, L, A)
         state = self.start(patches)
-        logits, weights, log_probs, entropies = [], [], [], []
+        logits, weights, log_probs, entropies, readouts = [], [], [], [], []
         for t in range(tgt_in.shape[1]):
             step_logits, state, att = self.step(tgt_in[:, t], state, patches, projected, expected)
             logits.append(step_logits)
@@ -245,11 +267,15 @@ class Captioner(nn.Module):
             if "log_prob" in att.extras and self.training:
                 log_probs.append(att.extras["log_prob"][:, 0])  # (B,)
                 entropies.append(att.extras["entropy"][:, 0])  # (B,)
+            if "readouts" in att.extras:
+                readouts.append(att.extras["readouts"])  # (B, L, V)
         return CaptionOutput(
             torch.stack(logits, 1),  # (B, T, V)
             torch.stack(weights, 1),  # (B, T, L)
             torch.stack(log_probs, 1) if log_probs else None,  # (B, T)
             torch.stack(entropies, 1) if entropies else None,
+            torch.stack(readouts, 1) if readouts else None,  # (B, T, L, V)
+            patches,
         )
 
     def training_loss(self, b: Any, label_smoothing: float = 0.0) -> tuple[Tensor, CaptionOutput]:
@@ -262,6 +288,9 @@ class Captioner(nn.Module):
         out = self(b.image, b.pixels, b.tgt_in, expected)
         real = b.tgt_out != 0  # (B, T)
         n_tokens = real.sum().clamp_min(1)
+        if out.readouts is not None:
+            loss = -(self._elbo(out, b.tgt_out) * real).sum() / n_tokens
+            return self._penalised(loss, out, b, real, n_tokens), out
         nll = F.cross_entropy(out.logits.transpose(1, 2), b.tgt_out, reduction="none")  # (B, T)
         if label_smoothing:
             smoothed = F.cross_entropy(
@@ -273,10 +302,7 @@ class Captioner(nn.Module):
             loss = (smoothed * real).sum() / n_tokens
         else:
             loss = (nll * real).sum() / n_tokens
-        if c.doubly_stochastic:
-            patches_mask = b.pixels[:, :: c.patch, :: c.patch].flatten(1)  # (B, L)
-            penalty = doubly_stochastic_penalty(out.weights, real, patches_mask)  # (B,)
-            loss = loss + c.doubly_stochastic * penalty.sum() / n_tokens
+        loss = self._penalised(loss, out, b, real, n_tokens)
         if out.log_prob is not None and out.entropy is not None:
             sampled = real if expected is None else real & ~expected[:, None]  # (B, T)
             reward = -(nll * real).sum(1).detach()  # (B,) log p(y | z̃, x)
@@ -291,6 +317,28 @@ class Captioner(nn.Module):
         if self.training:
             cast(Tensor, self.updates).add_(1)
         return loss, out
+
+    def _penalised(
+        self, loss: Tensor, out: CaptionOutput, b: Any, real: Tensor, n_tokens: Tensor
+    ) -> Tensor:
+        """loss + λ Σ_i (1 − Σ_t α_ti)² per caption, per target token (eq. 14)."""
+        c = self.config
+        if not c.doubly_stochastic:
+            return loss
+        patches_mask = b.pixels[:, :: c.patch, :: c.patch].flatten(1)  # (B, L)
+        penalty = doubly_stochastic_penalty(out.weights, real, patches_mask)  # (B,)
+        return loss + c.doubly_stochastic * penalty.sum() / n_tokens
+
+    def _elbo(self, out: CaptionOutput, tgt_out: Tensor) -> Tensor:
+        """The ELBO of every step (B, T), enumerated over the patches (Deng 2018, eq. 3):
+        E_q[log p(y_t | a_z)] − KL(q(z_t | x, y) ‖ α_t)."""
+        assert out.readouts is not None and out.patches is not None and self.inference
+        q_log = self.inference(tgt_out, out.patches.features, out.patches.mask)  # (B, T, L)
+        mask = out.patches.mask[:, None, :].expand_as(q_log)  # (B, T, L)
+        p_log = log_normalise(out.weights, mask)  # (B, T, L)
+        gold = tgt_out[:, :, None, None].expand(*q_log.shape, 1)  # (B, T, L, 1)
+        log_lik = out.readouts.gather(-1, gold)[..., 0]  # (B, T, L)
+        return enumerated_elbo(q_log, p_log, log_lik, mask).elbo
 
     def _baseline(self, reward: Tensor) -> float:
         """This batch's baseline b (Xu 2015 §4.1; the batch mean on the first update); the
