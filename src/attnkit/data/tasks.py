@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from . import coref, dates, digit_captions, series, synthetic, toy_ko
+from . import coref, dates, digit_captions, docs, series, synthetic, toy_ko
 from .example import Splits, T
 
 DEFAULT_SIZES = {
@@ -16,6 +16,7 @@ DEFAULT_SIZES = {
     "sort": (5000, 300, 300),
     "coref": (6000, 300, 1000),  # test: held-out (frame, nouns, adjective) combinations
     "series": (8000, 500, 1000),
+    "docs": (4000, 400, 400),
     "digit-captions": (6000, 300, 500),
     "digit-captions-pos": (6000, 300, 500),
 }
@@ -43,6 +44,10 @@ def coref_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits:
     return coref.splits(sizes, seed)
 
 
+def docs_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits:
+    return split(docs.generate(sum(sizes), seed), sizes, seed + 1)
+
+
 def algorithmic(name: str) -> Callable[..., Splits]:
     def make(sizes: tuple[int, int, int], seed: int, **lengths: int) -> Splits:
         return split(synthetic.generate(name, sum(sizes), seed, **lengths), sizes, seed + 1)
@@ -56,6 +61,7 @@ TASKS: dict[str, Callable[..., Splits]] = {
     **{name: algorithmic(name) for name in ("copy", "reverse", "sort")},
     "coref": coref_task,
     "series": series.series_task,
+    "docs": docs_task,
     "digit-captions": digit_captions.captions_task,
     "digit-captions-pos": digit_captions.positions_task,
 }
@@ -63,6 +69,7 @@ TASKS: dict[str, Callable[..., Splits]] = {
 # the family of each task (see attnkit/train/family.py); a task not listed translates
 TASK_FAMILY: dict[str, str] = {
     "series": "forecast",
+    "docs": "docs",
     "digit-captions": "caption",
     "digit-captions-pos": "caption",
 }

@@ -20,6 +20,7 @@ EXPERIMENTS: dict[str, str] = {
     "coref": "attnkit.experiments.coref",  # Vaswani 2017 Fig. 4: a head that resolves "it"
     "softness": "attnkit.experiments.softness",  # Deng 2018 / Xu 2015, Table 1: soft vs hard
     "series": "attnkit.experiments.series",  # attention over the past: MASE, seasonal lags
+    "structure": "attnkit.experiments.structure",  # Lu 2016, Yang 2016, Shen 2018: structures
 }
 
 

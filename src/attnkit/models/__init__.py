@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, fields
 from typing import Any
 
-from . import captioner, forecaster, luong, rnnencdec, rnnsearch, transformer
+from . import captioner, forecaster, han, luong, rnnencdec, rnnsearch, transformer
 from .base import Seq2Seq, Seq2SeqOutput
 
 MODELS: dict[str, tuple[type, type, dict[str, dict[str, Any]]]] = {
@@ -17,6 +17,7 @@ MODELS: dict[str, tuple[type, type, dict[str, dict[str, Any]]]] = {
     "luong": (luong.Luong, luong.LuongConfig, luong.PRESETS),
     "transformer": (transformer.Transformer, transformer.TransformerConfig, transformer.PRESETS),
     "forecaster": (forecaster.Forecaster, forecaster.ForecasterConfig, forecaster.PRESETS),
+    "han": (han.HAN, han.HANConfig, han.PRESETS),
     "captioner": (captioner.Captioner, captioner.CaptionerConfig, captioner.PRESETS),
 }
 

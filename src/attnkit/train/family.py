@@ -140,6 +140,7 @@ TRANSLATE = Family(
 FAMILIES: dict[str, str] = {
     "translate": "attnkit.train.family:TRANSLATE",
     "forecast": "attnkit.train.forecast:FORECAST",
+    "docs": "attnkit.models.han_family:DOCS",
     "caption": "attnkit.train.caption_family:CAPTION",
 }
 
