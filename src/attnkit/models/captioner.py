@@ -288,6 +288,8 @@ class Captioner(nn.Module):
         out = self(b.image, b.pixels, b.tgt_in, expected)
         real = b.tgt_out != 0  # (B, T)
         n_tokens = real.sum().clamp_min(1)
+        if self.training:
+            cast(Tensor, self.updates).add_(1)
         if out.readouts is not None:
             loss = -(self._elbo(out, b.tgt_out) * real).sum() / n_tokens
             return self._penalised(loss, out, b, real, n_tokens), out
@@ -314,8 +316,6 @@ class Captioner(nn.Module):
                 entropy_weight=c.entropy_weight,
             )
             loss = loss + surrogate * real.shape[0] / n_tokens
-        if self.training:
-            cast(Tensor, self.updates).add_(1)
         return loss, out
 
     def _penalised(
