@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from . import coref, dates, digit_captions, docs, series, synthetic, toy_ko
+from . import coref, dates, digit_captions, digit_qa, docs, series, synthetic, toy_ko
 from .example import Splits, T
 
 DEFAULT_SIZES = {
@@ -17,6 +17,7 @@ DEFAULT_SIZES = {
     "coref": (6000, 300, 1000),  # test: held-out (frame, nouns, adjective) combinations
     "series": (8000, 500, 1000),
     "docs": (4000, 400, 400),
+    "digit-qa": (6000, 500, 500),  # valid/test: held-out (template, digit count) combinations
     "digit-captions": (6000, 300, 500),
     "digit-captions-pos": (6000, 300, 500),
 }
@@ -62,6 +63,7 @@ TASKS: dict[str, Callable[..., Splits]] = {
     "coref": coref_task,
     "series": series.series_task,
     "docs": docs_task,
+    "digit-qa": digit_qa.digit_qa_task,
     "digit-captions": digit_captions.captions_task,
     "digit-captions-pos": digit_captions.positions_task,
 }
@@ -70,6 +72,7 @@ TASKS: dict[str, Callable[..., Splits]] = {
 TASK_FAMILY: dict[str, str] = {
     "series": "forecast",
     "docs": "docs",
+    "digit-qa": "qa",
     "digit-captions": "caption",
     "digit-captions-pos": "caption",
 }

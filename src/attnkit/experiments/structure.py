@@ -73,8 +73,11 @@ def measures() -> dict[str, Measure | None]:
     """task -> its measure function; digit-qa's is None when structure_qa is not installed."""
     from .structure_docs import measure as docs
 
+    qa: Measure | None
     try:
-        from .structure_qa import measure as qa  # written by the co-attention work
+        from . import structure_qa  # written by the co-attention work
+
+        qa = structure_qa.measure
     except ImportError:
         qa = None
     return {"digit-qa": qa, "docs": docs}

@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .._checks import check_ranges
 from ..core import attend
 from ..registry import build_score, canonical
 
@@ -46,10 +47,10 @@ class ForecasterConfig:
     cell: str = "gru"
     attention: str = "dot"  # a registry score (dot, general, additive, ...) or "none"
     read: str = "value"  # what attention reads: the past value x_j, or "state": [h_j; x_j]
+    dropout: float = 0.0  # on the encoder states and the decoder state before the output
 
     def __post_init__(self) -> None:
-        if self.hidden < 1:
-            raise ValueError(f"hidden={self.hidden}; it must be at least 1")
+        check_ranges(self, positive=("src_vocab", "tgt_vocab", "hidden"))
         if self.read not in READS:
             raise ValueError(f"read={self.read!r}; choose one of {READS}")
         if self.cell not in CELLS:
@@ -85,10 +86,15 @@ class Forecaster(nn.Module):
         self.score = None if config.attention == "none" else build_score(config.attention, h, h)
         read = 1 if config.read == "value" else h + 1  # the width of c_k
         self.out = nn.Linear(h if self.score is None else h + read, 1)
+        self.drop = nn.Dropout(config.dropout)
+
+    def _dropout(self, x: Tensor) -> Tensor:
+        return self.drop(x) if self.config.dropout > 0 else x  # p = 0: no random draws at all
 
     def forward(self, past: Tensor, horizon: int) -> ForecastOutput:
         x = past.unsqueeze(-1)  # (B, W, 1)
         states, state = self.rnn(x)  # (B, W, H); GRU (1, B, H) | LSTM ((1, B, H), (1, B, H))
+        states = self._dropout(states)
         keys = F.pad(states[:, :-1], (0, 0, 1, 0))  # (B, W, H): h_0 = 0, h_1 .. h_{W-1}
         both = torch.cat([states, x], dim=-1)  # (B, W, H + 1)
         values = x if self.config.read == "value" else both  # (B, W, 1 | H + 1)
@@ -97,7 +103,7 @@ class Forecaster(nn.Module):
         for k in range(horizon):
             if k:
                 _, state = self.rnn(preds[-1][:, None], state)  # reads ŷ_k
-            s = (state if isinstance(state, Tensor) else state[0])[0]  # (B, H)
+            s = self._dropout((state if isinstance(state, Tensor) else state[0])[0])  # (B, H)
             if self.score is None:
                 preds.append(self.out(s))  # (B, 1)
                 continue

@@ -141,6 +141,7 @@ FAMILIES: dict[str, str] = {
     "translate": "attnkit.train.family:TRANSLATE",
     "forecast": "attnkit.train.forecast:FORECAST",
     "docs": "attnkit.models.han_family:DOCS",
+    "qa": "attnkit.train.qa:QA",
     "caption": "attnkit.train.caption_family:CAPTION",
 }
 
