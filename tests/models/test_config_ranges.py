@@ -16,6 +16,7 @@ SIZES = {
     "han": ("src_vocab", "tgt_vocab", "emb", "hidden", "attn"),
     "digit-qa": ("src_vocab", "tgt_vocab", "dim", "hidden", "channels", "max_grid"),
     "forecaster": ("src_vocab", "tgt_vocab", "hidden"),
+    "captioner": ("src_vocab", "tgt_vocab", "channels", "feat", "emb", "dec_hidden"),
 }
 
 

@@ -42,6 +42,7 @@ MODEL_OPTIONS: dict[str, type] = {
 # no task generator; a test keeps the two equal)
 TASK_NAMES = (
     "toy-ko", "dates", "copy", "reverse", "sort", "coref", "series", "docs", "digit-qa",
+    "digit-captions", "digit-captions-pos",
 )  # fmt: skip
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from . import coref, dates, digit_qa, docs, series, synthetic, toy_ko
+from . import coref, dates, digit_captions, digit_qa, docs, series, synthetic, toy_ko
 from .example import Splits, T
 
 DEFAULT_SIZES = {
@@ -18,6 +18,8 @@ DEFAULT_SIZES = {
     "series": (8000, 500, 1000),
     "docs": (4000, 400, 400),
     "digit-qa": (6000, 500, 500),  # valid/test: held-out (template, digit count) combinations
+    "digit-captions": (6000, 300, 500),
+    "digit-captions-pos": (6000, 300, 500),
 }
 # how a task's tokens join into text ("" = characters)
 JOIN = {"dates": ""}
@@ -62,6 +64,8 @@ TASKS: dict[str, Callable[..., Splits]] = {
     "series": series.series_task,
     "docs": docs_task,
     "digit-qa": digit_qa.digit_qa_task,
+    "digit-captions": digit_captions.captions_task,
+    "digit-captions-pos": digit_captions.positions_task,
 }
 
 # the family of each task (see attnkit/train/family.py); a task not listed translates
@@ -69,6 +73,8 @@ TASK_FAMILY: dict[str, str] = {
     "series": "forecast",
     "docs": "docs",
     "digit-qa": "qa",
+    "digit-captions": "caption",
+    "digit-captions-pos": "caption",
 }
 
 

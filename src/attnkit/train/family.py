@@ -142,6 +142,7 @@ FAMILIES: dict[str, str] = {
     "forecast": "attnkit.families.forecast:FORECAST",
     "docs": "attnkit.families.docs:DOCS",
     "qa": "attnkit.families.qa:QA",
+    "caption": "attnkit.families.caption:CAPTION",
 }
 
 
