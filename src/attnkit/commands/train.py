@@ -49,7 +49,10 @@ TASK_NAMES = (
 def add_model_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model (flags override the preset; each applies where it fits)")
     g.add_argument(
-        "--model", default="rnnsearch", help="rnnsearch (default) | rnnencdec | luong | transformer"
+        "--model",
+        default=None,
+        help="rnnsearch (the default for translation) | rnnencdec | luong | transformer; other "
+        "tasks' models (the default for their task): captioner | forecaster | han | digit-qa",
     )
     g.add_argument("--preset", default="small", help="tiny | small | base | paper (default small)")
     for name, kind in MODEL_OPTIONS.items():
@@ -256,8 +259,11 @@ def fit_config(args: argparse.Namespace) -> Any:
     from dataclasses import fields
 
     from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
+    from ..train.family import data_family, family
 
     data = DataConfig(**{f.name: getattr(args, f.name) for f in fields(DataConfig)})
+    if args.model is None:  # the task's own model: rnnsearch translates, captioner captions...
+        args.model = family(data_family(data.spec())).default_model
     model = ModelConfig(args.model, args.preset, model_overrides(args))
     train = TrainConfig(
         epochs=args.epochs,

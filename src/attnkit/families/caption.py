@@ -176,6 +176,7 @@ CAPTION = Family(
     score_name="exact",
     evaluate=caption_evaluate,
     show=caption_show,
+    default_model="captioner",
 )
 
 __all__ = [

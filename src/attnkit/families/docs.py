@@ -142,6 +142,7 @@ DOCS = Family(
     score_name="accuracy",
     evaluate=evaluate,
     show=show,
+    default_model="han",
 )
 
 __all__ = ["DOCS", "DocBatch", "batches", "encode", "evaluate", "measure", "predict"]

@@ -157,6 +157,7 @@ FORECAST = Family(
     score_name="none",
     evaluate=evaluate,
     show=show,
+    default_model="forecaster",
 )
 
 __all__ = ["FORECAST", "ForecastBatch", "arrays", "batches", "collate", "evaluate", "predict"]

@@ -151,6 +151,7 @@ QA = Family(
     score_name="accuracy",
     evaluate=qa_evaluate,
     show=qa_show,
+    default_model="digit-qa",
 )
 
 __all__ = ["QA", "QABatch", "accuracies", "make_batch", "predict", "qa_batches"]
