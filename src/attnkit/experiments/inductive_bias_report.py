@@ -161,7 +161,9 @@ def plot_maps(result: dict[str, Any], path: Path) -> Path:
 
     tasks = result["tasks"]
     k = max(len(result["maps"][t]["labels"]) for t in tasks)
-    fig, axes = plt.subplots(2 * len(tasks), k, figsize=(1.6 * k, 3.4 * len(tasks)), squeeze=False)
+    fig, axes = plt.subplots(
+        2 * len(tasks), k, figsize=(max(1.6 * k, 5), 3.4 * len(tasks)), squeeze=False
+    )
     for j, t in enumerate(tasks):
         m = result["maps"][t]
         for i in range(k):
@@ -179,7 +181,7 @@ def plot_maps(result: dict[str, Any], path: Path) -> Path:
             bottom.imshow(heat, cmap="inferno", alpha=0.6)
             bottom.set_title("class-token attention", fontsize=7)
     fig.suptitle(
-        "where the attention model's class token looks (last layer, heads averaged)", fontsize=9
+        "where the attention model's class token looks\n(last layer, heads averaged)", fontsize=9
     )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
