@@ -30,7 +30,7 @@ def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
             for m in LABELS:
                 row[f"{m}_mean"] = round(mean[m][i], 4)
                 row[f"{m}_std"] = round(std[m][i], 4)
-            row["gap"] = round(result["checks"]["gap"][t][i], 4)
+            row["gap"] = round(result["checks"]["gap"][t][i], 6)
             row["attention_on_digit_cell"] = "" if on_cell is None else round(on_cell[i], 4)
             out.append(row)
     return out
