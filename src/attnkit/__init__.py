@@ -45,11 +45,18 @@ _TRAINING = {
 }
 
 
-def __getattr__(name: str) -> object:
-    if name in _TRAINING:
-        import importlib
+# subpackages reachable as ``attnkit.viz`` etc. after a plain ``import attnkit``, imported
+# on first use
+_SUBPACKAGES = ("data", "decode", "eval", "experiments", "models", "train", "viz")
 
+
+def __getattr__(name: str) -> object:
+    import importlib
+
+    if name in _TRAINING:
         return getattr(importlib.import_module(f".{_TRAINING[name]}", __name__), name)
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'attnkit' has no attribute {name!r}")
 
 

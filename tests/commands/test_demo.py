@@ -66,3 +66,18 @@ def test_a_second_demo_replaces_the_first(tmp_path: Path, one_thread: None) -> N
     assert main(args) == 0
     assert main(args) == 0
     assert json.loads((tmp_path / "summary.json").read_text())["stopped"] == "time limit"
+
+
+def test_quick_demo_is_a_seconds_long_smoke_run(tmp_path: Path, one_thread: None) -> None:
+    import contextlib
+    import io
+    import time
+
+    buf = io.StringIO()
+    t0 = time.perf_counter()
+    with contextlib.redirect_stdout(buf):
+        assert main(["demo", "--quick", "--out", str(tmp_path), "--no-progress"]) == 0
+    assert time.perf_counter() - t0 < 60
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["epochs"] == 1 and summary["test_sentences"] == 50
+    assert "1000 train / 50 valid / 50 held-out" in buf.getvalue()

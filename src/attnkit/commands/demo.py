@@ -32,6 +32,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--threads", type=int, default=1, help="CPU threads for torch (default 1)")
     p.add_argument("--device", default="cpu", help="auto | cpu | cuda (default cpu)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="a seconds-long smoke run (1,000 training sentences, one epoch): checks an "
+        "install, learns little",
+    )
     p.set_defaults(run=run)
 
 
@@ -40,11 +46,18 @@ def demo_config(args: argparse.Namespace) -> Any:
     valid exact match, two epochs without progress, or the time budget."""
     from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 
+    quick = getattr(args, "quick", False)
     return FitConfig(
-        data=DataConfig(task="toy-ko", task_seed=args.seed),
+        data=DataConfig(
+            task="toy-ko",
+            task_seed=args.seed,
+            train_size=1000 if quick else None,
+            valid_size=50 if quick else None,
+            test_size=50 if quick else None,
+        ),
         model=ModelConfig("rnnsearch", preset="small"),
         train=TrainConfig(
-            epochs=args.epochs,
+            epochs=1 if quick else args.epochs,
             batch_size=64,
             lr=2e-3,
             patience=2,

@@ -44,6 +44,26 @@ def add_parser(sub: Any) -> None:
         default=0.5,
         help="weight from which a link counts in the thresholded AER (default 0.5)",
     )
+    f = p.add_argument_group(
+        "any test set: translate a source file and score it against reference files with "
+        "sacreBLEU (signature printed), chrF and the length ratio"
+    )
+    f.add_argument("--src", default=None, metavar="FILE", help="source sentences, one a line")
+    f.add_argument(
+        "--ref",
+        action="append",
+        default=None,
+        metavar="FILE",
+        help="references, line-aligned with --src (repeat for several references)",
+    )
+    f.add_argument("--hyps", default=None, metavar="FILE", help="also write the translations")
+    f.add_argument(
+        "--tokenize", default="13a", help="sacreBLEU's tokeniser (13a, intl, char, ko-mecab...)"
+    )
+    f.add_argument("--batch-size", type=int, default=64, help="sentences decoded together")
+    f.add_argument(
+        "--max-input-len", type=int, default=1000, help="longest source line, in tokens"
+    )
     p.add_argument("--json", action="store_true", help="print the scores as JSON")
     p.add_argument("--device", default="cpu", help="auto | cpu | cuda")
     p.set_defaults(run=run)
@@ -57,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     from ..eval.forced import attention_aer
     from ..eval.text import score
     from ..train import checkpoint
+    from ..train.family import family, model_family
     from ..train.runtime import pick_device
 
     if args.limit < 0 or args.beam < 1:
@@ -65,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
     if args.split not in ("train", "valid", "test"):
         raise ValueError(f"--split {args.split!r}; choose train, valid or test")
     loaded = checkpoint.load(args.checkpoint, pick_device(args.device))
+    if args.src is not None or args.ref is not None:
+        return _score_files(args, loaded)
     meta = loaded.meta
     if args.task and args.task != meta.get("task"):
         spec = {"task": args.task, "task_seed": args.task_seed or 0}
@@ -78,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
     task = spec.get("task") or spec.get("train_tsv") or spec.get("train_src")
     if args.limit:
         examples = examples[: args.limit]
+    fam = family(model_family(loaded.model_name))
+    if fam.name != "translate":
+        return _family_scores(args, loaded, fam, examples, f"{task} {args.split}")
     out = translate(
         loaded.model,
         examples,
@@ -116,4 +142,65 @@ def run(args: argparse.Namespace) -> int:
         )
     if align is not None:
         print("\n".join(format_report(align)))
+    return 0
+
+
+def _family_scores(
+    args: argparse.Namespace, loaded: Any, fam: Any, examples: list[Any], what: str
+) -> int:
+    """The metrics of a model that does not translate (its family's ``evaluate``)."""
+    if fam.evaluate is None:
+        raise ValueError(f"{fam.name} models have no evaluation")
+    if args.beam != 1 or args.alignments is not None:
+        raise ValueError(f"--beam and --alignments score translations, not {fam.name} models")
+    scores = fam.evaluate(loaded, examples)
+    if args.json:
+        print(json.dumps({"n": len(examples), **scores}, indent=1))
+        return 0
+    print(f"{what}: {len(examples)} examples ({loaded.model_name}, a {fam.name} model)")
+    for key, value in scores.items():
+        print(f"  {key} {value:.4g}")
+    return 0
+
+
+def _score_files(args: argparse.Namespace, loaded: Any) -> int:
+    """``--src FILE --ref FILE...``: sacreBLEU, chrF and length ratio on any file pair."""
+    from pathlib import Path
+
+    from ..data.source import FILE_KEYS
+    from ..eval.files import score_files
+    from ..train.family import model_family
+
+    if args.src is None or not args.ref:
+        raise ValueError("--src FILE and --ref FILE go together: name the sources and references")
+    others = [f"--{k.replace('_', '-')}" for k in ("task", *FILE_KEYS) if getattr(args, k)]
+    if args.alignments is not None:
+        others.append("--alignments")
+    if args.limit or args.split != "test":
+        others.append("--limit/--split")
+    if others:
+        raise ValueError(f"{', '.join(others)} score a task's split; --src/--ref score the files")
+    if model_family(loaded.model_name) != "translate":
+        raise ValueError(f"{loaded.model_name} does not translate: --src/--ref score translations")
+    s = score_files(
+        loaded,
+        args.src,
+        args.ref,
+        beam=args.beam,
+        length_penalty=args.length_penalty,
+        batch_size=args.batch_size,
+        max_input_len=args.max_input_len,
+        tokenize=args.tokenize,
+    )
+    if args.hyps:
+        Path(args.hyps).write_text("".join(h + "\n" for h in s.hyps), encoding="utf-8")
+    if args.json:
+        print(json.dumps(s.to_json(), indent=1))
+        return 0
+    refs = ", ".join(args.ref)
+    print(f"{args.src} -> {refs}: {s.n} sentences, "
+          f"{'greedy' if args.beam == 1 else f'beam {args.beam}'}")  # fmt: skip
+    print(f"  BLEU {s.bleu:.1f}   ({s.bleu_signature})")
+    print(f"  chrF {s.chrf:.1f}   ({s.chrf_signature})")
+    print(f"  length ratio {s.length_ratio:.3f} (hypothesis / reference length)")
     return 0

@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from ..train import checkpoint
+    from ..train.family import model_family
     from ..train.runtime import pick_device
 
     if _chosen(args) and not (args.show or args.save_attention):
@@ -89,6 +90,13 @@ def run(args: argparse.Namespace) -> int:
             f"{args.beam}: each must be at least 1"
         )
     loaded = checkpoint.load(args.checkpoint, pick_device(args.device))
+    kind = model_family(loaded.model_name)
+    if kind != "translate":
+        raise ValueError(
+            f"{loaded.model_name} is a {kind} model, not a translation model: score it with "
+            f"attnkit evaluate --checkpoint {args.checkpoint}, look at it with attnkit view "
+            f"--checkpoint {args.checkpoint} --example N"
+        )
     bar = tqdm(
         desc="translating",
         unit=" sentences",

@@ -64,6 +64,14 @@ def add_parser(sub: Any) -> None:
         help="gold alignment, Pharaoh format '0-0 1-2 2?3' (src-tgt): boxed in PNG and page",
     )
     p.add_argument("--title", default=None, help="page and figure title")
+    p.add_argument(
+        "--example",
+        type=int,
+        default=None,
+        help="with --checkpoint of a model that does not translate (captions, labels, "
+        "forecasts): show its attention on example N of --split (default 0)",
+    )
+    p.add_argument("--split", default="test", help="with --example: train | valid | test")
     p.set_defaults(run=run)
 
 
@@ -101,16 +109,50 @@ def _parse_head(head: str | None) -> int | str | None:
         raise ValueError(f"--head {head!r}: pass a head index or 'mean'") from err
 
 
+def _from_family(args: argparse.Namespace, loaded: Any, name: str) -> list[str]:
+    """A model of another family than translation: its family draws example --example of
+    --split (regenerated from the checkpoint's task) with its attention."""
+    from ..data.source import load_spec
+    from ..train.family import family
+
+    fam = family(name)
+    if fam.show is None:
+        raise ValueError(f"{name} models have no attention view")
+    if args.sentence:
+        raise ValueError(
+            f"{loaded.model_name} is a {name} model: it reads no sentence; pick an example "
+            "of its task with --example N [--split test]"
+        )
+    if not loaded.meta.get("task"):
+        raise ValueError(f"the checkpoint names no generated task to draw examples of {name}")
+    examples = load_spec(loaded.meta).get(args.split)
+    index = args.example or 0
+    if not 0 <= index < len(examples):
+        raise ValueError(
+            f"--example {index}: the {args.split} split has {len(examples)} examples "
+            f"(0..{len(examples) - 1})"
+        )
+    return fam.show(loaded, examples, index, args.out, args.png)
+
+
 def _from_checkpoint(args: argparse.Namespace, head: int | str | None) -> list[str]:
     """Translate the sentence; the page gets every kind of attention the model has (opening
-    on --kind), the PNG and the terminal the --kind one."""
+    on --kind), the PNG and the terminal the --kind one. A model of another family (see
+    train/family.py) shows an example of its task instead."""
     from ..data.source import tokenise_source as tokenise
     from ..data.source import tokenisers_for
     from ..eval.alignment import parse_pharaoh
     from ..train import checkpoint
+    from ..train.family import model_family
     from ..viz.from_checkpoint import select_map, sentence_maps
     from ..viz.outputs import show
 
+    loaded = checkpoint.load(args.checkpoint)
+    name = model_family(loaded.model_name)
+    if name != "translate":
+        return _from_family(args, loaded, name)
+    if args.example is not None:
+        raise ValueError("--example goes with models that do not translate; pass a sentence")
     if not args.sentence:
         raise ValueError(
             '--checkpoint needs a sentence: attnkit view --checkpoint DIR "I am a student"'
@@ -127,13 +169,12 @@ def _from_checkpoint(args: argparse.Namespace, head: int | str | None) -> list[s
         raise ValueError(
             f"--gold links source words to target words: it goes with --kind cross, not {kind}"
         )
-    loaded = checkpoint.load(args.checkpoint)
     hyp, maps = sentence_maps(loaded, tokenise(args.sentence, loaded.meta))
     record = select_map(maps, kind, loaded.model_name, layer=args.layer, head=head)
     print(f"translation: {tokenisers_for(loaded.meta)[1].decode(hyp)}")
     title = args.title or f"{loaded.model_name}: {args.sentence}"
     gold = parse_pharaoh(args.gold) if args.gold else None
-    lines = []
+    lines: list[str] = []
     if args.out:
         cross = maps["cross"]
         others = {k: r for k, r in maps.items() if k != "cross"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from . import dates, synthetic, toy_ko
+from . import coref, dates, synthetic, toy_ko
 from .example import Splits, T
 
 DEFAULT_SIZES = {
@@ -14,6 +14,7 @@ DEFAULT_SIZES = {
     "copy": (5000, 300, 300),
     "reverse": (5000, 300, 300),
     "sort": (5000, 300, 300),
+    "coref": (6000, 300, 1000),  # test: held-out (frame, nouns, adjective) combinations
 }
 # how a task's tokens join into text ("" = characters)
 JOIN = {"dates": ""}
@@ -35,6 +36,10 @@ def dates_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits:
     return split(dates.generate(sum(sizes), seed), sizes, seed + 1)
 
 
+def coref_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits:
+    return coref.splits(sizes, seed)
+
+
 def algorithmic(name: str) -> Callable[..., Splits]:
     def make(sizes: tuple[int, int, int], seed: int, **lengths: int) -> Splits:
         return split(synthetic.generate(name, sum(sizes), seed, **lengths), sizes, seed + 1)
@@ -46,7 +51,18 @@ TASKS: dict[str, Callable[..., Splits]] = {
     "toy-ko": toy_ko_task,
     "dates": dates_task,
     **{name: algorithmic(name) for name in ("copy", "reverse", "sort")},
+    "coref": coref_task,
 }
+
+# the family of each task (see attnkit/train/family.py); a task not listed translates
+TASK_FAMILY: dict[str, str] = {}
+
+
+def task_family(name: str) -> str:
+    """The family of task ``name``: how it batches, trains, scores and shows."""
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; choose one of {sorted(TASKS)}")
+    return TASK_FAMILY.get(name, "translate")
 
 
 def load_task(
@@ -77,4 +93,4 @@ def load_task(
     return TASKS[name](sizes, seed, **lengths)
 
 
-__all__ = ["TASKS", "load_task", "split"]
+__all__ = ["TASKS", "TASK_FAMILY", "load_task", "split", "task_family"]

@@ -17,6 +17,7 @@ EXPERIMENTS: dict[str, str] = {
     "alignment": "attnkit.experiments.alignment",  # Luong 2015, Table 6: AER global vs local
     "heads": "attnkit.experiments.heads",  # Vaswani 2017, Table 3 (A): number of heads
     "distance": "attnkit.experiments.distance",  # Vaswani 2017 §4: accuracy, gradient vs Δ
+    "coref": "attnkit.experiments.coref",  # Vaswani 2017 Fig. 4: a head that resolves "it"
     "inductive-bias": "attnkit.experiments.inductive_bias",  # Dosovitskiy 2021: CNN vs ViT by data
 }
 

@@ -45,7 +45,7 @@ TRAINING_FILES = ("optimizer.safetensors", "train_state.json")  # resumable chec
 
 @dataclass
 class Loaded:
-    model: Seq2Seq
+    model: Seq2Seq  # a translation model; other families' models (family.py) share the fields
     model_name: str
     src_vocab: Vocab
     tgt_vocab: Vocab
@@ -202,7 +202,7 @@ def resolve(path: str | Path) -> Path:
 
 def save(
     path: str | Path,
-    model: Seq2Seq,
+    model: torch.nn.Module,
     model_name: str,
     src_vocab: Vocab,
     tgt_vocab: Vocab,

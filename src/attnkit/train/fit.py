@@ -22,10 +22,11 @@ import torch
 
 from ..data.example import Example, Splits
 from ..data.vocab import Vocab
-from ..models import Seq2Seq, build_model
+from ..models import build_model
 from .checkpoint import find_checkpoint
 from .config import DataConfig, FitConfig
 from .distributed import process_group
+from .family import check_pairing, data_family, family
 from .loop import TrainResult, train
 from .run_dir import open_run
 from .runtime import pick_device, set_threads
@@ -47,18 +48,20 @@ class Prepared:
 
 
 def prepare(data: DataConfig) -> Prepared:
-    """Read or generate the data of ``data`` and build its vocabularies."""
+    """Read or generate the data of ``data`` and build its vocabularies (from what the task's
+    family reads as tokens, see family.py)."""
     from ..data.source import fit_tokenisers, load_spec, with_hashes
 
     spec = with_hashes(fit_tokenisers(data.spec()))
     splits = load_spec(spec)
     if not splits.train or not splits.valid:
         raise ValueError(
-            f"{len(splits.train)} training and {len(splits.valid)} validation pairs: "
+            f"{len(splits.train)} training and {len(splits.valid)} validation examples: "
             "a run needs at least one of each"
         )
-    src_vocab = Vocab.build((e.src for e in splits.train), data.min_freq)
-    tgt_vocab = Vocab.build((e.tgt for e in splits.train), data.min_freq)
+    tokens = family(data_family(spec)).tokens
+    src_vocab = Vocab.build((tokens(e)[0] for e in splits.train), data.min_freq)
+    tgt_vocab = Vocab.build((tokens(e)[1] for e in splits.train), data.min_freq)
     return Prepared(splits, src_vocab, tgt_vocab, spec)
 
 
@@ -98,6 +101,7 @@ def fit(
         if dist is not None:
             device = str(dist.device)
             log = log if main else _silent
+        fam = check_pairing(config.model.name, config.data.spec())  # before any work
         with _run_folder(config, is_main=main) as resume_from:  # refused before any work
             prepared = data if data is not None else prepare(config.data)
             if resume_from is not None:
@@ -107,7 +111,7 @@ def fit(
             ranks = "" if dist is None else f" x {dist.world_size} processes ({dist.backend})"
             log(
                 f"{config.model.name} ({n_params:,} parameters) on {len(prepared.splits.train)} "
-                f"training pairs; vocab {len(prepared.src_vocab)} -> {len(prepared.tgt_vocab)}; "
+                f"training examples; vocab {len(prepared.src_vocab)} -> {len(prepared.tgt_vocab)}; "
                 f"device {device}{ranks}"
             )
             result = train(
@@ -124,6 +128,7 @@ def fit(
                 meta=prepared.spec,
                 log=log,
                 dist=dist,
+                family=fam,
             )
     return FitResult(**vars(result), data=prepared, main=main)
 
@@ -147,7 +152,7 @@ def _checkpoint_vocab(prepared: Prepared, ckpt: Path, log: Callable[[str], None]
     return replace(prepared, src_vocab=vocabs[0], tgt_vocab=vocabs[1])
 
 
-def _build(config: FitConfig, prepared: Prepared, device: str) -> Seq2Seq:
+def _build(config: FitConfig, prepared: Prepared, device: str) -> torch.nn.Module:
     """The model of ``config`` for the data's vocabularies, seeded by the training seed."""
     m = config.model
     torch.manual_seed(config.train.seed)

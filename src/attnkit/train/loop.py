@@ -26,18 +26,15 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from tqdm import tqdm
 
-from ..data.batching import Batch, batches
-from ..data.example import Example
+from ..data.batching import Batch
 from ..data.vocab import Vocab
-from ..decode import translate
-from ..eval.text import exact_match
 from ..models import Seq2Seq
 from . import checkpoint, stopping
 from .config import TrainConfig
 from .distributed import DistContext
+from .family import TRANSLATE, Family
 
 Log = Callable[[str], None]
 
@@ -67,33 +64,19 @@ class LoopState:
 
 
 def loss_of(model: Seq2Seq, b: Batch, label_smoothing: float = 0.0) -> tuple[torch.Tensor, Any]:
-    b = b.to(next(model.parameters()).device)
-    out = model(b.src, b.src_len, b.tgt_in)
-    logits = out.logits  # (B, T, V)
-    loss = F.cross_entropy(
-        logits.flatten(0, 1),
-        b.tgt_out.flatten(),
-        ignore_index=0,
-        label_smoothing=label_smoothing,
-    )
-    return loss, out
+    """The translate family's training loss (see family.py), kept here for its callers."""
+    return TRANSLATE.loss_of(model, b, label_smoothing)
 
 
 @torch.no_grad()
-def valid_loss(model: Seq2Seq, data: list[Batch]) -> float:
-    """Token-mean cross-entropy (no label smoothing) over ``data``."""
+def valid_loss(model: torch.nn.Module, data: list[Any], fam: Family = TRANSLATE) -> float:
+    """Mean validation loss per unit (target token, example, ...) over ``data``: plain
+    cross-entropy for translation, no label smoothing and no training-only terms."""
     model.eval()
     total, count = 0.0, 0
-    device = next(model.parameters()).device
     for b in data:
-        b = b.to(device)
-        out = model(b.src, b.src_len, b.tgt_in)
-        total += float(
-            F.cross_entropy(
-                out.logits.flatten(0, 1), b.tgt_out.flatten(), ignore_index=0, reduction="sum"
-            )
-        )
-        count += b.tokens
+        part, n = fam.eval_loss(model, b)
+        total, count = total + part, count + n
     return total / max(count, 1)
 
 
@@ -123,12 +106,13 @@ def all_finite(model: torch.nn.Module) -> bool:
 class Trainer:
     """The parts one update needs: model (and its DDP wrapper), optimiser, settings."""
 
-    model: Seq2Seq
+    model: torch.nn.Module
     opt: torch.optim.Optimizer
     cfg: TrainConfig
     dist: DistContext | None = None
     ddp: torch.nn.Module | None = None
     out: Path = Path(".")  # the run folder (for messages)
+    family: Family = TRANSLATE
 
 
 def train_step(t: Trainer, b: Batch, step: int) -> float:
@@ -139,7 +123,7 @@ def train_step(t: Trainer, b: Batch, step: int) -> float:
         group["lr"] = t.cfg.lr_at(step)
     ls = t.cfg.label_smoothing
     if t.dist is None or t.ddp is None:
-        loss = loss_of(t.model, b, ls)[0]
+        loss = t.family.loss_of(t.model, b, ls)[0]
     else:
         loss = t.dist.loss(t.ddp, b, ls)
     t.opt.zero_grad(set_to_none=True)
@@ -158,20 +142,21 @@ class Validation:
 
 def validate(
     t: Trainer,
-    valid_batches: list[Batch],
-    valid_data: list[Example],
+    valid_batches: list[Any],
+    valid_data: list[Any],
     src_vocab: Vocab,
     tgt_vocab: Vocab,
 ) -> Validation:
-    """Valid loss, and greedy exact match on the first ``valid_decode`` sentences. Under DDP,
-    rank 0's numbers are used by every rank, so all stop together."""
-    vl = valid_loss(t.model, valid_batches)
+    """Valid loss, and the family's score (greedy exact match for translation) on the first
+    ``valid_decode`` examples. Under DDP, rank 0's numbers are used by every rank, so all
+    stop together."""
+    vl = valid_loss(t.model, valid_batches, t.family)
     shown = valid_data if t.cfg.valid_decode < 0 else valid_data[: t.cfg.valid_decode]
-    hyps = translate(t.model, shown, src_vocab, tgt_vocab, batch_size=256).hyps
-    em = exact_match(hyps, [e.tgt for e in shown]) if shown else 0.0
+    em = t.family.score(t.model, shown, src_vocab, tgt_vocab) if shown else None
     if t.dist is not None:
-        vl, em = t.dist.from_main(vl, em)
-    return Validation(vl, em if shown else None)
+        vl, em_main = t.dist.from_main(vl, -1.0 if em is None else em)
+        em = None if em_main < 0 else em_main
+    return Validation(vl, em)
 
 
 @contextmanager
@@ -197,10 +182,10 @@ def deferred_interrupt() -> Iterator[list[bool]]:
 
 
 def train(
-    model: Seq2Seq,
+    model: torch.nn.Module,
     model_name: str,
-    train_data: list[Example],
-    valid_data: list[Example],
+    train_data: list[Any],
+    valid_data: list[Any],
     src_vocab: Vocab,
     tgt_vocab: Vocab,
     cfg: TrainConfig,
@@ -211,12 +196,19 @@ def train(
     meta: dict[str, Any] | None = None,
     log: Log | None = None,
     dist: DistContext | None = None,
+    family: Family = TRANSLATE,
 ) -> TrainResult:
     """Train ``model`` and write ``out/best`` (lowest valid loss), ``out/last`` (resumable)
     and ``out/history.json``. ``resume`` continues from ``resume_from`` (default: the last
     checkpoint in ``out``). With ``dist`` (see distributed.py) each global batch is split
-    across the ranks and only rank 0 writes files and logs."""
+    across the ranks and only rank 0 writes files and logs. ``family`` (family.py) says how
+    the examples batch, what the loss is and how validation scores them."""
     out = Path(out)
+    if dist is not None and not family.data_parallel:
+        raise ValueError(
+            f"torchrun data-parallel training supports translation tasks, not {family.name} "
+            "tasks; run attnkit train without torchrun"
+        )
     main = dist is None or dist.is_main
     log = (log or (lambda s: print(s, file=sys.stderr))) if main else (lambda s: None)
     meta = {**(meta or {}), "train": asdict(cfg)}
@@ -224,8 +216,8 @@ def train(
     state = LoopState()
     if resume:
         state = _restore(out, resume_from, model, opt, log)
-    t = Trainer(model, opt, cfg, dist, None if dist is None else dist.wrap(model), out)
-    valid_batches = batches(valid_data, src_vocab, tgt_vocab, cfg.batch_size)
+    t = Trainer(model, opt, cfg, dist, None if dist is None else dist.wrap(model), out, family)
+    valid_batches = family.batches(valid_data, src_vocab, tgt_vocab, cfg.batch_size, None)
 
     def save_last() -> None:
         if not all_finite(model):  # every rank holds the same parameters: all raise together
@@ -255,7 +247,8 @@ def train(
             v = validate(t, valid_batches, valid_data, src_vocab, tgt_vocab)
             if not math.isfinite(v.loss):
                 raise diverged(f"the validation loss is {v.loss}", state.global_step, cfg, out)
-            improved = _record(state, run_loss, v, time.perf_counter() - start, log)
+            seconds = time.perf_counter() - start
+            improved = _record(state, run_loss, v, seconds, log, family.score_name)
             if improved and main:
                 checkpoint.save(
                     out / "best", model, model_name, src_vocab, tgt_vocab,
@@ -281,7 +274,11 @@ def train(
 
 
 def _restore(
-    out: Path, resume_from: Path | None, model: Seq2Seq, opt: torch.optim.Optimizer, log: Log
+    out: Path,
+    resume_from: Path | None,
+    model: torch.nn.Module,
+    opt: torch.optim.Optimizer,
+    log: Log,
 ) -> LoopState:
     source = resume_from or checkpoint.find_checkpoint(out, "last", resumable=True)
     if source is None:
@@ -297,7 +294,7 @@ def _restore(
 def _train_epoch(
     t: Trainer,
     state: LoopState,
-    train_data: list[Example],
+    train_data: list[Any],
     src_vocab: Vocab,
     tgt_vocab: Vocab,
     start: float,
@@ -309,7 +306,7 @@ def _train_epoch(
     training loss."""
     cfg, main = t.cfg, t.dist is None or t.dist.is_main
     rng = epoch_rng(cfg.seed, state.epoch)
-    train_batches = batches(train_data, src_vocab, tgt_vocab, cfg.batch_size, rng)
+    train_batches = t.family.batches(train_data, src_vocab, tgt_vocab, cfg.batch_size, rng)
     bar = tqdm(
         total=len(train_batches),
         initial=state.step_in_epoch,
@@ -346,7 +343,14 @@ def _train_epoch(
     return reason, run_loss
 
 
-def _record(state: LoopState, train_loss: float, v: Validation, seconds: float, log: Log) -> bool:
+def _record(
+    state: LoopState,
+    train_loss: float,
+    v: Validation,
+    seconds: float,
+    log: Log,
+    score_name: str = "exact",
+) -> bool:
     """Append this epoch's history row; True when the valid loss improved."""
     row = {
         "epoch": state.epoch + 1,
@@ -361,7 +365,7 @@ def _record(state: LoopState, train_loss: float, v: Validation, seconds: float, 
         state.best_valid, state.bad_epochs = v.loss, 0
     else:
         state.bad_epochs += 1
-    exact = f"valid exact {100 * v.exact:.1f}%  " if v.exact is not None else ""
+    exact = f"valid {score_name} {100 * v.exact:.1f}%  " if v.exact is not None else ""
     log(
         f"epoch {row['epoch']}: train loss {row['train_loss']:.3f}  valid loss {v.loss:.3f}  "
         f"{exact}({row['seconds']:.0f}s){'  *' if improved else ''}"

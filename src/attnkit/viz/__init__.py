@@ -7,6 +7,7 @@ keys (source tokens).
 """
 
 from .heatmap import heatmap
+from .notebook import Shown, from_bertviz, to_bertviz
 from .outputs import show
 from .page import attention_page, write_attention_page
 from .terminal import terminal_heatmap
@@ -14,11 +15,14 @@ from .weights_file import AttentionRecord, load_attention, save_attention
 
 __all__ = [
     "AttentionRecord",
+    "Shown",
     "attention_page",
+    "from_bertviz",
     "heatmap",
     "load_attention",
     "save_attention",
     "show",
     "terminal_heatmap",
+    "to_bertviz",
     "write_attention_page",
 ]

@@ -9,6 +9,7 @@ Drawn with the Agg canvas and no pyplot, so it works headless and leaves pyplot'
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -46,6 +47,16 @@ def _mark_gold(ax: Any, sure: set[Link], possible: set[Link]) -> None:
         for s, t in sorted(links):
             box = Rectangle((s - 0.5, t - 0.5), 1, 1, fill=False, ec="red", lw=1.6, ls=style)
             ax.add_patch(box)
+
+
+class AttentionFigure(Figure):
+    """A matplotlib Figure that draws itself as a PNG where rich output is shown (Jupyter),
+    with or without pyplot's inline backend."""
+
+    def _repr_png_(self) -> bytes:
+        buf = io.BytesIO()
+        self.savefig(buf, format="png")
+        return buf.getvalue()
 
 
 def heatmap(
@@ -90,7 +101,7 @@ def heatmap(
     width = max(3.0, cell * tk + 1.6) * ncols + 0.8
     height = max(2.5, cell * tq + 1.4) * nrows + (0.5 if title else 0.0)
     with matplotlib.rc_context(font_rc(fonts)):
-        fig = Figure(figsize=(width, height), dpi=dpi, layout="constrained")
+        fig = AttentionFigure(figsize=(width, height), dpi=dpi, layout="constrained")
         FigureCanvasAgg(fig)
         axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
         vmax = max(float(mats.max()), 1e-12)
@@ -121,4 +132,4 @@ def heatmap(
     return fig
 
 
-__all__ = ["heatmap"]
+__all__ = ["AttentionFigure", "heatmap"]

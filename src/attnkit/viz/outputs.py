@@ -15,6 +15,7 @@ from typing import Any
 
 from ..eval.alignment import GoldAlignment, Link
 from .heatmap import heatmap
+from .notebook import Shown
 from .page import write_attention_page
 from .terminal import terminal_heatmap
 from .weights_file import AttentionRecord
@@ -35,9 +36,10 @@ def show(
     name: str | None = None,
     more: Mapping[str, AttentionRecord] | None = None,
     shown: str | None = None,
-) -> list[str]:
+) -> Shown:
     """Write the page (``out``), the image (``png``) and/or build the terminal heatmap; returns
-    the lines to print. weights (Tq, Tk) | (H, Tq, Tk) | (L, H, Tq, Tk); src_tokens None =
+    the lines to print (a list, which in a Jupyter notebook also renders the interactive page
+    inline, see notebook.py). weights (Tq, Tk) | (H, Tq, Tk) | (L, H, Tq, Tk); src_tokens None =
     self-attention; head: an index, "mean", or None (image: every head, terminal: the mean);
     ``name``, ``more``, ``shown``: the page's maps (``attnkit.viz.page.page_data``)."""
     if isinstance(head, str) and head != "mean":
@@ -72,7 +74,17 @@ def show(
     if terminal:
         one = head if isinstance(head, int) else None
         lines.append(terminal_heatmap(weights, tgt_tokens, src_tokens, layer=layer, head=one))
-    return lines
+    args = {
+        "weights": weights,
+        "query_tokens": tgt_tokens,
+        "key_tokens": src_tokens,
+        "title": title,
+        "gold": gold_links,
+        "name": name,
+        "more": more,
+        "shown": shown,
+    }
+    return Shown(lines, args)
 
 
 __all__ = ["show"]
