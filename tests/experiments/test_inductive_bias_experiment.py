@@ -102,6 +102,8 @@ def test_digits_task_splits_images() -> None:
     images, labels = digit_images()
     assert np.array_equal(task.test_x.numpy(), images[test])
     assert task.train_y.tolist() == labels[train].tolist()
+    assert task.test_image.tolist() == test and task.test_cell is None
+    assert shown_examples(task, 3).tolist() == [0, 1, 2]
 
 
 def test_canvas_task_by_construction() -> None:
@@ -128,8 +130,13 @@ def test_canvas_task_by_construction() -> None:
     assert few.test_cell is not None and len(few.test_y) == 2 * len(test)
     pairs = few.test_cell.reshape(-1, 2)
     assert bool((pairs[:, 0] != pairs[:, 1]).all())
+    assert task.test_image.tolist() == [i for i in test for _ in range(9)]
     shown = shown_examples(task, 5)
     assert task.test_cell[shown].tolist() == [0, 1, 2, 3, 4]
+    assert task.test_image[shown].tolist() == test[:5]  # five different images
+    shown = shown_examples(few, 12)
+    assert few.test_cell[shown].tolist() == [0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 2]
+    assert len(set(few.test_image[shown].tolist())) == 12
 
 
 def test_batches_are_pure_functions_of_seed_and_step() -> None:

@@ -183,14 +183,17 @@ def score_accuracy(model: torch.nn.Module, task: ImageTask, chunk: int = 1024) -
 
 
 def shown_examples(task: ImageTask, k: int) -> torch.Tensor:
-    """Test images whose maps are drawn: the first k (canvas: the first k in distinct cells,
-    as far as the cells go, so that the maps show digits in several places)."""
+    """Test examples whose maps are drawn: the first k (canvas: k distinct images, the i-th
+    in cell i mod 9, so that the maps show different digits in different places)."""
     if task.test_cell is None:
         return torch.arange(min(k, len(task.test_y)))
     picked: list[int] = []
-    for i, c in enumerate(task.test_cell.tolist()):
-        if c == len(picked) % CANVAS_CELLS**2 and len(picked) < k:
-            picked.append(i)
+    used: set[int] = set()
+    for j, (image, cell) in enumerate(zip(task.test_image.tolist(), task.test_cell.tolist(),
+                                          strict=True)):  # fmt: skip
+        if len(picked) < k and cell == len(picked) % CANVAS_CELLS**2 and image not in used:
+            picked.append(j)
+            used.add(image)
     return torch.tensor(picked)
 
 

@@ -43,13 +43,15 @@ CANVAS_CELLS = 3  # the canvas task's grid is CANVAS_CELLS × CANVAS_CELLS cells
 @dataclass(frozen=True)
 class ImageTask:
     """Training and test images of one task: x (N, S, S) float32 in [0, 1], y (N,) int64;
-    ``test_cell`` (N,): the canvas cell r·3 + c of each test digit (None for plain digits)."""
+    ``test_image`` (N,): which digit image (an index into ``digit_images()``) each test
+    example shows; ``test_cell`` (N,): its canvas cell r·3 + c (None for plain digits)."""
 
     name: str
     train_x: Tensor
     train_y: Tensor
     test_x: Tensor
     test_y: Tensor
+    test_image: Tensor
     test_cell: Tensor | None = None
 
     @property
@@ -81,6 +83,7 @@ def load_task(name: str, seed: int, test_cells: int = CANVAS_CELLS**2) -> ImageT
             torch.from_numpy(labels[train].copy()),
             torch.from_numpy(images[test].copy()),
             torch.from_numpy(labels[test].copy()),
+            torch.tensor(test),
         )
     rng = random.Random(seed)
     cells = CANVAS_CELLS * CANVAS_CELLS
@@ -88,7 +91,8 @@ def load_task(name: str, seed: int, test_cells: int = CANVAS_CELLS**2) -> ImageT
     test_pairs = [(i, c) for i in test for c in sorted(rng.sample(range(cells), test_cells))]
     tx, ty = _canvases(list(zip(train, train_cells, strict=True)))
     vx, vy = _canvases(test_pairs)
-    return ImageTask(name, tx, ty, vx, vy, torch.tensor([c for _, c in test_pairs]))
+    image, cell = (torch.tensor(v) for v in zip(*test_pairs, strict=True))
+    return ImageTask(name, tx, ty, vx, vy, image, cell)
 
 
 def _canvases(pairs: list[tuple[int, int]]) -> tuple[Tensor, Tensor]:
