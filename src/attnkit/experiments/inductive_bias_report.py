@@ -64,8 +64,8 @@ def text_table(result: dict[str, Any]) -> str:
 def catch_up_text(result: dict[str, Any]) -> str:
     c = result["checks"]["catch_up"]
     return "; ".join(
-        f"{t}: attention catches up "
-        + ("nowhere" if c[t] is None else f"from {c[t]:.0%} of the data on")
+        f"{t}: attention "
+        + ("never catches up" if c[t] is None else f"catches up from {c[t]:.0%} of the data on")
         for t in result["tasks"]
     )
 
@@ -76,8 +76,8 @@ def verdict_line(result: dict[str, Any]) -> str:
     fr = " and ".join(f"{f:.0%}" for f in c["small_fractions"])
     return (
         f"verdict: {result['verdict']}. CNN − attention at {fr} (points): {small}; "
-        f"{catch_up_text(result)} (gap < {100 * c['thresholds']['catch_up_gap']:.0f} "
-        "points from there on)"
+        f"{catch_up_text(result)} (caught up = the gap stays below "
+        f"{100 * c['thresholds']['catch_up_gap']:.0f} points from there on)"
     )
 
 
