@@ -211,6 +211,14 @@ def test_empty_key_sequence(call) -> None:
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
 def test_non_finite_inputs(value: float) -> None:
+    """Under attnkit.set_checks("full") (opt-in: one host sync per check on a GPU)."""
+    with attnkit.checks("full"):
+        _non_finite_inputs_raise(value)
+    with pytest.raises(ValueError, match=r"query contains NaN or Inf"):  # one call opts in
+        attend(_bad(Q, value), K, K, check_finite=True)
+
+
+def _non_finite_inputs_raise(value: float) -> None:
     with pytest.raises(ValueError, match=r"query contains NaN or Inf.*check_finite=False"):
         attend(_bad(Q, value), K, K)
     with pytest.raises(ValueError, match=r"keys contains NaN or Inf"):
@@ -226,8 +234,20 @@ def test_non_finite_inputs(value: float) -> None:
 
 
 def test_check_finite_can_be_disabled() -> None:
-    out = attend(_bad(Q, float("nan")), K, K, check_finite=False)
+    with attnkit.checks("full"):
+        out = attend(_bad(Q, float("nan")), K, K, check_finite=False)
     assert torch.isnan(out.context[0, 1]).all()
+
+
+def test_the_default_level_checks_shapes_only() -> None:
+    """The default ("shapes", or ATTNKIT_CHECKS) reads no data: NaN passes through."""
+    assert attnkit.get_checks() == "shapes"
+    assert torch.isnan(attend(_bad(Q, float("nan")), K, K).context[0, 1]).all()
+    with pytest.raises(ValueError, match=r"set_checks\(mode\)='some'; choose 'shapes'"):
+        attnkit.set_checks("some")
+    with attnkit.checks("full"):
+        assert attnkit.get_checks() == "full"
+    assert attnkit.get_checks() == "shapes"
 
 
 def test_non_float_and_mixed_dtypes() -> None:

@@ -159,10 +159,15 @@ def test_self_attention_step_equals_the_causal_row_it_replaces() -> None:
     m = SelfAttention(8, 2, align=CausalAlignment()).double()
     x = torch.randn(3, 5, 8, dtype=torch.float64)  # (B, T, D)
     full = m(x).context  # (B, T, D)
+    cache = m.empty_cache(3, x)
     for t in range(5):
-        got = m.step(x[:, t : t + 1], x[:, :t]).context  # (B, 1, D)
-        torch.testing.assert_close(got[:, 0], full[:, t], rtol=1e-12, atol=1e-12)
+        result, cache = m.step(x[:, t : t + 1], cache)  # (B, 1, D); cache (B, H, t+1, Dh)
+        torch.testing.assert_close(result.context[:, 0], full[:, t], rtol=1e-12, atol=1e-12)
+        assert cache[0].shape == cache[1].shape == (3, 2, t + 1, 4)
+    k, v = m.project_keys(x)  # the cache holds the projected rows, each projected once
+    torch.testing.assert_close(cache[0], k, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(cache[1], v, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="use forward"):
-        SelfAttention(8, 2).step(x[:, :1].float(), x[:, :0].float())
+        SelfAttention(8, 2).step(x[:, :1].float(), m.empty_cache(3, x.float()))
     with pytest.raises(ValueError, match=r"one position x \(B, 1, D\)"):
-        m.step(x[:, :2], x[:, :0])
+        m.step(x[:, :2], m.empty_cache(3, x))

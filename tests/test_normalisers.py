@@ -129,8 +129,10 @@ def test_sparse_normalisers_are_stable_at_any_finite_scale(fn, scale: float) -> 
 
 def test_scores_that_overflow_raise_a_clear_error() -> None:
     q, k, v = torch.full((1, 2, 4), 1e20), torch.full((1, 3, 4), 1e20), torch.randn(1, 3, 4)
-    for need_weights in (True, False):
+    for need_weights in (True, False):  # a data check: under set_checks("full")
         with pytest.raises(ValueError, match="attention overflowed.*scale the queries/keys"):
-            attnkit.attend(q, k, v, score=attnkit.DotScore(), need_weights=need_weights)
+            attnkit.attend(
+                q, k, v, score=attnkit.DotScore(), need_weights=need_weights, check_finite=True
+            )
     out = attnkit.attend(q / 1e20, k / 1e20, v, score=attnkit.DotScore())  # same, scaled: fine
     assert torch.isfinite(out.context).all()

@@ -6,6 +6,7 @@ attention = score -> alignment -> normaliser -> reduction; see ``attnkit.attend`
 from importlib.metadata import PackageNotFoundError, version
 
 from . import masks
+from ._checks import checks, get_checks, set_checks
 from .alignment import (
     Alignment,
     AlignSpec,
@@ -66,6 +67,9 @@ except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0+src"
 
 __all__ = [
+    "checks",
+    "get_checks",
+    "set_checks",
     "DataConfig",
     "FitConfig",
     "FitResult",

@@ -1,16 +1,69 @@
 """Input checks for the public entry points: every error says what was wrong and what to do.
 
+Two levels (``set_checks``, or the environment variable ATTNKIT_CHECKS read at import):
+
+    "shapes" (default)  types, dtypes, shapes, mask polarity: read from the tensors' metadata
+                        only, so free, and never a host synchronisation on a GPU
+    "full"              also the data: NaN/Inf in query, keys or values (and scores that
+                        overflow) raise a ValueError naming the tensor. Each such check reads a
+                        value back to the host: free on CPU, one device synchronisation each on
+                        a GPU (dozens per training step), and a graph break under torch.compile
+
 Legend: B batch, Tq queries, Tk keys, Dq/Dk/Dv query/key/value widths.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
+
+CHECKS = ("shapes", "full")
+
+
+def _mode_of(value: str, where: str) -> str:
+    if value not in CHECKS:
+        raise ValueError(f"{where}={value!r}; choose 'shapes' (free, the default) or 'full' "
+                         "(also NaN/Inf in the data, one host sync per check)")  # fmt: skip
+    return value
+
+
+_mode = _mode_of(os.environ.get("ATTNKIT_CHECKS", "shapes") or "shapes", "ATTNKIT_CHECKS")
+
+
+def set_checks(mode: str) -> str:
+    """Choose how much every attention call checks: "shapes" (default: metadata only, no host
+    sync) or "full" (also NaN/Inf in the inputs, a ValueError naming the tensor; one host sync
+    per check on a GPU). Returns the previous mode. ``attend(..., check_finite=True|False)``
+    overrides it for one call."""
+    global _mode
+    previous, _mode = _mode, _mode_of(mode, "set_checks(mode)")
+    return previous
+
+
+def get_checks() -> str:
+    """The current check level: "shapes" or "full" (see ``set_checks``)."""
+    return _mode
+
+
+@contextmanager
+def checks(mode: str) -> Iterator[None]:
+    """``with attnkit.checks("full"): ...`` — ``set_checks`` for a block, restored after."""
+    previous = set_checks(mode)
+    try:
+        yield
+    finally:
+        set_checks(previous)
+
+
+def finite_wanted(check_finite: bool | None) -> bool:
+    """A call's ``check_finite`` (True / False), or the global level when it is None."""
+    return _mode == "full" if check_finite is None else check_finite
 
 
 def check_tensor(name: str, x: object, *, min_dim: int = 2) -> Tensor:
@@ -38,12 +91,15 @@ def check_finite(name: str, x: Tensor) -> None:
         raise ValueError(
             f"{name} contains NaN or Inf; attention would propagate it. "
             f"Find where it came from (torch.isfinite({name}) shows where), "
-            f"or pass check_finite=False to skip this check"
+            "or turn this check off (check_finite=False, or attnkit.set_checks('shapes'))"
         )
 
 
-def check_qkv(query: Tensor, keys: Tensor, values: Tensor, *, finite: bool = True) -> None:
-    """Shapes: query (..., Tq, Dq), keys (..., Tk, Dk), values (..., Tk, Dv)."""
+def check_qkv(
+    query: Tensor, keys: Tensor, values: Tensor, *, finite: bool | None = None
+) -> None:
+    """Shapes: query (..., Tq, Dq), keys (..., Tk, Dk), values (..., Tk, Dv). ``finite``:
+    also NaN/Inf in the data (None: as ``set_checks`` says)."""
     for name, x in (("query", query), ("keys", keys), ("values", values)):
         check_tensor(name, x)
     if not (query.dtype == keys.dtype == values.dtype):
@@ -66,7 +122,7 @@ def check_qkv(query: Tensor, keys: Tensor, values: Tensor, *, finite: bool = Tru
             f"empty key sequence (keys {tuple(keys.shape)}): there is nothing to attend to; "
             "give at least one key, or mask the query row out instead"
         )
-    if finite:
+    if finite_wanted(finite):
         check_finite("query", query)
         check_finite("keys", keys)
         check_finite("values", values)
@@ -74,6 +130,8 @@ def check_qkv(query: Tensor, keys: Tensor, values: Tensor, *, finite: bool = Tru
 
 def broadcasts_to(shape: tuple[int, ...] | torch.Size, target: tuple[int, ...]) -> bool:
     """``shape`` broadcasts *to* ``target`` without growing it."""
+    if tuple(shape) == tuple(target):  # the common case, without torch's generic helper
+        return True
     try:
         return torch.broadcast_shapes(shape, target) == torch.Size(target)
     except RuntimeError:

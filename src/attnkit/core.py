@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._checks import check_mask, check_positions, check_qkv
+from ._checks import check_mask, check_positions, check_qkv, finite_wanted
 from .alignment import AlignSpec
 from .capabilities import is_plain_sdpa
 from .local.dispatch import fast_local
@@ -53,12 +53,11 @@ class AttentionResult:
 
 def sdpa_context(query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
     """Fused softmax(qkᵀ/√d) v through ``F.scaled_dot_product_attention``; a fully masked row
-    gives a zero context (SDPA alone would give NaN). Shapes as ``attend``."""
+    gives a zero context (SDPA alone would give NaN). Shapes as ``attend``. The same ops
+    whether or not a row is fully masked: no host synchronisation to ask."""
     if mask is None:
         return F.scaled_dot_product_attention(query, keys, values)
     row_ok = mask.any(dim=-1, keepdim=True)  # (..., Tq, 1)
-    if bool(row_ok.all()):
-        return F.scaled_dot_product_attention(query, keys, values, attn_mask=mask)
     safe = mask | ~row_ok  # a fully masked row attends everywhere, then is zeroed
     out = F.scaled_dot_product_attention(query, keys, values, attn_mask=safe)  # (..., Tq, Dv)
     return torch.where(row_ok, out, torch.zeros((), dtype=out.dtype, device=out.device))
@@ -77,7 +76,7 @@ def attend(
     positions: Tensor | None = None,
     need_weights: bool = True,
     weights_layout: str = "dense",
-    check_finite: bool = True,
+    check_finite: bool | None = None,
 ) -> AttentionResult:
     """Attention over keys for every query.
 
@@ -100,9 +99,13 @@ def attend(
     A path that must hold dense (..., Tq, Tk) tensors over ``dense_budget_gib()`` (default
     4 GiB, environment variable ATTNKIT_DENSE_BUDGET_GIB) raises a ValueError saying how to
     avoid them, instead of trying to allocate them.
+    ``check_finite``: also refuse NaN/Inf in the inputs (and scores that overflow) with a
+    ValueError; None (default) follows ``attnkit.set_checks`` ("shapes" unless set to "full"
+    or ATTNKIT_CHECKS=full): the data checks cost one host synchronisation each on a GPU.
     """
+    check_finite = finite_wanted(check_finite)
     check_qkv(query, keys, values, finite=check_finite)
-    lead = torch.broadcast_shapes(query.shape[:-2], keys.shape[:-2])
+    lead = tuple(query.shape[:-2])  # check_qkv made it equal to the keys' and values' dims
     check_mask(mask, (*lead, query.shape[-2], keys.shape[-2]))
     check_positions(positions, (*lead, query.shape[-2]))
     work = compute_dtype(query.dtype)

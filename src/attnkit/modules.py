@@ -6,7 +6,6 @@ Legend: B batch, H heads, Tq queries, Tk keys, D model width, Dh = D / H head wi
 from __future__ import annotations
 
 import torch
-from einops import rearrange
 from torch import Tensor, nn
 
 from .alignment import Alignment, CausalAlignment
@@ -28,6 +27,12 @@ def heads_mask(mask: Tensor | None) -> Tensor | None:
 def heads_positions(positions: Tensor | None) -> Tensor | None:
     """Query positions (B, Tq) gain a heads dim: (B, 1, Tq); (Tq,) already broadcasts."""
     return positions[:, None] if positions is not None and positions.dim() == 2 else positions
+
+
+def split_heads(x: Tensor, heads: int) -> Tensor:
+    """(B, T, H·Dh) -> (B, H, T, Dh), a view: einops' "b t (h d) -> b h t d" without its
+    per-call parsing (this runs for every projection of every decoding step)."""
+    return x.unflatten(-1, (heads, -1)).transpose(1, 2)
 
 
 def check_heads(dim: int, heads: int) -> int:
@@ -185,24 +190,46 @@ class MultiHeadAttention(nn.Module):
                     f"{name} has width {x.shape[-1]} but this module expects "
                     f"{layer.in_features}; see MultiHeadAttention(dim, key_dim, value_dim)"
                 )
-        h = self.heads
-        q = rearrange(self.q_proj(query), "b t (h d) -> b h t d", h=h)  # (B, H, Tq, Dh)
-        k = rearrange(self.k_proj(keys), "b t (h d) -> b h t d", h=h)  # (B, H, Tk, Dh)
-        v = rearrange(self.v_proj(values), "b t (h d) -> b h t d", h=h)  # (B, H, Tk, Dh)
+        k, v = self.project_keys(keys, values)  # (B, H, Tk, Dh) each
+        return self.attend_projected(
+            query, k, v, align, mask, need_weights, average_weights, positions
+        )
+
+    def project_keys(self, keys: Tensor, values: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """keys (B, Tk, Dk), values (B, Tk, Dv) = keys -> per-head K W^K, V W^V, (B, H, Tk, Dh)
+        each: what an incremental decoder caches, projected once instead of at every step."""
+        values = keys if values is None else values
+        k = split_heads(self.k_proj(keys), self.heads)  # (B, H, Tk, Dh)
+        return k, split_heads(self.v_proj(values), self.heads)  # (B, H, Tk, Dh) each
+
+    def attend_projected(
+        self,
+        query: Tensor,
+        k: Tensor,
+        v: Tensor,
+        align: Alignment | None = None,
+        mask: Tensor | None = None,
+        need_weights: bool = True,
+        average_weights: bool = False,
+        positions: Tensor | None = None,
+    ) -> AttentionResult:
+        """``forward`` on keys and values already projected by ``project_keys``: query
+        (B, Tq, D), k, v (B, H, Tk, Dh); ``align`` defaults to the module's own."""
+        q = split_heads(self.q_proj(query), self.heads)  # (B, H, Tq, Dh)
         use_dropout = self.training and self.dropout.p > 0
         result = attend(
             q,
             k,
             v,
             score=self.score,
-            align=align,
+            align=self.align if align is None else align,
             normaliser=self.normaliser,
             reduce=DropoutReduce(self.dropout) if use_dropout else weighted_sum,
             mask=heads_mask(mask),
             positions=heads_positions(positions),
             need_weights=need_weights,
         )
-        context = self.out_proj(rearrange(result.context, "b h t d -> b t (h d)"))  # (B, Tq, D)
+        context = self.out_proj(result.context.transpose(1, 2).flatten(2))  # (B, Tq, D)
         weights = result.weights
         if weights is not None and average_weights:
             weights = weights.mean(dim=1)  # (B, Tq, Tk)
@@ -217,10 +244,14 @@ class SelfAttention(MultiHeadAttention):
     ) -> AttentionResult:
         return super().forward(x, x, x, mask=mask, need_weights=need_weights)
 
-    def step(self, x: Tensor, past: Tensor, need_weights: bool = False) -> AttentionResult:
-        """Incremental decoding: x (B, 1, D) is position t of a causal sequence whose earlier
-        inputs are ``past`` (B, t, D); it attends past and itself. Equals row t of
-        ``forward(cat(past, x))`` with a causal alignment, at O(t) cost instead of O(t²)."""
+    def step(
+        self, x: Tensor, cache: tuple[Tensor, Tensor], need_weights: bool = False
+    ) -> tuple[AttentionResult, tuple[Tensor, Tensor]]:
+        """Incremental decoding: x (B, 1, D) is position t of a causal sequence; ``cache`` holds
+        the projected keys and values of positions < t, (B, H, t, Dh) each (``empty_cache``
+        at t = 0). x attends them and itself; returns the result and the cache grown by x's
+        one row. Equals row t of ``forward(x_0 .. x_t)`` with a causal alignment, at O(t)
+        cost, projecting one row per step instead of the whole prefix."""
         if not isinstance(self.align, CausalAlignment):
             raise ValueError(
                 f"step() is incremental causal decoding; this module's alignment is "
@@ -228,8 +259,15 @@ class SelfAttention(MultiHeadAttention):
             )
         if x.dim() != 3 or x.shape[1] != 1:
             raise ValueError(f"step() takes one position x (B, 1, D), got {tuple(x.shape)}")
-        keys = torch.cat([past, x], dim=1)  # (B, t+1, D)
-        return self.attend_with(Alignment(), x, keys, keys, None, need_weights)
+        k_new, v_new = self.project_keys(x)  # (B, H, 1, Dh)
+        k = torch.cat([cache[0], k_new], dim=2)  # (B, H, t+1, Dh)
+        v = torch.cat([cache[1], v_new], dim=2)  # (B, H, t+1, Dh)
+        return self.attend_projected(x, k, v, Alignment(), None, need_weights), (k, v)
+
+    def empty_cache(self, batch: int, like: Tensor) -> tuple[Tensor, Tensor]:
+        """The ``step`` cache of t = 0: keys and values (B, H, 0, Dh), ``like``'s dtype/device."""
+        empty = like.new_zeros(batch, self.heads, 0, self.head_dim)  # (B, H, 0, Dh)
+        return empty, empty
 
 
 class CrossAttention(MultiHeadAttention):

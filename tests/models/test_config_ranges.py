@@ -13,6 +13,7 @@ SIZES = {
     "rnnencdec": ("src_vocab", "tgt_vocab", "emb", "enc_hidden", "dec_hidden", "context"),
     "transformer": ("src_vocab", "tgt_vocab", "dim", "enc_layers", "dec_layers", "ff"),
     "luong": ("src_vocab", "tgt_vocab", "emb", "hidden", "layers", "max_src_len"),
+    "han": ("src_vocab", "tgt_vocab", "emb", "hidden", "attn"),
 }
 
 

@@ -83,7 +83,7 @@ def test_every_map_equals_the_layers_weights_by_hand(kw) -> None:
             h2 = layer.res[1].inner(mid)
             want = by_hand(layer.cross_attn, h2, memory, mask.expand(b, t, s))
             torch.testing.assert_close(maps["cross"][:, layer_i], want)
-            y, _, self_w = layer(y, memory, mask)
+            y, _, self_w = layer(y, layer.cross_attn.project_keys(memory), mask)
             assert self_w is None
         torch.testing.assert_close(maps["cross"], m.cross_attention(src, src_len, tgt_in))
 
@@ -112,13 +112,13 @@ def test_training_and_decoding_never_ask_for_self_attention_weights(monkeypatch,
     incremental step): training and greedy decoding pass need_weights=False; only
     attention_maps passes True."""
     asked: list[bool] = []
-    real = SelfAttention.attend_with
+    real = SelfAttention.attend_projected  # forward and step both end here
 
-    def spy(self, align, query, keys=None, values=None, mask=None, need_weights=True, *rest):
+    def spy(self, query, k, v, align=None, mask=None, need_weights=True, *rest):
         asked.append(bool(need_weights))
-        return real(self, align, query, keys, values, mask, need_weights, *rest)
+        return real(self, query, k, v, align, mask, need_weights, *rest)
 
-    monkeypatch.setattr(SelfAttention, "attend_with", spy)
+    monkeypatch.setattr(SelfAttention, "attend_projected", spy)
     sp = load_task("toy-ko", seed=0, train_size=32, valid_size=8, test_size=0)
     sv, tv = Vocab.build(e.src for e in sp.train), Vocab.build(e.tgt for e in sp.train)
     torch.manual_seed(0)

@@ -20,6 +20,39 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
+MODEL_SCENARIOS = {"train", "decode"}
+
+
+def _models(args: argparse.Namespace, scenarios: list[str]) -> int:
+    """``--scenarios train,decode``: a small Transformer on toy-ko (bench/models.py)."""
+    import json
+
+    import torch
+
+    from ..bench.models import decode_speed, train_speed
+
+    torch.set_num_threads(1)
+    report: dict[str, Any] = {"threads": 1}
+    if "train" in scenarios:
+        steps = 3 if args.quick else 30
+        report["train"] = [train_speed(c, steps=steps, warmup=3) for c in (False, True)]
+        for r in report["train"]:
+            print(f"train  compile={r['compile']!s:<5} {r['steps_per_s']:7.2f} steps/s "
+                  f"({r['step_ms']:.1f} ms/step; first 3 steps {r['warmup_s']:.1f} s)")  # fmt: skip
+        eager, compiled = report["train"]
+        print(f"train  compile speed-up x{compiled['steps_per_s'] / eager['steps_per_s']:.2f}")
+    if "decode" in scenarios:
+        report["decode"] = decode_speed(
+            updates=20 if args.quick else 300, test=64 if args.quick else 256,
+            repeats=1 if args.quick else 3, weights=args.decode_weights,
+        )  # fmt: skip
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "bench_models.json"
+    path.write_text(json.dumps(report, indent=1))
+    print(f"wrote {path}")
+    return 0
+
+
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "bench",
@@ -40,7 +73,14 @@ def add_parser(sub: Any) -> None:
         "--scenarios",
         default="global,local,causal,additive",
         help="any of global (every key), local (radius each side), causal (look-back), "
-        "additive (Bahdanau scores, chunked)",
+        "additive (Bahdanau scores, chunked); or whole models: train (steps/s of a small "
+        "Transformer eager vs torch.compile), decode (greedy and beam 5 sentences/s)",
+    )
+    p.add_argument(
+        "--decode-weights",
+        default="",
+        help="decode: a state_dict file, loaded if it exists, else saved after training "
+        "(decode two builds with the same parameters)",
     )
     p.add_argument("--variants", help="only these variants, comma-separated")
     p.add_argument("--modes", default="fwd,fwd+bwd", help="fwd and/or fwd+bwd")
@@ -57,6 +97,11 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..bench.suite import HEADER, SuiteConfig, format_targets, run_suite, write_report
 
+    scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    if set(scenarios) & MODEL_SCENARIOS:
+        if not set(scenarios) <= MODEL_SCENARIOS:
+            raise ValueError("--scenarios train,decode (whole models) run apart from the kernels")
+        return _models(args, scenarios)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not set(modes) <= {"fwd", "fwd+bwd"} or not modes:
         raise ValueError(f"--modes {args.modes!r}: choose fwd, fwd+bwd or both")

@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
             png = out / f"attention-{i + 1}.png"
             heatmap(
                 w,
-                [*hyp, "<eos>"],
+                [*hyp, "<eos>"][: w.shape[0]],  # no <eos> row when decoding hit its length cap
                 [*e.src, "<eos>"],
                 path=png,
                 title="RNNsearch attention (additive score)",

@@ -21,7 +21,7 @@ def add_parser(sub: Any) -> None:
         "stored in a checkpoint, and checks each file's sha256 against the one recorded)"
     )
     for key in ("train_tsv", "train_src", "train_tgt", "valid_src", "valid_tgt", "test_src",
-                "test_tgt"):  # fmt: skip
+                "test_tgt", "docs_csv"):  # fmt: skip
         g.add_argument("--" + key.replace("_", "-"), default=None, metavar="FILE")
     p.add_argument("--split", default="test", help="train | valid | test (default test)")
     p.add_argument("--beam", type=int, default=1)
@@ -130,6 +130,11 @@ def run(args: argparse.Namespace) -> int:
         f"{'greedy' if args.beam == 1 else f'beam {args.beam}'}"
     )
     print(f"  exact match {100 * s.exact_match:.1f}%   BLEU {s.bleu:.1f}   chrF {s.chrf:.1f}")
+    softness = getattr(loaded.model.config, "softness", "soft")
+    if softness != "soft":  # which alignment the decoder read (models/latent.py)
+        from ..models.latent import AT_TEST
+
+        print(f"  {softness} attention: the output reads {AT_TEST[softness]}")
     if detok is not None:
         print("  (sacreBLEU: detokenised output against the raw references, 13a tokenisation)")
     if aer is not None:

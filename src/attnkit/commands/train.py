@@ -28,6 +28,13 @@ MODEL_OPTIONS: dict[str, type] = {
     "norm": str,
     "share": str,
     "dropout": float,
+    "softness": str,
+    "estimator": str,
+    "tau_start": float,
+    "tau_end": float,
+    "tau_steps": int,
+    "entropy_weight": float,
+    "reward_baseline": str,
 }
 
 
@@ -78,6 +85,15 @@ MODEL_HELP = {
     "dec_hidden": "rnnsearch/rnnencdec: decoder width",
     "attn_hidden": "rnnsearch: additive score width",
     "maxout": "rnnsearch/rnnencdec: deep output",
+    "softness": "rnnsearch/luong: soft (default) | mean | hard | gumbel | variational "
+    "(docs/softness.md; at test hard and gumbel take the argmax, variational the prior p)",
+    "estimator": "variational: enumerate (exact, default) | sample (REINFORCE + baseline)",
+    "tau_start": "gumbel: temperature at the first update (default 1.0)",
+    "tau_end": "gumbel: temperature after --tau-steps updates (default 0.5)",
+    "tau_steps": "gumbel: updates over which the temperature is annealed (default 1000)",
+    "entropy_weight": "hard: weight of the entropy bonus (default 0.01)",
+    "reward_baseline": "hard, variational sample: REINFORCE baseline, average (moving "
+    "average, Xu 2015; default) | soft (log-likelihood of the soft context, Deng 2018)",
 }
 
 
@@ -143,6 +159,12 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sleep-per-step", type=float, default=0.0, help=argparse.SUPPRESS)
     p.add_argument("--device", default="cpu", help="auto | cpu | cuda (default cpu)")
     p.add_argument(
+        "--compile",
+        action="store_true",
+        help="torch.compile the model's forward (the first batches of each shape compile; "
+        "then faster steps, see docs/performance.md)",
+    )
+    p.add_argument(
         "--threads",
         type=int,
         default=1,
@@ -154,7 +176,14 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
 
 def add_data_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("data: a built-in task, or corpus files")
-    g.add_argument("--task", default=None, help="toy-ko | dates | copy | reverse | sort")
+    g.add_argument("--task", default=None, help="toy-ko | dates | copy | reverse | sort | docs")
+    g.add_argument(
+        "--docs-csv",
+        default=None,
+        metavar="FILE",
+        help="with --task docs: real documents, rows 'label,text' (.csv) or 'label<TAB>text' "
+        "(.tsv), instead of generated ones; split 80/10/10 by --task-seed",
+    )
     g.add_argument("--task-seed", type=int, default=0, help="seed of the generated data")
     g.add_argument("--train-size", type=int, default=None)
     g.add_argument("--valid-size", type=int, default=None)
@@ -247,6 +276,7 @@ def fit_config(args: argparse.Namespace) -> Any:
         overwrite=args.overwrite,
         device=args.device,
         threads=args.threads,
+        compile=args.compile,
     )
 
 

@@ -18,6 +18,9 @@ EXPERIMENTS: dict[str, str] = {
     "heads": "attnkit.experiments.heads",  # Vaswani 2017, Table 3 (A): number of heads
     "distance": "attnkit.experiments.distance",  # Vaswani 2017 §4: accuracy, gradient vs Δ
     "coref": "attnkit.experiments.coref",  # Vaswani 2017 Fig. 4: a head that resolves "it"
+    "softness": "attnkit.experiments.softness",  # Deng 2018 / Xu 2015, Table 1: soft vs hard
+    "series": "attnkit.experiments.series",  # attention over the past: MASE, seasonal lags
+    "structure": "attnkit.experiments.structure",  # Lu 2016, Yang 2016, Shen 2018: structures
     "inductive-bias": "attnkit.experiments.inductive_bias",  # Dosovitskiy 2021: CNN vs ViT by data
 }
 

@@ -192,9 +192,7 @@ def _sdpa_zero_empty_rows(q: Tensor, k: Tensor, v: Tensor, m: Tensor, check: boo
     """SDPA; a query row with no allowed key (padding) gets a zero context, never NaN."""
     if not check:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=m)
-    ok = m.any(dim=-1, keepdim=True)  # (.., b, 1)
-    if bool(ok.all()):
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+    ok = m.any(dim=-1, keepdim=True)  # (.., b, 1); same ops either way: no host sync
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=m | ~ok)  # (G, nr, b, Dv)
     return torch.where(ok, out, torch.zeros((), dtype=out.dtype, device=out.device))
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from .._checks import get_checks
 from ..masks import padding_mask
 
 Memory = dict[str, Tensor]
@@ -31,8 +32,13 @@ class Seq2SeqOutput:
 
 
 def source_mask(src_len: Tensor, max_len: int) -> Tensor:
-    """(B, 1, S) bool, True = a real source token (may attend)."""
-    return padding_mask(src_len, max_len)
+    """(B, 1, S) bool, True = a real source token (may attend). Reads no value back to the
+    host (a model's forward stays free of device synchronisations); under
+    ``attnkit.set_checks("full")`` the lengths are checked as ``padding_mask`` checks them."""
+    if get_checks() == "full":
+        return padding_mask(src_len, max_len)
+    positions = torch.arange(max_len, device=src_len.device)  # (S,)
+    return (positions[None, :] < src_len[:, None])[:, None, :]  # (B, 1, S)
 
 
 def select(tensors: dict[str, Tensor] | tuple[Tensor, ...], index: Tensor):

@@ -16,6 +16,9 @@ from attnkit's registry (build_score / build_alignment, names checked by registr
 and modules.Attention; a decoding step is a single query, passed with its position t (the
 step) so local-m centres its window on p_t = t.
 
+``softness`` (soft | mean | hard | gumbel | variational, models/latent.py) picks the context
+that h̃_t reads for the output; input feeding always feeds the soft h̃_t.
+
 Legend: B batch, S source length, L layers, n hidden width, E embedding width.
 """
 
@@ -28,9 +31,11 @@ from torch import Tensor, nn
 
 from .._checks import check_ranges
 from ..modules import Attention
+from ..normalisers import softmax
 from ..registry import build_alignment, build_score, canonical, check_window_for
-from .base import Memory, Seq2Seq, State, source_mask
+from .base import Memory, Seq2Seq, Seq2SeqOutput, State, source_mask
 from .encoders import GRUEncoder
+from .latent import StepParts, add_softness, check_softness, step_output, training_loss, uniform
 
 # the paper's variants, by attnkit's registry names (an alias of one, e.g. "additive" for
 # "concat", is the same variant)
@@ -64,11 +69,21 @@ class LuongConfig:
     input_feeding: bool = True
     max_src_len: int = 100  # rows of W_a for the location score
     dropout: float = 0.0
+    softness: str = "soft"  # soft | mean | hard | gumbel | variational (models/latent.py)
+    estimator: str = "enumerate"  # variational: enumerate | sample
+    tau_start: float = 1.0  # gumbel: temperature at the first update ...
+    tau_end: float = 0.5  # ... annealed to this one ...
+    tau_steps: int = 1000  # ... over this many updates
+    entropy_weight: float = 0.01  # hard: λ_e of the entropy bonus (Xu 2015, eq. 12)
+    reward_baseline: str = "average"  # hard, variational-sample: average | soft (latent.py)
+    baseline_decay: float = 0.9  # ... the moving average's decay
+    q_hidden: int = 32  # variational: inference network width (per direction)
 
     def __post_init__(self) -> None:
         check_ranges(
             self, positive=("src_vocab", "tgt_vocab", "emb", "hidden", "layers", "max_src_len")
         )
+        check_softness(self)
         if self.cell not in ("lstm", "gru"):
             raise ValueError(f"LuongConfig.cell={self.cell!r}; choose 'lstm' or 'gru'")
         _check_name("score", "score", self.score, SCORE_NAMES)
@@ -136,10 +151,12 @@ class Luong(Seq2Seq):
             c.cell, c.emb + (c.hidden if c.input_feeding else 0), c.hidden, c.layers, c.dropout
         )
         score = build_score(c.score, c.hidden, c.hidden, hidden=c.hidden, max_keys=c.max_src_len)
-        self.attention = Attention(score, build_alignment(c.align, c.hidden, c.window))
+        normaliser = uniform if c.softness == "mean" else softmax
+        self.attention = Attention(score, build_alignment(c.align, c.hidden, c.window), normaliser)
         self.combine = nn.Linear(2 * c.hidden, c.hidden, bias=False)  # W_c
         self.out = nn.Linear(c.hidden, c.tgt_vocab)  # W_s
         self.drop = nn.Dropout(c.dropout)
+        add_softness(self, c, c.hidden)
 
     def encode(self, src: Tensor, src_len: Tensor) -> Memory:
         if src.shape[1] > self.config.max_src_len and self.attention.score.name == "location":
@@ -162,7 +179,9 @@ class Luong(Seq2Seq):
         t = torch.zeros(h0.shape[0], dtype=torch.long, device=h0.device)  # step index (B,)
         return (h0, memory["c0"], feed, t)
 
-    def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, Tensor, State]:
+    def parts(self, prev: Tensor, state: State, memory: Memory) -> StepParts:
+        """One decoder step up to the output layer: h_t, a_t, c_t, the fed h̃_t and the
+        output as a function of the context it reads (latent.py chooses which)."""
         h_prev, c_prev, feed, t = state  # (B, L, n), (B, L, n), (B, n), (B,)
         y = self.drop(self.tgt_emb(prev))  # (B, E)
         x = torch.cat([y, feed], dim=-1) if self.config.input_feeding else y  # (B, E [+ n])
@@ -170,10 +189,30 @@ class Luong(Seq2Seq):
         h_top = h[:, -1]  # h_t (B, n)
         keys, mask = memory["keys"], memory["mask"]  # (B, S, n), (B, 1, S)
         att = self.attention(h_top[:, None], keys, mask=mask, positions=t[:, None])  # (B, 1, n)
-        h_tilde = torch.tanh(self.combine(torch.cat([att.context[:, 0], h_top], -1)))  # (B, n)
-        logits = self.out(self.drop(h_tilde))  # (B, V)
+
+        def tilde(ctx: Tensor) -> Tensor:  # (B, [K,] n) -> h̃ (B, [K,] n), eq. 5
+            h_t = h_top.view(ctx.shape[0], *([1] * (ctx.dim() - 2)), -1).expand(ctx.shape)
+            return torch.tanh(self.combine(torch.cat([ctx, h_t], -1)))
+
+        def readout(ctx: Tensor) -> Tensor:  # (B, [K,] n) -> (B, [K,] V), eq. 6
+            return self.out(self.drop(tilde(ctx)))
+
+        h_tilde = tilde(att.context[:, 0])  # (B, n)
         assert att.weights is not None
-        return logits, att.weights[:, 0], (h, c, h_tilde, t + 1)  # weights (B, S)
+        return StepParts(
+            att.weights[:, 0], att.context[:, 0], keys, mask[:, 0], readout, (h, c, h_tilde, t + 1)
+        )
+
+    def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, Tensor, State]:
+        return step_output(self, self.parts(prev, state, memory))  # weights (B, S)
+
+    def training_loss(
+        self, src: Tensor, src_len: Tensor, tgt_in: Tensor, tgt_out: Tensor,
+        label_smoothing: float = 0.0,
+    ) -> tuple[Tensor, Seq2SeqOutput]:  # fmt: skip
+        """The loss of the model's softness (latent.training_loss; plain cross-entropy for
+        soft)."""
+        return training_loss(self, src, src_len, tgt_in, tgt_out, label_smoothing)
 
 
 __all__ = ["ALIGN_NAMES", "PRESETS", "SCORE_NAMES", "Luong", "LuongConfig"]

@@ -9,7 +9,9 @@ annotations with the additive score, queried by the previous decoder state.
     p(y_i | ...) = softmax(W_o maxout(U_o s_i + V_o E y_{i-1} + C_o c_i))  (App. A.2.2)
 
 The paper's appendix feeds s_{i-1} to the deep output while eq. 4 writes g(y_{i-1}, s_i, c_i);
-this follows eq. 4. Legend: B batch, S source length, n encoder width, m decoder width.
+this follows eq. 4. ``softness`` (soft | mean | hard | gumbel | variational, models/latent.py)
+picks the context the deep output reads; the GRU is always fed the soft c_i.
+Legend: B batch, S source length, n encoder width, m decoder width.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from torch import Tensor, nn
 from .._checks import check_ranges
 from ..core import attend
 from ..modules import Attention
+from ..normalisers import softmax
 from ..scores import AdditiveScore
-from .base import DeepOutput, Memory, Seq2Seq, State, source_mask
+from .base import DeepOutput, Memory, Seq2Seq, Seq2SeqOutput, State, source_mask
 from .encoders import GRUEncoder
+from .latent import StepParts, add_softness, check_softness, step_output, training_loss, uniform
 
 
 @dataclass
@@ -38,6 +42,15 @@ class RNNSearchConfig:
     attn_hidden: int = 128  # width of the additive score's tanh layer
     maxout: int = 128  # deep-output width; 0 = plain linear output
     dropout: float = 0.0
+    softness: str = "soft"  # soft | mean | hard | gumbel | variational (models/latent.py)
+    estimator: str = "enumerate"  # variational: enumerate | sample
+    tau_start: float = 1.0  # gumbel: temperature at the first update ...
+    tau_end: float = 0.5  # ... annealed to this one ...
+    tau_steps: int = 1000  # ... over this many updates
+    entropy_weight: float = 0.01  # hard: λ_e of the entropy bonus (Xu 2015, eq. 12)
+    reward_baseline: str = "average"  # hard, variational-sample: average | soft (latent.py)
+    baseline_decay: float = 0.9  # ... the moving average's decay
+    q_hidden: int = 32  # variational: inference network width (per direction)
 
     def __post_init__(self) -> None:
         check_ranges(
@@ -45,6 +58,7 @@ class RNNSearchConfig:
             positive=("src_vocab", "tgt_vocab", "emb", "enc_hidden", "dec_hidden", "attn_hidden"),
             non_negative=("maxout",),  # 0 disables maxout
         )
+        check_softness(self)
 
 
 # Named presets (vocabulary sizes are filled in from the data).
@@ -69,10 +83,14 @@ class RNNSearch(Seq2Seq):
         )
         self.init = nn.Linear(c.enc_hidden, c.dec_hidden)  # W_s
         self.tgt_emb = nn.Embedding(c.tgt_vocab, c.emb, padding_idx=0)
-        self.attention = Attention(AdditiveScore(c.dec_hidden, 2 * c.enc_hidden, c.attn_hidden))
+        self.attention = Attention(
+            AdditiveScore(c.dec_hidden, 2 * c.enc_hidden, c.attn_hidden),
+            normaliser=uniform if c.softness == "mean" else softmax,
+        )
         self.cell = nn.GRUCell(c.emb + 2 * c.enc_hidden, c.dec_hidden)
         self.output = DeepOutput(c.dec_hidden, c.emb, 2 * c.enc_hidden, c.maxout, c.tgt_vocab)
         self.drop = nn.Dropout(c.dropout)
+        add_softness(self, c, 2 * c.enc_hidden)
 
     def encode(self, src: Tensor, src_len: Tensor) -> Memory:
         states, (_, backward_first), _ = self.encoder(src, src_len)  # (B, S, 2n), (B, n)
@@ -87,7 +105,9 @@ class RNNSearch(Seq2Seq):
     def init_state(self, memory: Memory) -> State:
         return (memory["s0"],)
 
-    def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, Tensor, State]:
+    def parts(self, prev: Tensor, state: State, memory: Memory) -> StepParts:
+        """One decoder step up to the output layer: α_i, c_i, s_i and the deep output as a
+        function of the context it reads (latent.py chooses which)."""
         (s_prev,) = state  # (B, m)
         y = self.drop(self.tgt_emb(prev))  # (B, E)
         score = cast(AdditiveScore, self.attention.score)
@@ -102,9 +122,26 @@ class RNNSearch(Seq2Seq):
         )
         c = att.context[:, 0]  # (B, 2n)
         s = self.cell(torch.cat([y, c], dim=-1), s_prev)  # (B, m)
-        logits = self.output(self.drop(s), y, c)  # (B, V)
+        s_out = self.drop(s)
+
+        def readout(ctx: Tensor) -> Tensor:  # (B, [K,] 2n) -> (B, [K,] V)
+            shape = (*ctx.shape[:-1], -1)
+            lead = (ctx.shape[0], *([1] * (ctx.dim() - 2)), -1)
+            return self.output(s_out.view(lead).expand(shape), y.view(lead).expand(shape), ctx)
+
         assert att.weights is not None
-        return logits, att.weights[:, 0], (s,)  # weights (B, S)
+        return StepParts(att.weights[:, 0], c, memory["keys"], memory["mask"][:, 0], readout, (s,))
+
+    def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, Tensor, State]:
+        return step_output(self, self.parts(prev, state, memory))  # weights (B, S)
+
+    def training_loss(
+        self, src: Tensor, src_len: Tensor, tgt_in: Tensor, tgt_out: Tensor,
+        label_smoothing: float = 0.0,
+    ) -> tuple[Tensor, Seq2SeqOutput]:  # fmt: skip
+        """The loss of the model's softness (latent.training_loss; plain cross-entropy for
+        soft)."""
+        return training_loss(self, src, src_len, tgt_in, tgt_out, label_smoothing)
 
 
 __all__ = ["PRESETS", "RNNSearch", "RNNSearchConfig"]

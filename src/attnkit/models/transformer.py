@@ -12,8 +12,9 @@ Attention scores: ``score="scaled_dot"`` (default, the paper's eq. 1: qᵀk / �
 ``score="dot"`` (the unscaled qᵀk, for the √d_k ablation of §3.2.1), in every attention
 module, with d_k = dim / heads.
 
-Teacher forcing (``forward``) decodes the whole target in one parallel pass; ``step`` keeps
-the generated prefix in its state and re-runs the decoder on it (simple and exact, O(T²)).
+Teacher forcing (``forward``) decodes the whole target in one parallel pass; ``step`` decodes
+one position, with a cache of each layer's projected keys and values: the encoder memory
+projected once per sentence, the prefix one new row per step (exact: equals ``forward``).
 
 Legend: B batch, S source length, T target length, D model width, H heads, L layers,
 V target vocabulary.
@@ -172,37 +173,48 @@ class DecoderLayer(nn.Module):
         self.res = nn.ModuleList(Residual(c.dim, c.dropout, pre) for _ in range(3))
 
     def forward(
-        self, y: Tensor, memory: Tensor, mask: Tensor, need_self_weights: bool = False
+        self,
+        y: Tensor,
+        memory_kv: tuple[Tensor, Tensor],
+        mask: Tensor,
+        need_self_weights: bool = False,
     ) -> tuple[Tensor, Tensor, Tensor | None]:
-        """y (B, T, D), memory (B, S, D), mask (B, 1, S) -> y (B, T, D), cross-attention
-        weights (B, H, T, S), causal self-attention weights (B, H, T, T) when
-        ``need_self_weights`` (a viewer asks; training and decoding never do), else None."""
+        """y (B, T, D), memory_kv: the encoder memory projected by this layer's
+        cross-attention (``cross_attn.project_keys``, (B, H, S, Dh) each), mask (B, 1, S)
+        -> y (B, T, D), cross-attention weights (B, H, T, S), causal self-attention weights
+        (B, H, T, T) when ``need_self_weights`` (a viewer asks; training and decoding never
+        do), else None."""
 
         def attend_self(h: Tensor) -> tuple[Tensor, Tensor | None]:
             r = self.self_attn(h, need_weights=need_self_weights)
             return r.context, r.weights  # (B, T, D), (B, H, T, T) | None
 
         y, self_weights = self.res[0](y, attend_self)
-        y, weights = self.attend_memory(y, memory, mask)
+        y, weights = self.attend_memory(y, memory_kv, mask)
         return y, weights, self_weights
 
     def step(
-        self, y: Tensor, past: Tensor, memory: Tensor, mask: Tensor
-    ) -> tuple[Tensor, Tensor, Tensor]:
-        """Incremental decoding of position t: y (B, 1, D), past (B, t, D) = what the
-        self-attention saw at positions < t -> y (B, 1, D), weights (B, H, 1, S), past
-        (B, t+1, D). Equals row t of ``forward`` on the whole prefix."""
+        self, y: Tensor, cache: tuple[Tensor, Tensor], memory_kv: tuple[Tensor, Tensor],
+        mask: Tensor,
+    ) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor]]:  # fmt: skip
+        """Incremental decoding of position t: y (B, 1, D); cache: the self-attention's
+        projected keys and values of positions < t, (B, H, t, Dh) each; memory_kv: the
+        encoder memory projected by the cross-attention once per sentence, (B, H, S, Dh) each
+        -> y (B, 1, D), cross-attention weights (B, H, 1, S), cache (B, H, t+1, Dh) each.
+        Equals row t of ``forward`` on the whole prefix."""
         res = cast(Residual, self.res[0])
-        h = res.inner(y)  # (B, 1, D)
-        y = res.merge(y, self.self_attn.step(h, past).context)  # (B, 1, D)
-        y, weights = self.attend_memory(y, memory, mask)
-        return y, weights, torch.cat([past, h], dim=1)
+        result, cache = self.self_attn.step(res.inner(y), cache)  # (B, 1, D)
+        y = res.merge(y, result.context)  # (B, 1, D)
+        y, weights = self.attend_memory(y, memory_kv, mask)
+        return y, weights, cache
 
-    def attend_memory(self, y: Tensor, memory: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
-        """The cross-attention and feed-forward sublayers."""
+    def attend_memory(
+        self, y: Tensor, memory_kv: tuple[Tensor, Tensor], mask: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        """The cross-attention (over the projected memory) and feed-forward sublayers."""
 
         def cross(h: Tensor) -> tuple[Tensor, Tensor | None]:
-            r = self.cross_attn(h, memory, mask=mask)
+            r = self.cross_attn.attend_projected(h, *memory_kv, mask=mask)
             return r.context, r.weights  # (B, T, D), (B, H, T, S)
 
         y, weights = self.res[1](y, cross)
@@ -246,14 +258,21 @@ class Transformer(Seq2Seq):
         self, src: Tensor, src_len: Tensor, need_weights: bool = False
     ) -> tuple[Memory, list[Tensor | None]]:
         """The encoder, and each layer's self-attention weights (B, H, S, S) when
-        ``need_weights`` (else L Nones)."""
+        ``need_weights`` (else L Nones). The memory holds the encoder output "memory"
+        (B, S, D), its "mask" (B, 1, S), and for each decoder layer i the output projected by
+        that layer's cross-attention, "cross_k{i}" and "cross_v{i}" (B, H, S, Dh): projected
+        once per sentence, read by the teacher-forced pass and by every decoding step."""
         mask = source_mask(src_len, src.shape[1])  # (B, 1, S)
         x = self.embed(self.tgt_emb if self.src_emb is None else self.src_emb, src)  # (B, S, D)
         weights = []
         for layer in self.enc:
             x, w = layer(x, mask, need_weights)  # (B, S, D), (B, H, S, S) | None
             weights.append(w)
-        return {"memory": self.enc_norm(x), "mask": mask}, weights  # (B, S, D), (B, 1, S)
+        memory = {"memory": self.enc_norm(x), "mask": mask}  # (B, S, D), (B, 1, S)
+        for i, layer in enumerate(self.dec):  # each decoder layer's keys/values, projected once
+            k, v = cast(DecoderLayer, layer).cross_attn.project_keys(memory["memory"])
+            memory[f"cross_k{i}"], memory[f"cross_v{i}"] = k, v  # (B, H, S, Dh) each
+        return memory, weights
 
     def decode(self, tgt_in: Tensor, memory: Memory) -> tuple[Tensor, Tensor]:
         """tgt_in (B, T) -> logits (B, T, V), cross-attention weights (L, B, H, T, S)."""
@@ -268,8 +287,9 @@ class Transformer(Seq2Seq):
         (else L Nones)."""
         y = self.embed(self.tgt_emb, tgt_in)  # (B, T, D)
         cross, selfs = [], []
-        for layer in self.dec:
-            y, w, s = layer(y, memory["memory"], memory["mask"], need_self_weights)
+        for i, layer in enumerate(self.dec):
+            kv = memory[f"cross_k{i}"], memory[f"cross_v{i}"]  # (B, H, S, Dh) each
+            y, w, s = layer(y, kv, memory["mask"], need_self_weights)
             cross.append(w)  # (B, H, T, S)
             selfs.append(s)  # (B, H, T, T) | None
         y = self.dec_norm(y)
@@ -308,22 +328,29 @@ class Transformer(Seq2Seq):
         }
 
     def init_state(self, memory: Memory) -> State:
-        """Per decoder layer, the self-attention inputs seen so far: L tensors (B, t, D)."""
+        """The decoding cache: per decoder layer, the self-attention's projected keys and
+        values so far, (B, H, 0, Dh) each at the start. (The memory's projections are in
+        ``memory``, made once by ``encode``.)"""
         m = memory["memory"]  # (B, S, D)
-        return tuple(m.new_zeros(m.shape[0], 0, m.shape[2]) for _ in self.dec)
+        state: list[Tensor] = []
+        for layer in self.dec:
+            state.extend(cast(DecoderLayer, layer).self_attn.empty_cache(m.shape[0], m))
+        return tuple(state)  # 2L tensors (B, H, 0, Dh)
 
     def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, Tensor, State]:
-        """Incremental decoding (a cache of each layer's self-attention input): O(t) work at
-        step t instead of recomputing the prefix. prev (B,) -> logits (B, V), weights (B, S)
-        (last layer's cross-attention averaged over heads)."""
-        t = state[0].shape[1]
+        """Incremental decoding with a cache of projected keys and values: step t projects
+        one new row per layer, never the prefix or the memory again (``encode`` projected
+        it). prev (B,) -> logits (B, V), weights (B, S) (last layer's cross-attention
+        averaged over heads); state: 2L tensors (B, H, t, Dh) -> (B, H, t+1, Dh)."""
+        t = state[0].shape[2]
         y = self.embed(self.tgt_emb, prev[:, None], start=t)  # (B, 1, D)
-        new_state, weights = [], None
-        for layer, past in zip(self.dec, state, strict=True):
-            y, weights, past = cast(DecoderLayer, layer).step(
-                y, past, memory["memory"], memory["mask"]
-            )
-            new_state.append(past)  # (B, t+1, D)
+        new_state: list[Tensor] = []
+        weights = None
+        for i, layer in enumerate(self.dec):
+            kv = memory[f"cross_k{i}"], memory[f"cross_v{i}"]  # (B, H, S, Dh) each
+            cache = state[2 * i], state[2 * i + 1]  # (B, H, t, Dh) each
+            y, weights, cache = cast(DecoderLayer, layer).step(y, cache, kv, memory["mask"])
+            new_state.extend(cache)  # (B, H, t+1, Dh) each
         y = self.dec_norm(y)  # (B, 1, D)
         w_out = self.tgt_emb.weight if self.out is None else self.out.weight  # (V, D)
         logits = F.linear(y[:, 0], w_out, self.out_bias)  # (B, V)

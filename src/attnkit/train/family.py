@@ -139,6 +139,8 @@ TRANSLATE = Family(
 # may import models and viewers that translation never needs)
 FAMILIES: dict[str, str] = {
     "translate": "attnkit.train.family:TRANSLATE",
+    "forecast": "attnkit.train.forecast:FORECAST",
+    "docs": "attnkit.models.han_family:DOCS",
 }
 
 

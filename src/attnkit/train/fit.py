@@ -156,13 +156,16 @@ def _build(config: FitConfig, prepared: Prepared, device: str) -> torch.nn.Modul
     """The model of ``config`` for the data's vocabularies, seeded by the training seed."""
     m = config.model
     torch.manual_seed(config.train.seed)
-    return build_model(
+    model = build_model(
         m.name,
         preset=m.preset,
         src_vocab=len(prepared.src_vocab),
         tgt_vocab=len(prepared.tgt_vocab),
         **m.options,
     ).to(device)
+    if config.compile:  # in place: forward compiled, state_dict keys and decoding unchanged
+        model.compile()
+    return model
 
 
 @contextmanager

@@ -209,6 +209,12 @@ def train(
             f"torchrun data-parallel training supports translation tasks, not {family.name} "
             "tasks; run attnkit train without torchrun"
         )
+    softness = getattr(getattr(model, "config", None), "softness", "soft")
+    if dist is not None and softness != "soft":  # distributed.py's loss is cross-entropy
+        raise ValueError(
+            f"torchrun data-parallel training takes models trained on plain cross-entropy; "
+            f"this one trains with {softness} attention's own loss: run it without torchrun"
+        )
     main = dist is None or dist.is_main
     log = (log or (lambda s: print(s, file=sys.stderr))) if main else (lambda s: None)
     meta = {**(meta or {}), "train": asdict(cfg)}

@@ -1,0 +1,357 @@
+"""Soft, hard, Gumbel and variational attention side by side, in the manner of Deng, Kim, Chiu,
+Guo & Rush (2018), "Latent Alignment and Variational Attention", Table 1, and Xu et al. (2015),
+"Show, Attend and Tell", Table 1.
+
+The same decoder (RNNsearch by default; ``--model luong``) is trained with each softness of
+``attnkit.models.latent`` — mean pooling (the no-attention baseline), soft, hard (REINFORCE),
+gumbel (straight-through, annealed τ), variational with the enumerated and with the sampled
+estimator; REINFORCE with Deng's soft-attention baseline by default (``--baseline average``:
+Xu's moving average) — on the same data, batches, optimiser and number of updates, for
+``seeds`` seeds, through ``attnkit.fit`` (``jobs`` at a time, pool.py). On the test set: BLEU
+and exact match of greedy decoding (hard, gumbel: argmax alignment; variational: the prior p,
+marginalised), perplexity of the exact likelihood (the marginal over the alignment for the
+latent models) and variational's bound under q, the attention's entropy and AER (toy-ko's gold
+links), seconds per training update and per decoded sentence, and the relative variance of the
+attention parameters' gradient. A micro-benchmark (softness_measure.reduction_cost) times what
+hard attention saves (the reduction) and what it does not (the scores).
+
+Checks, thresholds fixed from the claims before any run (means over seeds, per task):
+  1. every attention beats mean pooling: quality (BLEU) of each row > mean pooling's;
+  2. entropy hard < variational < soft (the claim as issue 15 states it: a sampled alignment
+     makes the attention sharper than soft, hard the sharpest), for each variational row;
+  3. likelihood variational ≥ soft ≥ hard: test perplexity variational <= soft <= hard
+     (Deng 2018, Table 1), for each variational row.
+
+Tasks are a dict (``TASKS``): each knows how to train and score its rows; ``--tasks`` picks.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
+from .base import Experiment, Say, report_of
+from .base import verdict as verdict_text
+from .pool import steps_done, train_all
+
+ROWS: dict[str, dict[str, str]] = {
+    "mean": {"softness": "mean"},
+    "soft": {"softness": "soft"},
+    "hard": {"softness": "hard"},
+    "gumbel": {"softness": "gumbel"},
+    "variational": {"softness": "variational", "estimator": "enumerate"},
+    "variational-sample": {"softness": "variational", "estimator": "sample"},
+}
+VARIATIONAL = ("variational", "variational-sample")
+
+
+def _opt(default: Any, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass
+class SoftnessConfig:
+    """The flags of ``attnkit experiment softness`` (one per field)."""
+
+    tasks: str = _opt("toy-ko", "comma-separated tasks, of: toy-ko (default)")
+    rows: str = _opt(",".join(ROWS), f"comma-separated rows, of {', '.join(ROWS)} (default all)")
+    model: str = _opt("rnnsearch", "rnnsearch (default) | luong: the decoder every row shares")
+    seeds: int = _opt(3, "training seeds per row: --seed, --seed+1, ... (default 3)")
+    train_size: int = _opt(3200, "training pairs (default 3200)")
+    epochs: int = _opt(4, "passes over them: the same updates for every row (default 4: 400)")
+    batch_size: int = _opt(32, "pairs per update (default 32)")
+    emb: int = _opt(32, "embedding width (default 32)")
+    hidden: int = _opt(32, "every hidden width: encoder, decoder, score, maxout (default 32)")
+    lr: float = _opt(5e-3, "Adam learning rate (default 5e-3)")
+    tau_start: float = _opt(1.0, "gumbel: first temperature (default 1.0)")
+    tau_end: float = _opt(0.5, "gumbel: temperature reached at the last update (default 0.5)")
+    baseline: str = _opt("soft", "REINFORCE baseline of hard and variational-sample: soft "
+                         "(log p(y_t | soft context), Deng 2018 §4; default) | average (moving "
+                         "average, Xu 2015)")
+    valid_size: int = _opt(100, "validation pairs (default 100)")
+    test_size: int = _opt(400, "test pairs scored (default 400)")
+    draws: int = _opt(8, "gradient draws for the gradient variance (default 8)")
+    timing_reps: int = _opt(5, "repetitions of each timing (median; default 5)")
+    seed: int = _opt(0, "data seed and first training seed (default 0)")
+    jobs: int = _opt(2, "models trained at once, in a process pool (default 2)")
+    threads: int = _opt(1, "torch threads per process (default 1)")
+
+    def __post_init__(self) -> None:
+        for name, items, known in (("tasks", self.task_list, TASKS), ("rows", self.row_list, ROWS)):
+            bad = [x for x in items if x not in known]
+            if bad or not items or len(set(items)) != len(items):
+                raise ValueError(f"--{name} {getattr(self, name)!r}; name each of "
+                                 f"{', '.join(known)} at most once")  # fmt: skip
+        if self.baseline not in ("soft", "average"):
+            raise ValueError(f"--baseline {self.baseline!r}; choose soft or average")
+        if self.model not in ("rnnsearch", "luong"):
+            raise ValueError(f"--model {self.model!r}; choose rnnsearch or luong")
+        for name in ("seeds", "train_size", "epochs", "batch_size", "emb", "hidden",
+                     "valid_size", "test_size", "timing_reps", "jobs", "threads"):  # fmt: skip
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
+        if self.draws < 2:
+            raise ValueError(f"--draws {self.draws}; the variance needs at least 2")
+        for name in ("lr", "tau_start", "tau_end"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"--{name.replace('_', '-')} {value}; it must be positive")
+
+    @property
+    def task_list(self) -> list[str]:
+        return [t.strip() for t in self.tasks.split(",") if t.strip()]
+
+    @property
+    def row_list(self) -> list[str]:
+        return [r.strip() for r in self.rows.split(",") if r.strip()]
+
+    @property
+    def updates(self) -> int:
+        return self.epochs * math.ceil(self.train_size / self.batch_size)
+
+
+QUICK = dict(seeds=1, train_size=16, epochs=1, batch_size=8, emb=8, hidden=8, valid_size=4,
+             test_size=8, draws=2, timing_reps=1, jobs=1)  # fmt: skip
+
+
+def model_options(cfg: SoftnessConfig, row: str) -> dict[str, Any]:
+    """The model config of ``row``: the same widths for every row; only the softness differs
+    (the Gumbel temperature reaches tau_end at the last update)."""
+    if cfg.model == "luong":
+        widths: dict[str, Any] = dict(emb=cfg.emb, hidden=cfg.hidden, layers=1, cell="gru")
+    else:
+        widths = dict(emb=cfg.emb, enc_hidden=cfg.hidden, dec_hidden=cfg.hidden,
+                      attn_hidden=cfg.hidden, maxout=cfg.hidden)  # fmt: skip
+    return {**widths, **ROWS[row], "dropout": 0.0, "tau_start": cfg.tau_start,
+            "tau_end": cfg.tau_end, "tau_steps": cfg.updates, "q_hidden": cfg.hidden,
+            "reward_baseline": cfg.baseline}  # fmt: skip
+
+
+# -- tasks ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Task:
+    """How to train and score the rows on one task: its data, and ``score(cfg, run_dir)``
+    -> the row's numbers (``quality`` in the task's own metric, see ``metric``)."""
+
+    metric: str
+    data: Callable[[SoftnessConfig], DataConfig]
+    score: Callable[[SoftnessConfig, Path], dict[str, Any]]
+
+
+def toy_ko_data(cfg: SoftnessConfig) -> DataConfig:
+    return DataConfig(task="toy-ko", task_seed=cfg.seed, train_size=cfg.train_size,
+                      valid_size=cfg.valid_size, test_size=cfg.test_size)  # fmt: skip
+
+
+def score_translation(cfg: SoftnessConfig, out: Path) -> dict[str, Any]:
+    """Every number of one translation run (checkpoint ``out/last``) on its task's test set."""
+    from ..data.batching import batches
+    from ..data.tasks import load_task
+    from ..decode import translate
+    from ..eval.alignment import evaluate_alignments
+    from ..eval.forced import forced_attention, gold_from_examples
+    from ..eval.text import score
+    from ..train import checkpoint
+    from . import softness_measure as sm
+
+    d = toy_ko_data(cfg)
+    test = load_task(d.task or "", seed=d.task_seed, train_size=cfg.train_size,
+                     valid_size=cfg.valid_size, test_size=cfg.test_size).test  # fmt: skip
+    ck = checkpoint.load(out / "last")
+    m, sv, tv = ck.model, ck.src_vocab, ck.tgt_vocab
+    t0 = time.perf_counter()
+    hyps = translate(m, test, sv, tv, batch_size=128).hyps
+    decode_s = (time.perf_counter() - t0) / len(test)
+    s = score(hyps, test)
+    align = evaluate_alignments(forced_attention(m, test, sv, tv), gold_from_examples(test))
+    fixed = batches(list(test)[: cfg.batch_size], sv, tv, cfg.batch_size)[0]
+    return {
+        "quality": s.bleu,
+        "exact": 100 * s.exact_match,
+        **sm.exact_scores(m, test, sv, tv),
+        "entropy": align.entropy,
+        "aer": align.aer_argmax,
+        "step_seconds": sm.step_seconds(m, fixed, cfg.timing_reps),
+        "decode_seconds": decode_s,
+        "grad_variance": sm.gradient_variance(m, fixed, cfg.draws),
+        "parameters": sum(p.numel() for p in m.parameters()),
+        "updates": steps_done(out),
+    }
+
+
+TASKS: dict[str, Task] = {
+    "toy-ko": Task("BLEU", toy_ko_data, score_translation),
+}
+
+
+def train_config(cfg: SoftnessConfig, task: str, row: str, seed: int, out: Path) -> FitConfig:
+    """The ``attnkit.fit`` config of ``row`` on ``task`` with ``seed``: the same data, batches,
+    optimiser and updates for every row."""
+    return FitConfig(
+        data=TASKS[task].data(cfg),
+        model=ModelConfig(cfg.model, "small", model_options(cfg, row)),
+        train=TrainConfig(epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr, patience=0,
+                          save_every=max(cfg.updates // 4, 10), seed=seed, valid_decode=0,
+                          progress=False),  # fmt: skip
+        out=out,
+        overwrite=True,  # the experiment's own folder: a re-run replaces its models
+        threads=cfg.threads,
+    )
+
+
+# -- numbers and verdict ----------------------------------------------------------------------
+
+MEASURES = ("quality", "exact", "ppl", "ppl_bound", "entropy", "aer", "step_seconds",
+            "decode_seconds", "grad_variance")  # fmt: skip
+
+
+def _mean(xs: Sequence[float | None]) -> float | None:
+    vals = [x for x in xs if x is not None and not math.isnan(x)]
+    return sum(vals) / len(vals) if vals else None
+
+
+def _std(xs: Sequence[float | None]) -> float | None:
+    vals = [x for x in xs if x is not None and not math.isnan(x)]
+    if len(vals) < 2:
+        return 0.0 if vals else None
+    mu = sum(vals) / len(vals)
+    return math.sqrt(sum((x - mu) ** 2 for x in vals) / (len(vals) - 1))
+
+
+def summarise(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """task -> row -> {measure: mean, measure_std: sample std over seeds, parameters, ...}."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in records:
+        out.setdefault(r["task"], {}).setdefault(r["row"], {})
+    for task, rows in out.items():
+        for row in rows:
+            mine = [r for r in records if r["task"] == task and r["row"] == row]
+            s: dict[str, Any] = {"seeds": len(mine), "parameters": mine[0]["parameters"],
+                                 "updates": sorted({r["updates"] for r in mine})}  # fmt: skip
+            for k in MEASURES:
+                s[k] = _mean([r[k] for r in mine])
+                s[f"{k}_std"] = _std([r[k] for r in mine])
+            rows[row] = s
+    return out
+
+
+def verdict(summary: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> tuple[list[str], dict]:
+    """The three checks of the module docstring, on every task; (failed checks, each with its
+    numbers; the checks' numbers)."""
+    reasons: list[str] = []
+    checks: dict[str, Any] = {}
+    for task, rows in summary.items():
+        c: dict[str, Any] = {}
+        q, ent, ppl = ({r: s[k] for r, s in rows.items()} for k in ("quality", "entropy", "ppl"))
+        if "mean" not in rows or len(rows) < 2:
+            reasons.append(f"{task}: the comparison with mean pooling needs the mean row and "
+                           "an attention row")  # fmt: skip
+        else:
+            c["quality"] = q
+            worse = [f"{r} {q[r]:.1f}" for r in rows if r != "mean" and not q[r] > q["mean"]]
+            if worse:
+                reasons.append(f"{task}: not above mean pooling's {q['mean']:.1f}: "
+                               + ", ".join(worse))  # fmt: skip
+        variational = [v for v in VARIATIONAL if v in rows]
+        if not ("hard" in rows and "soft" in rows and variational):
+            reasons.append(f"{task}: the entropy and likelihood orders need the hard, soft and "
+                           "a variational row")  # fmt: skip
+        else:
+            c.update(entropy=ent, ppl=ppl)
+            for v in variational:
+                if not ent["hard"] < ent[v] < ent["soft"]:
+                    reasons.append(f"{task}: entropy not hard < {v} < soft: {ent['hard']:.3f}, "
+                                   f"{ent[v]:.3f}, {ent['soft']:.3f}")  # fmt: skip
+                if not ppl[v] <= ppl["soft"] <= ppl["hard"]:
+                    got = f"{ppl[v]:.3f}, {ppl['soft']:.3f}, {ppl['hard']:.3f}"
+                    reasons.append(f"{task}: perplexity not {v} <= soft <= hard: {got}")
+        checks[task] = c
+    checks["reasons"] = reasons
+    return reasons, checks
+
+
+def run_experiment(cfg: SoftnessConfig, out: Path, say: Say = print) -> dict[str, Any]:
+    """Train every row on every task with every seed, score, summarise, time the reduction,
+    judge."""
+    import torch
+
+    from .softness_measure import reduction_cost
+
+    seeds = [cfg.seed + i for i in range(cfg.seeds)]
+    say(f"softness experiment: {', '.join(cfg.task_list)}; {cfg.model} with "
+        f"{', '.join(cfg.row_list)} x seeds {seeds}; {cfg.updates} updates of "
+        f"{cfg.batch_size} each, {cfg.jobs} at a time; output in {out}/")  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    runs = {(t, r, s): out / t / r / f"seed{s}"
+            for t in cfg.task_list for s in seeds for r in cfg.row_list}  # fmt: skip
+    configs = {f"{t}/{r}/seed{s}": train_config(cfg, t, r, s, d) for (t, r, s), d in runs.items()}
+    seconds = train_all(configs, jobs=cfg.jobs, steps=cfg.updates, log_dir=out, say=say)
+    say("scoring (test set, timings, gradient variance) ...")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(cfg.threads)
+    try:
+        records = [
+            {"task": t, "row": r, "seed": s, **TASKS[t].score(cfg, d),
+             "train_seconds": seconds[f"{t}/{r}/seed{s}"]}
+            for (t, r, s), d in runs.items()
+        ]  # fmt: skip
+        small = cfg.updates < 50  # --quick: a token measurement
+        cost = reduction_cost(8 if small else 32, 16 if small else 512, 8 if small else 256,
+                              8 if small else 128, 2 if small else 30)  # fmt: skip
+    finally:
+        torch.set_num_threads(threads)
+    summary = summarise(records)
+    reasons, checks = verdict(summary)
+    return {
+        "config": asdict(cfg),
+        "seeds": seeds,
+        "updates": cfg.updates,
+        "metrics": {t: TASKS[t].metric for t in cfg.task_list},
+        "summary": summary,
+        "runs": records,
+        "reduction_cost": cost,
+        "total_seconds": round(time.perf_counter() - t0, 1),
+        "checks": checks,
+        "verdict": verdict_text(reasons),
+    }
+
+
+EXPERIMENT = Experiment(
+    name="softness",
+    help="soft vs hard vs Gumbel vs variational attention (Deng 2018 / Xu 2015, Table 1)",
+    description="Train one decoder (RNNsearch) with mean pooling, soft, hard (REINFORCE), "
+    "Gumbel (straight-through) and variational attention (enumerated and sampled ELBO) on "
+    "toy-ko with the same data and updates for 3 seeds; report BLEU, exact perplexity (and "
+    "variational's bound), attention entropy, AER, seconds per update and per sentence, and "
+    "the attention gradient's variance; time the hard vs soft reduction; check that every "
+    "attention beats mean pooling, entropy hard < variational < soft and perplexity "
+    "variational <= soft <= hard. Writes OUT/softness.{csv,json,png}; exits 1 when a claim "
+    "does not reproduce.",
+    config=SoftnessConfig,
+    quick=QUICK,
+    run=run_experiment,
+    report=report_of("softness_report"),
+)
+
+__all__ = [
+    "EXPERIMENT",
+    "QUICK",
+    "ROWS",
+    "TASKS",
+    "SoftnessConfig",
+    "Task",
+    "model_options",
+    "run_experiment",
+    "score_translation",
+    "summarise",
+    "train_config",
+    "verdict",
+]

@@ -1,0 +1,117 @@
+"""The softness experiment's outputs: a Markdown table per task (Deng 2018 / Xu 2015 Table 1
+style), the reduction's cost, CSV, JSON and a PNG of quality, perplexity and entropy per row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .base import Say, markdown_table, write_outputs
+
+
+def _num(x: Any, fmt: str) -> str:
+    return "—" if x is None else format(x, fmt)
+
+
+def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """One CSV row per task and row: every measure's mean and seed std, and the budgets."""
+    out = []
+    for task, summary in result["summary"].items():
+        for row, s in summary.items():
+            out.append({"task": task, "row": row, "metric": result["metrics"][task],
+                        **{k: s[k] for k in s if k not in ("updates",)},
+                        "updates": "/".join(map(str, s["updates"]))})  # fmt: skip
+    return out
+
+
+def text_table(result: dict[str, Any], task: str) -> str:
+    metric = result["metrics"][task]
+    head = ["row", metric, "exact %", "PPL", "PPL bound (q)", "entropy", "AER", "ms / update",
+            "ms / sentence", "grad rel. var", "parameters", "updates"]  # fmt: skip
+    body = []
+    for row, s in result["summary"][task].items():
+        body.append([
+            row,
+            f"{_num(s['quality'], '.1f')} ± {_num(s['quality_std'], '.1f')}",
+            _num(s["exact"], ".1f"),
+            f"{_num(s['ppl'], '.3f')} ± {_num(s['ppl_std'], '.3f')}",
+            _num(s["ppl_bound"], ".3f"),
+            f"{_num(s['entropy'], '.3f')} ± {_num(s['entropy_std'], '.3f')}",
+            _num(s["aer"], ".3f"),
+            _num(None if s["step_seconds"] is None else 1e3 * s["step_seconds"], ".1f"),
+            _num(None if s["decode_seconds"] is None else 1e3 * s["decode_seconds"], ".2f"),
+            _num(s["grad_variance"], ".3g"),
+            f"{s['parameters']:,}",
+            "/".join(map(str, s["updates"])),
+        ])  # fmt: skip
+    return markdown_table(head, body)
+
+
+def cost_lines(result: dict[str, Any]) -> list[str]:
+    """What hard attention's reduction saves and what the scores still cost, measured."""
+    c = result["reduction_cost"]
+    s, f = c["seconds"], c["flops"]
+    return [
+        f"one decoder step, B={c['batch']} S={c['keys']} D={c['dim']} A={c['width']}: scores "
+        f"{f['scores']:,} FLOPs ({1e6 * s['scores']:.0f} µs, every softness); soft reduction "
+        f"{f['soft']:,} FLOPs, {c['values_read']['soft']:,} value vectors read "
+        f"({1e6 * s['soft_reduce']:.0f} µs); hard reduction by gather 0 FLOPs, "
+        f"{c['values_read']['hard']:,} vectors ({1e6 * s['hard_gather']:.0f} µs); hard as "
+        f"one_hot @ V (attnkit.hard.SampleReduce) {1e6 * s['hard_one_hot']:.0f} µs",
+    ]
+
+
+def verdict_line(result: dict[str, Any]) -> str:
+    return f"verdict: {result['verdict']}"
+
+
+def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
+    """Print a table per task, the reduction's cost and the verdict; write
+    softness.{csv,json,png}."""
+    say(f"{len(result['seeds'])} seeds {result['seeds']}, {result['updates']} updates per run; "
+        "PPL exact (the marginal over the alignment for hard, gumbel, variational); entropy in "
+        "nats of the force-decoded attention (the prior p); grad rel. var = Σ Var / Σ mean² "
+        "of the attention parameters' gradient over draws on one batch")  # fmt: skip
+    for task in result["summary"]:
+        say(f"\n{task}:")
+        say(text_table(result, task))
+    for line in cost_lines(result):
+        say(line)
+    paths = write_outputs("softness", rows(result), result, plot, out, say)
+    say(f"total {result['total_seconds']:.0f}s (training and scoring)")
+    say(verdict_line(result))
+    return paths
+
+
+def plot(result: dict[str, Any], path: Path) -> Path:
+    """Three panels per task row: quality, perplexity and entropy (mean ± seed std)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = list(result["summary"])
+    fig, axes = plt.subplots(len(tasks), 3, figsize=(13, 3.6 * len(tasks)), squeeze=False)
+    for i, task in enumerate(tasks):
+        summary = result["summary"][task]
+        names = list(summary)
+        for j, (key, label) in enumerate(
+            (("quality", result["metrics"][task]), ("ppl", "test perplexity (exact)"),
+             ("entropy", "attention entropy (nats)"))  # fmt: skip
+        ):
+            ax = axes[i][j]
+            vals = [summary[n][key] or 0.0 for n in names]
+            errs = [summary[n][f"{key}_std"] or 0.0 for n in names]
+            ax.bar(range(len(names)), vals, yerr=errs, color="tab:blue", capsize=3)
+            ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
+            ax.set_title(f"{task}: {label}")
+    title = f"softness ({result['config']['model']}, {result['updates']} updates, "
+    title += f"{len(result['seeds'])} seeds): {result['verdict'][:90]}"
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+__all__ = ["cost_lines", "plot", "report", "rows", "text_table", "verdict_line"]

@@ -1,0 +1,122 @@
+"""No host synchronisation on the hot path: a training step of every model, and the attention
+modules, read no tensor value back to Python (``bool(t)``, ``t.item()``, ``t.tolist()``,
+``int(t)``, ``float(t)``) under the default check level. On a GPU each such read waits for
+the device; here they are counted on CPU with a TorchFunctionMode, which sees every one.
+
+RNNsearch (and the other recurrent encoders) copy the lengths to the CPU once per batch for
+sequence packing (``src_len.cpu()``): the one device read allowed. torch's packed GRU then reads
+the packed batch's ``batch_sizes``, which PyTorch always keeps on the CPU (no device sync).
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import torch
+from torch.overrides import TorchFunctionMode
+
+import attnkit
+import attnkit.nn as ann
+from attnkit.data.batching import batches
+from attnkit.data.toy_ko import generate
+from attnkit.data.vocab import Vocab
+from attnkit.models import MODELS, build_model
+from attnkit.train.loop import loss_of
+
+pytestmark = pytest.mark.usefixtures("one_thread_module")
+
+ATTNKIT = str(Path(attnkit.__file__).parent)
+READS = {
+    torch.Tensor.__bool__: "bool",
+    torch.Tensor.item: "item",
+    torch.Tensor.tolist: "tolist",
+    torch.Tensor.__int__: "int",
+    torch.Tensor.__float__: "float",
+    torch.Tensor.__index__: "index",
+    torch.Tensor.cpu: "cpu",
+}
+
+
+class HostReads(TorchFunctionMode):
+    """Records each read of a tensor's value by the host, with the attnkit line that did it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[tuple[str, str]] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        if func in READS:
+            ours = [f for f in traceback.extract_stack() if f.filename.startswith(ATTNKIT)]
+            if ours:  # torch's own (Adam's CPU step counter) is not ours to count
+                where = f"{Path(ours[-1].filename).name}:{ours[-1].lineno} {ours[-1].line}"
+                self.reads.append((READS[func], where))
+        return func(*args, **(kwargs or {}))
+
+
+@contextmanager
+def host_reads() -> Iterator[list[tuple[str, str]]]:
+    mode = HostReads()
+    with mode:
+        yield mode.reads
+
+
+def test_the_counter_sees_each_kind_of_read() -> None:
+    """The spy itself: a read made through attnkit code is recorded (else zero proves nothing)."""
+    with host_reads() as reads:
+        attnkit.padding_mask(torch.tensor([2, 3]))  # one max() read, one check of the range
+    assert [kind for kind, _ in reads] and all("masks.py" in where for _, where in reads)
+    with host_reads() as reads, attnkit.checks("full"):
+        attnkit.attend(torch.randn(1, 2, 4), torch.randn(1, 3, 4), torch.randn(1, 3, 4))
+    assert [kind for kind, _ in reads].count("bool") >= 3  # query, keys, values, context
+
+
+def one_batch(name: str):  # type: ignore[no-untyped-def]
+    data = generate(24, seed=0)
+    src_vocab = Vocab.build(e.src for e in data)
+    tgt_vocab = Vocab.build(e.tgt for e in data)
+    b = batches(data, src_vocab, tgt_vocab, 8)[-1]
+    torch.manual_seed(0)
+    model = build_model(name, src_vocab=len(src_vocab), tgt_vocab=len(tgt_vocab), preset="tiny")
+    return model, b
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_a_training_step_reads_nothing_back(name: str) -> None:
+    model, b = one_batch(name)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    model.train()
+    with host_reads() as reads:
+        loss, _ = loss_of(model, b)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    packing = [(k, w) for k, w in reads if "encoders.py" in w]
+    assert [(k, w) for k, w in reads if (k, w) not in packing] == [], f"{name}: {reads}"
+    if name == "transformer":
+        assert packing == []
+    else:  # the lengths, copied once; the rest reads the packed batch's CPU-side batch_sizes
+        assert [w for k, w in packing if "src_len.cpu()" in w] == [packing[0][1]]
+
+
+def test_the_attention_modules_read_nothing_back() -> None:
+    torch.manual_seed(0)
+    x, mem = torch.randn(2, 5, 8), torch.randn(2, 7, 8)
+    pad = attnkit.padding_mask(torch.tensor([7, 3]), 7)  # (B, 1, S), built outside
+    kpm = ~pad[:, 0]  # (B, S) PyTorch polarity
+    modules = [
+        lambda: attnkit.SelfAttention(8, 2, align=attnkit.CausalAlignment())(x),
+        lambda: attnkit.CrossAttention(8, 2)(x, mem, mask=pad, need_weights=False),
+        lambda: attnkit.CrossAttention(8, 2)(x, mem, mask=pad),
+        lambda: ann.MultiheadAttention(8, 2, batch_first=True)(x, mem, mem, key_padding_mask=kpm),
+        lambda: attnkit.Attention(attnkit.AdditiveScore(8, 8, 8))(x, mem, mask=pad),
+        lambda: attnkit.attend(x, mem, mem, align=attnkit.SlidingWindow(2), need_weights=False),
+    ]
+    for i, call in enumerate(modules):
+        with host_reads() as reads:
+            call()
+        assert reads == [], f"module {i}: {reads}"
