@@ -21,6 +21,7 @@ EXPERIMENTS: dict[str, str] = {
     "softness": "attnkit.experiments.softness",  # Deng 2018 / Xu 2015, Table 1: soft vs hard
     "series": "attnkit.experiments.series",  # attention over the past: MASE, seasonal lags
     "structure": "attnkit.experiments.structure",  # Lu 2016, Yang 2016, Shen 2018: structures
+    "inductive-bias": "attnkit.experiments.inductive_bias",  # Dosovitskiy 2021: CNN vs ViT by data
 }
 
 
