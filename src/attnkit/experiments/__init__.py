@@ -20,9 +20,11 @@ EXPERIMENTS: dict[str, str] = {
     "coref": "attnkit.experiments.coref",  # Vaswani 2017 Fig. 4: a head that resolves "it"
     "softness": "attnkit.experiments.softness",  # Deng 2018 / Xu 2015, Table 1: soft vs hard
 }
+"""Experiment name -> its module (imported by ``get``), for ``attnkit experiment NAME``."""
 
 
 def get(name: str) -> Experiment:
+    """The experiment ``name`` (its module imported now); a ValueError listing the known ones."""
     if name not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {name!r}; choose one of {sorted(EXPERIMENTS)}")
     experiment = importlib.import_module(EXPERIMENTS[name]).EXPERIMENT

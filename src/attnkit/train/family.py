@@ -134,12 +134,15 @@ TRANSLATE = Family(
     score=translate_score,
     data_parallel=True,
 )
+"""The ``translate`` family: tokens -> tokens, cross-entropy on the target tokens, scored by
+exact match, BLEU and chrF of the decoded outputs."""
 
 # name -> "module:attribute" of its Family, imported when first asked for (a family's module
 # may import models and viewers that translation never needs)
 FAMILIES: dict[str, str] = {
     "translate": "attnkit.train.family:TRANSLATE",
 }
+"""Family name -> ``"module:attribute"`` of its ``Family`` (imported by ``family(name)``)."""
 
 
 def family(name: str) -> Family:
