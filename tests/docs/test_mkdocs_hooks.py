@@ -1,5 +1,6 @@
-"""scripts/docs_links.py (the MkDocs hook) resolves links from docs/ to files outside it and
-reports the broken ones, on a small tree made here, and finds no broken one in the real docs."""
+"""The MkDocs hooks of mkdocs.yml: scripts/docs_links.py resolves links from docs/ to files
+outside it and reports the broken ones (on a small tree made here; and finds no broken one in
+the real docs); scripts/docs_titles.py titles a page by its first heading."""
 
 from __future__ import annotations
 
@@ -80,3 +81,29 @@ def test_the_real_docs_have_no_broken_link_out_of_docs() -> None:
         ).problems
     ]
     assert not problems, problems
+
+
+def test_a_page_is_titled_by_its_first_heading() -> None:
+    spec = importlib.util.spec_from_file_location("docs_titles", ROOT / "scripts/docs_titles.py")
+    assert spec is not None and spec.loader is not None
+    titles = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(titles)
+    page = "intro\n```bash\n# not a heading\n```\n## `heads`: [Vaswani](x.md) 2017 ##\n# later\n"
+    assert titles.first_heading(page) == (2, "heads: Vaswani 2017")
+    assert titles.first_heading("# Top\n## sub\n") == (1, "Top")
+    assert titles.first_heading("no heading\n") is None
+
+
+def test_indented_blocks_of_docstrings_stay_blocks() -> None:
+    spec = importlib.util.spec_from_file_location("docs_docs", ROOT / "scripts/docs_docstrings.py")
+    assert spec is not None and spec.loader is not None
+    ext = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ext)
+    formula = "One signature:\n    q (..., D) -> (..., T)\nAfter."
+    assert ext.separate_blocks(formula) == "One signature:\n\n    q (..., D) -> (..., T)\nAfter."
+    table = "Names:\n\n  ``a``   first\n          more\n\nEnd."
+    assert ext.separate_blocks(table) == "Names:\n\n    ``a``   first\n            more\n\nEnd."
+    items = "Checks:\n  * one\n  * two"
+    assert ext.separate_blocks(items) == "Checks:\n\n  * one\n  * two"
+    hanging = "tokens(e) -> (src, tgt): what the\n    family reads as tokens."
+    assert ext.separate_blocks(hanging) == hanging  # a paragraph's continuation: unchanged
