@@ -89,12 +89,20 @@ NORMALISER_ALIASES = {
     "gumbel-softmax": "gumbel",
 }
 
+# what one attention computation gives out per (query, key): one weight, or one per feature
+OUTPUTS: dict[str, str] = {
+    "scalar": "weights (..., Tq, Tk)",
+    "multi-dimensional": "weights (..., Tq, Tk, Dv)",
+}
+OUTPUT_ALIASES = {"multidim": "multi-dimensional", "feature-wise": "multi-dimensional"}
+
 # stage kind -> (builders by name, aliases): the one table of names
 STAGES: dict[str, tuple[dict, dict[str, str]]] = {
     "score": (SCORES, SCORE_ALIASES),
     "alignment": (ALIGNMENTS, {}),
     "normaliser": (NORMALISERS, NORMALISER_ALIASES),
     "reduction": (REDUCTIONS, REDUCTION_ALIASES),
+    "output": (OUTPUTS, OUTPUT_ALIASES),
 }
 """Stage kind -> (builders by name, aliases): the one table of names (``canonical``,
 ``names``)."""
@@ -123,6 +131,13 @@ VARIANTS: list[Variant] = [
     ),
     Variant("weighted_sum", "reduction", "Bahdanau et al. 2015", "c = Σ_j α_j v_j"),
     Variant("sample", "reduction", "Xu et al. 2015 (hard attention)", "z ~ Cat(α), c = v_z"),
+    Variant("scalar", "output", "Bahdanau et al. 2015", "one weight a_ij per key"),
+    Variant(
+        "multi-dimensional",
+        "output",
+        "Shen et al. 2018 (DiSAN)",
+        "P_ij = softmax_j(Wᵀ ELU(W⁽¹⁾k_j + W⁽²⁾q_i + b⁽¹⁾) + b) per feature, c = Σ_j P_ij ⊙ v_j",
+    ),
 ]
 """Every registered variant with its paper and formula, as ``attnkit info`` lists them."""
 
@@ -219,13 +234,19 @@ def build(
     max_keys: int | None = None,
     dropout: float = 0.0,
     reduce: str = "weighted_sum",
+    output: str = "scalar",
 ) -> nn.Module:
     """An attention module from names.
 
     ``heads=None``: single-head ``Attention`` without projections (Bahdanau/Luong style): the
     score works on widths ``dim`` (query) and ``key_dim`` (keys). ``heads=H``:
     ``MultiHeadAttention`` with projections, the score working on width dim / H per head.
+    ``output="multi-dimensional"``: ``MultiDimensionalAttention`` (Shen 2018), one weight per
+    key and value feature, its own feature-wise additive score of width ``hidden``.
     """
+    if canonical("output", output) == "multi-dimensional":
+        return _multidim(score, heads, align, reduce, normaliser, temperature,
+                         dim=dim, key_dim=key_dim, value_dim=value_dim, hidden=hidden)  # fmt: skip
     red = REDUCTIONS[canonical("reduction", reduce)]()
     if heads is None:
         sc = build_score(score, dim, key_dim, hidden=hidden, max_keys=max_keys)
@@ -251,8 +272,39 @@ def build(
     )
 
 
+def _multidim(
+    score: str, heads: int | None, align: str, reduce: str, normaliser: str, temperature: float,
+    **widths: int | None,
+) -> nn.Module:  # fmt: skip
+    """``build(..., output="multi-dimensional")``: the options that do not apply refused."""
+    from .multidim import MultiDimensionalAttention
+
+    wrong = [
+        f"{name}={value!r}"
+        for name, value, ok in (
+            ("score", score, score in ("scaled_dot", "additive")),
+            ("heads", heads, heads is None),
+            ("align", align, canonical("alignment", align) == "global"),
+            ("reduce", reduce, canonical("reduction", reduce) == "weighted_sum"),
+        )
+        if not ok
+    ]
+    if wrong:
+        raise ValueError(
+            f"output='multi-dimensional' has its own feature-wise additive score over all keys, "
+            f"single-head, weighted sum; drop {', '.join(wrong)}"
+        )
+    dim = widths["dim"]
+    assert dim is not None
+    return MultiDimensionalAttention(
+        dim, widths["key_dim"], widths["value_dim"], widths["hidden"],
+        normaliser=build_normaliser(normaliser, temperature),
+    )  # fmt: skip
+
+
 __all__ = [
     "ALIGNMENTS",
+    "OUTPUTS",
     "NORMALISERS",
     "REDUCTIONS",
     "SCORES",

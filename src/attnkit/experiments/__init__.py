@@ -19,6 +19,8 @@ EXPERIMENTS: dict[str, str] = {
     "distance": "attnkit.experiments.distance",  # Vaswani 2017 §4: accuracy, gradient vs Δ
     "coref": "attnkit.experiments.coref",  # Vaswani 2017 Fig. 4: a head that resolves "it"
     "softness": "attnkit.experiments.softness",  # Deng 2018 / Xu 2015, Table 1: soft vs hard
+    "series": "attnkit.experiments.series",  # attention over the past: MASE, seasonal lags
+    "structure": "attnkit.experiments.structure",  # Lu 2016, Yang 2016, Shen 2018: structures
 }
 """Experiment name -> its module (imported by ``get``), for ``attnkit experiment NAME``."""
 

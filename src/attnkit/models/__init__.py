@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, fields
 from typing import Any
 
-from . import luong, rnnencdec, rnnsearch, transformer
+from . import captioner, digit_qa, forecaster, han, luong, rnnencdec, rnnsearch, transformer
 from .base import Seq2Seq, Seq2SeqOutput
 
 MODELS: dict[str, tuple[type, type, dict[str, dict[str, Any]]]] = {
@@ -16,6 +16,10 @@ MODELS: dict[str, tuple[type, type, dict[str, dict[str, Any]]]] = {
     "rnnencdec": (rnnencdec.RNNEncDec, rnnencdec.RNNEncDecConfig, rnnencdec.PRESETS),
     "luong": (luong.Luong, luong.LuongConfig, luong.PRESETS),
     "transformer": (transformer.Transformer, transformer.TransformerConfig, transformer.PRESETS),
+    "forecaster": (forecaster.Forecaster, forecaster.ForecasterConfig, forecaster.PRESETS),
+    "han": (han.HAN, han.HANConfig, han.PRESETS),
+    "digit-qa": (digit_qa.DigitQA, digit_qa.DigitQAConfig, digit_qa.PRESETS),
+    "captioner": (captioner.Captioner, captioner.CaptionerConfig, captioner.PRESETS),
 }
 """Model name -> (model class, its config dataclass, its named presets): ``--model NAME``."""
 
