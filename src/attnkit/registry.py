@@ -94,6 +94,8 @@ OUTPUTS: dict[str, str] = {
     "scalar": "weights (..., Tq, Tk)",
     "multi-dimensional": "weights (..., Tq, Tk, Dv)",
 }
+"""Output forms by name, with the weights each gives: one per (query, key), or one per
+feature (Shen 2018)."""
 OUTPUT_ALIASES = {"multidim": "multi-dimensional", "feature-wise": "multi-dimensional"}
 
 # stage kind -> (builders by name, aliases): the one table of names
@@ -104,7 +106,7 @@ STAGES: dict[str, tuple[dict, dict[str, str]]] = {
     "reduction": (REDUCTIONS, REDUCTION_ALIASES),
     "output": (OUTPUTS, OUTPUT_ALIASES),
 }
-"""Stage kind -> (builders by name, aliases): the one table of names (``canonical``,
+"""Stage kind -> (its table by name, aliases): the one table of names (``canonical``,
 ``names``)."""
 
 VARIANTS: list[Variant] = [
