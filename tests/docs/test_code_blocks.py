@@ -105,5 +105,7 @@ def test_block_runs(block: Block, tmp_path: Path) -> None:
         cmd = [sys.executable, "-c", block.code]
     else:
         cmd = ["bash", "-euo", "pipefail", "-c", block.code]
-    run = subprocess.run(cmd, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=240)
+    run = subprocess.run(
+        cmd, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=240
+    )
     assert run.returncode == 0, f"{block.id} failed:\n{run.stdout[-2000:]}\n{run.stderr[-3000:]}"
