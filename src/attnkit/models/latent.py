@@ -261,13 +261,15 @@ class Unrolled:
 def unroll(
     model: Any, memory: dict[str, Tensor], tgt_in: Tensor, choose: Chooser | None
 ) -> Unrolled:
-    """Run the decoder's recurrence (``model.parts``) over tgt_in (B, T), keeping what the
-    output layer needs, which then runs once over all positions (one large matrix product in
-    place of T small ones; ``step_output`` is the per-step path, which decoding uses)."""
+    """Run the decoder's recurrence (``model.parts``, given the target embeddings looked up
+    once) over tgt_in (B, T), keeping what the output layer needs, which then runs once over
+    all positions (one large matrix product in place of T small ones; ``step_output`` is
+    the per-step path, which decoding uses)."""
     state = model.init_state(memory)
+    embedded = model.tgt_emb(tgt_in)  # (B, T, E): one lookup, one gradient of the table
     steps, chosen, index = [], [], []
     for t in range(tgt_in.shape[1]):
-        parts = model.parts(tgt_in[:, t], state, memory)
+        parts = model.parts(tgt_in[:, t], state, memory, embedded[:, t])
         state = parts.state
         steps.append(parts)
         if choose is not None:

@@ -188,11 +188,14 @@ class Luong(Seq2Seq):
         t = torch.zeros(h0.shape[0], dtype=torch.long, device=h0.device)  # step index (B,)
         return (h0, memory["c0"], feed, t)
 
-    def parts(self, prev: Tensor, state: State, memory: Memory) -> StepParts:
+    def parts(
+        self, prev: Tensor, state: State, memory: Memory, embedded: Tensor | None = None
+    ) -> StepParts:
         """One decoder step up to the output layer: h_t, a_t, c_t, the fed h̃_t and the
         output as a function of the context it reads (latent.py chooses which)."""
         h_prev, c_prev, feed, t = state  # (B, L, n), (B, L, n), (B, n), (B,)
-        y = self.drop(self.tgt_emb(prev))  # (B, E)
+        # ``embedded``: E y_{t-1} looked up for all positions at once (latent.unroll)
+        y = self.drop(self.tgt_emb(prev) if embedded is None else embedded)  # (B, E)
         x = torch.cat([y, feed], dim=-1) if self.config.input_feeding else y  # (B, E [+ n])
         h, c = self.decoder(x, h_prev, c_prev)  # (B, L, n)
         h_top = h[:, -1]  # h_t (B, n)

@@ -114,11 +114,14 @@ class RNNSearch(Seq2Seq):
     def init_state(self, memory: Memory) -> State:
         return (memory["s0"],)
 
-    def parts(self, prev: Tensor, state: State, memory: Memory) -> StepParts:
+    def parts(
+        self, prev: Tensor, state: State, memory: Memory, embedded: Tensor | None = None
+    ) -> StepParts:
         """One decoder step up to the output layer: α_i, c_i, s_i and the deep output as a
         function of the context it reads (latent.py chooses which)."""
         (s_prev,) = state  # (B, m)
-        y = self.drop(self.tgt_emb(prev))  # (B, E)
+        # ``embedded``: E y_{t-1} looked up for all positions at once (latent.unroll)
+        y = self.drop(self.tgt_emb(prev) if embedded is None else embedded)  # (B, E)
         score = cast(AdditiveScore, self.attention.score)
         att = attend(  # keys U_a h_j precomputed in encode(), values the annotations h_j
             s_prev[:, None],  # (B, 1, m)
