@@ -29,6 +29,13 @@ variational alike, and a per-position REINFORCE reward is unbiased (Deng et al. 
 input feeding for the same reason). ``token_scores`` computes that exact log-likelihood (and
 the variational bound) for evaluation.
 
+The teacher-forced passes (``teacher_forced`` = the models' forward, ``training_loss``,
+``token_scores``) run the recurrence first (``unroll``) and the output layer once over all
+positions; decoding steps with ``step_output``. Samples (hard, gumbel, variational-sample)
+are drawn inside the loop in the per-step order, so with one seed both paths give the same
+logits; only a dropout inside the output layer (Luong's, on h̃) draws its masks after the
+loop: the same distribution, other draws than a per-step pass.
+
 Legend: B batch, S source length, T target length, V target vocabulary, Dv value width.
 """
 
