@@ -39,3 +39,10 @@ def test_a_tokens_file_of_the_wrong_type_is_bad_input(tmp_path: Path, capsys) ->
     spec.write_text(json.dumps({"tgt": "a b c"}))  # one string, not a list
     assert main(["view", "--weights", str(path), "--tokens", str(spec)]) == 2
     assert '"tgt" must be a list of token strings' in capsys.readouterr().err
+
+
+def test_train_help_lists_every_generated_task() -> None:
+    from attnkit.commands.train import TASK_NAMES
+    from attnkit.data.tasks import TASKS
+
+    assert set(TASK_NAMES) == set(TASKS)

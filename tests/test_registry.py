@@ -11,6 +11,7 @@ from attnkit import Attention, MultiHeadAttention
 from attnkit.registry import (
     ALIGNMENTS,
     NORMALISERS,
+    OUTPUTS,
     REDUCTIONS,
     SCORES,
     VARIANTS,
@@ -84,7 +85,9 @@ def test_normaliser_and_alignment_names() -> None:
 
 def test_every_variant_is_registered_with_a_paper() -> None:
     names = {v.name for v in VARIANTS}
-    assert names == set(SCORES) | set(ALIGNMENTS) | set(NORMALISERS) | set(REDUCTIONS)
+    assert names == set(SCORES) | set(ALIGNMENTS) | set(NORMALISERS) | set(REDUCTIONS) | set(
+        OUTPUTS
+    )
     assert all(v.paper and v.formula for v in VARIANTS)
 
 

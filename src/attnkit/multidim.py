@@ -15,6 +15,7 @@ from torch import Tensor, nn
 
 from ._checks import check_mask, check_qkv, check_width
 from .core import AttentionResult, NormaliseFn
+from .hierarchical import Pooled
 from .normalisers import compute_dtype, softmax
 
 
@@ -98,4 +99,47 @@ class MultiDimensionalAttention(nn.Module):
         return featurewise_attend(scores, values, mask, self.normaliser)
 
 
-__all__ = ["MultiDimensionalAttention", "featurewise_attend", "multidim_score"]
+def source2token_pool(
+    x: Tensor, mask: Tensor, w1: Tensor, b1: Tensor, w: Tensor, b: Tensor
+) -> Pooled:
+    """Multi-dimensional source2token self-attention (Shen 2018, §3.3 and eq. 21 of DiSAN):
+    f(x_i) = Wᵀ σ(W⁽¹⁾ x_i + b⁽¹⁾) + b (σ = ELU), a softmax over the tokens i for every
+    feature k, s = Σ_i P_i ⊙ x_i: one weight per token *and feature*, summing to one over the
+    allowed tokens (mask True = a real token) feature by feature.
+
+    x (..., T, D), mask (..., T), w1 (A, D), b1 (A,), w (D, A), b (D,) -> vector (..., D),
+    weights (..., T, D).
+    """
+    hidden = F.elu(x @ w1.transpose(0, 1) + b1)  # (..., T, A)
+    scores = (hidden @ w.transpose(0, 1) + b)[..., None, :, :]  # (..., 1, T, D)
+    out = featurewise_attend(scores, x, mask[..., None, :])  # context (..., 1, D)
+    assert out.weights is not None
+    return Pooled(out.context[..., 0, :], out.weights[..., 0, :, :])
+
+
+class FeaturewisePool(nn.Module):
+    """Multi-dimensional source2token pooling (Shen 2018): ``forward(x (..., T, D), mask
+    (..., T)) -> Pooled`` with weights (..., T, D); the feature-wise counterpart of HAN's
+    scalar attention pooling (attnkit.hierarchical.AttentionPool)."""
+
+    def __init__(self, dim: int, hidden: int | None = None) -> None:
+        super().__init__()
+        hidden = dim if hidden is None else hidden
+        self.w1 = nn.Parameter(torch.empty(hidden, dim))
+        self.b1 = nn.Parameter(torch.zeros(hidden))
+        self.w = nn.Parameter(torch.empty(dim, hidden))
+        self.b = nn.Parameter(torch.zeros(dim))
+        for p in (self.w1, self.w):
+            nn.init.xavier_uniform_(p)
+
+    def forward(self, x: Tensor, mask: Tensor) -> Pooled:
+        return source2token_pool(x, mask, self.w1, self.b1, self.w, self.b)
+
+
+__all__ = [
+    "FeaturewisePool",
+    "MultiDimensionalAttention",
+    "featurewise_attend",
+    "multidim_score",
+    "source2token_pool",
+]

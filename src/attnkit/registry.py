@@ -29,6 +29,9 @@ from .scores import (
 
 @dataclass(frozen=True)
 class Variant:
+    """One row of the table of variants (``attnkit info``): its registry name, stage, paper
+    and formula."""
+
     name: str
     stage: str
     paper: str
@@ -43,6 +46,7 @@ SCORES: dict[str, Callable[..., Score]] = {
     "location": lambda q, k, hidden, max_keys: LocationScore(q, _need(max_keys, "max_keys")),
     "cosine": lambda q, k, hidden, max_keys: CosineScore(),
 }
+"""Score builders by name: ``SCORES[name](query_dim, key_dim, hidden, max_keys)``."""
 SCORE_ALIASES = {
     "scaled-dot": "scaled_dot",
     "sdp": "scaled_dot",
@@ -59,9 +63,11 @@ ALIGNMENTS: dict[str, Callable[[int, int | None], Alignment]] = {
     "sliding": lambda q, w: SlidingWindow(_need(w, "window")),
     "sliding-causal": lambda q, w: SlidingWindow(_need(w, "window"), causal=True),
 }
+"""Alignment builders by name: ``ALIGNMENTS[name](query_dim, window)``."""
 
 # the alignments that take ``window=...``, with the least window each accepts
 WINDOWED: dict[str, int] = {"local-m": 0, "local-p": 1, "sliding": 0, "sliding-causal": 0}
+"""The alignments that take ``window=...``, with the least window each accepts."""
 
 NORMALISERS: dict[str, Callable[[float], NormaliseFn]] = {
     "softmax": lambda t: Softmax(t),
@@ -69,10 +75,12 @@ NORMALISERS: dict[str, Callable[[float], NormaliseFn]] = {
     "sparsemax": lambda t: Sparsemax(),
     "entmax15": lambda t: Entmax15(),
 }
+"""Normaliser builders by name: ``NORMALISERS[name](temperature)``."""
 REDUCTIONS: dict[str, Callable[[], ReduceFn]] = {
     "weighted_sum": lambda: weighted_sum,
     "sample": lambda: SampleReduce(),
 }
+"""Reduction builders by name: ``REDUCTIONS[name]()``."""
 REDUCTION_ALIASES = {"soft": "weighted_sum", "hard": "sample"}
 
 NORMALISER_ALIASES = {
@@ -81,13 +89,25 @@ NORMALISER_ALIASES = {
     "gumbel-softmax": "gumbel",
 }
 
+# what one attention computation gives out per (query, key): one weight, or one per feature
+OUTPUTS: dict[str, str] = {
+    "scalar": "weights (..., Tq, Tk)",
+    "multi-dimensional": "weights (..., Tq, Tk, Dv)",
+}
+"""Output forms by name, with the weights each gives: one per (query, key), or one per
+feature (Shen 2018)."""
+OUTPUT_ALIASES = {"multidim": "multi-dimensional", "feature-wise": "multi-dimensional"}
+
 # stage kind -> (builders by name, aliases): the one table of names
 STAGES: dict[str, tuple[dict, dict[str, str]]] = {
     "score": (SCORES, SCORE_ALIASES),
     "alignment": (ALIGNMENTS, {}),
     "normaliser": (NORMALISERS, NORMALISER_ALIASES),
     "reduction": (REDUCTIONS, REDUCTION_ALIASES),
+    "output": (OUTPUTS, OUTPUT_ALIASES),
 }
+"""Stage kind -> (its table by name, aliases): the one table of names (``canonical``,
+``names``)."""
 
 VARIANTS: list[Variant] = [
     Variant("dot", "score", "Luong et al. 2015", DotScore.formula),
@@ -113,7 +133,15 @@ VARIANTS: list[Variant] = [
     ),
     Variant("weighted_sum", "reduction", "Bahdanau et al. 2015", "c = Σ_j α_j v_j"),
     Variant("sample", "reduction", "Xu et al. 2015 (hard attention)", "z ~ Cat(α), c = v_z"),
+    Variant("scalar", "output", "Bahdanau et al. 2015", "one weight a_ij per key"),
+    Variant(
+        "multi-dimensional",
+        "output",
+        "Shen et al. 2018 (DiSAN)",
+        "P_ij = softmax_j(Wᵀ ELU(W⁽¹⁾k_j + W⁽²⁾q_i + b⁽¹⁾) + b) per feature, c = Σ_j P_ij ⊙ v_j",
+    ),
 ]
+"""Every registered variant with its paper and formula, as ``attnkit info`` lists them."""
 
 
 def _need(value: int | None, name: str) -> int:
@@ -169,15 +197,21 @@ def build_score(
     hidden: int | None = None,
     max_keys: int | None = None,
 ) -> Score:
+    """A score module by name (aliases allowed): queries of width ``query_dim``, keys of
+    ``key_dim`` (default: the same); ``hidden`` for additive, ``max_keys`` for location."""
     key = canonical("score", name)
     return SCORES[key](query_dim, query_dim if key_dim is None else key_dim, hidden, max_keys)
 
 
 def build_alignment(name: str, query_dim: int, window: int | None = None) -> Alignment:
+    """An alignment module by name; ``window`` for the windowed ones (``WINDOWED``),
+    ``query_dim`` for local-p's position predictor."""
     return ALIGNMENTS[canonical("alignment", name)](query_dim, window)
 
 
 def build_normaliser(name: str, temperature: float = 1.0) -> NormaliseFn:
+    """A normaliser by name (aliases allowed); ``temperature`` for softmax and gumbel only
+    (a ValueError for the others)."""
     key = canonical("normaliser", name)
     if key not in ("softmax", "gumbel") and temperature != 1.0:
         raise ValueError(
@@ -202,13 +236,19 @@ def build(
     max_keys: int | None = None,
     dropout: float = 0.0,
     reduce: str = "weighted_sum",
+    output: str = "scalar",
 ) -> nn.Module:
     """An attention module from names.
 
     ``heads=None``: single-head ``Attention`` without projections (Bahdanau/Luong style): the
     score works on widths ``dim`` (query) and ``key_dim`` (keys). ``heads=H``:
     ``MultiHeadAttention`` with projections, the score working on width dim / H per head.
+    ``output="multi-dimensional"``: ``MultiDimensionalAttention`` (Shen 2018), one weight per
+    key and value feature, its own feature-wise additive score of width ``hidden``.
     """
+    if canonical("output", output) == "multi-dimensional":
+        return _multidim(score, heads, align, reduce, normaliser, temperature,
+                         dim=dim, key_dim=key_dim, value_dim=value_dim, hidden=hidden)  # fmt: skip
     red = REDUCTIONS[canonical("reduction", reduce)]()
     if heads is None:
         sc = build_score(score, dim, key_dim, hidden=hidden, max_keys=max_keys)
@@ -234,8 +274,39 @@ def build(
     )
 
 
+def _multidim(
+    score: str, heads: int | None, align: str, reduce: str, normaliser: str, temperature: float,
+    **widths: int | None,
+) -> nn.Module:  # fmt: skip
+    """``build(..., output="multi-dimensional")``: the options that do not apply refused."""
+    from .multidim import MultiDimensionalAttention
+
+    wrong = [
+        f"{name}={value!r}"
+        for name, value, ok in (
+            ("score", score, score in ("scaled_dot", "additive")),
+            ("heads", heads, heads is None),
+            ("align", align, canonical("alignment", align) == "global"),
+            ("reduce", reduce, canonical("reduction", reduce) == "weighted_sum"),
+        )
+        if not ok
+    ]
+    if wrong:
+        raise ValueError(
+            f"output='multi-dimensional' has its own feature-wise additive score over all keys, "
+            f"single-head, weighted sum; drop {', '.join(wrong)}"
+        )
+    dim = widths["dim"]
+    assert dim is not None
+    return MultiDimensionalAttention(
+        dim, widths["key_dim"], widths["value_dim"], widths["hidden"],
+        normaliser=build_normaliser(normaliser, temperature),
+    )  # fmt: skip
+
+
 __all__ = [
     "ALIGNMENTS",
+    "OUTPUTS",
     "NORMALISERS",
     "REDUCTIONS",
     "SCORES",

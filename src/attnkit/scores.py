@@ -172,6 +172,7 @@ class Score(nn.Module):
 
     @property
     def plain_scaled_dot(self) -> bool:
+        """Whether this score is exactly qᵀk / √d_k (so attend may call fused SDPA)."""
         return False
 
     def forward(self, query: Tensor, keys: Tensor) -> Tensor:  # pragma: no cover - abstract
@@ -179,6 +180,9 @@ class Score(nn.Module):
 
 
 class DotScore(Score):
+    """Dot score (Luong 2015, eq. 8 "dot"): score(h_t, h_s) = h_tᵀ h_s; no parameters,
+    query and key widths equal. See ``dot_score``."""
+
     name = "dot"
     formula = "score(h_t, h_s) = h_tᵀ h_s"
     gatherable = True
@@ -188,6 +192,9 @@ class DotScore(Score):
 
 
 class ScaledDotScore(Score):
+    """Scaled dot product (Vaswani 2017, eq. 1): score(q, k) = qᵀk / √d_k, or qᵀk · ``scale``
+    when given; no parameters. See ``scaled_dot_score``."""
+
     name = "scaled_dot"
     formula = "score(q, k) = qᵀk / √d_k"
     gatherable = True
@@ -198,6 +205,7 @@ class ScaledDotScore(Score):
 
     @property
     def plain_scaled_dot(self) -> bool:
+        """True unless a ``scale`` other than the default 1/√d_k was given."""
         return self.scale is None
 
     def forward(self, query: Tensor, keys: Tensor) -> Tensor:
@@ -205,6 +213,9 @@ class ScaledDotScore(Score):
 
 
 class GeneralScore(Score):
+    """General / bilinear score (Luong 2015, eq. 8 "general"): score(h_t, h_s) = h_tᵀ W_a h_s
+    with a learned W_a (query_dim, key_dim); widths may differ. See ``general_score``."""
+
     name = "general"
     formula = "score(h_t, h_s) = h_tᵀ W_a h_s"
     gatherable = True
@@ -222,6 +233,11 @@ class GeneralScore(Score):
 
 
 class AdditiveScore(Score):
+    """Additive / concat score (Bahdanau 2015, eq. 6; Luong 2015 "concat"):
+    score(s, h) = vᵀ tanh(W₁ s + W₂ h + b), learned W₁ (hidden, query_dim), W₂ (hidden,
+    key_dim), v (hidden,), b (hidden,) when ``bias``. ``max_elements`` bounds the
+    (..., Tq, Tk, hidden) tensor (see ``additive_score``)."""
+
     name = "additive"
     formula = "score(s, h) = vᵀ tanh(W₁ s + W₂ h + b)"
     gatherable = True
@@ -280,6 +296,9 @@ class AdditiveScore(Score):
 
 
 class LocationScore(Score):
+    """Location-based score (Luong 2015, eq. 9): a_t = softmax(W_a h_t), from the query alone;
+    learned W_a (max_keys, query_dim), so at most ``max_keys`` keys. See ``location_score``."""
+
     name = "location"
     formula = "a_t = softmax(W_a h_t)"
     gatherable = False  # it ignores the keys: a gathered window would not select its rows
@@ -295,6 +314,9 @@ class LocationScore(Score):
 
 
 class CosineScore(Score):
+    """Cosine score (Graves 2014, content addressing): score(q, k) = β qᵀk / (‖q‖ ‖k‖), with
+    β = ``scale``; no learned parameters. See ``cosine_score``."""
+
     name = "cosine"
     formula = "score(q, k) = β qᵀk / (‖q‖ ‖k‖)"
     gatherable = True

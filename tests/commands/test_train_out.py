@@ -85,7 +85,7 @@ def test_a_second_run_on_the_same_folder_fails_at_once(tmp_path: Path) -> None:
     """While one run holds OUT, another fails at once naming the holder's pid; SIGINT makes
     the holder save last/ and history.json and exit 130."""
     out = tmp_path / "out"
-    slow = [*ARGS, "--epochs", "50", "--sleep-per-step", "0.2", "--out", str(out)]
+    slow = [*ARGS, "--epochs", "1000", "--sleep-per-step", "0.2", "--out", str(out)]  # SIGINT
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     cmd = [sys.executable, "-m", "attnkit", *slow]
     pipe = subprocess.PIPE

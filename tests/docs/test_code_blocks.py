@@ -10,9 +10,9 @@ earlier command) carries its reason on the line just before the fence:
 A python block marked ``<!-- continues -->`` runs after the file's previous python block (and
 whatever that one continued), in the same process and folder, as a reader runs them in turn.
 
-An untagged fence is output (what a command prints), not code. The reason must say something;
-a block with neither a marker nor a tag is a failure (so a new example cannot slip in
-unchecked).
+An untagged fence is output (what a command prints, a ``$ command`` transcript), not code; an
+untagged fence that starts like code (``attnkit ...``, ``python ...``, ``import ...``) fails,
+as does a marker without a reason: a new example cannot slip in unchecked.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ MARK = re.compile(r"<!--\s*not run:\s*(.*?)\s*-->")
 CONTINUES = re.compile(r"<!--\s*continues\s*-->")
 RUNNABLE = {"python", "bash"}
 OUTPUT = {"", "text", "console-output", "json", "csv", "html"}
+LOOKS_LIKE_CODE = re.compile(r"^(attnkit |python|import |from \S+ import|pip |bash |torchrun )")
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,12 @@ BLOCKS = [b for f in FILES for b in blocks_of(f)]
 def test_every_block_is_runnable_output_or_says_why_not():
     unknown = [b.id for b in BLOCKS if b.lang not in RUNNABLE | OUTPUT and b.skip is None]
     assert not unknown, f"tag them python/bash, or mark them <!-- not run: why -->: {unknown}"
+    hidden = [
+        b.id
+        for b in BLOCKS
+        if b.lang == "" and b.skip is None and LOOKS_LIKE_CODE.match(b.code.lstrip())
+    ]
+    assert not hidden, f"these untagged blocks are code: tag them python/bash: {hidden}"
     empty = [b.id for b in BLOCKS if b.skip is not None and len(b.skip) < 10]
     assert not empty, f"say why these blocks are not run: {empty}"
 

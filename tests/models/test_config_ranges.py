@@ -13,6 +13,10 @@ SIZES = {
     "rnnencdec": ("src_vocab", "tgt_vocab", "emb", "enc_hidden", "dec_hidden", "context"),
     "transformer": ("src_vocab", "tgt_vocab", "dim", "enc_layers", "dec_layers", "ff"),
     "luong": ("src_vocab", "tgt_vocab", "emb", "hidden", "layers", "max_src_len"),
+    "han": ("src_vocab", "tgt_vocab", "emb", "hidden", "attn"),
+    "digit-qa": ("src_vocab", "tgt_vocab", "dim", "hidden", "channels", "max_grid"),
+    "forecaster": ("src_vocab", "tgt_vocab", "hidden"),
+    "captioner": ("src_vocab", "tgt_vocab", "channels", "feat", "emb", "dec_hidden"),
 }
 
 

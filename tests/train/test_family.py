@@ -194,3 +194,13 @@ def test_every_registered_task_and_model_names_a_registered_family():
     for name in MODELS:
         fam_mod.family(fam_mod.model_family(name))
     assert Splits  # the splits type the tasks return
+
+
+def test_train_without_model_picks_the_tasks_own_model():
+    from attnkit.cli import make_parser
+    from attnkit.commands.train import fit_config
+
+    for task, model in (("toy-ko", "rnnsearch"), ("series", "forecaster"), ("docs", "han"),
+                        ("digit-qa", "digit-qa"), ("digit-captions", "captioner")):  # fmt: skip
+        args = make_parser().parse_args(["train", "--task", task, "--out", "x"])
+        assert fit_config(args).model.name == model

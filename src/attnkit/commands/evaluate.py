@@ -21,7 +21,7 @@ def add_parser(sub: Any) -> None:
         "stored in a checkpoint, and checks each file's sha256 against the one recorded)"
     )
     for key in ("train_tsv", "train_src", "train_tgt", "valid_src", "valid_tgt", "test_src",
-                "test_tgt"):  # fmt: skip
+                "test_tgt", "docs_csv"):  # fmt: skip
         g.add_argument("--" + key.replace("_", "-"), default=None, metavar="FILE")
     p.add_argument("--split", default="test", help="train | valid | test (default test)")
     p.add_argument("--beam", type=int, default=1)

@@ -38,10 +38,21 @@ MODEL_OPTIONS: dict[str, type] = {
 }
 
 
+# the generated tasks (attnkit.data.tasks.TASKS; listed here so that building the parser imports
+# no task generator; a test keeps the two equal)
+TASK_NAMES = (
+    "toy-ko", "dates", "copy", "reverse", "sort", "coref", "series", "docs", "digit-qa",
+    "digit-captions", "digit-captions-pos",
+)  # fmt: skip
+
+
 def add_model_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model (flags override the preset; each applies where it fits)")
     g.add_argument(
-        "--model", default="rnnsearch", help="rnnsearch (default) | rnnencdec | luong | transformer"
+        "--model",
+        default=None,
+        help="rnnsearch (the default for translation) | rnnencdec | luong | transformer; other "
+        "tasks' models (the default for their task): captioner | forecaster | han | digit-qa",
     )
     g.add_argument("--preset", default="small", help="tiny | small | base | paper (default small)")
     for name, kind in MODEL_OPTIONS.items():
@@ -176,7 +187,14 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
 
 def add_data_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("data: a built-in task, or corpus files")
-    g.add_argument("--task", default=None, help="toy-ko | dates | copy | reverse | sort")
+    g.add_argument("--task", default=None, help=" | ".join(TASK_NAMES))
+    g.add_argument(
+        "--docs-csv",
+        default=None,
+        metavar="FILE",
+        help="with --task docs: real documents, rows 'label,text' (.csv) or 'label<TAB>text' "
+        "(.tsv), instead of generated ones; split 80/10/10 by --task-seed",
+    )
     g.add_argument("--task-seed", type=int, default=0, help="seed of the generated data")
     g.add_argument("--train-size", type=int, default=None)
     g.add_argument("--valid-size", type=int, default=None)
@@ -241,8 +259,11 @@ def fit_config(args: argparse.Namespace) -> Any:
     from dataclasses import fields
 
     from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
+    from ..train.family import data_family, family
 
     data = DataConfig(**{f.name: getattr(args, f.name) for f in fields(DataConfig)})
+    if args.model is None:  # the task's own model: rnnsearch translates, captioner captions...
+        args.model = family(data_family(data.spec())).default_model
     model = ModelConfig(args.model, args.preset, model_overrides(args))
     train = TrainConfig(
         epochs=args.epochs,

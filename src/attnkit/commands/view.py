@@ -72,6 +72,12 @@ def add_parser(sub: Any) -> None:
         "forecasts): show its attention on example N of --split (default 0)",
     )
     p.add_argument("--split", default="test", help="with --example: train | valid | test")
+    p.add_argument(
+        "--docs-csv",
+        default=None,
+        metavar="FILE",
+        help="with --example: the documents file the model was trained on (checked by sha256)",
+    )
     p.set_defaults(run=run)
 
 
@@ -112,7 +118,7 @@ def _parse_head(head: str | None) -> int | str | None:
 def _from_family(args: argparse.Namespace, loaded: Any, name: str) -> list[str]:
     """A model of another family than translation: its family draws example --example of
     --split (regenerated from the checkpoint's task) with its attention."""
-    from ..data.source import load_spec
+    from ..data.source import FILE_KEYS, load_spec, spec_from_files
     from ..train.family import family
 
     fam = family(name)
@@ -125,7 +131,8 @@ def _from_family(args: argparse.Namespace, loaded: Any, name: str) -> list[str]:
         )
     if not loaded.meta.get("task"):
         raise ValueError(f"the checkpoint names no generated task to draw examples of {name}")
-    examples = load_spec(loaded.meta).get(args.split)
+    given = {k: getattr(args, k, None) for k in FILE_KEYS}  # files are named, never read from meta
+    examples = load_spec(spec_from_files(loaded.meta, given)).get(args.split)
     index = args.example or 0
     if not 0 <= index < len(examples):
         raise ValueError(

@@ -24,9 +24,10 @@ from .tasks import JOIN, load_task
 from .tokenisers import Tokeniser, tokenisers_of, train_spm
 
 CHAR_TASKS = {name for name, j in JOIN.items() if j == ""}
-FILE_KEYS = (
+CORPUS_KEYS = (
     "train_tsv", "train_src", "train_tgt", "valid_src", "valid_tgt", "test_src", "test_tgt"
 )  # fmt: skip
+FILE_KEYS = (*CORPUS_KEYS, "docs_csv")  # docs_csv: real documents of the docs task (docs.py)
 
 
 def sha256_of(path: str | Path) -> str:
@@ -141,6 +142,11 @@ def tokenise_source(sentence: str, spec: dict[str, Any]) -> list[str]:
 
 
 def load_spec(spec: dict[str, Any], *, quiet: bool = False) -> Splits:
+    if spec.get("docs_csv"):
+        from .docs import file_splits
+
+        sizes = tuple(spec.get(k) for k in ("train_size", "valid_size", "test_size"))
+        return file_splits(spec["docs_csv"], spec.get("task_seed", 0), sizes)  # type: ignore[arg-type]
     if spec.get("task"):
         return load_task(
             spec["task"],
@@ -177,6 +183,7 @@ def load_spec(spec: dict[str, Any], *, quiet: bool = False) -> Splits:
 
 
 __all__ = [
+    "CORPUS_KEYS",
     "FILE_KEYS",
     "sha256_of",
     "spec_from_files",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from . import coref, dates, synthetic, toy_ko
+from . import coref, dates, digit_captions, digit_qa, docs, series, synthetic, toy_ko
 from .example import Splits, T
 
 DEFAULT_SIZES = {
@@ -15,6 +15,11 @@ DEFAULT_SIZES = {
     "reverse": (5000, 300, 300),
     "sort": (5000, 300, 300),
     "coref": (6000, 300, 1000),  # test: held-out (frame, nouns, adjective) combinations
+    "series": (8000, 500, 1000),
+    "docs": (4000, 400, 400),
+    "digit-qa": (6000, 500, 500),  # valid/test: held-out (template, digit count) combinations
+    "digit-captions": (6000, 300, 500),
+    "digit-captions-pos": (6000, 300, 500),
 }
 # how a task's tokens join into text ("" = characters)
 JOIN = {"dates": ""}
@@ -40,6 +45,10 @@ def coref_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits:
     return coref.splits(sizes, seed)
 
 
+def docs_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits:
+    return split(docs.generate(sum(sizes), seed), sizes, seed + 1)
+
+
 def algorithmic(name: str) -> Callable[..., Splits]:
     def make(sizes: tuple[int, int, int], seed: int, **lengths: int) -> Splits:
         return split(synthetic.generate(name, sum(sizes), seed, **lengths), sizes, seed + 1)
@@ -52,10 +61,21 @@ TASKS: dict[str, Callable[..., Splits]] = {
     "dates": dates_task,
     **{name: algorithmic(name) for name in ("copy", "reverse", "sort")},
     "coref": coref_task,
+    "series": series.series_task,
+    "docs": docs_task,
+    "digit-qa": digit_qa.digit_qa_task,
+    "digit-captions": digit_captions.captions_task,
+    "digit-captions-pos": digit_captions.positions_task,
 }
 
 # the family of each task (see attnkit/train/family.py); a task not listed translates
-TASK_FAMILY: dict[str, str] = {}
+TASK_FAMILY: dict[str, str] = {
+    "series": "forecast",
+    "docs": "docs",
+    "digit-qa": "qa",
+    "digit-captions": "caption",
+    "digit-captions-pos": "caption",
+}
 
 
 def task_family(name: str) -> str:

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..data.source import FILE_KEYS
+from ..data.source import CORPUS_KEYS
 
 TOKENISERS = ("word", "char", "spm")
 TASK_KEYS = ("train_size", "valid_size", "test_size", "min_len", "max_len")
@@ -50,6 +50,7 @@ class DataConfig:
     valid_tgt: str | None = None
     test_src: str | None = None
     test_tgt: str | None = None
+    docs_csv: str | None = None  # task docs: real (label, text) documents instead of generated
     tokenise: str = "word"  # corpora: word | char | spm
     spm_vocab: int = 8000
     strict: bool = False
@@ -58,7 +59,9 @@ class DataConfig:
     min_freq: int = 1  # vocabulary minimum frequency
 
     def __post_init__(self) -> None:
-        files = [getattr(self, k) for k in FILE_KEYS]
+        if self.docs_csv and self.task != "docs":
+            raise ValueError("--docs-csv FILE goes with --task docs (documents with a label)")
+        files = [getattr(self, k) for k in CORPUS_KEYS]
         if self.task and any(files):
             raise ValueError("give either --task or corpus files, not both")
         if not self.task and not (self.train_tsv or self.train_src or self.train_tgt):
@@ -84,10 +87,13 @@ class DataConfig:
     def spec(self) -> dict[str, Any]:
         """The JSON-able description stored in the checkpoint (see data/source.py)."""
         if self.task:
-            return {"task": self.task, "task_seed": self.task_seed} | {
+            spec: dict[str, Any] = {"task": self.task, "task_seed": self.task_seed} | {
                 k: getattr(self, k) for k in TASK_KEYS
             }
-        spec: dict[str, Any] = {
+            if self.docs_csv:
+                spec["docs_csv"] = str(Path(self.docs_csv).resolve())
+            return spec
+        spec = {
             "tokenise": self.tokenise,
             "spm_vocab": self.spm_vocab,
             "max_len": CORPUS_MAX_LEN if self.max_len is None else self.max_len,
@@ -96,7 +102,7 @@ class DataConfig:
             "test_fraction": self.test_fraction,
             "split_seed": self.task_seed,
         }
-        for k in FILE_KEYS:
+        for k in CORPUS_KEYS:
             if getattr(self, k):
                 spec[k] = str(Path(getattr(self, k)).resolve())
         return spec
@@ -197,6 +203,7 @@ class FitConfig:
             raise ValueError(f"--threads {self.threads}; it must be at least 1")
 
     def to_json(self) -> dict[str, Any]:
+        """The config as a JSON-able dict (``out`` as a string)."""
         return {**asdict(self), "out": str(self.out)}
 
 

@@ -55,6 +55,7 @@ class Family:
     show(loaded, examples, index, out, png) -> lines to print, for ``attnkit view
         --checkpoint``: the attention of example ``index`` as a page (``out``) or PNG.
     data_parallel: whether torchrun data-parallel training (distributed.py) supports it.
+    default_model: the model ``attnkit train`` trains on the family's tasks without --model.
     """
 
     name: str
@@ -67,6 +68,7 @@ class Family:
     evaluate: Callable[[Any, list[Any]], dict[str, float]] | None = None
     show: Callable[[Any, list[Any], int, str | None, str | None], list[str]] | None = None
     data_parallel: bool = False
+    default_model: str = "rnnsearch"
 
 
 # ----------------------------------------------------------------------------- translate
@@ -134,12 +136,19 @@ TRANSLATE = Family(
     score=translate_score,
     data_parallel=True,
 )
+"""The ``translate`` family: tokens -> tokens, cross-entropy on the target tokens, scored by
+exact match, BLEU and chrF of the decoded outputs."""
 
 # name -> "module:attribute" of its Family, imported when first asked for (a family's module
 # may import models and viewers that translation never needs)
 FAMILIES: dict[str, str] = {
     "translate": "attnkit.train.family:TRANSLATE",
+    "forecast": "attnkit.families.forecast:FORECAST",
+    "docs": "attnkit.families.docs:DOCS",
+    "qa": "attnkit.families.qa:QA",
+    "caption": "attnkit.families.caption:CAPTION",
 }
+"""Family name -> ``"module:attribute"`` of its ``Family`` (imported by ``family(name)``)."""
 
 
 def family(name: str) -> Family:

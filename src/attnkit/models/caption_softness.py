@@ -1,0 +1,110 @@
+"""How soft the captioner's attention over image patches is: the stages each softness picks,
+the Gumbel temperature schedule, and the doubly stochastic penalty (Xu et al. 2015).
+
+    soft      α = softmax(e), ẑ = Σ_i α_i a_i                      (Xu 2015, §4.2, eq. 13)
+    mean      α = 1/L on every allowed patch: mean pooling, the no-attention baseline
+    hard      z ~ Categorical(α) in training, ẑ = a_z, trained by REINFORCE (Xu 2015, §4.1),
+              each image with probability hard_mix on the expected context Σ α a instead;
+              at test z = argmax α ("argmax") or ẑ = Σ α a ("expectation", the soft context)
+    gumbel    ẑ = Σ_i g_i a_i, g the straight-through one-hot Gumbel-softmax sample of α at
+              temperature τ (Jang et al. 2017), τ annealed from tau_start to tau_end;
+              at test as hard
+    variational  z_t latent with prior α_t (Deng et al. 2018): the LSTM reads Σ α a as in
+              soft, the output layer reads a_z; trained on the exact (enumerated) ELBO with
+              q(z_t | x, y) from ``InferenceNetwork`` (models/latent.py); at test the exact
+              marginal p(y_t) = Σ_z α_tz p(y_t | a_z, ...)
+
+Legend: B batch, T caption steps, L patches, ``...`` leading dims.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ..core import NormaliseFn
+from ..hard import GumbelSoftmax, SampleReduce
+from ..normalisers import softmax
+from ..reduction import Reduced, ReduceFn, weighted_sum
+from .latent import tau_at, uniform
+
+SOFTNESS = ("soft", "mean", "hard", "gumbel", "variational")
+AT_TEST = ("argmax", "expectation")
+
+
+def stages(softness: str, training: bool, at_test: str, tau: float) -> tuple[NormaliseFn, ReduceFn]:
+    """The (normaliser, reduction) pair of ``attend`` for a softness, in training or at test."""
+    if softness in ("soft", "variational"):  # variational: the recurrence reads Σ α a
+        return softmax, weighted_sum
+    if softness == "mean":
+        return uniform, weighted_sum
+    if not training:  # hard and gumbel at test: deterministic
+        return softmax, (SampleReduce(greedy=True) if at_test == "argmax" else weighted_sum)
+    if softness == "hard":
+        return softmax, SampleReduce()
+    if softness == "gumbel":
+        return GumbelSoftmax(tau, hard=True), weighted_sum
+    raise ValueError(f"softness={softness!r}; choose one of {', '.join(SOFTNESS)}")
+
+
+@dataclass(frozen=True)
+class ExpectationMix:
+    """Hard attention's reduction in training with Xu 2015's variance trick (§4.1: "with
+    probability 0.5 for a given image, we set the sampled attention location s̃ to its
+    expected value α"): ``expected`` (B,) bool picks, per image, the expected context
+    Σ_i α_i v_i; the others get ``SampleReduce``'s sample, whose extras come along.
+    weights (B, Tq, Tk), values (B, Tk, Dv) -> Reduced(context (B, Tq, Dv), extras)."""
+
+    expected: Tensor
+
+    def __call__(self, weights: Tensor, values: Tensor) -> Reduced:
+        sampled = SampleReduce()(weights, values)
+        soft = weighted_sum(weights, values).context  # (B, Tq, Dv)
+        pick = self.expected.view(-1, *([1] * (soft.dim() - 1)))  # (B, 1, 1)
+        return Reduced(torch.where(pick, soft, sampled.context), sampled.extras)
+
+
+def doubly_stochastic_penalty(weights: Tensor, steps: Tensor, patches: Tensor) -> Tensor:
+    """Xu et al. 2015, eq. 14: the penalty Σ_i (1 − Σ_t α_ti)² that asks every patch to be
+    attended to about once over the caption (Σ_i α_ti = 1 already holds at each step).
+
+    weights α (B, T, L); steps (B, T) bool, the real (non-padding) caption steps the inner sum
+    runs over; patches (B, L) bool, the allowed patches the outer sum runs over -> (B,)."""
+    total = (weights * steps[..., None].to(weights)).sum(1)  # (B, L) Σ_t α_ti
+    return (((1.0 - total) ** 2) * patches.to(weights)).sum(-1)  # (B,)
+
+
+def check_softness(cfg: Any) -> None:
+    """The softness fields of a CaptionerConfig, the first wrong one named."""
+    cls = type(cfg).__name__
+    if cfg.softness not in SOFTNESS:
+        raise ValueError(f"{cls}.softness={cfg.softness!r}; choose one of {', '.join(SOFTNESS)}")
+    if cfg.at_test not in AT_TEST:
+        raise ValueError(f"{cls}.at_test={cfg.at_test!r}; choose argmax or expectation")
+    for name in ("tau_start", "tau_end"):
+        value = getattr(cfg, name)
+        if not value > 0 or value == float("inf"):
+            raise ValueError(f"{cls}.{name}={value}; the Gumbel temperature must be > 0")
+    for name in ("doubly_stochastic", "entropy_weight"):
+        value = getattr(cfg, name)
+        if not 0 <= value < float("inf"):
+            raise ValueError(f"{cls}.{name}={value}; it must be >= 0")
+    if not 0 <= cfg.hard_mix <= 1:
+        raise ValueError(f"{cls}.hard_mix={cfg.hard_mix}; it is a probability, in [0, 1]")
+    if not 0 <= cfg.baseline_decay < 1:
+        raise ValueError(f"{cls}.baseline_decay={cfg.baseline_decay}; it must be in [0, 1)")
+
+
+__all__ = [
+    "AT_TEST",
+    "ExpectationMix",
+    "SOFTNESS",
+    "check_softness",
+    "doubly_stochastic_penalty",
+    "stages",
+    "tau_at",
+    "uniform",
+]

@@ -1,0 +1,149 @@
+"""A question-answering model over digit canvases with co-attention (Lu et al. 2016).
+
+    patches v = CNN(canvas) + position            (B, N, D)   N = (H/4)·(W/4) image patches
+    words   q = BiLSTM(embed(question))           (B, T, D)
+    q̂, v̂ = co-attention(q, v, masks)              (B, D) each: "parallel" (eq. 3-4),
+                                                   "alternating" (eq. 5-6), or "none": the
+                                                   masked means of q and v (no attention)
+    p(answer) = softmax(W_o tanh(W_h [q̂; v̂]))     (B, A)
+
+The three variants differ only in how q̂ and v̂ are pooled; the CNN, the question encoder and
+the classifier are the same. Legend: B batch, T question words, N patches, D width, A answers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from .._checks import check_ranges
+from ..coattention import AlternatingCoAttention, CoAttentionResult, ParallelCoAttention
+from .encoders import GRUEncoder
+
+COATTENTION = ("parallel", "alternating", "none")
+
+
+@dataclass
+class DigitQAConfig:
+    src_vocab: int  # question words
+    tgt_vocab: int  # answers
+    dim: int = 64  # D: patch, word and summary width (even: two LSTM directions of D/2)
+    hidden: int = 64  # K: the co-attention's hidden width
+    channels: int = 32  # CNN channels
+    max_grid: int = 8  # most patches per image side (position embeddings)
+    coattention: str = "parallel"  # parallel | alternating | none
+    dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        check_ranges(self, positive=("src_vocab", "tgt_vocab", "dim", "hidden", "channels",
+                                     "max_grid"))  # fmt: skip
+        if self.dim % 2:
+            raise ValueError(f"DigitQAConfig.dim={self.dim}; it must be even (two LSTM "
+                             "directions of dim/2)")  # fmt: skip
+        if self.coattention not in COATTENTION:
+            raise ValueError(
+                f"DigitQAConfig.coattention={self.coattention!r}; choose one of {COATTENTION}"
+            )
+
+
+PRESETS: dict[str, dict[str, float | int | str]] = {
+    "tiny": dict(dim=16, hidden=16, channels=8),
+    "small": dict(dim=64, hidden=64, channels=32),
+    "base": dict(dim=128, hidden=128, channels=64),
+}
+
+
+@dataclass
+class QAOutput:
+    """logits (B, A); the weights over question words (B, T) and over image patches (B, N)
+    (None for the "none" variant), the patch grid (rows, cols), and the co-attention result."""
+
+    logits: Tensor
+    question_weights: Tensor | None
+    image_weights: Tensor | None
+    grid: tuple[int, int]
+    coattention: CoAttentionResult | None = None
+
+
+def _masked_mean(x: Tensor, mask: Tensor) -> Tensor:
+    """x (B, L, D), mask (B, L) -> the mean of the real rows (B, D)."""
+    m = mask[..., None].to(x.dtype)  # (B, L, 1)
+    return (x * m).sum(1) / m.sum(1).clamp_min(1.0)  # (B, D)
+
+
+class PatchCNN(nn.Module):
+    """Canvas (B, 1, H, W) -> patch features (B, N, D) on a (H/4) × (W/4) grid, each patch
+    seeing about 26 pixels around it (its neighbouring digits), plus a learned position."""
+
+    def __init__(self, channels: int, dim: int, max_grid: int) -> None:
+        super().__init__()
+        c = channels
+        self.net = nn.Sequential(
+            nn.Conv2d(1, c, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(c, c, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(c, c, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(c, dim, 3, padding=1),
+        )  # fmt: skip
+        self.rows = nn.Embedding(max_grid, dim)
+        self.cols = nn.Embedding(max_grid, dim)
+
+    def forward(self, image: Tensor) -> tuple[Tensor, tuple[int, int]]:
+        f = self.net(image)  # (B, D, h, w)
+        h, w = f.shape[-2:]
+        if max(h, w) > self.rows.num_embeddings:
+            raise ValueError(f"a {h}x{w} patch grid exceeds max_grid={self.rows.num_embeddings}; "
+                             "build the model with a larger max_grid")  # fmt: skip
+        r = torch.arange(h, device=f.device)
+        c = torch.arange(w, device=f.device)
+        pos = self.rows(r)[:, None, :] + self.cols(c)[None, :, :]  # (h, w, D)
+        v = f.flatten(2).transpose(1, 2) + pos.flatten(0, 1)  # (B, N, D)
+        return torch.tanh(v), (h, w)
+
+
+class DigitQA(nn.Module):
+    """Canvas + question -> answer logits, pooling with the configured co-attention.
+
+    forward(image (B, 1, H, W) float, question (B, T) ids (0 = pad), q_len (B,)) -> QAOutput.
+    """
+
+    family = "qa"
+
+    def __init__(self, config: DigitQAConfig) -> None:
+        super().__init__()
+        self.config = cfg = config
+        self.cnn = PatchCNN(cfg.channels, cfg.dim, cfg.max_grid)
+        self.words = GRUEncoder(cfg.src_vocab, cfg.dim, cfg.dim // 2, bidirectional=True,
+                                dropout=cfg.dropout, cell="lstm")  # fmt: skip
+        self.coatt: nn.Module | None = {
+            "parallel": lambda: ParallelCoAttention(cfg.dim, cfg.hidden),
+            "alternating": lambda: AlternatingCoAttention(cfg.dim, cfg.hidden),
+            "none": lambda: None,
+        }[cfg.coattention]()
+        self.drop = nn.Dropout(cfg.dropout)
+        self.hidden = nn.Linear(2 * cfg.dim, cfg.dim)
+        self.out = nn.Linear(cfg.dim, cfg.tgt_vocab)
+
+    def forward(self, image: Tensor, question: Tensor, q_len: Tensor) -> QAOutput:
+        v, grid = self.cnn(image)  # (B, N, D)
+        q = self.words(question, q_len)[0]  # (B, T, D)
+        q_mask = torch.arange(q.shape[1], device=q.device)[None, :] < q_len.to(q.device)[:, None]
+        result = None
+        if self.coatt is None:
+            q_hat, v_hat = _masked_mean(q, q_mask), v.mean(dim=1)  # (B, D) each
+        else:
+            result = self.coatt(q, v, q_mask, None)
+            q_hat, v_hat = result.question, result.image  # (B, D) each
+        h = torch.tanh(self.hidden(self.drop(torch.cat([q_hat, v_hat], dim=-1))))  # (B, D)
+        logits = self.out(self.drop(h))  # (B, A)
+        return QAOutput(
+            logits,
+            None if result is None else result.question_weights,
+            None if result is None else result.image_weights,
+            grid,
+            result,
+        )
+
+
+__all__ = ["COATTENTION", "PRESETS", "DigitQA", "DigitQAConfig", "QAOutput"]

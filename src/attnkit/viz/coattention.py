@@ -1,0 +1,203 @@
+"""Both maps of a co-attention model on one question about one canvas: the weights over the
+image patches (upsampled onto the canvas) and over the question words (bars).
+
+    maps = coattention_maps(model, example, src_vocab, tgt_vocab)
+    coattention_figure(maps, path="qa.png")        # a PNG (or SVG/PDF by suffix)
+    write_coattention_page("qa.html", maps)        # ONE self-contained HTML file
+
+Legend: T question words, h × w patch grid, H × W canvas pixels.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import numpy as np
+import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from ..data.digits import render
+from .fonts import font_rc
+from .page import CSP
+
+
+@dataclass
+class CoAttentionMaps:
+    """One example seen by a model: canvas pixels (H, W), question words, weights over the
+    words (T,) and over the patches (h, w), the first alternating step's question summary
+    weights (T,) or None, the model's answer, the true answer and the template."""
+
+    canvas: np.ndarray
+    words: list[str]
+    question_weights: np.ndarray
+    image_weights: np.ndarray
+    summary_weights: np.ndarray | None
+    predicted: str
+    answer: str
+    template: str
+    variant: str
+
+
+@torch.no_grad()
+def coattention_maps(model: Any, example: Any, src_vocab: Any, tgt_vocab: Any) -> CoAttentionMaps:
+    """Run ``model`` (``attnkit.models.digit_qa.DigitQA``) on one ``QAExample``."""
+    from ..families.qa import make_batch
+
+    variant = model.config.coattention
+    if variant == "none":
+        raise ValueError(
+            "this model pools the question and the image by their means (coattention='none'): "
+            "it has no attention to show; view a parallel or alternating model"
+        )
+    was = model.training
+    model.eval()
+    b = make_batch([example], [0], src_vocab, tgt_vocab).to(next(model.parameters()).device)
+    out = model(b.image, b.question, b.q_len)
+    model.train(was)
+    h, w = out.grid
+    summary = out.coattention.summary_weights if out.coattention is not None else None
+    return CoAttentionMaps(
+        canvas=render(example.canvas),
+        words=list(example.question),
+        question_weights=out.question_weights[0].double().cpu().numpy(),  # (T,)
+        image_weights=out.image_weights[0].double().cpu().numpy().reshape(h, w),  # (h, w)
+        summary_weights=None if summary is None else summary[0].double().cpu().numpy(),
+        predicted=tgt_vocab.tokens[int(out.logits[0].argmax())],
+        answer=example.answer,
+        template=example.template,
+        variant=variant,
+    )
+
+
+def upsample(weights: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """Patch weights (h, w) spread over the pixels (H, W) each patch covers (H, W multiples
+    of h, w): every pixel of patch (i, j) gets weights[i, j]."""
+    (h, w), (big_h, big_w) = weights.shape, shape
+    if big_h % h or big_w % w:
+        raise ValueError(f"a {big_h}x{big_w} canvas is not a whole number of {h}x{w} patches")
+    return np.kron(weights, np.ones((big_h // h, big_w // w)))  # (H, W)
+
+
+def coattention_figure(
+    maps: CoAttentionMaps, path: str | Path | None = None, title: str | None = None
+) -> Figure:
+    """The canvas with the image weights over it (left) and the word weights as bars (right)."""
+    heat = upsample(maps.image_weights, maps.canvas.shape)  # (H, W)
+    with matplotlib.rc_context(font_rc()):
+        fig = Figure(figsize=(8.5, 3.6), dpi=150, layout="constrained")
+        FigureCanvasAgg(fig)
+        left, right = fig.subplots(1, 2, width_ratios=(1, 1.4))
+        left.imshow(maps.canvas, cmap="gray_r", vmin=0, vmax=1)
+        shown = left.imshow(heat, cmap="Reds", alpha=0.55, vmin=0, vmax=max(heat.max(), 1e-12))
+        left.set_xticks([])
+        left.set_yticks([])
+        left.set_title("attention over the image patches", fontsize=9)
+        fig.colorbar(shown, ax=left, shrink=0.8, label="weight")
+        x = np.arange(len(maps.words))
+        if maps.summary_weights is not None:
+            right.bar(x - 0.2, maps.summary_weights, 0.4, color="#bbbbbb", label="summary (step 1)")
+            right.bar(x + 0.2, maps.question_weights, 0.4, color="#c0392b", label="final (step 3)")
+            right.legend(fontsize=7)
+        else:
+            right.bar(x, maps.question_weights, 0.6, color="#c0392b")
+        right.set_xticks(x, maps.words, rotation=40, ha="right", rotation_mode="anchor")
+        right.set_ylim(0, 1)
+        right.set_title("attention over the question words", fontsize=9)
+        mark = "right" if maps.predicted == maps.answer else "wrong"
+        fig.suptitle(
+            title or f"{maps.variant}: {' '.join(maps.words)}?  model: {maps.predicted}  "
+            f"(answer {maps.answer}, {mark})",
+            fontsize=10,
+        )
+        if path is not None:
+            fig.savefig(path)
+    return fig
+
+
+def _shade(weight: float, top: float) -> str:
+    alpha = 0.0 if top <= 0 else weight / top
+    return f"background: rgba(192, 57, 43, {alpha:.3f})"
+
+
+def coattention_page(maps: CoAttentionMaps, title: str | None = None) -> str:
+    """A self-contained HTML page (no script, no network): the figure as an inline PNG, the
+    words shaded by weight and the patch weights as a grid, each with its number."""
+    buf = io.BytesIO()
+    coattention_figure(maps, title=title).savefig(buf, format="png")
+    png = base64.b64encode(buf.getvalue()).decode("ascii")
+    top_q = float(maps.question_weights.max())
+    words = " ".join(
+        f'<span class="w" style="{_shade(float(a), top_q)}" title="{a:.3f}">{html.escape(t)}'
+        f"<small>{a:.2f}</small></span>"
+        for t, a in zip(maps.words, maps.question_weights, strict=True)
+    )
+    top_v = float(maps.image_weights.max())
+    rows = "".join(
+        "<tr>" + "".join(f'<td style="{_shade(float(a), top_v)}">{a:.3f}</td>' for a in row)
+        + "</tr>"
+        for row in maps.image_weights
+    )  # fmt: skip
+    head = html.escape(title or f"{maps.variant} co-attention: {' '.join(maps.words)}?")
+    verdict = html.escape(f"model: {maps.predicted}   answer: {maps.answer}   "
+                          f"template: {maps.template}")  # fmt: skip
+    return (
+        f'<!doctype html><html><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}"><title>{head}</title>'
+        "<style>body{font-family:sans-serif;margin:1.5em}.w{display:inline-block;padding:.3em;"
+        "margin:.1em;border:1px solid #ccc}.w small{display:block;font-size:.7em;color:#333}"
+        "td{width:3.2em;text-align:center;font-size:.75em;border:1px solid #ddd}</style>"
+        f"</head><body><h1>{head}</h1><p>{verdict}</p>"
+        f'<img alt="co-attention maps" src="data:image/png;base64,{png}" style="max-width:100%">'
+        f"<h2>question words</h2><p>{words}</p>"
+        f"<h2>image patches ({maps.image_weights.shape[0]} x {maps.image_weights.shape[1]}, "
+        f"row by row)</h2><table>{rows}</table></body></html>"
+    )
+
+
+def write_coattention_page(
+    path: str | Path, maps: CoAttentionMaps, title: str | None = None
+) -> Path:
+    """Write ``coattention_page`` to ``path``."""
+    path = Path(path)
+    path.write_text(coattention_page(maps, title), encoding="utf-8")
+    return path
+
+
+def show_example(
+    loaded: Any, example: Any, index: int, out: str | None, png: str | None
+) -> list[str]:
+    """``attnkit view --checkpoint DIR --example N``: print the question and answers; write
+    the page (``out``) and the figure (``png``)."""
+    maps = coattention_maps(loaded.model, example, loaded.src_vocab, loaded.tgt_vocab)
+    lines = [
+        f"example {index} ({maps.template}): {' '.join(maps.words)}?",
+        f"  model: {maps.predicted}   answer: {maps.answer}",
+        "  question weights: " + " ".join(
+            f"{t}:{a:.2f}" for t, a in zip(maps.words, maps.question_weights, strict=True)
+        ),
+    ]  # fmt: skip
+    if out is not None:
+        lines.append(f"wrote {write_coattention_page(out, maps)}: open it in a browser "
+                     "(no network needed)")  # fmt: skip
+    if png is not None:
+        coattention_figure(maps, path=png)
+        lines.append(f"wrote {png}")
+    return lines
+
+
+__all__ = [
+    "CoAttentionMaps",
+    "coattention_figure",
+    "coattention_maps",
+    "coattention_page",
+    "show_example",
+    "upsample",
+    "write_coattention_page",
+]

@@ -1,0 +1,111 @@
+"""The digit-qa model end to end: each co-attention variant trains through ``attnkit.fit``
+(the "qa" family), ``attnkit evaluate`` scores it overall and per template, and ``attnkit view
+--checkpoint DIR --example N`` writes both maps (PNG and a self-contained page); plus the
+model's shapes, masks and config errors, and the structure experiment's rows in quick mode."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import attnkit
+from attnkit.cli import main
+from attnkit.experiments.structure_qa import measure
+from attnkit.families.qa import accuracies
+from attnkit.models import build_model
+from attnkit.models.digit_qa import DigitQAConfig
+from attnkit.train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
+from attnkit.viz.coattention import upsample
+
+pytestmark = pytest.mark.usefixtures("one_thread_module")
+
+
+def _fit(out, variant, epochs=1):
+    return attnkit.fit(
+        FitConfig(
+            data=DataConfig(task="digit-qa", train_size=96, valid_size=16, test_size=24),
+            model=ModelConfig("digit-qa", preset="tiny", options={"coattention": variant}),
+            train=TrainConfig(epochs=epochs, batch_size=32, lr=3e-3, patience=0, progress=False),
+            out=out,
+        ),
+        log=lambda s: None,
+    )
+
+
+@pytest.mark.parametrize("variant", ["parallel", "alternating"])
+def test_train_evaluate_and_view_both_maps(variant, tmp_path, capsys):
+    result = _fit(tmp_path / "run", variant)
+    assert 0.0 <= result.history[-1]["valid_exact"] <= 1.0
+    assert main(["evaluate", "--checkpoint", str(tmp_path / "run"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["n"] == 24 and 0.0 <= report["accuracy"] <= 1.0
+    assert {"accuracy_left", "accuracy_count", "accuracy_exists"} <= set(report)
+    page, png = tmp_path / "qa.html", tmp_path / "qa.png"
+    argv = ["view", "--checkpoint", str(tmp_path / "run"), "--example", "2",
+            "--out", str(page), "--png", str(png)]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "example 2" in printed and "question weights" in printed
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = page.read_text()
+    assert "Content-Security-Policy" in text and "http" not in text.replace("http-equiv", "")
+    assert "question words" in text and "image patches" in text
+
+
+def test_the_none_variant_trains_and_says_it_has_no_maps(tmp_path, capsys):
+    _fit(tmp_path / "run", "none")
+    assert main(["evaluate", "--checkpoint", str(tmp_path / "run")]) == 0
+    assert main(["view", "--checkpoint", str(tmp_path / "run"), "--example", "0"]) == 2
+    assert "no attention to show" in capsys.readouterr().err
+
+
+def test_padding_words_change_nothing_and_get_zero_weight():
+    torch.manual_seed(0)
+    model = build_model("digit-qa", src_vocab=12, tgt_vocab=5, preset="tiny").eval()
+    image = torch.rand(2, 1, 24, 24)
+    question = torch.tensor([[4, 5, 6, 0, 0], [7, 8, 9, 10, 11]])
+    q_len = torch.tensor([3, 5])
+    out = model(image, question, q_len)
+    assert out.logits.shape == (2, 5) and out.grid == (6, 6)
+    assert out.image_weights.shape == (2, 36) and torch.all(out.question_weights[0, 3:] == 0)
+    longer = torch.cat([question, torch.zeros(2, 3, dtype=torch.long)], dim=1)
+    torch.testing.assert_close(model(image, longer, q_len).logits, out.logits)
+
+
+def test_bad_config_values_are_clear_errors():
+    with pytest.raises(ValueError, match="coattention='sideways'"):
+        DigitQAConfig(10, 5, coattention="sideways")
+    with pytest.raises(ValueError, match="dim=15; it must be even"):
+        DigitQAConfig(10, 5, dim=15)
+    with pytest.raises(ValueError, match="hidden"):
+        DigitQAConfig(10, 5, hidden=0)
+
+
+def test_accuracies_overall_and_per_template():
+    class E:
+        def __init__(self, template, answer):
+            self.template, self.answer = template, answer
+
+    xs = [E("left", "3"), E("left", "4"), E("count", "2"), E("count", "0")]
+    got = accuracies(["3", "5", "2", "2"], xs)
+    assert got == {"accuracy": 0.5, "accuracy_count": 0.5, "accuracy_left": 0.5}
+
+
+def test_upsample_spreads_each_patch_over_its_pixels():
+    w = np.array([[0.1, 0.2], [0.3, 0.4]])
+    big = upsample(w, (4, 6))
+    assert big.shape == (4, 6) and big[0, 2] == 0.1 and big[3, 5] == 0.4 and big[1, 3] == 0.2
+    with pytest.raises(ValueError, match="whole number"):
+        upsample(w, (5, 6))
+
+
+def test_measure_quick_gives_one_row_per_variant_with_equal_updates():
+    rows = measure([0], 2, True, lambda s: None)
+    assert [r["model"] for r in rows] == ["parallel", "alternating", "none"]
+    for r in rows:
+        assert r["task"] == "digit-qa" and r["seed"] == 0 and 0.0 <= r["accuracy"] <= 1.0
+        assert r["parameters"] > 0 and r["seconds_per_step"] > 0
+    assert rows[2]["parameters"] < rows[0]["parameters"]  # the baseline has no co-attention
+    with pytest.raises(ValueError, match="at least one seed"):
+        measure([], 2, True, lambda s: None)
