@@ -13,8 +13,9 @@ band mask); this kernel never builds an n x n tensor:
 * one bool band mask (b, L) is shared by every interior block (SDPA broadcasts it); only the
   first and last blocks, whose tiles hang over the sequence ends, carry their own mask;
 * ``F.scaled_dot_product_attention`` runs its fused CPU kernel on the (G, nb, b, D) x
-  (G, nb, L, D) tiles, and autograd gives the backward pass (unfold's backward sums the
-  overlapping key gradients).
+  (G, nb, L, D) tiles; with gradients needed, ``sliding_grad.SlidingWindowFunction`` runs
+  the same tiles keeping the log-sum-exp, and its backward pass runs the fused flash backward
+  run by run and folds the overlapping key-tile gradients itself.
 
 Legend: G flattened leading dims (B·H), n = Tq queries, Tk keys, D widths, b block,
 nb = ceil(Tq / b) blocks, L = b + W - 1 keys a block reaches, W band width.
