@@ -95,6 +95,9 @@ def test_a_page_is_titled_by_its_first_heading() -> None:
 
 
 def test_indented_blocks_of_docstrings_stay_blocks() -> None:
+    import pytest
+
+    pytest.importorskip("griffe", reason="the docs extra installs griffe (CI builds the docs)")
     spec = importlib.util.spec_from_file_location("docs_docs", ROOT / "scripts/docs_docstrings.py")
     assert spec is not None and spec.loader is not None
     ext = importlib.util.module_from_spec(spec)

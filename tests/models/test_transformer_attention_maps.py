@@ -112,13 +112,13 @@ def test_training_and_decoding_never_ask_for_self_attention_weights(monkeypatch,
     incremental step): training and greedy decoding pass need_weights=False; only
     attention_maps passes True."""
     asked: list[bool] = []
-    real = SelfAttention.attend_projected  # forward and step both end here
+    real = SelfAttention.attend_heads  # forward (fused q/k/v or not) and step all end here
 
-    def spy(self, query, k, v, align=None, mask=None, need_weights=True, *rest):
+    def spy(self, q, k, v, align=None, mask=None, need_weights=True, *rest):
         asked.append(bool(need_weights))
-        return real(self, query, k, v, align, mask, need_weights, *rest)
+        return real(self, q, k, v, align, mask, need_weights, *rest)
 
-    monkeypatch.setattr(SelfAttention, "attend_projected", spy)
+    monkeypatch.setattr(SelfAttention, "attend_heads", spy)
     sp = load_task("toy-ko", seed=0, train_size=32, valid_size=8, test_size=0)
     sv, tv = Vocab.build(e.src for e in sp.train), Vocab.build(e.tgt for e in sp.train)
     torch.manual_seed(0)
