@@ -326,7 +326,7 @@ def run_experiment(cfg: SoftnessConfig, out: Path, say: Say = print) -> dict[str
     runs = {(t, r, s): out / t / r / f"seed{s}"
             for t in cfg.task_list for s in seeds for r in rows[t]}  # fmt: skip
     configs = {f"{t}/{r}/seed{s}": train_config(cfg, t, r, s, d) for (t, r, s), d in runs.items()}
-    steps = max(TASKS[t].updates(cfg) for t in cfg.task_list)
+    steps = {f"{t}/{r}/seed{s}": TASKS[t].updates(cfg) for t, r, s in runs}
     seconds = train_all(configs, jobs=cfg.jobs, steps=steps, log_dir=out, say=say)
     say("scoring (test set, timings, gradient variance) ...")
     threads = torch.get_num_threads()
