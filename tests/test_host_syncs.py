@@ -22,9 +22,11 @@ from torch.overrides import TorchFunctionMode
 import attnkit
 import attnkit.nn as ann
 from attnkit.data.batching import batches
+from attnkit.data.tasks import TASK_FAMILY, load_task
 from attnkit.data.toy_ko import generate
 from attnkit.data.vocab import Vocab
 from attnkit.models import MODELS, build_model
+from attnkit.train.family import family, model_family
 from attnkit.train.loop import loss_of
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
@@ -84,7 +86,11 @@ def one_batch(name: str):  # type: ignore[no-untyped-def]
     return model, b
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+TRANSLATION = sorted(m for m in MODELS if model_family(m) == "translate")
+OTHERS = sorted(m for m in MODELS if model_family(m) != "translate")
+
+
+@pytest.mark.parametrize("name", TRANSLATION)
 def test_a_training_step_reads_nothing_back(name: str) -> None:
     model, b = one_batch(name)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -101,6 +107,32 @@ def test_a_training_step_reads_nothing_back(name: str) -> None:
         assert packing == []
     else:  # the lengths, copied once; the rest reads the packed batch's CPU-side batch_sizes
         assert [w for k, w in packing if "src_len.cpu()" in w] == [packing[0][1]]
+
+
+@pytest.mark.parametrize("name", OTHERS)
+def test_a_training_step_of_the_other_families_reads_at_most_the_lengths(name: str) -> None:
+    """Captioner, forecaster, HAN, digit-qa on a batch of their own task: the step reads
+    nothing back but what sequence packing needs (the lengths, and packing's own CPU-side
+    batch sizes). The Gumbel captioner reads its update count for the temperature, like the
+    RNN models' Gumbel softness: not on this default (soft) path."""
+    fam = family(model_family(name))
+    task = next(t for t, f in TASK_FAMILY.items() if f == fam.name)
+    data = load_task(task, seed=0, train_size=16, valid_size=2, test_size=2).train
+    src_vocab = Vocab.build(fam.tokens(e)[0] for e in data)
+    tgt_vocab = Vocab.build(fam.tokens(e)[1] for e in data)
+    b = fam.batches(data, src_vocab, tgt_vocab, 8, None)[-1]
+    torch.manual_seed(0)
+    model = build_model(name, src_vocab=len(src_vocab), tgt_vocab=len(tgt_vocab), preset="tiny")
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    model.train()
+    with host_reads() as reads:
+        loss, _ = fam.loss_of(model, b, 0.0)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    packing = ("pack_padded_sequence", "pad_packed_sequence", "lengths = ")
+    allowed = [(k, w) for k, w in reads if any(p in w for p in packing)]
+    assert [r for r in reads if r not in allowed] == [], f"{name}: {reads}"
 
 
 def test_the_attention_modules_read_nothing_back() -> None:

@@ -17,6 +17,7 @@ from _reference import (
 from torch.autograd import gradcheck
 
 import attnkit
+import attnkit.additive_chunks as chunks_mod
 import attnkit.scores as scores_mod
 from attnkit import (
     AdditiveScore,
@@ -157,7 +158,13 @@ def test_additive_chunked_equals_unchunked_and_respects_budget(monkeypatch, budg
         seen.append((*wq.shape[:-1], wk.shape[-2], wq.shape[-1]))  # (B, tq, tk, A)
         return original(wq, wk, v)
 
+    def recording_hidden(wq, wk):  # the chunked path's own blocks (forward and backward)
+        seen.append((*wq.shape[:-1], wk.shape[-2], wq.shape[-1]))
+        return original_hidden(wq, wk)
+
+    original_hidden = chunks_mod._block
     monkeypatch.setattr(scores_mod, "_additive_block", recording)
+    monkeypatch.setattr(chunks_mod, "_block", recording_hidden)
     chunked = additive_score(*inputs[:5], inputs[5], max_elements=budget)
     grads_chunked = torch.autograd.grad(chunked.square().sum(), inputs)
 
@@ -186,7 +193,13 @@ def test_additive_module_budget_through_attend(monkeypatch) -> None:
         seen.append(math.prod(wq.shape[:-1]) * wk.shape[-2] * wq.shape[-1])
         return original(wq, wk, v)
 
+    def recording_hidden(wq, wk):  # the chunked path's own blocks (forward and backward)
+        seen.append(math.prod(wq.shape[:-1]) * wk.shape[-2] * wq.shape[-1])
+        return original_hidden(wq, wk)
+
+    original_hidden = chunks_mod._block
     monkeypatch.setattr(scores_mod, "_additive_block", recording)
+    monkeypatch.setattr(chunks_mod, "_block", recording_hidden)
     torch.manual_seed(0)
     sc = AdditiveScore(8, hidden=16, max_elements=500)
     x = torch.randn(2, 10, 8, requires_grad=True)

@@ -159,6 +159,7 @@ class SlidingWindow(Alignment):
         return AlignSpec(and_masks(mask, window))
 
     def sliding_band(self, query: Tensor) -> Band:
+        """The band |i - j| <= r (causal: 0 <= i - j <= r) for the O(n·r) kernel."""
         return Band(self.radius, self.causal)
 
     def extra_repr(self) -> str:
@@ -199,6 +200,7 @@ class LocalM(WindowedAlignment):
         self.window = check_window("window", window)
 
     def sliding_band(self, query: Tensor) -> Band:
+        """At the default positions p_t = t, local-m is the band |s - t| <= D."""
         position = torch.arange(query.shape[-2], device=query.device, dtype=query.dtype)
         return Band(self.window, position=position)  # p_t = t (Tq,)
 
@@ -209,6 +211,8 @@ class LocalM(WindowedAlignment):
         mask: Tensor | None = None,
         positions: Tensor | None = None,
     ) -> KeyWindow:
+        """p_t - D .. p_t + D: the 2D + 1 keys around each query's position (floored when
+        the positions are fractional, with one more key to cover the window)."""
         d = self.window
         position = query_positions(query, positions).to(query.dtype)  # p_t = t (..., Tq)
         whole = positions is None or not positions.is_floating_point()

@@ -29,10 +29,15 @@ from .reduction import Reduced, ReduceFn, weighted_sum
 from .scores import scaled_dot_score
 
 ScoreFn = Callable[[Tensor, Tensor], Tensor]
+"""A score: ``score(query (..., Tq, Dq), keys (..., Tk, Dk)) -> (..., Tq, Tk)`` (scores.py)."""
 # align(query, keys, mask) or align(query, keys, mask, positions): positions are passed only
 # when the caller gives them, so a three-argument alignment keeps working
 AlignFn = Callable[..., AlignSpec]
+"""An alignment: ``align(query, keys, mask[, positions]) -> AlignSpec(mask, prior)``
+(alignment.py): which keys each query may attend, with which prior."""
 NormaliseFn = Callable[[Tensor, "Tensor | None"], Tensor]
+"""A normaliser: ``normalise(scores (..., Tq, Tk), mask) -> weights (..., Tq, Tk)``, zero on
+masked keys (normalisers.py)."""
 
 
 @dataclass

@@ -163,6 +163,8 @@ class MovingAverageBaseline:
             raise ValueError(f"decay={self.decay}; it must be in [0, 1)")
 
     def update(self, reward: Tensor) -> float:
+        """The baseline for this batch's ``reward`` (any shape): the value before the update,
+        or the batch mean on the first call; then b ← β b + (1 − β) mean(reward)."""
         mean = float(reward.detach().float().mean())
         used = mean if self.value is None else self.value
         self.value = (

@@ -55,8 +55,11 @@ VARIANTS: dict[str, tuple[NormaliseFn, bool]] = {
     "attnkit_sparsemax": (Sparsemax(), False),
     "attnkit_entmax15": (Entmax15(), False),
 }
+"""``attn_implementation`` name -> (its normaliser, whether it is the sliding-window one)."""
 # keyword arguments that change the computation and that attnkit does not implement
 UNSUPPORTED = ("softcap", "s_aux", "sinks", "cache")
+"""Keyword arguments HF may pass that change the computation and attnkit does not implement:
+a ValueError when one is set."""
 
 
 def attention_function(

@@ -6,6 +6,7 @@ Legend: B batch, H heads, Tq queries, Tk keys, D model width, Dh = D / H head wi
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .alignment import Alignment, CausalAlignment
@@ -190,10 +191,32 @@ class MultiHeadAttention(nn.Module):
                     f"{name} has width {x.shape[-1]} but this module expects "
                     f"{layer.in_features}; see MultiHeadAttention(dim, key_dim, value_dim)"
                 )
+        if keys is query and values is query and self._fusable():  # self-attention
+            q, k, v = self.project_qkv(query)  # (B, H, T, Dh) each
+            return self.attend_heads(q, k, v, align, mask, need_weights, average_weights,
+                                     positions)  # fmt: skip
         k, v = self.project_keys(keys, values)  # (B, H, Tk, Dh) each
         return self.attend_projected(
             query, k, v, align, mask, need_weights, average_weights, positions
         )
+
+    def _fusable(self) -> bool:
+        """q, k, v may come from one matrix product: three plain nn.Linear of the same input
+        width that no forward hook observes (a hook on q_proj expects to be called)."""
+        layers = (self.q_proj, self.k_proj, self.v_proj)
+        plain = all(type(lay) is nn.Linear for lay in layers)
+        hooked = any(lay._forward_hooks or lay._forward_pre_hooks for lay in layers)
+        return plain and not hooked and len({lay.in_features for lay in layers}) == 1
+
+    def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Self-attention's x W^Q, x W^K, x W^V as one matrix product with the three weights
+        concatenated, (B, T, D) @ (D, 3D) (the parameters stay three; checkpoints unchanged)
+        -> per-head q, k, v (B, H, T, Dh) each."""
+        layers = (self.q_proj, self.k_proj, self.v_proj)
+        weight = torch.cat([layer.weight for layer in layers])  # (3D, D)
+        bias = None if self.q_proj.bias is None else torch.cat([lay.bias for lay in layers])
+        q, k, v = F.linear(x, weight, bias).chunk(3, dim=-1)  # (B, T, D) each
+        return split_heads(q, self.heads), split_heads(k, self.heads), split_heads(v, self.heads)
 
     def project_keys(self, keys: Tensor, values: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """keys (B, Tk, Dk), values (B, Tk, Dv) = keys -> per-head K W^K, V W^V, (B, H, Tk, Dh)
@@ -216,6 +239,21 @@ class MultiHeadAttention(nn.Module):
         """``forward`` on keys and values already projected by ``project_keys``: query
         (B, Tq, D), k, v (B, H, Tk, Dh); ``align`` defaults to the module's own."""
         q = split_heads(self.q_proj(query), self.heads)  # (B, H, Tq, Dh)
+        return self.attend_heads(q, k, v, align, mask, need_weights, average_weights, positions)
+
+    def attend_heads(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        align: Alignment | None = None,
+        mask: Tensor | None = None,
+        need_weights: bool = True,
+        average_weights: bool = False,
+        positions: Tensor | None = None,
+    ) -> AttentionResult:
+        """Attention of projected per-head queries q (B, H, Tq, Dh) over k, v (B, H, Tk, Dh),
+        then W^O: context (B, Tq, D)."""
         use_dropout = self.training and self.dropout.p > 0
         result = attend(
             q,

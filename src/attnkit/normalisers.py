@@ -168,6 +168,7 @@ class Entmax15:
 
 
 softmax = Softmax()
+"""The temperature-1 softmax normaliser (Bahdanau 2015), ``Softmax()``: the default."""
 
 __all__ = [
     "Entmax15",

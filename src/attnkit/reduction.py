@@ -18,6 +18,9 @@ from torch import Tensor
 
 @dataclass
 class Reduced:
+    """What a reduction returns: context (..., Tq, Dv), and extras a variant adds (a hard
+    sample's ``log_prob`` and ``entropy``)."""
+
     context: Tensor
     extras: dict[str, Any] = field(default_factory=dict)
 
@@ -29,5 +32,6 @@ def weighted_sum(weights: Tensor, values: Tensor) -> Reduced:
 
 
 ReduceFn = Callable[[Tensor, Tensor], Reduced]
+"""A reduction: ``reduce(weights (..., Tq, Tk), values (..., Tk, Dv)) -> Reduced``."""
 
 __all__ = ["ReduceFn", "Reduced", "weighted_sum"]

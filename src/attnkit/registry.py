@@ -29,6 +29,9 @@ from .scores import (
 
 @dataclass(frozen=True)
 class Variant:
+    """One row of the table of variants (``attnkit info``): its registry name, stage, paper
+    and formula."""
+
     name: str
     stage: str
     paper: str
@@ -43,6 +46,7 @@ SCORES: dict[str, Callable[..., Score]] = {
     "location": lambda q, k, hidden, max_keys: LocationScore(q, _need(max_keys, "max_keys")),
     "cosine": lambda q, k, hidden, max_keys: CosineScore(),
 }
+"""Score builders by name: ``SCORES[name](query_dim, key_dim, hidden, max_keys)``."""
 SCORE_ALIASES = {
     "scaled-dot": "scaled_dot",
     "sdp": "scaled_dot",
@@ -59,9 +63,11 @@ ALIGNMENTS: dict[str, Callable[[int, int | None], Alignment]] = {
     "sliding": lambda q, w: SlidingWindow(_need(w, "window")),
     "sliding-causal": lambda q, w: SlidingWindow(_need(w, "window"), causal=True),
 }
+"""Alignment builders by name: ``ALIGNMENTS[name](query_dim, window)``."""
 
 # the alignments that take ``window=...``, with the least window each accepts
 WINDOWED: dict[str, int] = {"local-m": 0, "local-p": 1, "sliding": 0, "sliding-causal": 0}
+"""The alignments that take ``window=...``, with the least window each accepts."""
 
 NORMALISERS: dict[str, Callable[[float], NormaliseFn]] = {
     "softmax": lambda t: Softmax(t),
@@ -69,10 +75,12 @@ NORMALISERS: dict[str, Callable[[float], NormaliseFn]] = {
     "sparsemax": lambda t: Sparsemax(),
     "entmax15": lambda t: Entmax15(),
 }
+"""Normaliser builders by name: ``NORMALISERS[name](temperature)``."""
 REDUCTIONS: dict[str, Callable[[], ReduceFn]] = {
     "weighted_sum": lambda: weighted_sum,
     "sample": lambda: SampleReduce(),
 }
+"""Reduction builders by name: ``REDUCTIONS[name]()``."""
 REDUCTION_ALIASES = {"soft": "weighted_sum", "hard": "sample"}
 
 NORMALISER_ALIASES = {
@@ -86,6 +94,8 @@ OUTPUTS: dict[str, str] = {
     "scalar": "weights (..., Tq, Tk)",
     "multi-dimensional": "weights (..., Tq, Tk, Dv)",
 }
+"""Output forms by name, with the weights each gives: one per (query, key), or one per
+feature (Shen 2018)."""
 OUTPUT_ALIASES = {"multidim": "multi-dimensional", "feature-wise": "multi-dimensional"}
 
 # stage kind -> (builders by name, aliases): the one table of names
@@ -96,6 +106,8 @@ STAGES: dict[str, tuple[dict, dict[str, str]]] = {
     "reduction": (REDUCTIONS, REDUCTION_ALIASES),
     "output": (OUTPUTS, OUTPUT_ALIASES),
 }
+"""Stage kind -> (its table by name, aliases): the one table of names (``canonical``,
+``names``)."""
 
 VARIANTS: list[Variant] = [
     Variant("dot", "score", "Luong et al. 2015", DotScore.formula),
@@ -129,6 +141,7 @@ VARIANTS: list[Variant] = [
         "P_ij = softmax_j(Wᵀ ELU(W⁽¹⁾k_j + W⁽²⁾q_i + b⁽¹⁾) + b) per feature, c = Σ_j P_ij ⊙ v_j",
     ),
 ]
+"""Every registered variant with its paper and formula, as ``attnkit info`` lists them."""
 
 
 def _need(value: int | None, name: str) -> int:
@@ -184,15 +197,21 @@ def build_score(
     hidden: int | None = None,
     max_keys: int | None = None,
 ) -> Score:
+    """A score module by name (aliases allowed): queries of width ``query_dim``, keys of
+    ``key_dim`` (default: the same); ``hidden`` for additive, ``max_keys`` for location."""
     key = canonical("score", name)
     return SCORES[key](query_dim, query_dim if key_dim is None else key_dim, hidden, max_keys)
 
 
 def build_alignment(name: str, query_dim: int, window: int | None = None) -> Alignment:
+    """An alignment module by name; ``window`` for the windowed ones (``WINDOWED``),
+    ``query_dim`` for local-p's position predictor."""
     return ALIGNMENTS[canonical("alignment", name)](query_dim, window)
 
 
 def build_normaliser(name: str, temperature: float = 1.0) -> NormaliseFn:
+    """A normaliser by name (aliases allowed); ``temperature`` for softmax and gumbel only
+    (a ValueError for the others)."""
     key = canonical("normaliser", name)
     if key not in ("softmax", "gumbel") and temperature != 1.0:
         raise ValueError(

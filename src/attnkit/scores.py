@@ -16,6 +16,7 @@ from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from ._checks import check_width
+from .additive_chunks import AdditiveChunks
 
 # --------------------------------------------------------------------------------------------
 # Pure functions
@@ -99,13 +100,17 @@ def additive_projected_score(
     A.1.2: "U_a h_j does not depend on i, we can pre-compute it"). -> (..., Tq, Tk)."""
     wq = query @ w_query.transpose(0, 1)  # (..., Tq, A)
     wk = projected_keys  # (..., Tk, A)
-    batch = math.prod(torch.broadcast_shapes(query.shape[:-2], wk.shape[:-2]))
+    lead_q, lead_k = query.shape[:-2], wk.shape[:-2]
+    # torch.broadcast_shapes costs ~80 µs on a CPU: a decoder step calls this T times
+    batch = math.prod(lead_q if lead_q == lead_k else torch.broadcast_shapes(lead_q, lead_k))
     tq, tk, a = query.shape[-2], wk.shape[-2], w_query.shape[0]
     per_key = max(1, batch * a)  # elements of one (query, key) column of the hidden tensor
     k_chunk = max(1, min(tk, max_elements // per_key))
     q_chunk = max(1, min(tq, max_elements // (per_key * k_chunk)))
     if per_key * tq * tk <= max_elements:  # the whole (..., Tq, Tk, A) tensor fits
         return _additive_block(wq, wk, v)  # (..., Tq, Tk)
+    if wq.shape[:-2] == wk.shape[:-2] and v.dim() == 1:  # blocks rebuilt in its backward
+        return AdditiveChunks.apply(wq, wk, v, q_chunk, k_chunk)  # (..., Tq, Tk)
     use_ckpt = torch.is_grad_enabled() and (wq.requires_grad or wk.requires_grad or v.requires_grad)
     rows = []
     for qs in range(0, tq, q_chunk):
@@ -170,6 +175,7 @@ class Score(nn.Module):
 
     @property
     def plain_scaled_dot(self) -> bool:
+        """Whether this score is exactly qᵀk / √d_k (so attend may call fused SDPA)."""
         return False
 
     def forward(self, query: Tensor, keys: Tensor) -> Tensor:  # pragma: no cover - abstract
@@ -177,6 +183,9 @@ class Score(nn.Module):
 
 
 class DotScore(Score):
+    """Dot score (Luong 2015, eq. 8 "dot"): score(h_t, h_s) = h_tᵀ h_s; no parameters,
+    query and key widths equal. See ``dot_score``."""
+
     name = "dot"
     formula = "score(h_t, h_s) = h_tᵀ h_s"
     gatherable = True
@@ -186,6 +195,9 @@ class DotScore(Score):
 
 
 class ScaledDotScore(Score):
+    """Scaled dot product (Vaswani 2017, eq. 1): score(q, k) = qᵀk / √d_k, or qᵀk · ``scale``
+    when given; no parameters. See ``scaled_dot_score``."""
+
     name = "scaled_dot"
     formula = "score(q, k) = qᵀk / √d_k"
     gatherable = True
@@ -196,6 +208,7 @@ class ScaledDotScore(Score):
 
     @property
     def plain_scaled_dot(self) -> bool:
+        """True unless a ``scale`` other than the default 1/√d_k was given."""
         return self.scale is None
 
     def forward(self, query: Tensor, keys: Tensor) -> Tensor:
@@ -203,6 +216,9 @@ class ScaledDotScore(Score):
 
 
 class GeneralScore(Score):
+    """General / bilinear score (Luong 2015, eq. 8 "general"): score(h_t, h_s) = h_tᵀ W_a h_s
+    with a learned W_a (query_dim, key_dim); widths may differ. See ``general_score``."""
+
     name = "general"
     formula = "score(h_t, h_s) = h_tᵀ W_a h_s"
     gatherable = True
@@ -220,6 +236,11 @@ class GeneralScore(Score):
 
 
 class AdditiveScore(Score):
+    """Additive / concat score (Bahdanau 2015, eq. 6; Luong 2015 "concat"):
+    score(s, h) = vᵀ tanh(W₁ s + W₂ h + b), learned W₁ (hidden, query_dim), W₂ (hidden,
+    key_dim), v (hidden,), b (hidden,) when ``bias``. ``max_elements`` bounds the
+    (..., Tq, Tk, hidden) tensor (see ``additive_score``)."""
+
     name = "additive"
     formula = "score(s, h) = vᵀ tanh(W₁ s + W₂ h + b)"
     gatherable = True
@@ -278,6 +299,9 @@ class AdditiveScore(Score):
 
 
 class LocationScore(Score):
+    """Location-based score (Luong 2015, eq. 9): a_t = softmax(W_a h_t), from the query alone;
+    learned W_a (max_keys, query_dim), so at most ``max_keys`` keys. See ``location_score``."""
+
     name = "location"
     formula = "a_t = softmax(W_a h_t)"
     gatherable = False  # it ignores the keys: a gathered window would not select its rows
@@ -293,6 +317,9 @@ class LocationScore(Score):
 
 
 class CosineScore(Score):
+    """Cosine score (Graves 2014, content addressing): score(q, k) = β qᵀk / (‖q‖ ‖k‖), with
+    β = ``scale``; no learned parameters. See ``cosine_score``."""
+
     name = "cosine"
     formula = "score(q, k) = β qᵀk / (‖q‖ ‖k‖)"
     gatherable = True

@@ -8,10 +8,16 @@ train,decode``; the figures of docs/performance.md.
     decode:  a "small" Transformer trained ``updates`` steps on toy-ko (fixed seed), then the
              test sentences decoded in batches of 64: greedy, and beam 5 (all sentences x beams
              in one batch); sentences/s, and the hypotheses (to check two builds agree)
+    models:  attnkit's RNNsearch and Transformer against the same networks in plain PyTorch
+             (bench/plain.py: a hand-written Bahdanau model, torch.nn.Transformer), same
+             preset sizes, batches of toy-ko: median ms of a full update of each, timed
+             back to back in one process, alternating which goes first, over ``repeats``
+             rounds; the ratio plain ms / attnkit ms (>= 1: attnkit at least as fast)
 """
 
 from __future__ import annotations
 
+import os
 import random
 import statistics
 import time
@@ -20,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
 from ..data.batching import Batch, batches
 from ..data.tasks import load_task
@@ -132,4 +139,92 @@ def decode_speed(
     return {"updates": updates, "rows": rows}
 
 
-__all__ = ["decode_speed", "train_speed"]
+def _plain_twin(model: torch.nn.Module) -> torch.nn.Module:
+    """The plain PyTorch network of the same sizes as an attnkit RNNSearch or Transformer."""
+    from ..models.rnnsearch import RNNSearchConfig
+    from .plain import PlainBahdanau, PlainTransformer
+
+    c: Any = model.config
+    if isinstance(c, RNNSearchConfig):
+        return PlainBahdanau(
+            c.src_vocab, c.tgt_vocab, c.emb, c.enc_hidden, c.dec_hidden, c.attn_hidden, c.maxout
+        )
+    return PlainTransformer(
+        c.src_vocab, c.tgt_vocab, c.dim, c.heads, c.enc_layers, c.dec_layers, c.ff, c.dropout
+    )
+
+
+def _update(model: torch.nn.Module, opt: torch.optim.Optimizer, b: Batch, plain: bool) -> float:
+    """One timed training update (forward, cross-entropy, backward, clipping, Adam): seconds."""
+    from ..train.loop import loss_of
+
+    start = time.perf_counter()
+    if plain:
+        logits = model(b.src, b.src_len, b.tgt_in)  # (B, T, V)
+        loss = F.cross_entropy(logits.flatten(0, 1), b.tgt_out.flatten(), ignore_index=0)
+    else:
+        loss, _ = loss_of(model, b)  # type: ignore[arg-type]
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    return time.perf_counter() - start
+
+
+def versus_speed(
+    names: tuple[str, ...] = ("rnnsearch", "transformer"),
+    preset: str = "base",
+    steps: int = 5,
+    warmup: int = 2,
+    repeats: int = 5,
+    batch_size: int = 64,
+    seed: int = 0,
+    log: Log = print,
+) -> dict[str, Any]:
+    """Training speed of attnkit's models against plain PyTorch twins of the same sizes.
+    Per model and round: ``steps`` timed updates of each (after ``warmup`` untimed ones in
+    the first round), back to back on the same batches, the order alternating by round;
+    ms is the median update, ratio = plain ms / attnkit ms, reported per round and as the
+    median over rounds."""
+    from ..models import build_model
+
+    train, _, sv, tv = _toy_ko(batch_size * 8, 8, seed)
+    data: list[Batch] = batches(train, sv, tv, batch_size, random.Random(seed))
+    rows = []
+    for name in names:
+        torch.manual_seed(seed)
+        ours = build_model(name, src_vocab=len(sv), tgt_vocab=len(tv), preset=preset)
+        torch.manual_seed(seed)
+        plain = _plain_twin(ours)
+        pair = {"attnkit": ours, "plain": plain}
+        opts = {k: torch.optim.Adam(m.parameters(), lr=1e-4) for k, m in pair.items()}
+        for k, m in pair.items():
+            m.train()
+            for i in range(warmup):
+                _update(m, opts[k], data[i % len(data)], k == "plain")
+        rounds = []
+        for r in range(repeats):
+            ms: dict[str, float] = {}
+            for k in ("attnkit", "plain") if r % 2 == 0 else ("plain", "attnkit"):
+                took = [_update(pair[k], opts[k], data[(r * steps + i) % len(data)], k == "plain")
+                        for i in range(steps)]  # fmt: skip
+                ms[k] = 1000 * statistics.median(took)
+            rounds.append({**ms, "ratio": ms["plain"] / ms["attnkit"]})
+            log(f"models: {name} round {r + 1}: attnkit {ms['attnkit']:.1f} ms, plain "
+                f"{ms['plain']:.1f} ms, ratio {rounds[-1]['ratio']:.2f}")  # fmt: skip
+        rows.append({
+            "model": name,
+            "preset": preset,
+            "plain": type(plain).__name__,
+            "params": {k: sum(p.numel() for p in m.parameters()) for k, m in pair.items()},
+            "rounds": rounds,
+            "attnkit_ms": statistics.median(x["attnkit"] for x in rounds),
+            "plain_ms": statistics.median(x["plain"] for x in rounds),
+            "ratio": statistics.median(x["ratio"] for x in rounds),
+        })  # fmt: skip
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+    return {"batch_size": batch_size, "steps": steps, "repeats": repeats, "load": list(load),
+            "rows": rows}  # fmt: skip
+
+
+__all__ = ["decode_speed", "train_speed", "versus_speed"]

@@ -74,10 +74,13 @@ def _attention_fn(case: Case) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
         from ..core import attend
 
         return lambda q, k, v: attend(q, k, v, need_weights=False).context  # defaults
-    if name == "attnkit":
+    if name in ("attnkit", "attnkit-autograd"):  # the latter: autograd through SDPA + unfold
         from ..local import sliding_window_attention
 
-        return lambda q, k, v: sliding_window_attention(q, k, v, r, causal).context
+        own = name == "attnkit"
+        return lambda q, k, v: sliding_window_attention(
+            q, k, v, r, causal, own_backward=own
+        ).context
     if name == "sdpa":
         return lambda q, k, v: F.scaled_dot_product_attention(q, k, v)
     if name == "sdpa-band":

@@ -20,16 +20,16 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
-MODEL_SCENARIOS = {"train", "decode"}
+MODEL_SCENARIOS = {"train", "decode", "models"}
 
 
 def _models(args: argparse.Namespace, scenarios: list[str]) -> int:
-    """``--scenarios train,decode``: a small Transformer on toy-ko (bench/models.py)."""
+    """``--scenarios train,decode,models``: whole models on toy-ko (bench/models.py)."""
     import json
 
     import torch
 
-    from ..bench.models import decode_speed, train_speed
+    from ..bench.models import decode_speed, train_speed, versus_speed
 
     torch.set_num_threads(1)
     report: dict[str, Any] = {"threads": 1}
@@ -46,6 +46,14 @@ def _models(args: argparse.Namespace, scenarios: list[str]) -> int:
             updates=20 if args.quick else 300, test=64 if args.quick else 256,
             repeats=1 if args.quick else 3, weights=args.decode_weights,
         )  # fmt: skip
+    if "models" in scenarios:
+        quick = dict(preset="tiny", steps=1, warmup=1, repeats=1, batch_size=16)
+        report["models"] = versus_speed(**(quick if args.quick else {"repeats": args.repeats}))
+        for r in report["models"]["rows"]:
+            print(f"models {r['model']:<12} attnkit {r['attnkit_ms']:8.1f} ms/update  "
+                  f"{r['plain']} {r['plain_ms']:8.1f} ms/update  speed x{r['ratio']:.2f} "
+                  f"(median of {len(r['rounds'])} rounds)")  # fmt: skip
+        print(f"models load average {report['models']['load']}")
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "bench_models.json"
     path.write_text(json.dumps(report, indent=1))
@@ -74,7 +82,9 @@ def add_parser(sub: Any) -> None:
         default="global,local,causal,additive",
         help="any of global (every key), local (radius each side), causal (look-back), "
         "additive (Bahdanau scores, chunked); or whole models: train (steps/s of a small "
-        "Transformer eager vs torch.compile), decode (greedy and beam 5 sentences/s)",
+        "Transformer eager vs torch.compile), decode (greedy and beam 5 sentences/s), models "
+        "(RNNsearch and Transformer 'base' training speed against the same networks in plain "
+        "PyTorch, --repeats rounds)",
     )
     p.add_argument(
         "--decode-weights",
@@ -100,7 +110,9 @@ def run(args: argparse.Namespace) -> int:
     scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     if set(scenarios) & MODEL_SCENARIOS:
         if not set(scenarios) <= MODEL_SCENARIOS:
-            raise ValueError("--scenarios train,decode (whole models) run apart from the kernels")
+            raise ValueError(
+                "--scenarios train,decode,models (whole models) run apart from the kernels"
+            )
         return _models(args, scenarios)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not set(modes) <= {"fwd", "fwd+bwd"} or not modes:

@@ -18,6 +18,9 @@ BOS, EOS, PAD = Vocab.bos_id, Vocab.eos_id, Vocab.pad_id
 
 @dataclass
 class Decoded:
+    """Decoded outputs, per example: token ids (without bos, up to eos), the attention
+    weights (T_i + 1, S_i) or None, and the log-probability (beam: length-normalised)."""
+
     tokens: list[list[int]]  # per example, without bos, up to (not including) eos
     weights: list[Tensor | None]  # per example (T_i + 1, S_i): rows for its tokens and eos
     scores: list[float]  # log-probability (beam: length-normalised)

@@ -17,6 +17,9 @@ from .search import decode
 
 @dataclass
 class Translations:
+    """Translations in the order of the input examples: the hypotheses' tokens, and their
+    attention weights (T_i + 1, S_i + 1) (hypothesis tokens + eos x source + eos) or None."""
+
     hyps: list[list[str]]  # in the order of the input examples
     weights: list[Tensor | None]  # (T_i + 1, S_i + 1): hypothesis tokens + eos x source + eos
 

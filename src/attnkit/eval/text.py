@@ -18,6 +18,9 @@ def exact_match(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[str]]) ->
 
 @dataclass
 class Scores:
+    """Corpus scores of ``n`` hypotheses: exact match (a fraction in [0, 1]), sacrebleu BLEU
+    and chrF (0..100), and the same by source-length bucket in ``by_length``."""
+
     n: int
     exact_match: float  # fraction in [0, 1]
     bleu: float  # sacrebleu corpus BLEU, 0..100

@@ -21,10 +21,13 @@ EXPERIMENTS: dict[str, str] = {
     "softness": "attnkit.experiments.softness",  # Deng 2018 / Xu 2015, Table 1: soft vs hard
     "series": "attnkit.experiments.series",  # attention over the past: MASE, seasonal lags
     "structure": "attnkit.experiments.structure",  # Lu 2016, Yang 2016, Shen 2018: structures
+    "inductive-bias": "attnkit.experiments.inductive_bias",  # Dosovitskiy 2021: CNN vs ViT by data
 }
+"""Experiment name -> its module (imported by ``get``), for ``attnkit experiment NAME``."""
 
 
 def get(name: str) -> Experiment:
+    """The experiment ``name`` (its module imported now); a ValueError listing the known ones."""
     if name not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {name!r}; choose one of {sorted(EXPERIMENTS)}")
     experiment = importlib.import_module(EXPERIMENTS[name]).EXPERIMENT

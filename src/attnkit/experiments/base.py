@@ -23,10 +23,14 @@ from pathlib import Path
 from typing import Any
 
 Say = Callable[[str], None]
+"""How an experiment prints a line (``print``, or a logger)."""
 
 
 @dataclass(frozen=True)
 class Experiment:
+    """One experiment: its name, help line, description, config dataclass, ``--quick``
+    overrides, and its ``run`` and ``report`` functions (see the module docstring)."""
+
     name: str
     help: str  # one line for `attnkit experiment --help`
     description: str  # what it trains, what it checks, what it writes
@@ -37,6 +41,7 @@ class Experiment:
 
 
 REPRODUCED = "REPRODUCED"
+"""The verdict of an experiment whose checks all passed."""
 
 
 def verdict(reasons: Sequence[str]) -> str:
@@ -46,6 +51,7 @@ def verdict(reasons: Sequence[str]) -> str:
 
 
 def reproduced(result: dict[str, Any]) -> bool:
+    """Whether the result's verdict is ``"REPRODUCED"``."""
     return result["verdict"] == REPRODUCED
 
 
@@ -61,11 +67,14 @@ def no_nan(x: Any) -> Any:
 
 
 def write_json(result: dict[str, Any], path: Path) -> Path:
+    """Write ``result`` to ``path`` as indented JSON, NaN as null; returns ``path``."""
     path.write_text(json.dumps(no_nan(result), indent=1), encoding="utf-8")
     return path
 
 
 def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> Path:
+    """Write ``rows`` (dicts with the same keys, the first row's keys as header) to ``path``
+    as CSV; returns ``path``."""
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()

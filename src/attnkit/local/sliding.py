@@ -13,8 +13,9 @@ band mask); this kernel never builds an n x n tensor:
 * one bool band mask (b, L) is shared by every interior block (SDPA broadcasts it); only the
   first and last blocks, whose tiles hang over the sequence ends, carry their own mask;
 * ``F.scaled_dot_product_attention`` runs its fused CPU kernel on the (G, nb, b, D) x
-  (G, nb, L, D) tiles, and autograd gives the backward pass (unfold's backward sums the
-  overlapping key gradients).
+  (G, nb, L, D) tiles; with gradients needed, ``sliding_grad.SlidingWindowFunction`` runs
+  the same tiles keeping the log-sum-exp, and its backward pass runs the fused flash backward
+  run by run and folds the overlapping key-tile gradients itself.
 
 Legend: G flattened leading dims (B·H), n = Tq queries, Tk keys, D widths, b block,
 nb = ceil(Tq / b) blocks, L = b + W - 1 keys a block reaches, W band width.
@@ -33,6 +34,7 @@ from torch import Tensor
 from .._checks import check_mask, check_qkv, check_width, check_window
 from ..masks import window_mask
 from ..normalisers import compute_dtype, masked_softmax
+from .sliding_grad import SlidingWindowFunction, run_mask, runs
 
 DEFAULT_BLOCK = 128  # measured: b in {64, 128, 192, 256} at r = 256; 128 is fastest fwd+bwd
 # interior blocks go to SDPA in runs of this many queries: the backward pass then holds the
@@ -63,6 +65,7 @@ def sliding_window_attention(
     need_weights: bool = False,
     *,
     block: int | None = None,
+    own_backward: bool = True,
 ) -> LocalResult:
     """Sliding-window scaled-dot attention, equal to
     ``attend(query, keys, values, align=SlidingWindow(radius, causal), mask=mask)``.
@@ -73,6 +76,12 @@ def sliding_window_attention(
     zero context. float32/bfloat16/float16: the fused path computes in the input dtype (as
     attend's fused path); with ``need_weights`` scores and weights are float32 and the weights
     come back in the band layout (..., Tq, W), W = 2r + 1 (r + 1 causal).
+
+    When gradients are needed the fused path runs as ``SlidingWindowFunction`` (log-sum-exp
+    kept, the fused flash backward per run, key-tile gradients folded run by run);
+    ``own_backward=False`` lets autograd differentiate SDPA and ``unfold`` instead (the
+    earlier path, kept for comparison: ``attnkit.bench.interleave`` variant
+    ``attnkit-autograd``).
     """
     check_qkv(query, keys, values, finite=False)
     check_width("query", query.shape[-1], keys.shape[-1], "sliding-window attention is scaled-dot")
@@ -96,6 +105,8 @@ def sliding_window_attention(
     if need_weights:
         ctx, band = _explicit(q, k, v, geo, user)  # (G, Tq, Dv), (G, Tq, W)
         weights: Tensor | None = band.reshape(*lead, tq, geo.width)
+    elif own_backward and torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v)):
+        ctx, weights = SlidingWindowFunction.apply(q, k, v, geo, user), None  # (G, Tq, Dv)
     else:
         ctx, weights = _fused(q, k, v, geo, user), None  # (G, Tq, Dv)
     return LocalResult(ctx.reshape(*lead, tq, -1).to(values.dtype), weights, -r)
@@ -170,16 +181,9 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, geo: _Geometry, user: Tensor | None)
     """SDPA on the interior blocks (in runs of CHUNK_QUERIES) with the shared band mask, and
     on each edge run with its own mask.
     q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv) -> context (G, Tq, Dv)."""
-    step = max(1, CHUNK_QUERIES // geo.b)
-    inner = [(i, min(i + step, geo.i1), True) for i in range(geo.i0, geo.i1, step)]
-    runs = [(0, geo.i0, False), *inner, (geo.i1, geo.nb, False)]
     parts = []
-    for start, stop, interior in runs:
-        if stop <= start:
-            continue
-        m = geo.band.to(q.device) if interior else geo.edge_mask(start, stop, q.device)
-        if user is not None:
-            m = m & user[:, start:stop]  # (1|G, nr, b, L)
+    for start, stop, interior in runs(geo, CHUNK_QUERIES):
+        m = run_mask(geo, start, stop, interior, user, q.device)  # (b, L) | (1|G, nr, b, L)
         qt = geo.query_tiles(q, start, stop)  # (G, nr, b, D)
         kt, vt = geo.key_tiles(k, start, stop), geo.key_tiles(v, start, stop)  # (G, nr, L, .)
         out = _sdpa_zero_empty_rows(qt, kt, vt, m, check=not interior or user is not None)

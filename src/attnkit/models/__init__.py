@@ -21,6 +21,7 @@ MODELS: dict[str, tuple[type, type, dict[str, dict[str, Any]]]] = {
     "digit-qa": (digit_qa.DigitQA, digit_qa.DigitQAConfig, digit_qa.PRESETS),
     "captioner": (captioner.Captioner, captioner.CaptionerConfig, captioner.PRESETS),
 }
+"""Model name -> (model class, its config dataclass, its named presets): ``--model NAME``."""
 
 
 def _entry(name: str) -> tuple[type, type, dict[str, dict[str, Any]]]:
@@ -77,11 +78,14 @@ def parse_options(name: str, pairs: list[str]) -> dict[str, Any]:
 
 
 def build_model(name: str, config: Any = None, **kwargs: Any) -> Seq2Seq:
+    """Model ``name`` built from ``config``, or from ``make_config(name, **kwargs)`` (a
+    ``preset=`` and overrides) when no config is given."""
     model_cls, _, _ = _entry(name)
     return model_cls(make_config(name, **kwargs) if config is None else config)
 
 
 def config_to_json(config: Any) -> dict[str, Any]:
+    """A model config as the JSON-able dict stored in checkpoints."""
     return asdict(config)
 
 

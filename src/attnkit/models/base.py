@@ -27,6 +27,9 @@ State = tuple[Tensor, ...]
 
 @dataclass
 class Seq2SeqOutput:
+    """What teacher forcing returns: logits (B, T, V), and the attention weights (B, T, S)
+    over source positions, or None for a model without attention."""
+
     logits: Tensor  # (B, T, V)
     weights: Tensor | None  # (B, T, S) attention over source positions; None without attention
 
@@ -54,14 +57,18 @@ class Seq2Seq(nn.Module):
     name = "seq2seq"
 
     def encode(self, src: Tensor, src_len: Tensor) -> Memory:
+        """Read the source once: src (B, S), src_len (B,) -> a dict of (B, ...) tensors."""
         raise NotImplementedError
 
     def init_state(self, memory: Memory) -> State:
+        """The decoder's first state, a tuple of (B, ...) tensors, from the memory."""
         raise NotImplementedError
 
     def step(
         self, prev: Tensor, state: State, memory: Memory
     ) -> tuple[Tensor, Tensor | None, State]:
+        """One decoder step from the previous tokens prev (B,): logits (B, V), attention
+        weights (B, S) or None, and the next state."""
         raise NotImplementedError
 
     def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> Seq2SeqOutput:

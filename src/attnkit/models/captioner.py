@@ -221,7 +221,8 @@ class Captioner(nn.Module):
         these captions instead of a sample."""
         c = self.config
         h, cell = state
-        normaliser, reduce = stages(c.softness, self.training, c.at_test, self.tau())
+        tau = self.tau() if c.softness == "gumbel" else 1.0  # reads the update count back
+        normaliser, reduce = stages(c.softness, self.training, c.at_test, tau)
         if expected is not None and c.softness == "hard" and self.training:
             reduce = ExpectationMix(expected)
         att = attend(

@@ -29,6 +29,13 @@ variational alike, and a per-position REINFORCE reward is unbiased (Deng et al. 
 input feeding for the same reason). ``token_scores`` computes that exact log-likelihood (and
 the variational bound) for evaluation.
 
+The teacher-forced passes (``teacher_forced`` = the models' forward, ``training_loss``,
+``token_scores``) run the recurrence first (``unroll``) and the output layer once over all
+positions; decoding steps with ``step_output``. Samples (hard, gumbel, variational-sample)
+are drawn inside the loop in the per-step order, so with one seed both paths give the same
+logits; only a dropout inside the output layer (Luong's, on h̃) draws its masks after the
+loop: the same distribution, other draws than a per-step pass.
+
 Legend: B batch, S source length, T target length, V target vocabulary, Dv value width.
 """
 
@@ -110,8 +117,21 @@ class StepParts:
     context: Tensor  # (B, Dv) soft context Σ α h: fed to the recurrence
     values: Tensor  # (B, S, Dv) annotations h_s
     mask: Tensor  # (B, S) True = a real source position
-    readout: Callable[[Tensor], Tensor]  # (B, [K,] Dv) context -> (B, [K,] V) logits
+    features: tuple[Tensor, ...]  # (B, ·) each: the output layer's inputs besides the context
+    output: Callable[[tuple[Tensor, ...], Tensor], Tensor]  # (features, context) -> logits
     state: State  # the next decoder state
+
+    def readout(self, ctx: Tensor) -> Tensor:
+        """The output layer on context(s) ctx (B, [K,] Dv) -> logits (B, [K,] V)."""
+        return self.output(self.features, ctx)
+
+
+def broadcast_feature(feature: Tensor, ctx: Tensor) -> Tensor:
+    """A feature (B, [T,] F) spread over the extra dims of ctx (B, [T,] [K,] Dv) ->
+    (B, [T,] [K,] F): K contexts (hard, variational: every annotation) per position."""
+    extra = ctx.dim() - feature.dim()
+    lead = (*feature.shape[:-1], *([1] * extra), feature.shape[-1])
+    return feature.view(lead).expand(*ctx.shape[:-1], feature.shape[-1])
 
 
 class InferenceNetwork(nn.Module):
@@ -151,33 +171,145 @@ def _pick(values: Tensor, index: Tensor) -> Tensor:
 
 
 def _gold(logits: Tensor, y: Tensor) -> Tensor:
-    """log p(y) under logits (B, [K,] V) for gold ids y (B,) -> (B, [K])."""
-    logp = torch.log_softmax(logits.float(), -1)  # (B, [K,] V)
-    idx = y.view(-1, *([1] * (logits.dim() - 1)))  # (B, [1,] 1)
+    """log p(y) under logits (B, [T,] [K,] V) for gold ids y (B, [T]) -> (B, [T,] [K])."""
+    logp = torch.log_softmax(logits.float(), -1)  # (B, [T,] [K,] V)
+    idx = y.view(*y.shape, *([1] * (logits.dim() - y.dim())))  # (B, [T,] [1,] 1)
     return logp.gather(-1, idx.expand(*logp.shape[:-1], 1))[..., 0]
+
+
+def _mixture(log_w: Tensor, mask: Tensor, logits: Tensor) -> Tensor:
+    """log Σ_z w_z softmax(logits_z): log_w, mask (..., S), logits (..., S, V) -> (..., V)."""
+    logp = torch.log_softmax(logits.float(), -1)  # (..., S, V)
+    return torch.logsumexp((log_w + (~mask) * -1e30)[..., None] + logp, -2)
+
+
+# (parts of step t, t) -> (the context the output layer reads (B, Dv), sampled index (B,) | None)
+Chooser = Callable[[StepParts, int], tuple[Tensor, Tensor | None]]
+
+
+def chooser(model: Any, sample_hard: bool, q_log: Tensor | None = None) -> Chooser | None:
+    """The context the output layer reads at a step when it is not the soft context: hard,
+    z ~ α_t (in training, or always with ``sample_hard``: the training loss samples) else the
+    argmax; gumbel, the straight-through sample in training else the argmax; variational
+    with ``q_log`` (B, T, S) and the "sample" estimator, z̃ ~ q. It runs inside the recurrent
+    loop so that samples are drawn in the order of the per-step path. None: the output reads
+    the soft context (soft, mean) or every annotation (variational)."""
+    cfg = model.config
+    mode = cfg.softness
+    if mode in ("soft", "mean") or (mode == "variational" and q_log is None):
+        return None
+    if mode == "variational":
+        if cfg.estimator == "enumerate":
+            return None
+        assert q_log is not None
+        q = q_log
+
+        def from_q(parts: StepParts, t: int) -> tuple[Tensor, Tensor | None]:
+            z = sample_latent(q[:, t], parts.mask)  # (B,)
+            return _pick(parts.values, z), z
+
+        return from_q
+    if mode == "hard" and (sample_hard or model.training):
+
+        def from_alpha(parts: StepParts, t: int) -> tuple[Tensor, Tensor | None]:
+            z = sample_latent(log_normalise(parts.alpha, parts.mask), parts.mask)  # (B,)
+            return _pick(parts.values, z), z
+
+        return from_alpha
+    if mode == "gumbel" and model.training:  # straight-through one-hot, relaxed gradient
+        gumbel = GumbelSoftmax(tau_at(cfg, int(model.updates)))
+
+        def relaxed(parts: StepParts, t: int) -> tuple[Tensor, Tensor | None]:
+            g = gumbel(log_normalise(parts.alpha, parts.mask)[:, None], parts.mask[:, None])
+            return (g @ parts.values)[:, 0], None  # (B, 1, S) @ (B, S, Dv) -> (B, Dv)
+
+        return relaxed
+
+    def argmax(parts: StepParts, t: int) -> tuple[Tensor, Tensor | None]:
+        return _pick(parts.values, parts.alpha.argmax(-1)), None
+
+    return argmax  # hard or gumbel at test
 
 
 def step_output(model: Any, parts: StepParts) -> tuple[Tensor, Tensor, State]:
     """``step`` of a model with a softness: (logits (B, V), weights α (B, S), next state).
     Variational returns the exact marginal log p(y_t | ...) over the prior as its logits."""
-    cfg, alpha, mask = model.config, parts.alpha, parts.mask
-    mode = cfg.softness
-    if mode in ("soft", "mean"):
-        logits = parts.readout(parts.context)
-    elif mode == "variational":
-        p_log = log_normalise(alpha, mask)  # (B, S)
-        logp = torch.log_softmax(parts.readout(parts.values).float(), -1)  # (B, S, V)
-        logits = torch.logsumexp((p_log + (~mask) * -1e30)[..., None] + logp, 1)  # (B, V)
-    elif model.training and mode == "hard":
-        z = sample_latent(log_normalise(alpha, mask), mask)  # (B,)
-        logits = parts.readout(_pick(parts.values, z))
-    elif model.training:  # gumbel: straight-through one-hot, gradient of the relaxed sample
-        gumbel = GumbelSoftmax(tau_at(cfg, int(model.updates)))
-        g = gumbel(log_normalise(alpha, mask)[:, None], mask[:, None])  # (B, 1, S)
-        logits = parts.readout((g @ parts.values)[:, 0])
-    else:  # hard or gumbel at test: argmax
-        logits = parts.readout(_pick(parts.values, alpha.argmax(-1)))
-    return logits, alpha, parts.state
+    alpha, mask = parts.alpha, parts.mask
+    if model.config.softness == "variational":
+        logits = _mixture(log_normalise(alpha, mask), mask, parts.readout(parts.values))  # (B, V)
+        return logits, alpha, parts.state
+    choose = chooser(model, sample_hard=False)
+    ctx = parts.context if choose is None else choose(parts, 0)[0]  # (B, Dv)
+    return parts.readout(ctx), alpha, parts.state
+
+
+@dataclass
+class Unrolled:
+    """The teacher-forced recurrence over all T target positions, before the output layer."""
+
+    alpha: Tensor  # (B, T, S) attention weights
+    context: Tensor  # (B, T, Dv) soft contexts
+    values: Tensor  # (B, S, Dv) annotations
+    mask: Tensor  # (B, T, S) True = a real source position
+    features: tuple[Tensor, ...]  # (B, T, ·) each: the output layer's other inputs
+    output: Callable[[tuple[Tensor, ...], Tensor], Tensor]  # (features, context) -> logits
+    chosen: Tensor | None  # (B, T, Dv) the context the chooser picked at each position
+    index: Tensor | None  # (B, T) the positions it sampled
+
+    def readout(self, ctx: Tensor) -> Tensor:
+        """The output layer once over all positions: ctx (B, T, [K,] Dv) -> (B, T, [K,] V)."""
+        return self.output(self.features, ctx)
+
+    def every_value(self) -> Tensor:
+        """Every annotation at every position (B, T, S, Dv), a view."""
+        return self.values[:, None].expand(-1, self.alpha.shape[1], -1, -1)
+
+
+def unroll(
+    model: Any, memory: dict[str, Tensor], tgt_in: Tensor, choose: Chooser | None
+) -> Unrolled:
+    """Run the decoder's recurrence (``model.parts``, given the target embeddings looked up
+    once) over tgt_in (B, T), keeping what the output layer needs, which then runs once over
+    all positions (one large matrix product in place of T small ones; ``step_output`` is
+    the per-step path, which decoding uses)."""
+    state = model.init_state(memory)
+    embedded = model.tgt_emb(tgt_in)  # (B, T, E): one lookup, one gradient of the table
+    steps, chosen, index = [], [], []
+    for t in range(tgt_in.shape[1]):
+        parts = model.parts(tgt_in[:, t], state, memory, embedded[:, t])
+        state = parts.state
+        steps.append(parts)
+        if choose is not None:
+            ctx, z = choose(parts, t)  # (B, Dv), (B,) | None
+            chosen.append(ctx)
+            if z is not None:
+                index.append(z)
+    first = steps[0]
+    alpha = torch.stack([p.alpha for p in steps], 1)  # (B, T, S)
+    return Unrolled(
+        alpha,
+        torch.stack([p.context for p in steps], 1),  # (B, T, Dv)
+        first.values,
+        first.mask[:, None].expand_as(alpha),  # (B, T, S)
+        tuple(torch.stack(f, 1) for f in zip(*(p.features for p in steps), strict=True)),
+        first.output,
+        torch.stack(chosen, 1) if chosen else None,  # (B, T, Dv)
+        torch.stack(index, 1) if index else None,  # (B, T)
+    )
+
+
+def teacher_forced(model: Any, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> Seq2SeqOutput:
+    """``forward`` of a model with a softness: at every position the logits ``step_output``
+    gives (Seq2Seq.forward, the per-step path, computes the same), with the recurrence run
+    first and the output layer once over all positions. logits (B, T, V), weights (B, T, S)."""
+    memory = model.encode(src, src_len)
+    run = unroll(model, memory, tgt_in, chooser(model, sample_hard=False))
+    if model.config.softness == "variational":  # the exact marginal over the prior
+        p_log = log_normalise(run.alpha, run.mask)  # (B, T, S)
+        logits = _mixture(p_log, run.mask, run.readout(run.every_value()))  # (B, T, V)
+    else:
+        logits = run.readout(run.context if run.chosen is None else run.chosen)  # (B, T, V)
+    return Seq2SeqOutput(logits, run.alpha)
 
 
 def training_loss(
@@ -192,81 +324,55 @@ def training_loss(
     the teacher-forced output. soft, mean, gumbel: cross-entropy; hard: cross-entropy of the
     sampled alignment + the REINFORCE surrogate; variational: −ELBO (label smoothing is not
     applied to it). In training mode it counts the update (the Gumbel schedule and the
-    baseline read the count)."""
+    baseline read the count). The recurrence runs first, then the output layer once over
+    all positions (``unroll``)."""
     cfg = model.config
     mode = cfg.softness
     memory = model.encode(src, src_len)
-    state = model.init_state(memory)
     mask = memory["mask"][:, 0]  # (B, S)
     real = tgt_out != 0  # (B, T)
     q_log = model.inference(tgt_out, memory["keys"], mask) if mode == "variational" else None
-    logits, weights, terms = [], [], []
-    for t in range(tgt_in.shape[1]):
-        parts = model.parts(tgt_in[:, t], state, memory)
-        state, y = parts.state, tgt_out[:, t]
-        weights.append(parts.alpha)  # (B, S)
-        if q_log is not None:
-            step_logits, term = _variational_step(cfg, parts, q_log[:, t], y)
-            terms.append(term)
-        elif mode == "hard":
-            step_logits, term = _hard_step(parts, y)
-            terms.append(term)
-        else:
-            step_logits = step_output(model, parts)[0]  # (B, V)
-        logits.append(step_logits)
-    out = Seq2SeqOutput(torch.stack(logits, 1), torch.stack(weights, 1))  # (B, T, V), (B, T, S)
+    run = unroll(model, memory, tgt_in, chooser(model, sample_hard=True, q_log=q_log))
     first = mode in STOCHASTIC and int(model.updates) == 0
     if model.training and mode in STOCHASTIC:
         model.updates += 1
     if q_log is not None:
-        return _variational_loss(model, q_log, mask, _stack(terms), real, first), out
+        logits, loss = _variational_loss(model, run, q_log, tgt_out, real, first)
+        return loss, Seq2SeqOutput(logits, run.alpha)
+    logits = run.readout(run.context if run.chosen is None else run.chosen)  # (B, T, V)
     ce = F.cross_entropy(
-        out.logits.flatten(0, 1), tgt_out.flatten(), ignore_index=0,
+        logits.flatten(0, 1), tgt_out.flatten(), ignore_index=0,
         label_smoothing=label_smoothing,
     )  # fmt: skip
+    out = Seq2SeqOutput(logits, run.alpha)
     if mode != "hard":
         return ce, out
-    hard = {k: v[real] for k, v in _stack(terms).items()}  # (N,) each
-    b = _baseline(model, hard["reward"], hard["soft"], first)
+    assert run.index is not None
+    p_log = log_normalise(run.alpha, run.mask)  # (B, T, S)
+    p = torch.where(run.mask, p_log.exp(), torch.zeros_like(p_log))  # (B, T, S)
+    reward = _gold(logits, tgt_out)[real]  # (N,) log p(y_t | z_t)
+    b = _baseline(model, reward, lambda: _soft_log_lik(run, tgt_out)[real], first)
     rl = reinforce_loss(
-        hard["log_p_z"], hard["reward"], b,
-        entropy=hard["entropy"], entropy_weight=cfg.entropy_weight,
+        p_log.gather(-1, run.index[..., None])[..., 0][real], reward, b,  # log p(z_t) (N,)
+        entropy=-(p * p_log).sum(-1)[real], entropy_weight=cfg.entropy_weight,
     )  # fmt: skip
     return ce + rl, out
 
 
-def _stack(terms: list[dict[str, Tensor]]) -> dict[str, Tensor]:
-    """Per-step dicts of (B, ...) tensors -> one dict of (B, T, ...) tensors."""
-    return {k: torch.stack([term[k] for term in terms], 1) for k in terms[0]}
-
-
-def _hard_step(parts: StepParts, y: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
-    """z ~ p = α_t: the logits of h_z (B, V) and REINFORCE's terms, (B,) each: log p(z),
-    the reward log p(y_t | z) and the entropy H(α_t)."""
-    p_log = log_normalise(parts.alpha, parts.mask)  # (B, S)
-    z = sample_latent(p_log, parts.mask)  # (B,)
-    logits = parts.readout(_pick(parts.values, z))  # (B, V)
-    p = torch.where(parts.mask, p_log.exp(), torch.zeros_like(p_log))  # (B, S)
-    return logits, {
-        "log_p_z": p_log.gather(-1, z[:, None])[:, 0],
-        "reward": _gold(logits, y),
-        "entropy": -(p * p_log).sum(-1),
-        "soft": _soft_log_lik(parts, y),
-    }
-
-
-def _soft_log_lik(parts: StepParts, y: Tensor) -> Tensor:
-    """log p(y_t | c̄_t) (B,), no gradient: the soft attention baseline (Deng 2018, §4)."""
+def _soft_log_lik(run: Unrolled, y: Tensor) -> Tensor:
+    """log p(y_t | c̄_t) (B, T), no gradient: the soft attention baseline (Deng 2018, §4)."""
     with torch.no_grad():
-        return _gold(parts.readout(parts.context), y)
+        return _gold(run.readout(run.context), y)
 
 
-def _baseline(model: Any, reward: Tensor, soft: Tensor, first: bool) -> Tensor | float:
+def _baseline(
+    model: Any, reward: Tensor, soft: Callable[[], Tensor], first: bool
+) -> Tensor | float:
     """REINFORCE's baseline for the rewards (N,): "soft", the per-token log-likelihood of the
-    soft context ``soft`` (N,) (Deng 2018, §4); "average", the moving average of the rewards
-    (Xu 2015, §4.1), kept in ``model.baseline`` (the batch mean on the first update)."""
+    soft context ``soft()`` (N,) (Deng 2018, §4); "average", the moving average of the
+    rewards (Xu 2015, §4.1), kept in ``model.baseline`` (the batch mean on the first update)."""
     if model.config.reward_baseline == "soft":
-        return soft.detach()
+        return soft().detach()
     value = None if first else float(model.baseline)
     avg = MovingAverageBaseline(model.config.baseline_decay, value)
     used = avg.update(reward)
@@ -275,38 +381,24 @@ def _baseline(model: Any, reward: Tensor, soft: Tensor, first: bool) -> Tensor |
     return used
 
 
-def _variational_step(
-    cfg: Any, parts: StepParts, q_log: Tensor, y: Tensor
-) -> tuple[Tensor, dict[str, Tensor]]:
-    """One step of the variational loss: the logits to return (B, V) and the step's terms.
-    enumerate: the ELBO (B,) with S readouts; sample: log p(y | z̃) (B,), the prior log p
-    (B, S) and z̃ ~ q (B,), with one readout."""
-    mask = parts.mask
-    p_log = log_normalise(parts.alpha, mask)  # (B, S)
-    if cfg.estimator == "enumerate":
-        all_logits = parts.readout(parts.values)  # (B, S, V): one readout per position
-        elbo = enumerated_elbo(q_log, p_log, _gold(all_logits, y), mask).elbo  # (B,)
-        logp = torch.log_softmax(all_logits.float(), -1)  # (B, S, V)
-        logits = torch.logsumexp((q_log + (~mask) * -1e30)[..., None] + logp, 1)  # (B, V)
-        return logits, {"elbo": elbo}
-    z = sample_latent(q_log, mask)  # (B,)
-    logits = parts.readout(_pick(parts.values, z))  # (B, V): one readout
-    return logits, {"log_lik": _gold(logits, y), "p_log": p_log, "index": z,
-                    "soft": _soft_log_lik(parts, y)}  # fmt: skip
-
-
 def _variational_loss(
-    model: Any, q_log: Tensor, mask: Tensor, terms: dict[str, Tensor], real: Tensor, first: bool
-) -> Tensor:
-    """−ELBO per real token: enumerated, or ``sampled_elbo`` with b the moving average of
-    log p(y | z̃)."""
+    model: Any, run: Unrolled, q_log: Tensor, tgt_out: Tensor, real: Tensor, first: bool
+) -> tuple[Tensor, Tensor]:
+    """The logits to return (B, T, V) and −ELBO per real token. enumerate: exact, S readouts
+    per position, the logits the mixture under q; sample: one readout of z̃ ~ q,
+    ``sampled_elbo`` with b the baseline of log p(y | z̃)."""
+    p_log = log_normalise(run.alpha, run.mask)  # (B, T, S)
     if model.config.estimator == "enumerate":
-        return -terms["elbo"][real].mean()
-    ll = terms["log_lik"][real]  # (N,)
-    b = _baseline(model, ll, terms["soft"][real], first)
-    support = mask[:, None, :].expand_as(q_log)[real]  # (N, S)
-    elbo = sampled_elbo(q_log[real], terms["p_log"][real], support, terms["index"][real], ll, b)
-    return -elbo.mean()
+        all_logits = run.readout(run.every_value())  # (B, T, S, V)
+        elbo = enumerated_elbo(q_log, p_log, _gold(all_logits, tgt_out), run.mask).elbo  # (B, T)
+        return _mixture(q_log, run.mask, all_logits), -elbo[real].mean()
+    assert run.chosen is not None and run.index is not None
+    logits = run.readout(run.chosen)  # (B, T, V)
+    ll = _gold(logits, tgt_out)[real]  # (N,) log p(y | z̃)
+    b = _baseline(model, ll, lambda: _soft_log_lik(run, tgt_out)[real], first)
+    support = run.mask[real]  # (N, S)
+    elbo = sampled_elbo(q_log[real], p_log[real], support, run.index[real], ll, b)
+    return logits, -elbo.mean()
 
 
 @torch.no_grad()
@@ -321,23 +413,18 @@ def token_scores(
     try:
         mode = model.config.softness
         memory = model.encode(src, src_len)
-        state = model.init_state(memory)
         mask = memory["mask"][:, 0]  # (B, S)
         variational = mode == "variational"
         q_log = model.inference(tgt_out, memory["keys"], mask) if variational else None
-        lls, elbos = [], []
-        for t in range(tgt_in.shape[1]):
-            parts = model.parts(tgt_in[:, t], state, memory)
-            state, y = parts.state, tgt_out[:, t]
-            if mode in ("soft", "mean"):
-                lls.append(_gold(parts.readout(parts.context), y))  # (B,)
-                continue
-            p_log = log_normalise(parts.alpha, mask)  # (B, S)
-            log_lik = _gold(parts.readout(parts.values), y)  # (B, S)
-            lls.append(log_marginal(p_log, log_lik, mask))  # (B,)
-            if q_log is not None:
-                elbos.append(enumerated_elbo(q_log[:, t], p_log, log_lik, mask).elbo)
-        return torch.stack(lls, 1), torch.stack(elbos, 1) if elbos else None
+        run = unroll(model, memory, tgt_in, None)
+        if mode in ("soft", "mean"):
+            return _gold(run.readout(run.context), tgt_out), None  # (B, T)
+        p_log = log_normalise(run.alpha, run.mask)  # (B, T, S)
+        log_lik = _gold(run.readout(run.every_value()), tgt_out)  # (B, T, S)
+        ll = log_marginal(p_log, log_lik, run.mask)  # (B, T)
+        if q_log is None:
+            return ll, None
+        return ll, enumerated_elbo(q_log, p_log, log_lik, run.mask).elbo
     finally:
         model.train(was)
 
@@ -348,11 +435,16 @@ __all__ = [
     "SOFTNESS",
     "InferenceNetwork",
     "StepParts",
+    "Unrolled",
+    "broadcast_feature",
+    "chooser",
     "add_softness",
     "check_softness",
     "step_output",
     "tau_at",
+    "teacher_forced",
     "token_scores",
     "training_loss",
     "uniform",
+    "unroll",
 ]

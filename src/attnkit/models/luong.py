@@ -35,7 +35,16 @@ from ..normalisers import softmax
 from ..registry import build_alignment, build_score, canonical, check_window_for
 from .base import Memory, Seq2Seq, Seq2SeqOutput, State, source_mask
 from .encoders import GRUEncoder
-from .latent import StepParts, add_softness, check_softness, step_output, training_loss, uniform
+from .latent import (
+    StepParts,
+    add_softness,
+    broadcast_feature,
+    check_softness,
+    step_output,
+    teacher_forced,
+    training_loss,
+    uniform,
+)
 
 # the paper's variants, by attnkit's registry names (an alias of one, e.g. "additive" for
 # "concat", is the same variant)
@@ -179,29 +188,37 @@ class Luong(Seq2Seq):
         t = torch.zeros(h0.shape[0], dtype=torch.long, device=h0.device)  # step index (B,)
         return (h0, memory["c0"], feed, t)
 
-    def parts(self, prev: Tensor, state: State, memory: Memory) -> StepParts:
+    def parts(
+        self, prev: Tensor, state: State, memory: Memory, embedded: Tensor | None = None
+    ) -> StepParts:
         """One decoder step up to the output layer: h_t, a_t, c_t, the fed h̃_t and the
         output as a function of the context it reads (latent.py chooses which)."""
         h_prev, c_prev, feed, t = state  # (B, L, n), (B, L, n), (B, n), (B,)
-        y = self.drop(self.tgt_emb(prev))  # (B, E)
+        # ``embedded``: E y_{t-1} looked up for all positions at once (latent.unroll)
+        y = self.drop(self.tgt_emb(prev) if embedded is None else embedded)  # (B, E)
         x = torch.cat([y, feed], dim=-1) if self.config.input_feeding else y  # (B, E [+ n])
         h, c = self.decoder(x, h_prev, c_prev)  # (B, L, n)
         h_top = h[:, -1]  # h_t (B, n)
         keys, mask = memory["keys"], memory["mask"]  # (B, S, n), (B, 1, S)
         att = self.attention(h_top[:, None], keys, mask=mask, positions=t[:, None])  # (B, 1, n)
 
-        def tilde(ctx: Tensor) -> Tensor:  # (B, [K,] n) -> h̃ (B, [K,] n), eq. 5
-            h_t = h_top.view(ctx.shape[0], *([1] * (ctx.dim() - 2)), -1).expand(ctx.shape)
-            return torch.tanh(self.combine(torch.cat([ctx, h_t], -1)))
-
-        def readout(ctx: Tensor) -> Tensor:  # (B, [K,] n) -> (B, [K,] V), eq. 6
-            return self.out(self.drop(tilde(ctx)))
-
-        h_tilde = tilde(att.context[:, 0])  # (B, n)
+        h_tilde = torch.tanh(self.combine(torch.cat([att.context[:, 0], h_top], -1)))  # (B, n)
         assert att.weights is not None
         return StepParts(
-            att.weights[:, 0], att.context[:, 0], keys, mask[:, 0], readout, (h, c, h_tilde, t + 1)
-        )
+            att.weights[:, 0], att.context[:, 0], keys, mask[:, 0], (h_top,), self.readout,
+            (h, c, h_tilde, t + 1),
+        )  # fmt: skip
+
+    def readout(self, features: tuple[Tensor, ...], ctx: Tensor) -> Tensor:
+        """softmax(W_s h̃) with h̃ = tanh(W_c [c; h_t]) (eq. 5-6) of features (h_t,)
+        (B, [T,] n) and contexts ctx (B, [T,] [K,] n) -> logits (B, [T,] [K,] V)."""
+        h_t = broadcast_feature(features[0], ctx)  # (B, [T,] [K,] n)
+        return self.out(self.drop(torch.tanh(self.combine(torch.cat([ctx, h_t], -1)))))
+
+    def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> Seq2SeqOutput:
+        """Teacher forcing: the recurrence over tgt_in (B, T), then the output layer once over
+        all positions (latent.teacher_forced); the logits of ``step`` at every position."""
+        return teacher_forced(self, src, src_len, tgt_in)
 
     def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, Tensor, State]:
         return step_output(self, self.parts(prev, state, memory))  # weights (B, S)

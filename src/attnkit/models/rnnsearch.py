@@ -29,7 +29,16 @@ from ..normalisers import softmax
 from ..scores import AdditiveScore
 from .base import DeepOutput, Memory, Seq2Seq, Seq2SeqOutput, State, source_mask
 from .encoders import GRUEncoder
-from .latent import StepParts, add_softness, check_softness, step_output, training_loss, uniform
+from .latent import (
+    StepParts,
+    add_softness,
+    broadcast_feature,
+    check_softness,
+    step_output,
+    teacher_forced,
+    training_loss,
+    uniform,
+)
 
 
 @dataclass
@@ -105,11 +114,14 @@ class RNNSearch(Seq2Seq):
     def init_state(self, memory: Memory) -> State:
         return (memory["s0"],)
 
-    def parts(self, prev: Tensor, state: State, memory: Memory) -> StepParts:
+    def parts(
+        self, prev: Tensor, state: State, memory: Memory, embedded: Tensor | None = None
+    ) -> StepParts:
         """One decoder step up to the output layer: α_i, c_i, s_i and the deep output as a
         function of the context it reads (latent.py chooses which)."""
         (s_prev,) = state  # (B, m)
-        y = self.drop(self.tgt_emb(prev))  # (B, E)
+        # ``embedded``: E y_{t-1} looked up for all positions at once (latent.unroll)
+        y = self.drop(self.tgt_emb(prev) if embedded is None else embedded)  # (B, E)
         score = cast(AdditiveScore, self.attention.score)
         att = attend(  # keys U_a h_j precomputed in encode(), values the annotations h_j
             s_prev[:, None],  # (B, 1, m)
@@ -122,15 +134,24 @@ class RNNSearch(Seq2Seq):
         )
         c = att.context[:, 0]  # (B, 2n)
         s = self.cell(torch.cat([y, c], dim=-1), s_prev)  # (B, m)
-        s_out = self.drop(s)
-
-        def readout(ctx: Tensor) -> Tensor:  # (B, [K,] 2n) -> (B, [K,] V)
-            shape = (*ctx.shape[:-1], -1)
-            lead = (ctx.shape[0], *([1] * (ctx.dim() - 2)), -1)
-            return self.output(s_out.view(lead).expand(shape), y.view(lead).expand(shape), ctx)
-
         assert att.weights is not None
-        return StepParts(att.weights[:, 0], c, memory["keys"], memory["mask"][:, 0], readout, (s,))
+        features = (self.drop(s), y)  # what the deep output reads besides the context
+        return StepParts(
+            att.weights[:, 0], c, memory["keys"], memory["mask"][:, 0], features, self.readout,
+            (s,),
+        )  # fmt: skip
+
+    def readout(self, features: tuple[Tensor, ...], ctx: Tensor) -> Tensor:
+        """The deep output g(y_{i-1}, s_i, c) (eq. 4, App. A.2.2) of features (s_i, E y_{i-1}),
+        (B, [T,] m) and (B, [T,] E), and contexts ctx (B, [T,] [K,] 2n) -> logits
+        (B, [T,] [K,] V); K contexts per position when hard/variational read every h_j."""
+        s, y = (broadcast_feature(f, ctx) for f in features)  # (B, [T,] [K,] ·)
+        return self.output(s, y, ctx)
+
+    def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> Seq2SeqOutput:
+        """Teacher forcing: the recurrence over tgt_in (B, T), then the output layer once over
+        all positions (latent.teacher_forced); the logits of ``step`` at every position."""
+        return teacher_forced(self, src, src_len, tgt_in)
 
     def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, Tensor, State]:
         return step_output(self, self.parts(prev, state, memory))  # weights (B, S)

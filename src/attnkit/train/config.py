@@ -203,6 +203,7 @@ class FitConfig:
             raise ValueError(f"--threads {self.threads}; it must be at least 1")
 
     def to_json(self) -> dict[str, Any]:
+        """The config as a JSON-able dict (``out`` as a string)."""
         return {**asdict(self), "out": str(self.out)}
 
 

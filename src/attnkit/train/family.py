@@ -136,6 +136,8 @@ TRANSLATE = Family(
     score=translate_score,
     data_parallel=True,
 )
+"""The ``translate`` family: tokens -> tokens, cross-entropy on the target tokens, scored by
+exact match, BLEU and chrF of the decoded outputs."""
 
 # name -> "module:attribute" of its Family, imported when first asked for (a family's module
 # may import models and viewers that translation never needs)
@@ -146,6 +148,7 @@ FAMILIES: dict[str, str] = {
     "qa": "attnkit.families.qa:QA",
     "caption": "attnkit.families.caption:CAPTION",
 }
+"""Family name -> ``"module:attribute"`` of its ``Family`` (imported by ``family(name)``)."""
 
 
 def family(name: str) -> Family:

@@ -44,6 +44,7 @@ class Prepared:
 
     @property
     def test(self) -> list[Example]:
+        """The held-out test split."""
         return self.splits.test
 
 
@@ -74,11 +75,13 @@ class FitResult(TrainResult):
 
     @property
     def best(self) -> Path:
+        """The checkpoint folder with the lowest validation loss, ``out/best``."""
         assert self.out is not None
         return self.out / "best"
 
     @property
     def last(self) -> Path:
+        """The checkpoint of the last epoch (resumable), ``out/last``."""
         assert self.out is not None
         return self.out / "last"
 

@@ -1,0 +1,169 @@
+"""The sliding-window kernel as a ``torch.autograd.Function``: the log-sum-exp is kept from
+the forward pass, the block scores are recomputed in the backward pass (FlashAttention, Dao et
+al. 2022, Alg. 2 and 4), and the overlapping key tiles' gradients are summed run by run.
+
+Forward: the fused SDPA CPU flash kernel on the block tiles (as ``sliding._fused``), which
+also returns the per-row log-sum-exp ℓ_t = log Σ_j exp(s_tj), s_tj = q_t·k_j / √d.
+Backward, per run of query blocks, the fused CPU flash backward kernel on the same tiles:
+
+    p_tj = exp(s_tj - ℓ_t)  (0 where the band or the mask forbids j)     δ_t = dO_t·O_t
+    dV_j = Σ_t p_tj dO_t,   dS_tj = p_tj (dO_t·v_j - δ_t)
+    dQ_t = Σ_j dS_tj k_j / √d,   dK_j = Σ_t dS_tj q_t / √d
+
+Its (G, nr, L, D) key-tile gradients (tiles overlap by L - b rows) are added into one
+(G, padded, D) buffer in ceil(L / b) strided in-place adds (the slices of one offset land on
+disjoint rows), so only one run's tile gradients exist at a time, never the sequence-long
+(G, nb, L, D) ones that autograd through ``unfold`` builds, zero-fills and folds.
+
+Measured here (docs/performance.md, "Sliding-window backward pass"): a kernel of our own
+from batched matmuls (``bmm`` on strided tile views, one exp/mask/δ pass each) was 1.7x slower
+than this on the shared 2-core host: its elementwise passes over the (nr, b, L) scores are
+memory-bound where the fused kernel keeps each tile in cache.
+
+Legend as in ``sliding``: G = B·H, b block, nr blocks in a run, L = b + W - 1 keys a block
+reaches, ℓ log-sum-exp, δ row sums of dO·O.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor
+
+if TYPE_CHECKING:
+    from .sliding import _Geometry
+
+# the backward pass holds one run's (G, nr, L, D) key and value tile gradients: runs of this
+# many queries keep them near 2 · 8 · 64 · 640 · 64 · 4 B = 168 MiB at H = 8, r = 256, b = 128,
+# whatever n (measured: 8192 is 1.4x faster than 2048 fwd+bwd at n = 16384)
+BACKWARD_QUERIES = 8192
+
+_flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+_flash_back = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
+
+
+def runs(geo: _Geometry, queries: int) -> list[tuple[int, int, bool]]:
+    """(start, stop, interior) block runs: the edge runs, and the interior in runs of about
+    ``queries`` queries."""
+    step = max(1, queries // geo.b)
+    inner = [(i, min(i + step, geo.i1), True) for i in range(geo.i0, geo.i1, step)]
+    return [r for r in [(0, geo.i0, False), *inner, (geo.i1, geo.nb, False)] if r[1] > r[0]]
+
+
+def run_mask(
+    geo: _Geometry, start: int, stop: int, interior: bool, user: Tensor | None, device: Any
+) -> Tensor:
+    """Bool "may attend" of blocks [start, stop): (b, L) shared, or (1|G, nr, b, L)."""
+    m = geo.band.to(device) if interior else geo.edge_mask(start, stop, device)
+    return m if user is None else m & user[:, start:stop]
+
+
+def _bias(m: Tensor, check: bool, dtype: torch.dtype) -> tuple[Tensor, Tensor | None]:
+    """Bool mask -> the float mask the fused kernel takes (0 or -inf, in the inputs' dtype),
+    and ``ok`` (.., b, 1), whether a row has an allowed key, when ``check``: a row with none
+    attends everywhere there and is zeroed after (never NaN)."""
+    ok = m.any(dim=-1, keepdim=True) if check else None  # no host sync either way
+    allowed = m if ok is None else m | ~ok
+    bias = torch.zeros(allowed.shape, dtype=dtype, device=m.device)
+    return bias.masked_fill_(~allowed, -math.inf), ok
+
+
+class SlidingWindowFunction(torch.autograd.Function):
+    """q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv), geometry, user mask tiles or None
+    -> context (G, Tq, Dv), zero on rows with no allowed key."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, q: Tensor, k: Tensor, v: Tensor, geo: _Geometry, user: Tensor | None
+    ) -> Tensor:
+        parts, lses = [], []
+        scale, width = 1.0 / math.sqrt(q.shape[-1]), max(q.shape[-1], v.shape[-1])
+        qw, kw, vw = (_widen(x, width) for x in (q, k, v))  # the fused kernel wants D == Dv
+        for start, stop, interior in runs(geo, _chunk_queries()):
+            m = run_mask(geo, start, stop, interior, user, q.device)
+            bias, ok = _bias(m, not interior or user is not None, q.dtype)  # (b, L) | (.., L)
+            qt = geo.query_tiles(qw, start, stop)  # (G, nr, b, D)
+            kt, vt = geo.key_tiles(kw, start, stop), geo.key_tiles(vw, start, stop)
+            out, lse = _flash(qt, kt, vt, 0.0, False, attn_mask=bias, scale=scale)
+            out = out[..., : v.shape[-1]]  # (G, nr, b, Dv); lse (G, nr, b)
+            if ok is not None:
+                out = torch.where(ok, out, torch.zeros((), dtype=out.dtype, device=out.device))
+            rows = min(geo.tq, stop * geo.b) - start * geo.b
+            parts.append(out.reshape(q.shape[0], -1, out.shape[-1])[:, :rows])
+            lses.append(lse)
+        context = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)  # (G, Tq, Dv)
+        ctx.geo, ctx.user = geo, user
+        ctx.save_for_backward(q, k, v, context, torch.cat(lses, dim=1))  # lse (G, nb, b)
+        return context
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+        q, k, v, context, lse = ctx.saved_tensors
+        geo, user = ctx.geo, ctx.user
+        dq, dk, dv = _backward(q, k, v, context, lse, grad.contiguous(), geo, user)
+        return dq, dk, dv, None, None
+
+
+def _widen(x: Tensor, width: int) -> Tensor:
+    """Zero columns up to ``width`` (they change no score and no context), or x itself."""
+    return x if x.shape[-1] == width else torch.nn.functional.pad(x, (0, width - x.shape[-1]))
+
+
+def _chunk_queries() -> int:
+    from . import sliding  # the forward's run length lives there (tests patch it)
+
+    return sliding.CHUNK_QUERIES
+
+
+def _backward(
+    q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse: Tensor, do: Tensor,
+    geo: _Geometry, user: Tensor | None,
+) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
+    """(dQ, dK, dV) of the saved q, k, v (G, T, .), context o (G, Tq, Dv), lse (G, nb, b)
+    for the incoming gradient do (G, Tq, Dv): the fused CPU flash backward, run by run."""
+    g, b, scale = q.shape[0], geo.b, 1.0 / math.sqrt(q.shape[-1])
+    width, dvw = max(q.shape[-1], v.shape[-1]), v.shape[-1]
+    qw, kw, vw, ow, dow = (_widen(x, width) for x in (q, k, v, o, do))
+    dq = torch.empty(g, q.shape[1], width, dtype=q.dtype, device=q.device)  # (G, Tq, D)
+    dk = torch.zeros(g, geo.padded, width, dtype=q.dtype, device=q.device)  # padded keys
+    dv = torch.zeros(g, geo.padded, width, dtype=q.dtype, device=q.device)
+    for start, stop, interior in runs(geo, BACKWARD_QUERIES):
+        m = run_mask(geo, start, stop, interior, user, q.device)
+        bias, ok = _bias(m, not interior or user is not None, q.dtype)  # (b, L) | (.., L)
+        qt, ot, dot = (geo.query_tiles(x, start, stop) for x in (qw, ow, dow))  # (G, nr, b, .)
+        if ok is not None:
+            dot = torch.where(ok, dot, torch.zeros((), dtype=dot.dtype, device=dot.device))
+        kt, vt = geo.key_tiles(kw, start, stop), geo.key_tiles(vw, start, stop)  # (G,nr,L,.)
+        gq, gk, gv = _flash_back(
+            dot, qt, kt, vt, ot, lse[:, start:stop], 0.0, False, attn_mask=bias, scale=scale
+        )
+        rows = min(geo.tq, stop * b) - start * b
+        dq[:, start * b : start * b + rows] = gq.reshape(g, -1, width)[:, :rows]
+        _fold_add(dk, gk, geo, start)
+        _fold_add(dv, gv, geo, start)
+    dk, dv = _unpad(dk, geo)[..., : k.shape[-1]], _unpad(dv, geo)[..., :dvw]
+    return dq[..., : q.shape[-1]], dk, dv
+
+
+def _fold_add(acc: Tensor, tiles: Tensor, geo: _Geometry, start: int) -> None:
+    """acc (G, padded, D) += the overlapping tiles (G, nr, L, D) of blocks from ``start``:
+    tile i covers padded rows [(start + i)·b, (start + i)·b + L). Slice j (rows j·b .. of
+    every tile) lands on disjoint rows, so each is one strided in-place add."""
+    g, nr, big_l, d = tiles.shape
+    b, sg = geo.b, acc.stride(0)
+    for j in range(0, big_l, b):
+        w = min(b, big_l - j)
+        view = acc.as_strided((g, nr, w, d), (sg, b * d, d, 1), (start * b + j) * d)
+        view.add_(tiles[:, :, j : j + w])
+
+
+def _unpad(x: Tensor, geo: _Geometry) -> Tensor:
+    """Padded key rows (G, padded, D) -> (G, Tk, D): row r is key 0; keys past the last
+    tile's reach get zero."""
+    rows = x[:, geo.r : geo.r + geo.tk]
+    return torch.nn.functional.pad(rows, (0, 0, 0, geo.tk - rows.shape[1]))
+
+
+__all__ = ["BACKWARD_QUERIES", "SlidingWindowFunction", "run_mask", "runs"]

@@ -1,0 +1,150 @@
+"""The sliding-window kernel's autograd.Function: its gradients equal the reference path's
+(the dense band of ``attend(..., align=SlidingWindow)``, plain autograd) to 1e-10 in float64,
+pass gradcheck, and give zero (never NaN) on fully masked rows."""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import attnkit
+import attnkit.local.sliding as sliding
+import attnkit.local.sliding_grad as sliding_grad
+from attnkit.local import sliding_window_attention
+
+TIGHT = {"atol": 1e-10, "rtol": 1e-10}
+
+
+def _inputs(tq: int, tk: int, d: int, dv: int, seed: int) -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(2, 3, tq, d, generator=gen, dtype=torch.float64)
+    k = torch.randn(2, 3, tk, d, generator=gen, dtype=torch.float64)
+    v = torch.randn(2, 3, tk, dv, generator=gen, dtype=torch.float64)
+    return [x.requires_grad_() for x in (q, k, v)]
+
+
+def _uses_function(out: torch.Tensor) -> bool:
+    """Whether the autograd graph behind ``out`` holds the kernel's Function."""
+    todo, seen = [out.grad_fn], 0
+    while todo and seen < 50:
+        fn, seen = todo.pop(), seen + 1
+        if fn is None:
+            continue
+        if "SlidingWindowFunction" in type(fn).__name__:
+            return True
+        todo.extend(f for f, _ in fn.next_functions)
+    return False
+
+
+def _check(
+    tq: int, tk: int, radius: int, causal: bool, mask: torch.Tensor | None, block: int | None,
+    d: int = 8, dv: int = 8, seed: int = 0,
+) -> list[torch.Tensor]:  # fmt: skip
+    inputs = _inputs(tq, tk, d, dv, seed)
+    out = sliding_window_attention(*inputs, radius, causal, mask, block=block)
+    assert _uses_function(out.context)
+    ref = attnkit.attend(*inputs, align=attnkit.SlidingWindow(radius, causal), mask=mask)
+    torch.testing.assert_close(out.context, ref.context, **TIGHT)
+    g = torch.randn(ref.context.shape, dtype=torch.float64, generator=torch.Generator())
+    got = torch.autograd.grad(out.context, inputs, g)
+    want = torch.autograd.grad(ref.context, inputs, g)
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a, b, **TIGHT)
+    return list(got)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("kind", ["none", "key", "query", "full"])
+def test_gradients_equal_reference(causal: bool, kind: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """n = 301 (not a multiple of the block), several forward and backward runs, every mask
+    kind, D != Dv."""
+    monkeypatch.setattr(sliding, "CHUNK_QUERIES", 64)
+    monkeypatch.setattr(sliding_grad, "BACKWARD_QUERIES", 48)
+    gen = torch.Generator().manual_seed(7)
+    tq = tk = 301
+    mask = {
+        "none": None,
+        "key": attnkit.padding_mask(torch.tensor([301, 170]), tk)[:, None],  # (B, 1, 1, Tk)
+        "query": torch.rand(2, 1, tq, 1, generator=gen) > 0.3,
+        "full": torch.rand(2, 3, tq, tk, generator=gen) > 0.5,
+    }[kind]
+    _check(tq, tk, 20, causal, mask, block=16, d=8, dv=5)
+
+
+def test_fully_masked_rows_give_zero_output_and_gradient() -> None:
+    """Rows whose window holds no allowed key: context 0 and no gradient flows to them."""
+    mask = torch.ones(2, 3, 40, 40, dtype=torch.bool)
+    mask[:, :, 5:12] = False  # queries 5..11 may attend nothing
+    mask[1] = False  # the whole second batch element is masked
+    inputs = _inputs(40, 40, 8, 8, 1)
+    out = sliding_window_attention(*inputs, 3, False, mask, block=4)
+    assert torch.equal(out.context[:, :, 5:12], torch.zeros_like(out.context[:, :, 5:12]))
+    assert torch.equal(out.context[1], torch.zeros_like(out.context[1]))
+    out.context.sum().backward()
+    for x in inputs:
+        assert x.grad is not None and torch.isfinite(x.grad).all()
+    q, k, v = inputs
+    assert q.grad is not None and k.grad is not None and v.grad is not None
+    assert q.grad[:, :, 5:12].abs().max() == 0 and q.grad[1].abs().max() == 0
+    assert k.grad[1].abs().max() == 0 and v.grad[1].abs().max() == 0
+    _check(40, 40, 3, False, mask, block=4)
+
+
+def test_rectangular_and_wide_radius() -> None:
+    """Tq != Tk both ways, a radius wider than the sequence, block 1."""
+    _check(17, 25, 4, False, None, block=5)
+    _check(25, 17, 4, True, None, block=3)
+    _check(9, 9, 50, False, None, block=1)
+
+
+def test_gradcheck_tiny() -> None:
+    gen = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(1, 1, 8, 2, generator=gen, dtype=torch.float64) for _ in range(3))
+    mask = attnkit.padding_mask(torch.tensor([6]), 8)[:, None]
+
+    def fn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return sliding_window_attention(q, k, v, 2, False, mask, block=4).context
+
+    def fn_causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return sliding_window_attention(q, k, v, 3, True, block=3).context
+
+    inputs = tuple(x.requires_grad_() for x in (q, k, v))
+    assert torch.autograd.gradcheck(fn, inputs)
+    assert torch.autograd.gradcheck(fn_causal, inputs)
+
+
+def test_no_grad_path_skips_the_function() -> None:
+    q = torch.randn(1, 20, 4)
+    with torch.no_grad():
+        out = sliding_window_attention(q.requires_grad_(), q, q, 2).context
+    assert out.grad_fn is None
+
+
+def test_bfloat16_gradients_near_float64() -> None:
+    gen = torch.Generator().manual_seed(4)
+    q, k, v = (torch.randn(1, 2, 200, 16, generator=gen) for _ in range(3))
+    grads = []
+    for dtype in (torch.float64, torch.bfloat16):
+        xs = [x.to(dtype).requires_grad_() for x in (q, k, v)]
+        sliding_window_attention(*xs, 10, True).context.float().sum().backward()
+        grads.append([x.grad for x in xs])
+    for want, got in zip(*grads, strict=True):
+        assert got.dtype == torch.bfloat16
+        torch.testing.assert_close(got.double(), want, atol=5e-2, rtol=5e-2)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    tq=st.integers(1, 30),
+    extra=st.sampled_from([0, 4, -2]),
+    radius=st.integers(0, 12),
+    causal=st.booleans(),
+    block=st.sampled_from([1, 2, 5, 8, None]),
+    seed=st.integers(0, 1000),
+)
+def test_gradients_over_shapes(
+    tq: int, extra: int, radius: int, causal: bool, block: int | None, seed: int
+) -> None:
+    tk = max(1, tq + extra)
+    mask = torch.rand(2, 1, 1, tk, generator=torch.Generator().manual_seed(seed)) > 0.2
+    _check(tq, tk, radius, causal, mask, block, d=4, dv=6, seed=seed)
