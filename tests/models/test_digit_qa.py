@@ -109,3 +109,28 @@ def test_measure_quick_gives_one_row_per_variant_with_equal_updates():
     assert rows[2]["parameters"] < rows[0]["parameters"]  # the baseline has no co-attention
     with pytest.raises(ValueError, match="at least one seed"):
         measure([], 2, True, lambda s: None)
+
+
+def test_multidim_pooling_option_weights_each_feature_and_ignores_padding():
+    """coattention="none", pool="multidim": each side pooled by feature-wise attention (Shen
+    2018): per feature the weights over the real words sum to one and a padded word gets
+    exactly zero, so padding changes nothing."""
+    torch.manual_seed(0)
+    cfg = DigitQAConfig(src_vocab=12, tgt_vocab=5, dim=16, hidden=16, channels=8,
+                        coattention="none", pool="multidim")  # fmt: skip
+    model = build_model("digit-qa", cfg).eval()
+    image = torch.rand(2, 1, 24, 24)
+    question = torch.tensor([[3, 4, 5, 6], [7, 8, 0, 0]])
+    q_len = torch.tensor([4, 2])
+    q = model.words(question, q_len)[0]  # (B, T, D)
+    mask = torch.tensor([[True] * 4, [True, True, False, False]])
+    pooled = model.pools[0](q, mask)
+    assert pooled.weights is not None and pooled.weights.shape == (2, 4, 16)
+    torch.testing.assert_close(pooled.weights.sum(1), torch.ones(2, 16))  # (B, D)
+    assert torch.all(pooled.weights[1, 2:] == 0)
+    out = model(image, question, q_len)
+    assert out.logits.shape == (2, 5) and out.question_weights is not None
+    longer = torch.tensor([[3, 4, 5, 6, 0], [7, 8, 0, 0, 0]])
+    torch.testing.assert_close(model(image, longer, q_len).logits, out.logits)
+    with pytest.raises(ValueError, match="pools the sides of coattention='none'"):
+        DigitQAConfig(src_vocab=12, tgt_vocab=5, coattention="parallel", pool="multidim")

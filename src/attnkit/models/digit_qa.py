@@ -3,8 +3,10 @@
     patches v = CNN(canvas) + position            (B, N, D)   N = (H/4)·(W/4) image patches
     words   q = BiLSTM(embed(question))           (B, T, D)
     q̂, v̂ = co-attention(q, v, masks)              (B, D) each: "parallel" (eq. 3-4),
-                                                   "alternating" (eq. 5-6), or "none": the
-                                                   masked means of q and v (no attention)
+                                                   "alternating" (eq. 5-6), or "none": each
+                                                   side pooled on its own, by its masked
+                                                   mean (pool="mean") or by feature-wise
+                                                   attention (pool="multidim", Shen 2018)
     p(answer) = softmax(W_o tanh(W_h [q̂; v̂]))     (B, A)
 
 The three variants differ only in how q̂ and v̂ are pooled; the CNN, the question encoder and
@@ -20,9 +22,11 @@ from torch import Tensor, nn
 
 from .._checks import check_ranges
 from ..coattention import AlternatingCoAttention, CoAttentionResult, ParallelCoAttention
+from ..multidim import FeaturewisePool
 from .encoders import GRUEncoder
 
 COATTENTION = ("parallel", "alternating", "none")
+POOLS = ("mean", "multidim")  # how coattention="none" pools each side
 
 
 @dataclass
@@ -34,6 +38,7 @@ class DigitQAConfig:
     channels: int = 32  # CNN channels
     max_grid: int = 8  # most patches per image side (position embeddings)
     coattention: str = "parallel"  # parallel | alternating | none
+    pool: str = "mean"  # with coattention="none": mean | multidim (feature-wise attention)
     dropout: float = 0.0
 
     def __post_init__(self) -> None:
@@ -45,6 +50,13 @@ class DigitQAConfig:
         if self.coattention not in COATTENTION:
             raise ValueError(
                 f"DigitQAConfig.coattention={self.coattention!r}; choose one of {COATTENTION}"
+            )
+        if self.pool not in POOLS:
+            raise ValueError(f"DigitQAConfig.pool={self.pool!r}; choose one of {POOLS}")
+        if self.pool != "mean" and self.coattention != "none":
+            raise ValueError(
+                f"DigitQAConfig.pool={self.pool!r} pools the sides of coattention='none'; "
+                f"coattention={self.coattention!r} pools them itself"
             )
 
 
@@ -58,7 +70,8 @@ PRESETS: dict[str, dict[str, float | int | str]] = {
 @dataclass
 class QAOutput:
     """logits (B, A); the weights over question words (B, T) and over image patches (B, N)
-    (None for the "none" variant), the patch grid (rows, cols), and the co-attention result."""
+    (None for "none" with mean pooling; with pool="multidim" the feature-wise weights averaged
+    over features), the patch grid (rows, cols), and the co-attention result."""
 
     logits: Tensor
     question_weights: Tensor | None
@@ -121,6 +134,12 @@ class DigitQA(nn.Module):
             "alternating": lambda: AlternatingCoAttention(cfg.dim, cfg.hidden),
             "none": lambda: None,
         }[cfg.coattention]()
+        multidim = cfg.coattention == "none" and cfg.pool == "multidim"
+        self.pools = nn.ModuleList(
+            [FeaturewisePool(cfg.dim, cfg.hidden), FeaturewisePool(cfg.dim, cfg.hidden)]
+            if multidim
+            else []
+        )  # question, image
         self.drop = nn.Dropout(cfg.dropout)
         self.hidden = nn.Linear(2 * cfg.dim, cfg.dim)
         self.out = nn.Linear(cfg.dim, cfg.tgt_vocab)
@@ -130,7 +149,14 @@ class DigitQA(nn.Module):
         q = self.words(question, q_len)[0]  # (B, T, D)
         q_mask = torch.arange(q.shape[1], device=q.device)[None, :] < q_len.to(q.device)[:, None]
         result = None
-        if self.coatt is None:
+        q_w = v_w = None
+        if self.pools:  # feature-wise attention on each side: weights (B, T, D), (B, N, D)
+            v_mask = torch.ones(v.shape[:2], dtype=torch.bool, device=v.device)  # (B, N)
+            pq, pv = self.pools[0](q, q_mask), self.pools[1](v, v_mask)
+            q_hat, v_hat = pq.vector, pv.vector  # (B, D) each
+            assert pq.weights is not None and pv.weights is not None
+            q_w, v_w = pq.weights.mean(-1), pv.weights.mean(-1)  # (B, T), (B, N) for the view
+        elif self.coatt is None:
             q_hat, v_hat = _masked_mean(q, q_mask), v.mean(dim=1)  # (B, D) each
         else:
             result = self.coatt(q, v, q_mask, None)
@@ -139,11 +165,11 @@ class DigitQA(nn.Module):
         logits = self.out(self.drop(h))  # (B, A)
         return QAOutput(
             logits,
-            None if result is None else result.question_weights,
-            None if result is None else result.image_weights,
+            q_w if result is None else result.question_weights,
+            v_w if result is None else result.image_weights,
             grid,
             result,
         )
 
 
-__all__ = ["COATTENTION", "PRESETS", "DigitQA", "DigitQAConfig", "QAOutput"]
+__all__ = ["COATTENTION", "POOLS", "PRESETS", "DigitQA", "DigitQAConfig", "QAOutput"]
