@@ -157,8 +157,127 @@ def test_every_row_has_the_same_widths_data_and_updates(tmp_path: Path) -> None:
         (dict(seeds=0), "--seeds"),
         (dict(tau_end=0.0), "--tau-end"),
         (dict(baseline="learned"), "--baseline"),
+        (dict(caption_epochs=0), "--caption-epochs"),
+        (dict(caption_train_size=0), "--caption-train-size"),
     ],
 )
 def test_bad_config_fails_clearly(bad, match) -> None:
     with pytest.raises(ValueError, match=match):
         SoftnessConfig(**bad)
+
+
+# -- digit-captions ----------------------------------------------------------------------------
+
+
+def test_verdict_is_per_task() -> None:
+    caption_rows = ("mean", "soft", "hard", "gumbel", "variational")  # no variational-sample
+    good = summary(**GOOD)["toy-ko"]
+    bad = {r: dict(good[r]) for r in caption_rows}
+    bad["variational"]["ppl"] = 1.6  # above soft's 1.5
+    reasons, checks = verdict({"toy-ko": good, "digit-captions": bad})
+    assert reasons == ["digit-captions: perplexity not variational <= soft <= hard: 1.600, "
+                       "1.500, 1.900"]  # fmt: skip
+    assert set(checks["digit-captions"]["ppl"]) == set(caption_rows)
+    reasons, _ = verdict({"toy-ko": good, "digit-captions": {r: good[r] for r in caption_rows}})
+    assert reasons == []
+
+
+def tiny_captioner(softness: str, updates: int = 3):
+    """A tiny captioner trained ``updates`` Adam steps on 8 canvases, and a test batch of 3."""
+    from attnkit.data import digit_captions as dc
+    from attnkit.data.tasks import load_task
+    from attnkit.data.vocab import Vocab
+    from attnkit.models import build_model
+
+    data = load_task("digit-captions", seed=0, train_size=8, valid_size=2, test_size=3)
+    tv = Vocab.build([e.words for e in data.train + data.test])
+    train = dc.batches(list(data.train), Vocab.build([]), tv, 8, None)[0]
+    torch.manual_seed(0)
+    m = build_model("captioner", preset="tiny", src_vocab=4, tgt_vocab=len(tv), softness=softness)
+    opt = torch.optim.Adam(m.parameters(), lr=1e-2)
+    m.train()
+    for _ in range(updates):
+        opt.zero_grad()
+        m.training_loss(train)[0].backward()
+        opt.step()
+    m.eval()
+    return m, list(data.test), tv, dc.batches(list(data.test), Vocab.build([]), tv, 3, None)[0]
+
+
+def test_caption_perplexity_of_soft_is_the_family_eval_loss() -> None:
+    from attnkit.experiments.softness_caption import caption_scores
+    from attnkit.families.caption import caption_eval_loss
+
+    m, test, tv, b = tiny_captioner("soft")
+    with torch.no_grad():
+        total, tokens = caption_eval_loss(m, b)  # summed cross-entropy, another path
+    got = caption_scores(m, test, tv)
+    assert got["ppl"] == pytest.approx(math.exp(total / tokens), rel=1e-5)
+    assert got["ppl_bound"] is None and got["tokens"] == tokens
+
+
+def test_caption_hard_marginal_against_a_loop_over_patches() -> None:
+    """Σ_z α_z p(y_t | a_z, h) one patch at a time, the history along the argmax path."""
+    from attnkit.experiments.softness_caption import caption_token_scores
+
+    m, _, _, b = tiny_captioner("hard")
+    ll, elbo = caption_token_scores(m, b)  # (B, T)
+    assert elbo is None
+    with torch.no_grad():
+        for k in range(b.image.shape[0]):
+            p = m.encoder(b.image[k : k + 1], b.pixels[k : k + 1])
+            proj, state = m.score.project_keys(p.features), m.start(p)
+            for t in range(int((b.tgt_out[k] != 0).sum())):
+                prev, gold = b.tgt_in[k : k + 1, t], int(b.tgt_out[k, t])
+                _, nxt, att = m.step(prev, state, p, proj)
+                h, c = state
+                beta = torch.sigmoid(m.beta(h))  # (1, 1)
+                total = 0.0
+                for z, a in enumerate(att.weights[0, 0].tolist()):
+                    ctx = beta * p.features[:, z]  # (1, D)
+                    y = m.tgt_emb(prev)
+                    hz, _ = m.cell(torch.cat([y, ctx], -1), (h, c))
+                    logits = m.out(y + m.out_h(hz) + m.out_z(ctx))  # (1, V)
+                    total += a * float(torch.softmax(logits, -1)[0, gold])
+                assert float(ll[k, t]) == pytest.approx(math.log(total), abs=1e-5)
+                state = nxt
+
+
+def test_caption_variational_bound_mean_entropy_and_scores(tmp_path: Path) -> None:
+    from attnkit.experiments.softness_caption import caption_entropy, caption_scores
+
+    m, test, tv, b = tiny_captioner("variational")
+    got = caption_scores(m, test, tv)
+    assert got["ppl_bound"] >= got["ppl"] > 1  # the ELBO bounds the exact likelihood
+    m, test, tv, b = tiny_captioner("mean")
+    ent, steps = caption_entropy(m, b)  # uniform over the 6x6 patches of a 3x3 canvas
+    assert ent / steps == pytest.approx(math.log(36)) and steps == int((b.tgt_out != 0).sum())
+
+
+def test_caption_rows_have_the_same_widths_data_and_updates(tmp_path: Path) -> None:
+    from attnkit.experiments.softness import TASKS
+    from attnkit.experiments.softness_caption import CAPTION_ROWS
+
+    cfg = SoftnessConfig(tasks="toy-ko,digit-captions")
+    assert TASKS["digit-captions"].rows == CAPTION_ROWS and cfg.caption_updates == 1008
+    fits = [train_config(cfg, "digit-captions", r, 0, tmp_path / r) for r in CAPTION_ROWS]
+    assert len({repr((f.data, f.train)) for f in fits}) == 1
+    assert {f.model.name for f in fits} == {"captioner"}
+    opts = [{k: v for k, v in f.model.options.items() if k != "softness"} for f in fits]
+    assert all(o == opts[0] for o in opts) and opts[0]["tau_steps"] == 1008
+    assert [f.model.options["softness"] for f in fits] == list(CAPTION_ROWS)
+
+
+def test_quick_run_on_captions_scores_every_row(tmp_path: Path) -> None:
+    from attnkit.experiments.softness import QUICK, run_experiment
+
+    cfg = SoftnessConfig(**{**QUICK, "tasks": "digit-captions", "rows": "mean,soft,hard"})
+    result = run_experiment(cfg, tmp_path, say=lambda *_: None)
+    s = result["summary"]["digit-captions"]
+    assert list(s) == ["mean", "soft", "hard"] and result["task_updates"]["digit-captions"] == 2
+    assert s["mean"]["entropy"] == pytest.approx(math.log(36))
+    assert all(0 <= s[r]["quality"] <= 100 and s[r]["ppl"] > 1 and s[r]["aer"] is None
+               for r in s)  # fmt: skip
+    assert s["mean"]["grad_variance"] is None  # NaN: the score takes no part; no mean
+    assert s["soft"]["grad_variance"] == pytest.approx(0.0, abs=1e-20)
+    assert s["hard"]["grad_variance"] > 0

@@ -42,18 +42,25 @@ def fit_logged(config: FitConfig, log_path: Path) -> float:
     return time.perf_counter() - t0
 
 
-def _progress(configs: Mapping[str, FitConfig], steps: int, finished: int) -> str:
+def _progress(configs: Mapping[str, FitConfig], steps: int | Mapping[str, int],
+              finished: int) -> str:  # fmt: skip
+    total = {n: steps if isinstance(steps, int) else steps[n] for n in configs}
     running = {n: steps_done(Path(c.out)) for n, c in configs.items()}
-    shown = "  ".join(f"{n} {s}/{steps}" for n, s in running.items() if 0 < s < steps)
+    shown = "  ".join(f"{n} {s}/{total[n]}" for n, s in running.items() if 0 < s < total[n])
     return f"{finished}/{len(configs)} trained" + (f"; {shown}" if shown else "")
 
 
 def train_all(
-    configs: Mapping[str, FitConfig], *, jobs: int, steps: int, log_dir: Path, say: Say
+    configs: Mapping[str, FitConfig],
+    *,
+    jobs: int,
+    steps: int | Mapping[str, int],
+    log_dir: Path,
+    say: Say,
 ) -> dict[str, float]:
-    """Train every config (``steps`` updates each, for the progress lines), ``jobs`` at a
-    time; returns wall-clock seconds per name. A failed run raises a ValueError naming its
-    log."""
+    """Train every config (``steps`` updates each, or per name: for the progress lines),
+    ``jobs`` at a time; returns wall-clock seconds per name. A failed run raises a ValueError
+    naming its log."""
     if jobs < 1:
         raise ValueError(f"jobs={jobs}; it must be at least 1")
     logs = {n: log_dir / f"{n}.log" for n in configs}

@@ -23,6 +23,15 @@ Checks, thresholds fixed from the claims before any run (means over seeds, per t
      (Deng 2018, Table 1), for each variational row.
 
 Tasks are a dict (``TASKS``): each knows how to train and score its rows; ``--tasks`` picks.
+``toy-ko`` (the default) trains the translation decoder above. ``digit-captions``
+(softness_caption.py) trains the captioner of Xu 2015 (models/captioner.py) with the rows it
+has (mean, soft, hard, gumbel, variational: its ELBO is enumerated only) on
+``caption_train_size`` canvases for ``caption_epochs`` epochs, the same widths (CNN, features,
+score and decoder = ``hidden``), batches and updates for every row; quality is the caption
+exact match (%), with BLEU, the likelihood of softness_caption.py's docstring, the entropy of
+the attention over the patches and the attention mass on the digit being named. The checks
+apply to each task alone. ``--tasks toy-ko,digit-captions`` runs both (about 30 minutes on
+the shared 2-core machine, so not the default).
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from .base import Experiment, Say, report_of
 from .base import verdict as verdict_text
 from .pool import steps_done, train_all
+from .softness_caption import CAPTION_ROWS, caption_data, caption_options, score_caption
 
 ROWS: dict[str, dict[str, str]] = {
     "mean": {"softness": "mean"},
@@ -58,13 +68,16 @@ def _opt(default: Any, help: str) -> Any:
 class SoftnessConfig:
     """The flags of ``attnkit experiment softness`` (one per field)."""
 
-    tasks: str = _opt("toy-ko", "comma-separated tasks, of: toy-ko (default)")
+    tasks: str = _opt("toy-ko", "comma-separated tasks, of: toy-ko (default), digit-captions "
+                      "(the captioner; no variational-sample row)")
     rows: str = _opt(",".join(ROWS), f"comma-separated rows, of {', '.join(ROWS)} (default all)")
     model: str = _opt("rnnsearch", "rnnsearch (default) | luong: the decoder every row shares")
     seeds: int = _opt(3, "training seeds per row: --seed, --seed+1, ... (default 3)")
     train_size: int = _opt(3200, "training pairs (default 3200)")
     epochs: int = _opt(4, "passes over them: the same updates for every row (default 4: 400)")
-    batch_size: int = _opt(32, "pairs per update (default 32)")
+    caption_train_size: int = _opt(2000, "digit-captions: training canvases (default 2000)")
+    caption_epochs: int = _opt(16, "digit-captions: passes over them (default 16: 1008 updates)")
+    batch_size: int = _opt(32, "pairs (canvases) per update (default 32)")
     emb: int = _opt(32, "embedding width (default 32)")
     hidden: int = _opt(32, "every hidden width: encoder, decoder, score, maxout (default 32)")
     lr: float = _opt(5e-3, "Adam learning rate (default 5e-3)")
@@ -91,8 +104,9 @@ class SoftnessConfig:
             raise ValueError(f"--baseline {self.baseline!r}; choose soft or average")
         if self.model not in ("rnnsearch", "luong"):
             raise ValueError(f"--model {self.model!r}; choose rnnsearch or luong")
-        for name in ("seeds", "train_size", "epochs", "batch_size", "emb", "hidden",
-                     "valid_size", "test_size", "timing_reps", "jobs", "threads"):  # fmt: skip
+        for name in ("seeds", "train_size", "epochs", "caption_train_size", "caption_epochs",
+                     "batch_size", "emb", "hidden", "valid_size", "test_size", "timing_reps",
+                     "jobs", "threads"):  # fmt: skip
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
         if self.draws < 2:
@@ -112,11 +126,18 @@ class SoftnessConfig:
 
     @property
     def updates(self) -> int:
+        """toy-ko's updates per run."""
         return self.epochs * math.ceil(self.train_size / self.batch_size)
 
+    @property
+    def caption_updates(self) -> int:
+        """digit-captions' updates per run."""
+        return self.caption_epochs * math.ceil(self.caption_train_size / self.batch_size)
 
-QUICK = dict(seeds=1, train_size=16, epochs=1, batch_size=8, emb=8, hidden=8, valid_size=4,
-             test_size=8, draws=2, timing_reps=1, jobs=1)  # fmt: skip
+
+QUICK = dict(seeds=1, train_size=16, epochs=1, caption_train_size=16, caption_epochs=1,
+             batch_size=8, emb=8, hidden=8, valid_size=4, test_size=8, draws=2, timing_reps=1,
+             jobs=1)  # fmt: skip
 
 
 def model_options(cfg: SoftnessConfig, row: str) -> dict[str, Any]:
@@ -137,12 +158,17 @@ def model_options(cfg: SoftnessConfig, row: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Task:
-    """How to train and score the rows on one task: its data, and ``score(cfg, run_dir)``
-    -> the row's numbers (``quality`` in the task's own metric, see ``metric``)."""
+    """How to train and score the rows on one task: its data, the model of a row, the epochs
+    and updates of every row, the rows it has, and ``score(cfg, run_dir)`` -> the row's
+    numbers (``quality`` in the task's own metric, see ``metric``)."""
 
     metric: str
     data: Callable[[SoftnessConfig], DataConfig]
     score: Callable[[SoftnessConfig, Path], dict[str, Any]]
+    model: Callable[[SoftnessConfig, str], ModelConfig]
+    epochs: Callable[[SoftnessConfig], int]
+    updates: Callable[[SoftnessConfig], int]
+    rows: tuple[str, ...] = tuple(ROWS)
 
 
 def toy_ko_data(cfg: SoftnessConfig) -> DataConfig:
@@ -175,9 +201,11 @@ def score_translation(cfg: SoftnessConfig, out: Path) -> dict[str, Any]:
     return {
         "quality": s.bleu,
         "exact": 100 * s.exact_match,
+        "bleu": s.bleu,
         **sm.exact_scores(m, test, sv, tv),
         "entropy": align.entropy,
         "aer": align.aer_argmax,
+        "in_cell": None,
         "step_seconds": sm.step_seconds(m, fixed, cfg.timing_reps),
         "decode_seconds": decode_s,
         "grad_variance": sm.gradient_variance(m, fixed, cfg.draws),
@@ -186,20 +214,30 @@ def score_translation(cfg: SoftnessConfig, out: Path) -> dict[str, Any]:
     }
 
 
+def caption_model(cfg: SoftnessConfig, row: str) -> ModelConfig:
+    return ModelConfig("captioner", "small", caption_options(cfg, row, cfg.caption_updates))
+
+
 TASKS: dict[str, Task] = {
-    "toy-ko": Task("BLEU", toy_ko_data, score_translation),
+    "toy-ko": Task("BLEU", toy_ko_data, score_translation,
+                   lambda cfg, row: ModelConfig(cfg.model, "small", model_options(cfg, row)),
+                   lambda cfg: cfg.epochs, lambda cfg: cfg.updates),  # fmt: skip
+    "digit-captions": Task("exact %", caption_data, score_caption, caption_model,
+                           lambda cfg: cfg.caption_epochs, lambda cfg: cfg.caption_updates,
+                           CAPTION_ROWS),  # fmt: skip
 }
 
 
 def train_config(cfg: SoftnessConfig, task: str, row: str, seed: int, out: Path) -> FitConfig:
     """The ``attnkit.fit`` config of ``row`` on ``task`` with ``seed``: the same data, batches,
     optimiser and updates for every row."""
+    t = TASKS[task]
     return FitConfig(
-        data=TASKS[task].data(cfg),
-        model=ModelConfig(cfg.model, "small", model_options(cfg, row)),
-        train=TrainConfig(epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr, patience=0,
-                          save_every=max(cfg.updates // 4, 10), seed=seed, valid_decode=0,
-                          progress=False),  # fmt: skip
+        data=t.data(cfg),
+        model=t.model(cfg, row),
+        train=TrainConfig(epochs=t.epochs(cfg), batch_size=cfg.batch_size, lr=cfg.lr,
+                          patience=0, save_every=max(t.updates(cfg) // 4, 10), seed=seed,
+                          valid_decode=0, progress=False),  # fmt: skip
         out=out,
         overwrite=True,  # the experiment's own folder: a re-run replaces its models
         threads=cfg.threads,
@@ -208,8 +246,8 @@ def train_config(cfg: SoftnessConfig, task: str, row: str, seed: int, out: Path)
 
 # -- numbers and verdict ----------------------------------------------------------------------
 
-MEASURES = ("quality", "exact", "ppl", "ppl_bound", "entropy", "aer", "step_seconds",
-            "decode_seconds", "grad_variance")  # fmt: skip
+MEASURES = ("quality", "exact", "bleu", "ppl", "ppl_bound", "entropy", "aer", "in_cell",
+            "step_seconds", "decode_seconds", "grad_variance")  # fmt: skip
 
 
 def _mean(xs: Sequence[float | None]) -> float | None:
@@ -236,8 +274,8 @@ def summarise(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict[
             s: dict[str, Any] = {"seeds": len(mine), "parameters": mine[0]["parameters"],
                                  "updates": sorted({r["updates"] for r in mine})}  # fmt: skip
             for k in MEASURES:
-                s[k] = _mean([r[k] for r in mine])
-                s[f"{k}_std"] = _std([r[k] for r in mine])
+                s[k] = _mean([r.get(k) for r in mine])
+                s[f"{k}_std"] = _std([r.get(k) for r in mine])
             rows[row] = s
     return out
 
@@ -285,15 +323,20 @@ def run_experiment(cfg: SoftnessConfig, out: Path, say: Say = print) -> dict[str
     from .softness_measure import reduction_cost
 
     seeds = [cfg.seed + i for i in range(cfg.seeds)]
-    say(f"softness experiment: {', '.join(cfg.task_list)}; {cfg.model} with "
-        f"{', '.join(cfg.row_list)} x seeds {seeds}; {cfg.updates} updates of "
-        f"{cfg.batch_size} each, {cfg.jobs} at a time; output in {out}/")  # fmt: skip
+    rows = {t: [r for r in cfg.row_list if r in TASKS[t].rows] for t in cfg.task_list}
+    for t in cfg.task_list:
+        model = cfg.model if t == "toy-ko" else "captioner"
+        say(f"softness experiment, {t}: {model} with {', '.join(rows[t])} x seeds {seeds}; "
+            f"{TASKS[t].updates(cfg)} updates of {cfg.batch_size} each"
+            + "".join(f"; no {r} row here" for r in cfg.row_list if r not in rows[t]))  # fmt: skip
+    say(f"{cfg.jobs} at a time; output in {out}/")
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     runs = {(t, r, s): out / t / r / f"seed{s}"
-            for t in cfg.task_list for s in seeds for r in cfg.row_list}  # fmt: skip
+            for t in cfg.task_list for s in seeds for r in rows[t]}  # fmt: skip
     configs = {f"{t}/{r}/seed{s}": train_config(cfg, t, r, s, d) for (t, r, s), d in runs.items()}
-    seconds = train_all(configs, jobs=cfg.jobs, steps=cfg.updates, log_dir=out, say=say)
+    steps = {f"{t}/{r}/seed{s}": TASKS[t].updates(cfg) for t, r, s in runs}
+    seconds = train_all(configs, jobs=cfg.jobs, steps=steps, log_dir=out, say=say)
     say("scoring (test set, timings, gradient variance) ...")
     threads = torch.get_num_threads()
     torch.set_num_threads(cfg.threads)
@@ -314,6 +357,7 @@ def run_experiment(cfg: SoftnessConfig, out: Path, say: Say = print) -> dict[str
         "config": asdict(cfg),
         "seeds": seeds,
         "updates": cfg.updates,
+        "task_updates": {t: TASKS[t].updates(cfg) for t in cfg.task_list},
         "metrics": {t: TASKS[t].metric for t in cfg.task_list},
         "summary": summary,
         "runs": records,
@@ -331,7 +375,9 @@ EXPERIMENT = Experiment(
     "Gumbel (straight-through) and variational attention (enumerated and sampled ELBO) on "
     "toy-ko with the same data and updates for 3 seeds; report BLEU, exact perplexity (and "
     "variational's bound), attention entropy, AER, seconds per update and per sentence, and "
-    "the attention gradient's variance; time the hard vs soft reduction; check that every "
+    "the attention gradient's variance (--tasks toy-ko,digit-captions adds the captioner on "
+    "digit captions: exact match %, BLEU, entropy over patches, attention on the named "
+    "digit); time the hard vs soft reduction; check per task that every "
     "attention beats mean pooling, entropy hard < variational < soft and perplexity "
     "variational <= soft <= hard. Writes OUT/softness.{csv,json,png}; exits 1 when a claim "
     "does not reproduce.",

@@ -37,18 +37,32 @@ def relative_variance(grads: Sequence[Tensor]) -> float:
     return var / mean_sq
 
 
-def gradient_variance(model: Any, batch: Any, draws: int) -> float:
-    """``relative_variance`` of the training loss's gradient w.r.t. ``model.attention``'s
-    parameters over ``draws`` draws (seeds 0..draws-1) on one batch; buffers are restored."""
-    params = list(model.attention.parameters())
+def _training_loss(model: Any, batch: Any) -> Callable[[], Tensor]:
+    """A seq2seq model's training loss on ``batch`` (a translation Batch)."""
+    return lambda: model.training_loss(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out)[0]
+
+
+def gradient_variance(
+    model: Any,
+    batch: Any,
+    draws: int,
+    *,
+    loss: Callable[[], Tensor] | None = None,
+    params: Sequence[Tensor] | None = None,
+) -> float:
+    """``relative_variance`` of the training loss's gradient w.r.t. the attention's
+    parameters (``params``; default ``model.attention``'s) over ``draws`` draws (seeds
+    0..draws-1) on one batch; ``loss()`` computes the loss (default: a seq2seq model's on
+    ``batch``); buffers are restored."""
+    params = list(model.attention.parameters() if params is None else params)
+    loss_of = _training_loss(model, batch) if loss is None else loss
     saved = {k: v.clone() for k, v in model.named_buffers()}
     grads = []
     model.train()
     try:
         for r in range(draws):
             torch.manual_seed(r)
-            loss = model.training_loss(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out)[0]
-            gs = torch.autograd.grad(loss, params, allow_unused=True)
+            gs = torch.autograd.grad(loss_of(), params, allow_unused=True)
             flat = [torch.zeros_like(p) if g is None else g
                     for p, g in zip(params, gs, strict=True)]
             grads.append(torch.cat([g.flatten() for g in flat]))
@@ -72,16 +86,19 @@ def median_seconds(fn: Callable[[], Any], reps: int) -> float:
     return statistics.median(times)
 
 
-def step_seconds(model: Any, batch: Any, reps: int) -> float:
-    """Seconds of one training update (training loss, backward, Adam step with lr 0, so the
-    weights stay as they are) on ``batch``; buffers are restored."""
+def step_seconds(
+    model: Any, batch: Any, reps: int, *, loss: Callable[[], Tensor] | None = None
+) -> float:
+    """Seconds of one training update (training loss ``loss()``, default a seq2seq model's on
+    ``batch``; backward; Adam step with lr 0, so the weights stay as they are); buffers are
+    restored."""
     saved = {k: v.clone() for k, v in model.named_buffers()}
     opt = torch.optim.Adam(model.parameters(), lr=0.0)
+    loss_of = _training_loss(model, batch) if loss is None else loss
 
     def update() -> None:
-        loss = model.training_loss(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out)[0]
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        loss_of().backward()
         opt.step()
 
     model.train()

@@ -24,27 +24,39 @@ def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _ms(x: Any, fmt: str) -> str:
+    return _num(None if x is None else 1e3 * x, fmt)
+
+
 def text_table(result: dict[str, Any], task: str) -> str:
+    """The task's table; a column no row has a number for (AER on captions, attention on the
+    named digit on toy-ko, BLEU twice) is left out."""
     metric = result["metrics"][task]
-    head = ["row", metric, "exact %", "PPL", "PPL bound (q)", "entropy", "AER", "ms / update",
-            "ms / sentence", "grad rel. var", "parameters", "updates"]  # fmt: skip
-    body = []
-    for row, s in result["summary"][task].items():
-        body.append([
-            row,
-            f"{_num(s['quality'], '.1f')} ± {_num(s['quality_std'], '.1f')}",
-            _num(s["exact"], ".1f"),
-            f"{_num(s['ppl'], '.3f')} ± {_num(s['ppl_std'], '.3f')}",
-            _num(s["ppl_bound"], ".3f"),
-            f"{_num(s['entropy'], '.3f')} ± {_num(s['entropy_std'], '.3f')}",
-            _num(s["aer"], ".3f"),
-            _num(None if s["step_seconds"] is None else 1e3 * s["step_seconds"], ".1f"),
-            _num(None if s["decode_seconds"] is None else 1e3 * s["decode_seconds"], ".2f"),
-            _num(s["grad_variance"], ".3g"),
-            f"{s['parameters']:,}",
-            "/".join(map(str, s["updates"])),
-        ])  # fmt: skip
-    return markdown_table(head, body)
+    summary = result["summary"][task]
+    cols: list[tuple[str, str, Any]] = [
+        ("row", "", None),
+        (metric, "quality", lambda s: f"{_num(s['quality'], '.1f')} ± "
+                                      f"{_num(s['quality_std'], '.1f')}"),
+        ("exact %", "exact", lambda s: _num(s["exact"], ".1f")),
+        ("BLEU", "bleu", lambda s: _num(s.get("bleu"), ".1f")),
+        ("PPL", "ppl", lambda s: f"{_num(s['ppl'], '.3f')} ± {_num(s['ppl_std'], '.3f')}"),
+        ("PPL bound (q)", "ppl_bound", lambda s: _num(s["ppl_bound"], ".3f")),
+        ("entropy", "entropy", lambda s: f"{_num(s['entropy'], '.3f')} ± "
+                                         f"{_num(s['entropy_std'], '.3f')}"),
+        ("AER", "aer", lambda s: _num(s["aer"], ".3f")),
+        ("α on named digit", "in_cell", lambda s: _num(s.get("in_cell"), ".3f")),
+        ("ms / update", "step_seconds", lambda s: _ms(s["step_seconds"], ".1f")),
+        ("ms / sentence", "decode_seconds", lambda s: _ms(s["decode_seconds"], ".2f")),
+        ("grad rel. var", "grad_variance", lambda s: _num(s["grad_variance"], ".3g")),
+        ("parameters", "", lambda s: f"{s['parameters']:,}"),
+        ("updates", "", lambda s: "/".join(map(str, s["updates"]))),
+    ]  # fmt: skip
+    twice = {"BLEU": "bleu", "exact %": "exact"}.get(metric)  # the metric's column is there
+    keep = [(h, k, f) for h, k, f in cols
+            if k != twice and not (h != metric and k and k not in ("ppl_bound", "grad_variance")
+                                   and all(s.get(k) is None for s in summary.values()))]
+    body = [[row] + [f(s) for _, _, f in keep[1:]] for row, s in summary.items()]
+    return markdown_table([h for h, _, _ in keep], body)
 
 
 def cost_lines(result: dict[str, Any]) -> list[str]:
@@ -68,12 +80,16 @@ def verdict_line(result: dict[str, Any]) -> str:
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     """Print a table per task, the reduction's cost and the verdict; write
     softness.{csv,json,png}."""
-    say(f"{len(result['seeds'])} seeds {result['seeds']}, {result['updates']} updates per run; "
-        "PPL exact (the marginal over the alignment for hard, gumbel, variational); entropy in "
-        "nats of the force-decoded attention (the prior p); grad rel. var = Σ Var / Σ mean² "
-        "of the attention parameters' gradient over draws on one batch")  # fmt: skip
+    say(f"{len(result['seeds'])} seeds {result['seeds']}; toy-ko PPL exact (the marginal over "
+        "the alignment for hard, gumbel, variational); digit-captions PPL exact for soft, mean, "
+        "variational, for hard and gumbel the marginal over the step's patch with the argmax "
+        "history (softness_caption.py); entropy in nats of the force-decoded attention (the "
+        "prior p); α on named digit = attention mass on the digit's cell when it was named "
+        "right; grad rel. var = Σ Var / Σ mean² of the attention parameters' gradient over "
+        "draws on one batch")  # fmt: skip
+    updates = result.get("task_updates", {})
     for task in result["summary"]:
-        say(f"\n{task}:")
+        say(f"\n{task} ({updates.get(task, result['updates'])} updates per run):")
         say(text_table(result, task))
     for line in cost_lines(result):
         say(line)
