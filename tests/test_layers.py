@@ -38,7 +38,7 @@ def imported_packages(package: str) -> set[tuple[str, str]]:
     ("package", "forbidden"),
     [
         ("train", {"viz", "families"}),  # families/ glue train, viz and models together
-        ("viz", {"train"}),
+        ("viz", {"train", "families"}),
         ("eval", {"train", "viz", "commands"}),
         ("decode", {"train", "viz", "eval", "commands"}),
     ],

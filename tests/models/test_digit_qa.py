@@ -134,3 +134,22 @@ def test_multidim_pooling_option_weights_each_feature_and_ignores_padding():
     torch.testing.assert_close(model(image, longer, q_len).logits, out.logits)
     with pytest.raises(ValueError, match="pools the sides of coattention='none'"):
         DigitQAConfig(src_vocab=12, tgt_vocab=5, coattention="parallel", pool="multidim")
+
+
+def test_a_multidim_model_without_coattention_has_maps_to_show():
+    from attnkit.data.tasks import load_task
+    from attnkit.data.vocab import Vocab
+    from attnkit.families.qa import coattention_maps
+
+    data = load_task("digit-qa", seed=0, train_size=8, valid_size=1, test_size=1).train
+    src = Vocab.build(e.question for e in data)
+    tgt = Vocab.build((e.answer,) for e in data)
+    cfg = DigitQAConfig(src_vocab=len(src), tgt_vocab=len(tgt), dim=16, hidden=16, channels=8,
+                        coattention="none", pool="multidim")  # fmt: skip
+    maps = coattention_maps(build_model("digit-qa", cfg), data[0], src, tgt)
+    assert maps.question_weights.shape == (len(data[0].question),)
+    assert abs(maps.question_weights.sum() - 1) < 1e-6 and abs(maps.image_weights.sum() - 1) < 1e-6
+    mean = DigitQAConfig(src_vocab=len(src), tgt_vocab=len(tgt), dim=16, hidden=16, channels=8,
+                         coattention="none")  # fmt: skip
+    with pytest.raises(ValueError, match="no attention to show"):
+        coattention_maps(build_model("digit-qa", mean), data[0], src, tgt)

@@ -121,7 +121,7 @@ def evaluate(loaded: Any, docs: list[Doc]) -> dict[str, float]:
 def show(loaded: Any, docs: list[Doc], index: int, out: str | None, png: str | None) -> list[str]:
     """Example ``index``: the predicted label, then its sentence bars beside its word heatmap
     (terminal lines; a page at ``out``; a PNG at ``png``)."""
-    from ..viz.hierarchy import document_attention, hierarchy_lines, write_page, write_png
+    from ..viz.hierarchy import hierarchy_lines, write_page, write_png
 
     view = document_attention(loaded, docs[index])
     lines = hierarchy_lines(view)
@@ -130,6 +130,40 @@ def show(loaded: Any, docs: list[Doc], index: int, out: str | None, png: str | N
     if png:
         lines.append(f"wrote {write_png(png, view)}")
     return lines
+
+
+@torch.no_grad()
+def document_attention(loaded: Any, doc: Doc) -> Any:
+    """Run the checkpoint's model on ``doc``: its prediction and both levels' weights, as an
+    ``attnkit.viz.hierarchy.DocView``."""
+    from ..viz.hierarchy import DocView, scalar_weights
+
+    model = loaded.model
+    if getattr(model.config, "pool", "attention") in ("mean", "max"):
+        raise ValueError(
+            f"this model pools by {model.config.pool}: it has no attention weights to show "
+            "(train one with --opt pool=attention or pool=multidim)"
+        )
+    model.eval()
+    b = encode([doc], loaded.src_vocab, loaded.tgt_vocab, [0])
+    out = model(b.words.to(next(model.parameters()).device))
+    tree = out.hierarchy
+    assert tree.word_weights is not None and tree.sentence_weights is not None
+    features = tree.sentence_weights.dim() == 3
+    words = scalar_weights(tree.word_weights[0], features).cpu()  # (S, T)
+    sents = scalar_weights(tree.sentence_weights[0], features).cpu()  # (S,)
+    predicted = loaded.tgt_vocab.tokens[int(predict(out.logits)[0])]
+    return DocView(
+        sentences=[list(s) for s in doc.sentences],
+        word_weights=[words[i, : len(s)].tolist() for i, s in enumerate(doc.sentences)],
+        sentence_weights=sents[: len(doc.sentences)].tolist(),
+        key=doc.key,
+        label=doc.label,
+        predicted=predicted,
+        title=f"{loaded.model_name} ({model.config.pool} pooling): label {doc.label}, "
+        f"predicted {predicted}",
+    )
+
 
 
 DOCS = Family(

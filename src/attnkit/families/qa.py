@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..data.digit_qa import QAExample
-from ..data.digits import render_batch
+from ..data.digits import render, render_batch
 from ..data.vocab import Vocab
 from ..train.family import Family
 
@@ -136,9 +136,44 @@ def qa_show(
     loaded: Any, examples: list[QAExample], index: int, out: str | None, png: str | None
 ) -> list[str]:
     """Both co-attention maps of example ``index``, for ``attnkit view --checkpoint``."""
-    from ..viz.coattention import show_example
+    from ..viz.coattention import show_maps
 
-    return show_example(loaded, examples[index], index, out, png)
+    maps = coattention_maps(loaded.model, examples[index], loaded.src_vocab, loaded.tgt_vocab)
+    return show_maps(maps, index, out, png)
+
+
+@torch.no_grad()
+def coattention_maps(model: Any, example: Any, src_vocab: Any, tgt_vocab: Any) -> Any:
+    """Both maps of ``model`` (``attnkit.models.digit_qa.DigitQA``) on one ``QAExample``: a
+    ``attnkit.viz.coattention.CoAttentionMaps`` of the canvas, the words, the weights over the
+    words and the patches, the model's answer and the true one."""
+    variant = model.config.coattention
+    if variant == "none" and getattr(model.config, "pool", "mean") == "mean":
+        raise ValueError(
+            "this model pools the question and the image by their means (coattention='none'): "
+            "it has no attention to show; view a parallel, alternating or pool=multidim model"
+        )
+    was = model.training
+    model.eval()
+    b = make_batch([example], [0], src_vocab, tgt_vocab).to(next(model.parameters()).device)
+    out = model(b.image, b.question, b.q_len)
+    model.train(was)
+    h, w = out.grid
+    summary = out.coattention.summary_weights if out.coattention is not None else None
+    from ..viz.coattention import CoAttentionMaps
+
+    return CoAttentionMaps(
+        canvas=render(example.canvas),
+        words=list(example.question),
+        question_weights=out.question_weights[0].double().cpu().numpy(),  # (T,)
+        image_weights=out.image_weights[0].double().cpu().numpy().reshape(h, w),  # (h, w)
+        summary_weights=None if summary is None else summary[0].double().cpu().numpy(),
+        predicted=tgt_vocab.tokens[int(out.logits[0].argmax())],
+        answer=example.answer,
+        template=example.template,
+        variant=variant if variant != "none" else f"none, {model.config.pool} pooling",
+    )
+
 
 
 QA = Family(

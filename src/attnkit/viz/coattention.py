@@ -1,7 +1,7 @@
 """Both maps of a co-attention model on one question about one canvas: the weights over the
 image patches (upsampled onto the canvas) and over the question words (bars).
 
-    maps = coattention_maps(model, example, src_vocab, tgt_vocab)
+    maps = attnkit.families.qa.coattention_maps(model, example, src_vocab, tgt_vocab)
     coattention_figure(maps, path="qa.png")        # a PNG (or SVG/PDF by suffix)
     write_coattention_page("qa.html", maps)        # ONE self-contained HTML file
 
@@ -15,15 +15,12 @@ import html
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 import numpy as np
-import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ..data.digits import render
 from .fonts import font_rc
 from .page import CSP
 
@@ -43,37 +40,6 @@ class CoAttentionMaps:
     answer: str
     template: str
     variant: str
-
-
-@torch.no_grad()
-def coattention_maps(model: Any, example: Any, src_vocab: Any, tgt_vocab: Any) -> CoAttentionMaps:
-    """Run ``model`` (``attnkit.models.digit_qa.DigitQA``) on one ``QAExample``."""
-    from ..families.qa import make_batch
-
-    variant = model.config.coattention
-    if variant == "none":
-        raise ValueError(
-            "this model pools the question and the image by their means (coattention='none'): "
-            "it has no attention to show; view a parallel or alternating model"
-        )
-    was = model.training
-    model.eval()
-    b = make_batch([example], [0], src_vocab, tgt_vocab).to(next(model.parameters()).device)
-    out = model(b.image, b.question, b.q_len)
-    model.train(was)
-    h, w = out.grid
-    summary = out.coattention.summary_weights if out.coattention is not None else None
-    return CoAttentionMaps(
-        canvas=render(example.canvas),
-        words=list(example.question),
-        question_weights=out.question_weights[0].double().cpu().numpy(),  # (T,)
-        image_weights=out.image_weights[0].double().cpu().numpy().reshape(h, w),  # (h, w)
-        summary_weights=None if summary is None else summary[0].double().cpu().numpy(),
-        predicted=tgt_vocab.tokens[int(out.logits[0].argmax())],
-        answer=example.answer,
-        template=example.template,
-        variant=variant,
-    )
 
 
 def upsample(weights: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
@@ -170,12 +136,9 @@ def write_coattention_page(
     return path
 
 
-def show_example(
-    loaded: Any, example: Any, index: int, out: str | None, png: str | None
-) -> list[str]:
-    """``attnkit view --checkpoint DIR --example N``: print the question and answers; write
-    the page (``out``) and the figure (``png``)."""
-    maps = coattention_maps(loaded.model, example, loaded.src_vocab, loaded.tgt_vocab)
+def show_maps(maps: CoAttentionMaps, index: int, out: str | None, png: str | None) -> list[str]:
+    """``attnkit view --checkpoint DIR --example N``: the question and answers as lines; the
+    page (``out``) and the figure (``png``) written."""
     lines = [
         f"example {index} ({maps.template}): {' '.join(maps.words)}?",
         f"  model: {maps.predicted}   answer: {maps.answer}",
@@ -195,9 +158,8 @@ def show_example(
 __all__ = [
     "CoAttentionMaps",
     "coattention_figure",
-    "coattention_maps",
     "coattention_page",
-    "show_example",
+    "show_maps",
     "upsample",
     "write_coattention_page",
 ]

@@ -10,11 +10,8 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
-
-from ..data.docs import Doc
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 
@@ -30,40 +27,10 @@ class DocView:
     title: str
 
 
-def _scalar(w: torch.Tensor, features: bool) -> torch.Tensor:
+def scalar_weights(w: torch.Tensor, features: bool) -> torch.Tensor:
+    """Feature-wise weights (..., T, D) as their mean over features (..., T), which still sums
+    to one over T; scalar weights as they are."""
     return w.mean(-1) if features else w
-
-
-@torch.no_grad()
-def document_attention(loaded: Any, doc: Doc) -> DocView:
-    """Run the checkpoint's model on ``doc``: its prediction and both levels' weights."""
-    from ..families.docs import encode, predict
-
-    model = loaded.model
-    if getattr(model.config, "pool", "attention") in ("mean", "max"):
-        raise ValueError(
-            f"this model pools by {model.config.pool}: it has no attention weights to show "
-            "(train one with --opt pool=attention or pool=multidim)"
-        )
-    model.eval()
-    b = encode([doc], loaded.src_vocab, loaded.tgt_vocab, [0])
-    out = model(b.words.to(next(model.parameters()).device))
-    tree = out.hierarchy
-    assert tree.word_weights is not None and tree.sentence_weights is not None
-    features = tree.sentence_weights.dim() == 3
-    words = _scalar(tree.word_weights[0], features).cpu()  # (S, T)
-    sents = _scalar(tree.sentence_weights[0], features).cpu()  # (S,)
-    predicted = loaded.tgt_vocab.tokens[int(predict(out.logits)[0])]
-    return DocView(
-        sentences=[list(s) for s in doc.sentences],
-        word_weights=[words[i, : len(s)].tolist() for i, s in enumerate(doc.sentences)],
-        sentence_weights=sents[: len(doc.sentences)].tolist(),
-        key=doc.key,
-        label=doc.label,
-        predicted=predicted,
-        title=f"{loaded.model_name} ({model.config.pool} pooling): label {doc.label}, "
-        f"predicted {predicted}",
-    )
 
 
 def hierarchy_lines(view: DocView, width: int = 20) -> list[str]:
@@ -158,4 +125,4 @@ def write_page(path: str | Path, view: DocView) -> Path:
     return path
 
 
-__all__ = ["DocView", "document_attention", "hierarchy_lines", "page", "write_page", "write_png"]
+__all__ = ["DocView", "hierarchy_lines", "page", "scalar_weights", "write_page", "write_png"]
