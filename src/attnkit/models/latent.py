@@ -59,7 +59,7 @@ from ..variational import (
     sample_latent,
     sampled_elbo,
 )
-from .base import Seq2SeqOutput, State
+from .base import Memory, Seq2Seq, Seq2SeqOutput, State
 from .encoders import GRUEncoder
 
 SOFTNESS = ("soft", "mean", "hard", "gumbel", "variational")
@@ -429,11 +429,37 @@ def token_scores(
         model.train(was)
 
 
+class LatentSeq2Seq(Seq2Seq):
+    """A recurrent attention decoder whose steps are ``parts`` (a StepParts) and whose output
+    layer is ``readout``: teacher forcing, incremental steps and the softness's training loss
+    come from this module's functions (RNNsearch and Luong share them)."""
+
+    def parts(self, prev: Tensor, state: State, memory: Memory) -> StepParts:
+        raise NotImplementedError
+
+    def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> Seq2SeqOutput:
+        """Teacher forcing: the recurrence over tgt_in (B, T), then the output layer once over
+        all positions (``teacher_forced``); the logits of ``step`` at every position."""
+        return teacher_forced(self, src, src_len, tgt_in)
+
+    def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, Tensor, State]:
+        return step_output(self, self.parts(prev, state, memory))  # weights (B, S)
+
+    def training_loss(
+        self, src: Tensor, src_len: Tensor, tgt_in: Tensor, tgt_out: Tensor,
+        label_smoothing: float = 0.0,
+    ) -> tuple[Tensor, Seq2SeqOutput]:  # fmt: skip
+        """The loss of the model's softness (``training_loss``; plain cross-entropy for
+        soft)."""
+        return training_loss(self, src, src_len, tgt_in, tgt_out, label_smoothing)
+
+
 __all__ = [
     "AT_TEST",
     "ESTIMATORS",
     "SOFTNESS",
     "InferenceNetwork",
+    "LatentSeq2Seq",
     "StepParts",
     "Unrolled",
     "broadcast_feature",

@@ -33,16 +33,14 @@ from .._checks import check_ranges
 from ..modules import Attention
 from ..normalisers import softmax
 from ..registry import build_alignment, build_score, canonical, check_window_for
-from .base import Memory, Seq2Seq, Seq2SeqOutput, State, source_mask
+from .base import Memory, State, source_mask
 from .encoders import GRUEncoder
 from .latent import (
+    LatentSeq2Seq,
     StepParts,
     add_softness,
     broadcast_feature,
     check_softness,
-    step_output,
-    teacher_forced,
-    training_loss,
     uniform,
 )
 
@@ -140,7 +138,7 @@ class StackedCell(nn.Module):
         return torch.stack(hs, 1), torch.stack(cs, 1)  # (B, L, n) each
 
 
-class Luong(Seq2Seq):
+class Luong(LatentSeq2Seq):
     name = "luong"
 
     def __init__(self, config: LuongConfig) -> None:
@@ -214,22 +212,6 @@ class Luong(Seq2Seq):
         (B, [T,] n) and contexts ctx (B, [T,] [K,] n) -> logits (B, [T,] [K,] V)."""
         h_t = broadcast_feature(features[0], ctx)  # (B, [T,] [K,] n)
         return self.out(self.drop(torch.tanh(self.combine(torch.cat([ctx, h_t], -1)))))
-
-    def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> Seq2SeqOutput:
-        """Teacher forcing: the recurrence over tgt_in (B, T), then the output layer once over
-        all positions (latent.teacher_forced); the logits of ``step`` at every position."""
-        return teacher_forced(self, src, src_len, tgt_in)
-
-    def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, Tensor, State]:
-        return step_output(self, self.parts(prev, state, memory))  # weights (B, S)
-
-    def training_loss(
-        self, src: Tensor, src_len: Tensor, tgt_in: Tensor, tgt_out: Tensor,
-        label_smoothing: float = 0.0,
-    ) -> tuple[Tensor, Seq2SeqOutput]:  # fmt: skip
-        """The loss of the model's softness (latent.training_loss; plain cross-entropy for
-        soft)."""
-        return training_loss(self, src, src_len, tgt_in, tgt_out, label_smoothing)
 
 
 __all__ = ["ALIGN_NAMES", "PRESETS", "SCORE_NAMES", "Luong", "LuongConfig"]

@@ -27,16 +27,14 @@ from ..core import attend
 from ..modules import Attention
 from ..normalisers import softmax
 from ..scores import AdditiveScore
-from .base import DeepOutput, Memory, Seq2Seq, Seq2SeqOutput, State, source_mask
+from .base import DeepOutput, Memory, State, source_mask
 from .encoders import GRUEncoder
 from .latent import (
+    LatentSeq2Seq,
     StepParts,
     add_softness,
     broadcast_feature,
     check_softness,
-    step_output,
-    teacher_forced,
-    training_loss,
     uniform,
 )
 
@@ -80,7 +78,7 @@ PRESETS: dict[str, dict[str, float | int]] = {
 }
 
 
-class RNNSearch(Seq2Seq):
+class RNNSearch(LatentSeq2Seq):
     name = "rnnsearch"
 
     def __init__(self, config: RNNSearchConfig) -> None:
@@ -147,22 +145,6 @@ class RNNSearch(Seq2Seq):
         (B, [T,] [K,] V); K contexts per position when hard/variational read every h_j."""
         s, y = (broadcast_feature(f, ctx) for f in features)  # (B, [T,] [K,] ·)
         return self.output(s, y, ctx)
-
-    def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> Seq2SeqOutput:
-        """Teacher forcing: the recurrence over tgt_in (B, T), then the output layer once over
-        all positions (latent.teacher_forced); the logits of ``step`` at every position."""
-        return teacher_forced(self, src, src_len, tgt_in)
-
-    def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, Tensor, State]:
-        return step_output(self, self.parts(prev, state, memory))  # weights (B, S)
-
-    def training_loss(
-        self, src: Tensor, src_len: Tensor, tgt_in: Tensor, tgt_out: Tensor,
-        label_smoothing: float = 0.0,
-    ) -> tuple[Tensor, Seq2SeqOutput]:  # fmt: skip
-        """The loss of the model's softness (latent.training_loss; plain cross-entropy for
-        soft)."""
-        return training_loss(self, src, src_len, tgt_in, tgt_out, label_smoothing)
 
 
 __all__ = ["PRESETS", "RNNSearch", "RNNSearchConfig"]
