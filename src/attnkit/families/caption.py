@@ -13,29 +13,24 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import torch
 import torch.nn.functional as F
 from torch import nn
 
 from ..data import digit_captions as dc
 from ..data.digits import render
 from ..data.vocab import Vocab
-from ..train.family import Family
-
-
-def _device_of(model: nn.Module) -> torch.device:
-    return next(model.parameters()).device
+from ..train.family import Family, device_of
 
 
 def caption_loss(model: nn.Module, b: Any, label_smoothing: float = 0.0) -> tuple[Any, Any]:
     """The captioner's training loss of batch ``b`` (its ``training_loss``)."""
-    return model.training_loss(b.to(_device_of(model)), label_smoothing)  # type: ignore[operator]
+    return model.training_loss(b.to(device_of(model)), label_smoothing)  # type: ignore[operator]
 
 
 def caption_eval_loss(model: nn.Module, b: Any) -> tuple[float, int]:
     """Summed token cross-entropy of the test-time model (argmax or expectation for hard and
     gumbel attention, no penalty), and the number of target tokens."""
-    b = b.to(_device_of(model))
+    b = b.to(device_of(model))
     out = model(b.image, b.pixels, b.tgt_in)
     total = F.cross_entropy(out.logits.transpose(1, 2), b.tgt_out, ignore_index=0, reduction="sum")
     return float(total), b.tokens
@@ -46,7 +41,7 @@ def decode(
 ) -> tuple[list[list[str]], list[np.ndarray], tuple[int, int]]:
     """Greedy captions (words), each one's attention (T, L) over its steps, and the grid of
     the last batch (one canvas size per task)."""
-    device = _device_of(model)
+    device = device_of(model)
     words: list[list[str]] = []
     maps: list[np.ndarray] = []
     grid = (0, 0)

@@ -21,7 +21,7 @@ from torch import Tensor, nn
 from ..data.docs import Doc
 from ..data.vocab import SPECIALS, Vocab
 from ..models.han import sentence_peaks
-from ..train.family import Family
+from ..train.family import Family, device_of
 
 
 @dataclass
@@ -65,19 +65,16 @@ def batches(
     return [encode([examples[j] for j in c], src_vocab, tgt_vocab, c) for c in chunks]
 
 
-def _device(model: nn.Module) -> torch.device:
-    return next(model.parameters()).device
-
 
 def loss_of(model: nn.Module, b: DocBatch, label_smoothing: float) -> tuple[Tensor, Any]:
     """Negative log-likelihood of the right labels (Yang 2016, eq. 12), mean over documents."""
-    b = b.to(_device(model))
+    b = b.to(device_of(model))
     out = model(b.words)
     return F.cross_entropy(out.logits, b.labels, label_smoothing=label_smoothing), out
 
 
 def eval_loss(model: nn.Module, b: DocBatch) -> tuple[float, int]:
-    b = b.to(_device(model))
+    b = b.to(device_of(model))
     return float(F.cross_entropy(model(b.words).logits, b.labels, reduction="sum")), len(b.index)
 
 
@@ -97,7 +94,7 @@ def measure(
     model.eval()
     right, peaks, keyed = 0, 0, 0
     for b in batches(docs, src_vocab, tgt_vocab, 256, None):
-        b = b.to(_device(model))
+        b = b.to(device_of(model))
         out = model(b.words)
         right += int((predict(out.logits) == b.labels).sum())
         w = out.hierarchy.sentence_weights
@@ -146,7 +143,7 @@ def document_attention(loaded: Any, doc: Doc) -> Any:
         )
     model.eval()
     b = encode([doc], loaded.src_vocab, loaded.tgt_vocab, [0])
-    out = model(b.words.to(next(model.parameters()).device))
+    out = model(b.words.to(device_of(model)))
     tree = out.hierarchy
     assert tree.word_weights is not None and tree.sentence_weights is not None
     features = tree.sentence_weights.dim() == 3

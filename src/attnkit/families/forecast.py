@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from ..data.series import Window, normalise
 from ..data.vocab import Vocab
 from ..eval.forecast import scores, seasonal_naive
-from ..train.family import Family
+from ..train.family import Family, device_of
 
 
 @dataclass
@@ -66,19 +66,16 @@ def batches(
     return [collate(windows, order[i : i + size]) for i in range(0, len(order), size)]
 
 
-def _device_of(model: nn.Module) -> torch.device:
-    return next(model.parameters()).device
-
 
 def loss_of(model: nn.Module, b: ForecastBatch, label_smoothing: float = 0.0) -> tuple[Tensor, Any]:
     """Mean squared error of the normalised forecast: (1/BK) Σ (ŷ − y)²."""
-    b = b.to(_device_of(model))
+    b = b.to(device_of(model))
     out = model(b.past, b.future.shape[1])
     return F.mse_loss(out.forecast, b.future), out
 
 
 def eval_loss(model: nn.Module, b: ForecastBatch) -> tuple[float, int]:
-    b = b.to(_device_of(model))
+    b = b.to(device_of(model))
     out = model(b.past, b.future.shape[1])
     return float(F.mse_loss(out.forecast, b.future, reduction="sum")), b.tokens
 
@@ -92,7 +89,7 @@ def predict(
     model.eval()
     preds, weights = [], []
     for b in batches(windows, Vocab.build([]), Vocab.build([]), size, None):
-        b = b.to(_device_of(model))
+        b = b.to(device_of(model))
         out = model(b.past, b.future.shape[1])
         preds.append((out.forecast * b.sd + b.mu).double().cpu().numpy())
         if out.weights is not None:

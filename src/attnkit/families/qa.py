@@ -27,7 +27,7 @@ from torch import Tensor, nn
 from ..data.digit_qa import QAExample
 from ..data.digits import render, render_batch
 from ..data.vocab import Vocab
-from ..train.family import Family
+from ..train.family import Family, device_of
 
 
 @dataclass
@@ -73,20 +73,17 @@ def qa_batches(
     return [make_batch(examples, order[i : i + size], src, tgt) for i in range(0, len(order), size)]
 
 
-def _device(model: nn.Module) -> torch.device:
-    return next(model.parameters()).device
-
 
 def qa_loss(model: nn.Module, b: QABatch, label_smoothing: float = 0.0) -> tuple[Tensor, Any]:
     """Mean cross-entropy of the answers."""
-    b = b.to(_device(model))
+    b = b.to(device_of(model))
     out = model(b.image, b.question, b.q_len)
     return F.cross_entropy(out.logits, b.answer, label_smoothing=label_smoothing), out
 
 
 def qa_eval_loss(model: nn.Module, b: QABatch) -> tuple[float, int]:
     """Summed cross-entropy of the answers, and the number of examples."""
-    b = b.to(_device(model))
+    b = b.to(device_of(model))
     out = model(b.image, b.question, b.q_len)
     return float(F.cross_entropy(out.logits, b.answer, reduction="sum")), len(b.index)
 
@@ -100,7 +97,7 @@ def predict(
     model.eval()
     answers: list[str] = []
     for b in qa_batches(examples, src, tgt, size, None):
-        b = b.to(_device(model))
+        b = b.to(device_of(model))
         ids = model(b.image, b.question, b.q_len).logits.argmax(-1)  # (B,)
         answers += [tgt.tokens[int(i)] for i in ids]
     model.train(was)
@@ -155,7 +152,7 @@ def coattention_maps(model: Any, example: Any, src_vocab: Any, tgt_vocab: Any) -
         )
     was = model.training
     model.eval()
-    b = make_batch([example], [0], src_vocab, tgt_vocab).to(next(model.parameters()).device)
+    b = make_batch([example], [0], src_vocab, tgt_vocab).to(device_of(model))
     out = model(b.image, b.question, b.q_len)
     model.train(was)
     h, w = out.grid

@@ -72,7 +72,8 @@ class Family:
 
 
 # ----------------------------------------------------------------------------- translate
-def _device_of(model: nn.Module) -> torch.device:
+def device_of(model: nn.Module) -> torch.device:
+    """Where ``model``'s parameters live: where a family moves its batches."""
     return next(model.parameters()).device
 
 
@@ -83,7 +84,7 @@ def translate_loss(model: nn.Module, b: Any, label_smoothing: float = 0.0) -> tu
 
     A model with its own ``training_loss(src, src_len, tgt_in, tgt_out, label_smoothing) ->
     (loss, output)`` (hard or variational attention: REINFORCE and KL terms) trains on that."""
-    b = b.to(_device_of(model))
+    b = b.to(device_of(model))
     own = getattr(model, "training_loss", None)
     if own is not None:
         return own(b.src, b.src_len, b.tgt_in, b.tgt_out, label_smoothing)
@@ -98,7 +99,7 @@ def translate_loss(model: nn.Module, b: Any, label_smoothing: float = 0.0) -> tu
 def translate_eval_loss(model: nn.Module, b: Any) -> tuple[float, int]:
     """Summed token cross-entropy of the model's own prediction (no label smoothing, no
     training-only terms) and the number of target tokens."""
-    b = b.to(_device_of(model))
+    b = b.to(device_of(model))
     out = model(b.src, b.src_len, b.tgt_in)
     total = F.cross_entropy(
         out.logits.flatten(0, 1), b.tgt_out.flatten(), ignore_index=0, reduction="sum"
@@ -199,6 +200,7 @@ __all__ = [
     "Family",
     "check_pairing",
     "data_family",
+    "device_of",
     "family",
     "model_family",
     "translate_eval_loss",
