@@ -75,3 +75,15 @@ def test_files_of_different_lengths_are_one_clear_line(run, tmp_path, capsys):
             "--task", "toy-ko"]  # fmt: skip
     assert main(argv) == 2
     assert "--task" in capsys.readouterr().err
+
+
+def test_a_source_line_over_the_input_limit_is_one_clear_line_naming_it(run, tmp_path, capsys):
+    src = tmp_path / "a.txt"
+    src.write_text("I am a student\nwe go to school\n", encoding="utf-8")
+    ref = tmp_path / "b.txt"
+    ref.write_text("나는 학생 이다\n우리 는 학교 에 간다\n", encoding="utf-8")
+    argv = ["evaluate", "--checkpoint", str(run), "--src", str(src), "--ref", str(ref),
+            "--max-input-len", "3"]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{src}:1 has 4 tokens, over --max-input-len 3" in err and len(err.splitlines()) == 1
