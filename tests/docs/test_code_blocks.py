@@ -88,6 +88,14 @@ def test_every_block_is_runnable_output_or_says_why_not():
     assert not empty, f"say why these blocks are not run: {empty}"
 
 
+def test_the_readme_and_docs_examples_are_actually_run():
+    """A marker cannot quietly switch the check off: README's Python examples (the core, hard
+    attention, the drop-in module) and at least ten blocks in all stay runnable."""
+    runnable = [b for b in BLOCKS if b.lang in RUNNABLE and b.skip is None]
+    readme = [b for b in runnable if b.path.name == "README.md" and b.lang == "python"]
+    assert len(readme) >= 3 and len(runnable) >= 10, [b.id for b in runnable]
+
+
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
