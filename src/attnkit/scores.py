@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
@@ -126,6 +127,17 @@ def additive_projected_score(
             cols.append(out)  # (..., tq, tk)
         rows.append(torch.cat(cols, dim=-1))  # (..., tq, Tk)
     return torch.cat(rows, dim=-2)  # (..., Tq, Tk)
+
+
+def additive_step_score(
+    query: Tensor, projected_keys: Tensor, w_query: Tensor, v: Tensor
+) -> Tensor:
+    """``additive_projected_score`` for one query per row, a decoder's step (Bahdanau 2015,
+    eq. 6 with U_a h_j precomputed): score(s, h_j) = vᵀ tanh(W₁ s + projected_keys_j).
+    query (..., Dq), projected_keys (..., Tk, A) -> (..., Tk). The (..., Tk, A) hidden tensor
+    is the size of the projected keys, so it is never blocked (see ``max_elements``)."""
+    wq = query @ w_query.transpose(0, 1)  # (..., A)
+    return torch.tanh(projected_keys + wq[..., None, :]) @ v  # (..., Tk, A) @ (A,) -> (..., Tk)
 
 
 def location_score(query: Tensor, weight: Tensor, num_keys: int) -> Tensor:
@@ -282,8 +294,8 @@ class AdditiveScore(Score):
     def project_keys(self, keys: Tensor) -> Tensor:
         """W₂ h + b: keys (..., Tk, Dk) -> (..., Tk, A), for ``on_projected_keys``."""
         check_width("keys", keys.shape[-1], self.w_keys.shape[1], "see AdditiveScore(key_dim)")
-        wk = keys @ self.w_keys.to(keys.dtype).transpose(0, 1)  # (..., Tk, A)
-        return wk if self.bias is None else wk + self.bias.to(keys.dtype)
+        bias = None if self.bias is None else self.bias.to(keys.dtype)
+        return F.linear(keys, self.w_keys.to(keys.dtype), bias)  # (..., Tk, A), one addmm
 
     def on_projected_keys(self, query: Tensor, projected_keys: Tensor) -> Tensor:
         """The same score, given keys from ``project_keys`` (compute those once, query them
@@ -295,6 +307,15 @@ class AdditiveScore(Score):
             self.w_query.to(query.dtype),
             self.v.to(query.dtype),
             max_elements=self.max_elements,
+        )
+
+    def step_on_projected_keys(self, query: Tensor, projected_keys: Tensor) -> Tensor:
+        """The same score for one query per row (``attnkit.stepwise.attend_step``): query
+        (..., Dq), keys from ``project_keys`` (..., Tk, A) -> (..., Tk). See
+        ``additive_step_score``."""
+        check_width("query", query.shape[-1], self.w_query.shape[1], "see AdditiveScore(query_dim)")
+        return additive_step_score(
+            query, projected_keys, self.w_query.to(query.dtype), self.v.to(query.dtype)
         )
 
 
@@ -341,6 +362,7 @@ __all__ = [
     "ScaledDotScore",
     "Score",
     "additive_score",
+    "additive_step_score",
     "cosine_score",
     "dot_score",
     "general_score",

@@ -274,9 +274,12 @@ def unroll(
     the per-step path, which decoding uses)."""
     state = model.init_state(memory)
     embedded = model.tgt_emb(tgt_in)  # (B, T, E): one lookup, one gradient of the table
+    # unbind, not embedded[:, t]: one backward node stacks the T gradients, where T selects
+    # would each add a zero-filled (B, T, E) gradient
+    prevs, inputs = tgt_in.unbind(1), embedded.unbind(1)  # T x (B,), T x (B, E)
     steps, chosen, index = [], [], []
     for t in range(tgt_in.shape[1]):
-        parts = model.parts(tgt_in[:, t], state, memory, embedded[:, t])
+        parts = model.parts(prevs[t], state, memory, inputs[t])
         state = parts.state
         steps.append(parts)
         if choose is not None:

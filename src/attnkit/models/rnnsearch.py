@@ -4,7 +4,7 @@ annotations with the additive score, queried by the previous decoder state.
 
     h_j = [h→_j ; h←_j]                                  annotations (B, S, 2n)
     e_ij = v_aᵀ tanh(W_a s_{i-1} + U_a h_j)               (eq. 6; attnkit.AdditiveScore)
-    α_ij = softmax_j(e_ij),  c_i = Σ_j α_ij h_j           (eq. 5-6; attnkit.Attention)
+    α_ij = softmax_j(e_ij),  c_i = Σ_j α_ij h_j           (eq. 5-6; attnkit.stepwise)
     s_i = GRU([E y_{i-1}; c_i], s_{i-1}),  s_0 = tanh(W_s h←_1)
     p(y_i | ...) = softmax(W_o maxout(U_o s_i + V_o E y_{i-1} + C_o c_i))  (App. A.2.2)
 
@@ -23,10 +23,10 @@ import torch
 from torch import Tensor, nn
 
 from .._checks import check_ranges
-from ..core import attend
 from ..modules import Attention
 from ..normalisers import softmax
 from ..scores import AdditiveScore
+from ..stepwise import attend_step
 from .base import DeepOutput, Memory, State, source_mask
 from .encoders import GRUEncoder
 from .latent import (
@@ -121,23 +121,21 @@ class RNNSearch(LatentSeq2Seq):
         # ``embedded``: E y_{t-1} looked up for all positions at once (latent.unroll)
         y = self.drop(self.tgt_emb(prev) if embedded is None else embedded)  # (B, E)
         score = cast(AdditiveScore, self.attention.score)
-        att = attend(  # keys U_a h_j precomputed in encode(), values the annotations h_j
-            s_prev[:, None],  # (B, 1, m)
+        mask = memory["mask"][:, 0]  # (B, S)
+        att = attend_step(  # keys U_a h_j precomputed in encode(), values the annotations h_j
+            s_prev,  # (B, m): one query per sentence
             memory["projected"],  # (B, S, A)
             memory["keys"],  # (B, S, 2n)
-            score=score.on_projected_keys,
-            align=self.attention.align,
+            score=score.step_on_projected_keys,
             normaliser=self.attention.normaliser,
-            mask=memory["mask"],
+            mask=mask,
+            every_row=True,  # the packed encoder refuses an empty source: each row has a key
         )
-        c = att.context[:, 0]  # (B, 2n)
+        c = att.context  # (B, 2n)
         s = self.cell(torch.cat([y, c], dim=-1), s_prev)  # (B, m)
         assert att.weights is not None
         features = (self.drop(s), y)  # what the deep output reads besides the context
-        return StepParts(
-            att.weights[:, 0], c, memory["keys"], memory["mask"][:, 0], features, self.readout,
-            (s,),
-        )  # fmt: skip
+        return StepParts(att.weights, c, memory["keys"], mask, features, self.readout, (s,))
 
     def readout(self, features: tuple[Tensor, ...], ctx: Tensor) -> Tensor:
         """The deep output g(y_{i-1}, s_i, c) (eq. 4, App. A.2.2) of features (s_i, E y_{i-1}),
