@@ -130,6 +130,8 @@ def broadcast_feature(feature: Tensor, ctx: Tensor) -> Tensor:
     """A feature (B, [T,] F) spread over the extra dims of ctx (B, [T,] [K,] Dv) ->
     (B, [T,] [K,] F): K contexts (hard, variational: every annotation) per position."""
     extra = ctx.dim() - feature.dim()
+    if extra == 0 and feature.shape[:-1] == ctx.shape[:-1]:  # one context per position
+        return feature  # as it is: no view and expand nodes for autograd to walk back
     lead = (*feature.shape[:-1], *([1] * extra), feature.shape[-1])
     return feature.view(lead).expand(*ctx.shape[:-1], feature.shape[-1])
 
