@@ -34,9 +34,12 @@ from torch import Tensor
 from .._checks import check_mask, check_qkv, check_width, check_window
 from ..masks import window_mask
 from ..normalisers import compute_dtype, masked_softmax
-from .sliding_grad import SlidingWindowFunction, run_mask, runs
+from .sliding_grad import Plan, SlidingWindowFunction, backward_block, run_mask, runs
 
-DEFAULT_BLOCK = 128  # measured: b in {64, 128, 192, 256} at r = 256; 128 is fastest fwd+bwd
+# forward query block: SDPA's CPU kernel on (b, L) tiles is about as fast per computed FLOP at
+# b = 32 as at 128 (its inner query split is 32 for either), and L = b + W - 1 wastes fewer
+# keys (measured at r = 256: 1.38x faster forward than b = 128; docs/performance.md)
+DEFAULT_BLOCK = 32
 # interior blocks go to SDPA in runs of this many queries: the backward pass then holds the
 # (nb, L, D) key-tile gradients of one run at a time, not of the whole sequence
 CHUNK_QUERIES = 8192
@@ -78,7 +81,8 @@ def sliding_window_attention(
     come back in the band layout (..., Tq, W), W = 2r + 1 (r + 1 causal).
 
     When gradients are needed the fused path runs as ``SlidingWindowFunction`` (log-sum-exp
-    kept, the fused flash backward per run, key-tile gradients folded run by run);
+    kept, the fused flash backward per run on blocks of its own size, ``backward_block``,
+    key-tile gradients folded run by run); ``block`` sets both passes' block when given;
     ``own_backward=False`` lets autograd differentiate SDPA and ``unfold`` instead (the
     earlier path, kept for comparison: ``attnkit.bench.interleave`` variant
     ``attnkit-autograd``).
@@ -97,6 +101,9 @@ def sliding_window_attention(
     if b < 1:
         raise ValueError(f"block={block} must be >= 1")
     geo = _Geometry(tq, tk, r, causal, b)
+    # the backward pass tiles on its own (larger) blocks unless ``block`` fixes both
+    bb = min(backward_block(geo.width), tq)
+    back = geo if block or bb == b else _Geometry(tq, tk, r, causal, bb)
 
     q = query.reshape(-1, tq, query.shape[-1])  # (G, Tq, D)
     k = keys.reshape(-1, tk, keys.shape[-1])  # (G, Tk, D)
@@ -106,7 +113,8 @@ def sliding_window_attention(
         ctx, band = _explicit(q, k, v, geo, user)  # (G, Tq, Dv), (G, Tq, W)
         weights: Tensor | None = band.reshape(*lead, tq, geo.width)
     elif own_backward and torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v)):
-        ctx, weights = SlidingWindowFunction.apply(q, k, v, geo, user), None  # (G, Tq, Dv)
+        plan = Plan(geo, user, back, mask, lead)
+        ctx, weights = SlidingWindowFunction.apply(q, k, v, plan), None  # (G, Tq, Dv)
     else:
         ctx, weights = _fused(q, k, v, geo, user), None  # (G, Tq, Dv)
     return LocalResult(ctx.reshape(*lead, tq, -1).to(values.dtype), weights, -r)
