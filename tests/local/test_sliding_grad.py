@@ -204,3 +204,19 @@ def test_backward_on_its_own_blocks_masked_rows_rectangular_gradcheck() -> None:
         return sliding_window_attention(q, k, v, 20, False, pad).context
 
     assert torch.autograd.gradcheck(fn, tuple(x.requires_grad_() for x in (q, k, v)))
+
+
+def test_a_mask_broadcast_over_queries_and_keys() -> None:
+    """A (B, 1, 1, 1) mask (one batch element masked whole) and a key padding mask over one key
+    tile as blocks (1, 1): their tiles broadcast over the blocks of every run, not only the
+    first (a run starting past block 0 once sliced them empty)."""
+    mask = torch.tensor([True, False]).view(2, 1, 1, 1)
+    got = _check(40, 40, 3, False, mask, block=4)
+    assert got[0][1].abs().max() == 0
+    _check(40, 40, 3, True, mask, block=None)
+    _check(2, 1, 0, False, torch.ones(2, 1, 1, 1, dtype=torch.bool), block=1, d=4, dv=6)
+    q, k, v = _inputs(40, 40, 8, 8, 3)
+    with torch.no_grad():  # the forward-only path shares the run masks
+        out = sliding_window_attention(q, k, v, 3, False, mask, block=4).context
+        ref = attnkit.attend(q, k, v, align=attnkit.SlidingWindow(3), mask=mask).context
+    torch.testing.assert_close(out, ref, **TIGHT)

@@ -41,9 +41,11 @@ if TYPE_CHECKING:
     from .sliding import _Geometry
 
 # the backward pass holds one run's (G, nr, L, D) key and value tile gradients: runs of this
-# many queries keep them near 2 · 8 · 64 · 640 · 64 · 4 B = 168 MiB at H = 8, r = 256, b = 128,
-# whatever n (measured: 8192 is 1.4x faster than 2048 fwd+bwd at n = 16384)
-BACKWARD_QUERIES = 8192
+# many queries keep them near 2 · 8 · 10 · 704 · 64 · 4 B = 28 MiB at H = 8, r = 256, b = 192,
+# whatever n (measured at b = 192, one thread: 2048 is 1.12x faster fwd+bwd than 8192, whose
+# freshly allocated 60 MiB tile gradients the kernel zero-fills page by page; 1024 and 512
+# no faster)
+BACKWARD_QUERIES = 2048
 # the backward pass's largest query block (measured at r = 256, b in 32..512: 192 fastest,
 # 1.2x b = 128; the kernel's inner query split is 32 below 192 queries, 64 from 192)
 BACKWARD_BLOCK = 192
@@ -102,7 +104,9 @@ def run_mask(
 ) -> Tensor:
     """Bool "may attend" of blocks [start, stop): (b, L) shared, or (1|G, nr, b, L)."""
     m = geo.band.to(device) if interior else geo.edge_mask(start, stop, device)
-    return m if user is None else m & user[:, start:stop]
+    if user is None:
+        return m
+    return m & (user if user.shape[1] == 1 else user[:, start:stop])  # 1: broadcast blocks
 
 
 def _bias(m: Tensor, check: bool, dtype: torch.dtype) -> tuple[Tensor, Tensor | None]:
@@ -210,6 +214,8 @@ def _unpad(x: Tensor, geo: _Geometry) -> Tensor:
     """Padded key rows (G, padded, D) -> (G, Tk, D): row r is key 0; keys past the last
     tile's reach get zero."""
     rows = x[:, geo.r : geo.r + geo.tk]
+    if rows.shape[1] == geo.tk:
+        return rows  # a view: no copy of the sequence-long gradient
     return torch.nn.functional.pad(rows, (0, 0, 0, geo.tk - rows.shape[1]))
 
 
