@@ -34,7 +34,14 @@ from torch import Tensor
 from .._checks import check_mask, check_qkv, check_width, check_window
 from ..masks import window_mask
 from ..normalisers import compute_dtype, masked_softmax
-from .sliding_grad import Plan, SlidingWindowFunction, backward_block, run_mask, runs
+from .sliding_grad import (
+    Plan,
+    SlidingWindowFunction,
+    backward_block,
+    place_rows,
+    run_mask,
+    runs,
+)
 
 # forward query block: SDPA's CPU kernel on (b, L) tiles is about as fast per computed FLOP at
 # b = 32 as at 128 (its inner query split is 32 for either), and L = b + W - 1 wastes fewer
@@ -189,15 +196,14 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, geo: _Geometry, user: Tensor | None)
     """SDPA on the interior blocks (in runs of CHUNK_QUERIES) with the shared band mask, and
     on each edge run with its own mask.
     q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv) -> context (G, Tq, Dv)."""
-    parts = []
+    context = v.new_empty(q.shape[0], geo.tq, v.shape[-1])  # (G, Tq, Dv)
     for start, stop, interior in runs(geo, CHUNK_QUERIES):
         m = run_mask(geo, start, stop, interior, user, q.device)  # (b, L) | (1|G, nr, b, L)
         qt = geo.query_tiles(q, start, stop)  # (G, nr, b, D)
         kt, vt = geo.key_tiles(k, start, stop), geo.key_tiles(v, start, stop)  # (G, nr, L, .)
         out = _sdpa_zero_empty_rows(qt, kt, vt, m, check=not interior or user is not None)
-        rows = min(geo.tq, stop * geo.b) - start * geo.b
-        parts.append(out.reshape(q.shape[0], -1, out.shape[-1])[:, :rows])  # (G, rows, Dv)
-    return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)  # (G, Tq, Dv)
+        place_rows(context, out, geo, start, stop)
+    return context
 
 
 def _sdpa_zero_empty_rows(q: Tensor, k: Tensor, v: Tensor, m: Tensor, check: bool) -> Tensor:

@@ -109,6 +109,17 @@ def run_mask(
     return m & (user if user.shape[1] == 1 else user[:, start:stop])  # 1: broadcast blocks
 
 
+def place_rows(context: Tensor, out: Tensor, geo: _Geometry, start: int, stop: int) -> None:
+    """context (G, Tq, Dv)[rows of blocks [start, stop)] = out (G, nr, b, Dv): one strided
+    copy (the kernel's output is laid out (G, b, nr, Dv)), the padded rows dropped."""
+    rows = min(geo.tq, stop * geo.b) - start * geo.b
+    dst = context[:, start * geo.b : start * geo.b + rows]  # (G, rows, Dv)
+    if rows == (stop - start) * geo.b:
+        dst.view(context.shape[0], stop - start, geo.b, -1).copy_(out)
+    else:
+        dst.copy_(out.reshape(context.shape[0], -1, out.shape[-1])[:, :rows])
+
+
 def _bias(m: Tensor, check: bool, dtype: torch.dtype) -> tuple[Tensor, Tensor | None]:
     """Bool mask -> the float mask the fused kernel takes (0 or -inf, in the inputs' dtype),
     and ``ok`` (.., b, 1), whether a row has an allowed key, when ``check``: a row with none
@@ -126,7 +137,8 @@ class SlidingWindowFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, q: Tensor, k: Tensor, v: Tensor, plan: Plan) -> Tensor:
         geo, user = plan.fwd, plan.user
-        parts, lses = [], []
+        lses = []
+        context = v.new_empty(q.shape[0], geo.tq, v.shape[-1])  # (G, Tq, Dv)
         scale, width = 1.0 / math.sqrt(q.shape[-1]), max(q.shape[-1], v.shape[-1])
         qw, kw, vw = (_widen(x, width) for x in (q, k, v))  # the fused kernel wants D == Dv
         for start, stop, interior in runs(geo, _chunk_queries()):
@@ -138,10 +150,8 @@ class SlidingWindowFunction(torch.autograd.Function):
             out = out[..., : v.shape[-1]]  # (G, nr, b, Dv); lse (G, nr, b)
             if ok is not None:
                 out = torch.where(ok, out, torch.zeros((), dtype=out.dtype, device=out.device))
-            rows = min(geo.tq, stop * geo.b) - start * geo.b
-            parts.append(out.reshape(q.shape[0], -1, out.shape[-1])[:, :rows])
+            place_rows(context, out, geo, start, stop)
             lses.append(lse)
-        context = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)  # (G, Tq, Dv)
         ctx.plan = plan
         ctx.save_for_backward(q, k, v, context, torch.cat(lses, dim=1))  # lse (G, nb, b)
         return context
@@ -225,6 +235,7 @@ __all__ = [
     "Plan",
     "SlidingWindowFunction",
     "backward_block",
+    "place_rows",
     "run_mask",
     "runs",
 ]
