@@ -15,7 +15,8 @@ band mask); this kernel never builds an n x n tensor:
 * ``F.scaled_dot_product_attention`` runs its fused CPU kernel on the (G, nb, b, D) x
   (G, nb, L, D) tiles; with gradients needed, ``sliding_grad.SlidingWindowFunction`` runs
   the same tiles keeping the log-sum-exp, and its backward pass runs the fused flash backward
-  run by run and folds the overlapping key-tile gradients itself.
+  run by run, on query blocks of its own size (``backward_block``), and folds the overlapping
+  key-tile gradients itself.
 
 Legend: G flattened leading dims (B·H), n = Tq queries, Tk keys, D widths, b block,
 nb = ceil(Tq / b) blocks, L = b + W - 1 keys a block reaches, W band width.
