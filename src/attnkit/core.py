@@ -22,7 +22,7 @@ from torch import Tensor
 
 from ._checks import check_mask, check_positions, check_qkv, finite_wanted
 from .alignment import AlignSpec
-from .capabilities import is_plain_sdpa
+from .capabilities import is_global, is_plain_sdpa
 from .local.dispatch import fast_local
 from .normalisers import compute_dtype, softmax
 from .reduction import Reduced, ReduceFn, weighted_sum
@@ -66,6 +66,25 @@ def sdpa_context(query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | Non
     safe = mask | ~row_ok  # a fully masked row attends everywhere, then is zeroed
     out = F.scaled_dot_product_attention(query, keys, values, attn_mask=safe)  # (..., Tq, Dv)
     return torch.where(row_ok, out, torch.zeros((), dtype=out.dtype, device=out.device))
+
+
+def one_query_context(
+    query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None
+) -> Tensor:
+    """``sdpa_context`` for a single query (Tq = 1, as in a decoding step):
+    c = Σ_j softmax_j(q·k_j / √d) v_j written as broadcast products and sums over the keys
+    held in a column: with one query per row a fused kernel, and a softmax along a short
+    last dim, spend more on setting up each row than on its arithmetic.
+    query (..., 1, Dk), keys (..., Tk, Dk), values (..., Tk, Dv), mask broadcastable to
+    (..., 1, Tk) -> (..., 1, Dv); a fully masked row gives a zero context."""
+    scores = (query * keys).sum(-1, keepdim=True) * query.shape[-1] ** -0.5  # (..., Tk, 1)
+    if mask is None:
+        weights = scores.softmax(-2)  # (..., Tk, 1)
+    else:
+        allowed = mask[:, None] if mask.dim() < 2 else mask.transpose(-1, -2)  # (..., Tk, 1)
+        low = torch.finfo(scores.dtype).min
+        weights = scores.masked_fill(~allowed, low).softmax(-2) * allowed  # (..., Tk, 1)
+    return (weights * values).sum(-2, keepdim=True)  # (..., 1, Dv)
 
 
 def attend(
@@ -113,6 +132,17 @@ def attend(
     lead = tuple(query.shape[:-2])  # check_qkv made it equal to the keys' and values' dims
     check_mask(mask, (*lead, query.shape[-2], keys.shape[-2]))
     check_positions(positions, (*lead, query.shape[-2]))
+    if (
+        not need_weights
+        and not check_finite
+        and weights_layout == "dense"
+        and positions is None
+        and is_global(align)
+        and is_plain_sdpa(score, normaliser, reduce)
+    ):  # the lean path (a decoder's cached step runs it per layer): what the end below does
+        one = query.shape[-2] == 1 and query.dtype in (torch.float32, torch.float64)
+        fused = one_query_context if one else sdpa_context
+        return AttentionResult(fused(query, keys, values, mask), None)
     work = compute_dtype(query.dtype)
     q_work, k_work = query.to(work), keys.to(work)  # half inputs are aligned/scored in float32
     if weights_layout not in ("dense", "band"):
@@ -246,6 +276,7 @@ __all__ = [
     "attend",
     "check_dense_budget",
     "dense_budget_gib",
+    "one_query_context",
     "reference_attention",
     "sdpa_context",
     "weighted_sum",

@@ -94,9 +94,7 @@ def beam_search(
     model.eval()
     max_len = default_max_len(src_len) if max_len is None else max_len
     b, k, dev = src.shape[0], beam, src.device
-    rep = torch.arange(b, device=dev).repeat_interleave(k)  # (B*K,)
-    memory = select(model.encode(src, src_len), rep)
-    state = model.init_state(memory)
+    memory, state = model.beam_start(model.encode(src, src_len), k)
     prev = torch.full((b * k,), BOS, dtype=torch.long, device=dev)
     scores = torch.full((b, k), float("-inf"), device=dev)
     scores[:, 0] = 0.0  # only the first beam is live at the start
