@@ -68,23 +68,32 @@ def sdpa_context(query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | Non
     return torch.where(row_ok, out, torch.zeros((), dtype=out.dtype, device=out.device))
 
 
-def one_query_context(
-    query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None
-) -> Tensor:
-    """``sdpa_context`` for a single query (Tq = 1, as in a decoding step):
-    c = Σ_j softmax_j(q·k_j / √d) v_j written as broadcast products and sums over the keys
-    held in a column: with one query per row a fused kernel, and a softmax along a short
-    last dim, spend more on setting up each row than on its arithmetic.
+def one_query_attention(
+    query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None, need_weights: bool
+) -> AttentionResult:
+    """Plain softmax(q·kᵀ/√d) v for a single query (Tq = 1, as in a decoding step), what
+    ``reference_attention`` and ``sdpa_context`` compute, written as broadcast products and
+    sums over the keys held in a column: with one query per row a fused kernel, a batched
+    matrix product and a softmax along a short last dim all spend more on setting up each
+    row than on its arithmetic.
+
+        e_j = q·k_j / √d,   a = softmax(e) over the allowed keys,   c = Σ_j a_j v_j
+
     query (..., 1, Dk), keys (..., Tk, Dk), values (..., Tk, Dv), mask broadcastable to
-    (..., 1, Tk) -> (..., 1, Dv); a fully masked row gives a zero context."""
-    scores = (query * keys).sum(-1, keepdim=True) * query.shape[-1] ** -0.5  # (..., Tk, 1)
+    (..., 1, Tk) -> context (..., 1, Dv), weights and scores (..., 1, Tk) when
+    ``need_weights`` (else None); a fully masked row gives zero weights and context."""
+    scale = 1.0 / math.sqrt(keys.shape[-1])
+    scores = (query * keys).sum(-1, keepdim=True) * scale  # (..., Tk, 1)
     if mask is None:
         weights = scores.softmax(-2)  # (..., Tk, 1)
     else:
         allowed = mask[:, None] if mask.dim() < 2 else mask.transpose(-1, -2)  # (..., Tk, 1)
         low = torch.finfo(scores.dtype).min
         weights = scores.masked_fill(~allowed, low).softmax(-2) * allowed  # (..., Tk, 1)
-    return (weights * values).sum(-2, keepdim=True)  # (..., 1, Dv)
+    context = (weights * values).sum(-2, keepdim=True)  # (..., 1, Dv)
+    if not need_weights:
+        return AttentionResult(context, None)
+    return AttentionResult(context, weights.transpose(-1, -2), scores.transpose(-1, -2))
 
 
 def attend(
@@ -133,16 +142,16 @@ def attend(
     check_mask(mask, (*lead, query.shape[-2], keys.shape[-2]))
     check_positions(positions, (*lead, query.shape[-2]))
     if (
-        not need_weights
-        and not check_finite
+        not check_finite
         and weights_layout == "dense"
         and positions is None
         and is_global(align)
         and is_plain_sdpa(score, normaliser, reduce)
-    ):  # the lean path (a decoder's cached step runs it per layer): what the end below does
-        one = query.shape[-2] == 1 and query.dtype in (torch.float32, torch.float64)
-        fused = one_query_context if one else sdpa_context
-        return AttentionResult(fused(query, keys, values, mask), None)
+    ):  # the lean paths (a decoder's cached step runs them per layer): what the end does
+        if query.shape[-2] == 1 and query.dtype in (torch.float32, torch.float64):
+            return one_query_attention(query, keys, values, mask, need_weights)
+        if not need_weights:
+            return AttentionResult(sdpa_context(query, keys, values, mask), None)
     work = compute_dtype(query.dtype)
     q_work, k_work = query.to(work), keys.to(work)  # half inputs are aligned/scored in float32
     if weights_layout not in ("dense", "band"):
@@ -276,7 +285,7 @@ __all__ = [
     "attend",
     "check_dense_budget",
     "dense_budget_gib",
-    "one_query_context",
+    "one_query_attention",
     "reference_attention",
     "sdpa_context",
     "weighted_sum",

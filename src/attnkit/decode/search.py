@@ -40,7 +40,8 @@ def no_specials(logits: Tensor) -> Tensor:
 @torch.no_grad()
 def greedy(model: Seq2Seq, src: Tensor, src_len: Tensor, max_len: int | None = None) -> Decoded:
     """Pick argmax at every step, for a whole batch at once. src (B, S), src_len (B,)."""
-    model.eval()
+    if any(m.training for m in model.modules()):
+        model.eval()
     max_len = default_max_len(src_len) if max_len is None else max_len
     b = src.shape[0]
     memory = model.encode(src, src_len)
@@ -91,7 +92,8 @@ def beam_search(
     log-probability, α=1: per-token average)."""
     if beam < 1:
         raise ValueError(f"beam={beam}; it must be at least 1")
-    model.eval()
+    if any(m.training for m in model.modules()):
+        model.eval()
     max_len = default_max_len(src_len) if max_len is None else max_len
     b, k, dev = src.shape[0], beam, src.device
     memory, state = model.beam_start(model.encode(src, src_len), k)
