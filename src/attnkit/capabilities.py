@@ -59,10 +59,9 @@ def is_global(align: Any) -> bool:
     if align is None:
         return True
     kind = type(align)
-    return (
-        kind.forward is Alignment.forward
-        and kind.sliding_band is Alignment.sliding_band
-        and kind.key_window is Alignment.key_window
+    return all(
+        getattr(kind, name, None) is getattr(Alignment, name)
+        for name in ("forward", "sliding_band", "key_window")
     )
 
 
