@@ -32,9 +32,8 @@ def default_max_len(src_len: Tensor) -> int:
 
 def no_specials(logits: Tensor) -> Tensor:
     """float32 logits with pad and bos ruled out: they are never generated."""
-    out = logits.float().clone()
-    out[..., [PAD, BOS]] = float("-inf")
-    return out
+    specials = torch.tensor([PAD, BOS], device=logits.device)
+    return logits.float().index_fill(-1, specials, float("-inf"))
 
 
 @torch.no_grad()
@@ -52,8 +51,8 @@ def greedy(model: Seq2Seq, src: Tensor, src_len: Tensor, max_len: int | None = N
     for _ in range(max_len):
         logits, w, state = model.step(prev, state, memory)  # (B, V), (B, S)
         logp = no_specials(logits).log_softmax(-1)  # (B, V)
-        best = logp.argmax(-1)  # (B,)
-        score = score + torch.where(done, 0.0, logp.gather(1, best[:, None])[:, 0])
+        top, best = logp.max(-1)  # (B,) each: the first maximum, as argmax picks it
+        score = score + torch.where(done, 0.0, top)
         best = torch.where(done, PAD, best)
         out.append(best)
         if w is not None:
@@ -104,18 +103,23 @@ def beam_search(
     lengths = torch.zeros(b, k, device=dev)
     hist = torch.zeros(b, k, 0, dtype=torch.long, device=dev)
     att: Tensor | None = None  # (B, K, t, S)
+    finished: Tensor | None = None  # (V,)
+    first_row = torch.arange(b, device=dev)[:, None] * k  # (B, 1): sentence b's rows start
     for _ in range(max_len):
         logits, w, state = model.step(prev, state, memory)
         logp = no_specials(logits).log_softmax(-1).view(b, k, -1)  # (B, K, V)
         v = logp.shape[-1]
-        finished = torch.full_like(logp, float("-inf"))
-        finished[..., PAD] = 0.0  # a finished hypothesis only extends by pad, at no cost
+        if finished is None:  # a finished hypothesis only extends by pad, at no cost
+            finished = torch.full((v,), float("-inf"), device=dev).index_fill(
+                0, torch.tensor([PAD], device=dev), 0.0
+            )  # (V,)
         logp = torch.where(done[..., None], finished, logp)
         total = (scores[..., None] + logp).view(b, k * v)  # (B, K*V)
         scores, flat = total.topk(k, dim=-1)  # (B, K)
         origin, token = flat // v, flat % v  # (B, K)
-        lengths = lengths.gather(1, origin) + (~done.gather(1, origin)).float()
-        done = done.gather(1, origin) | (token == EOS)
+        was_done = done.gather(1, origin)  # (B, K)
+        lengths = lengths.gather(1, origin) + (~was_done).float()
+        done = was_done | (token == EOS)
         hist = torch.cat([hist.gather(1, origin[..., None].expand_as(hist)), token[..., None]], 2)
         if w is not None:
             w = w.view(b, k, 1, -1)  # (B, K, 1, S)
@@ -123,7 +127,7 @@ def beam_search(
                 att = att.gather(1, origin[..., None, None].expand_as(att))
             w = w.gather(1, origin[..., None, None].expand_as(w))
             att = w if att is None else torch.cat([att, w], 2)  # (B, K, t, S)
-        index = (origin + torch.arange(b, device=dev)[:, None] * k).view(-1)  # (B*K,)
+        index = (origin + first_row).view(-1)  # (B*K,)
         state = select(state, index)
         prev = token.view(-1)
         if bool(done.all()):
