@@ -95,8 +95,9 @@ def beam_search(
         model.eval()
     max_len = default_max_len(src_len) if max_len is None else max_len
     b, k, dev = src.shape[0], beam, src.device
-    memory, state = model.beam_start(model.encode(src, src_len), k)
-    prev = torch.full((b * k,), BOS, dtype=torch.long, device=dev)
+    memory = model.encode(src, src_len)
+    state = model.init_state(memory)  # one row per sentence: its K beams start alike, at bos
+    prev = torch.full((b,), BOS, dtype=torch.long, device=dev)
     scores = torch.full((b, k), float("-inf"), device=dev)
     scores[:, 0] = 0.0  # only the first beam is live at the start
     done = torch.zeros(b, k, dtype=torch.bool, device=dev)
@@ -105,8 +106,12 @@ def beam_search(
     att: Tensor | None = None  # (B, K, t, S)
     finished: Tensor | None = None  # (V,)
     first_row = torch.arange(b, device=dev)[:, None] * k  # (B, 1): sentence b's rows start
-    for _ in range(max_len):
+    for i in range(max_len):
         logits, w, state = model.step(prev, state, memory)
+        if i == 0:  # the first step ran once per sentence: its K beams share it
+            memory = model.beam_memory(memory, k)
+            logits = logits.repeat_interleave(k, 0)  # (B*K, V)
+            w = None if w is None else w.repeat_interleave(k, 0)  # (B*K, S)
         logp = no_specials(logits).log_softmax(-1).view(b, k, -1)  # (B, K, V)
         v = logp.shape[-1]
         if finished is None:  # a finished hypothesis only extends by pad, at no cost
@@ -128,7 +133,7 @@ def beam_search(
             w = w.gather(1, origin[..., None, None].expand_as(w))
             att = w if att is None else torch.cat([att, w], 2)  # (B, K, t, S)
         index = (origin + first_row).view(-1)  # (B*K,)
-        state = select(state, index)
+        state = select(state, index if i else index // k)  # after the first step: B rows
         prev = token.view(-1)
         if bool(done.all()):
             break

@@ -278,7 +278,8 @@ class Transformer(Seq2Seq):
         memory = {"memory": self.enc_norm(x), "mask": mask}  # (B, S, D), (B, 1, S)
         for i, layer in enumerate(self.dec):  # each decoder layer's keys/values, projected once
             k, v = cast(DecoderLayer, layer).cross_attn.project_keys(memory["memory"])
-            memory[f"cross_k{i}"], memory[f"cross_v{i}"] = k, v  # (B, H, S, Dh) each
+            # contiguous once here, not copied by every step's matrix products
+            memory[f"cross_k{i}"], memory[f"cross_v{i}"] = k.contiguous(), v.contiguous()
         return memory, weights
 
     def decode(self, tgt_in: Tensor, memory: Memory) -> tuple[Tensor, Tensor]:
@@ -344,14 +345,10 @@ class Transformer(Seq2Seq):
             state.extend(cast(DecoderLayer, layer).self_attn.empty_cache(m.shape[0], m))
         return tuple(state)  # 2L tensors (B, H, 0, Dh)
 
-    def beam_start(self, memory: Memory, beam: int) -> tuple[Memory, State]:
-        """Beam search reads the memory of B sentences unrepeated (``step`` takes a sentence's
-        K hypotheses as K queries of it); the cache starts empty for the B·K hypotheses."""
-        m = memory["memory"]  # (B, S, D)
-        state: list[Tensor] = []
-        for layer in self.dec:
-            state.extend(cast(DecoderLayer, layer).self_attn.empty_cache(m.shape[0] * beam, m))
-        return memory, tuple(state)  # 2L tensors (B·K, H, 0, Dh)
+    def beam_memory(self, memory: Memory, beam: int) -> Memory:
+        """Beam search reads the memory of B sentences unrepeated: ``step`` takes a sentence's
+        K hypotheses as K queries of it."""
+        return memory
 
     def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, Tensor, State]:
         """Incremental decoding with a cache of projected keys and values: step t projects
@@ -365,7 +362,7 @@ class Transformer(Seq2Seq):
         if prev.dim() != 1 or prev.shape[0] % mask.shape[0]:
             raise ValueError(
                 f"prev {tuple(prev.shape)}: step takes (N,) tokens, N a multiple of the "
-                f"memory's {mask.shape[0]} sentences (K hypotheses each, see beam_start)"
+                f"memory's {mask.shape[0]} sentences (K hypotheses each, see beam_memory)"
             )
         y = self.tgt_emb(prev)[:, None] * math.sqrt(self.config.dim)  # (N, 1, D)
         y = self.drop(y + self.position(t, y))  # (N, 1, D)
