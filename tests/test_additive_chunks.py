@@ -44,3 +44,40 @@ def test_score_uses_it_when_chunked_and_passes_gradcheck() -> None:
     assert torch.autograd.gradcheck(
         lambda q, wk, v: additive_projected_score(q, wk, w1, v, max_elements=15), (q, wk, v)
     )
+
+
+@pytest.mark.parametrize(
+    ("tq", "tk", "budget"), [(64, 64, 4096), (64, 64, 1 << 20), (40, 70, 3000), (7, 900, 500)]
+)
+def test_blocks_hold_at_most_a_sixteenth_of_the_whole_tensor(
+    tq: int, tk: int, budget: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the hidden tensor passes the budget, each block is at most 1/16 of it and at most
+    the budget (peak memory under a tenth of the dense form, issue 18 part 5), and the
+    blocks still give the whole tensor's scores."""
+    from attnkit import scores
+
+    seen: list[tuple[int, int]] = []
+    real = AdditiveChunks.apply
+
+    def spy(wq, wk, v, q_chunk, k_chunk):  # type: ignore[no-untyped-def]
+        seen.append((q_chunk, k_chunk))
+        return real(wq, wk, v, q_chunk, k_chunk)
+
+    monkeypatch.setattr(scores.AdditiveChunks, "apply", spy)
+    gen = torch.Generator().manual_seed(2)
+    a = 4
+    wq = torch.randn(2, tq, a, dtype=torch.float64, generator=gen)
+    wk = torch.randn(2, tk, a, dtype=torch.float64, generator=gen)
+    v = torch.randn(a, dtype=torch.float64, generator=gen)
+    eye = torch.eye(a, dtype=torch.float64)
+    out = additive_projected_score(wq, wk, eye, v, max_elements=budget)
+    torch.testing.assert_close(out, _whole(wq, wk, v), atol=1e-10, rtol=1e-10)
+    whole = 2 * a * tq * tk
+    if whole <= budget:
+        assert seen == []
+        return
+    (q_chunk, k_chunk), per_key = seen[0], 2 * a
+    block = per_key * q_chunk * k_chunk
+    assert block <= max(per_key, min(budget, whole // 16))
+    assert block >= min(budget, whole // 16) // 4  # not needlessly small blocks

@@ -86,6 +86,10 @@ def additive_score(
     return additive_projected_score(query, wk, w_query, v, max_elements=max_elements)
 
 
+# a chunked additive score's blocks hold at most this fraction of the whole hidden tensor
+CHUNK_FRACTION = 16
+
+
 def additive_projected_score(
     query: Tensor,
     projected_keys: Tensor,
@@ -105,10 +109,14 @@ def additive_projected_score(
     batch = math.prod(lead_q if lead_q == lead_k else torch.broadcast_shapes(lead_q, lead_k))
     tq, tk, a = query.shape[-2], wk.shape[-2], w_query.shape[0]
     per_key = max(1, batch * a)  # elements of one (query, key) column of the hidden tensor
-    k_chunk = max(1, min(tk, max_elements // per_key))
-    q_chunk = max(1, min(tq, max_elements // (per_key * k_chunk)))
-    if per_key * tq * tk <= max_elements:  # the whole (..., Tq, Tk, A) tensor fits
+    whole = per_key * tq * tk
+    if whole <= max_elements:  # the whole (..., Tq, Tk, A) tensor fits
         return _additive_block(wq, wk, v)  # (..., Tq, Tk)
+    # blocks of at most 1/CHUNK_FRACTION of the whole tensor (and of max_elements): the peak
+    # stays under a tenth of the dense form's however little the whole exceeds the budget
+    budget = max(per_key, min(max_elements, whole // CHUNK_FRACTION))
+    k_chunk = max(1, min(tk, budget // per_key))
+    q_chunk = max(1, min(tq, budget // (per_key * k_chunk)))
     if wq.shape[:-2] == wk.shape[:-2] and v.dim() == 1:  # blocks rebuilt in its backward
         return AdditiveChunks.apply(wq, wk, v, q_chunk, k_chunk)  # (..., Tq, Tk)
     use_ckpt = torch.is_grad_enabled() and (wq.requires_grad or wk.requires_grad or v.requires_grad)

@@ -109,3 +109,25 @@ def test_measure_pct_of_matmul_from_a_fake_clock(monkeypatch: pytest.MonkeyPatch
     assert got["gflops"] == pytest.approx(flops / 0.5 / 1e9)
     assert got["matmul_gflops"] == pytest.approx(10.0)
     assert got["pct_matmul"] == pytest.approx(100 * (flops / 0.5) / 1e10)  # ≈ 21.5 %
+
+
+def test_additive_targets_per_n_and_mode() -> None:
+    """Issue 18 part 5: attnkit's time within 1.1x of the naive form's and its peak at most a
+    tenth, for every n and mode measured; a missing naive row is "not measured"."""
+    rows = [
+        row("attnkit", 512, 200.0, 1.0, scenario="additive", peak_mib=137.0),
+        row("naive", 512, 300.0, 1.0, scenario="additive", peak_mib=1026.0),
+        row("attnkit", 512, 700.0, 1.0, scenario="additive", mode="fwd+bwd", peak_mib=100.0),
+        row("naive", 512, 600.0, 1.0, scenario="additive", mode="fwd+bwd", peak_mib=1500.0),
+        row("attnkit", 4096, 9000.0, 1.0, scenario="additive", peak_mib=900.0),
+    ]
+    got = {t["target"]: (t["measured"], t["met"]) for t in targets(rows)}
+    time, mem = "time <= 1.1x the naive form's", "<= 1/10 of its peak memory (ratio)"
+    assert {k: v for k, v in got.items() if "additive" in k} == {
+        f"additive n=512 fwd: {time}": (pytest.approx(200 / 300), True),
+        f"additive n=512 fwd: {mem}": (pytest.approx(137 / 1026), False),
+        f"additive n=512 fwd+bwd: {time}": (pytest.approx(700 / 600), False),
+        f"additive n=512 fwd+bwd: {mem}": (pytest.approx(100 / 1500), True),
+        f"additive n=4096 fwd: {time}": (None, None),
+        f"additive n=4096 fwd: {mem}": (None, None),
+    }

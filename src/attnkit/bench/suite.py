@@ -63,6 +63,8 @@ class SuiteConfig:
                             ("--memory-limit", self.memory_limit_gib)):  # fmt: skip
             if not (value > 0 and math.isfinite(value)):
                 raise ValueError(f"{flag} {value}: give a positive finite limit")
+        if self.heads < 1:
+            raise ValueError(f"--heads {self.heads}: give at least one attention head")
         if self.local_radius < 1 or self.causal_radius < 1:
             raise ValueError(
                 f"--radius {self.local_radius} --lookback {self.causal_radius}: a window needs "
@@ -204,10 +206,23 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         None if fair is None else 1.8 <= fair <= 2.2)  # fmt: skip
     for mode in ("fwd", "fwd+bwd"):
         big = get("attnkit", 65536, mode)
-        inputs_mib = 3 * 65536 * 8 * 64 * 4 / 2**20 * (2 if mode == "fwd+bwd" else 1)
+        heads = big.get("heads", 8) if big else 8
+        inputs_mib = 3 * 65536 * heads * 64 * 4 / 2**20 * (2 if mode == "fwd+bwd" else 1)
         total = big["peak_mib"] + inputs_mib if big and big.get("peak_mib") is not None else None
         add(f"local n=65536 {mode}: < 2 GiB (inputs + peak, MiB)", total,
             None if total is None else total < 2048)  # fmt: skip
+    for row in rows:  # issue 18 part 5: the chunked additive score, every n measured
+        if row.get("variant") != "attnkit" or row.get("scenario") != "additive" or "ms" not in row:
+            continue
+        n, mode = row["n"], row["mode"]
+        naive = _find(rows, variant="naive", scenario="additive", n=n, mode=mode)
+        t = row["ms"] / naive["ms"] if naive else None
+        add(f"additive n={n} {mode}: time <= 1.1x the naive form's", t,
+            None if t is None else t <= 1.1)  # fmt: skip
+        m = (row["peak_mib"] / naive["peak_mib"]
+             if naive and row.get("peak_mib") and naive.get("peak_mib") else None)  # fmt: skip
+        add(f"additive n={n} {mode}: <= 1/10 of its peak memory (ratio)", m,
+            None if m is None else m <= 0.1)  # fmt: skip
     ratios, fair_ratios = [], []
     for row in rows:
         if row.get("variant") == "attnkit" and row.get("scenario") == "global" and "ms" in row:
@@ -328,7 +343,8 @@ def write_report(report: dict[str, Any], out: Path) -> list[Path]:
             ax.set_ylabel(label)
             ax.grid(True, which="both", alpha=0.3)
         axes[0].legend(fontsize=7)
-        fig.suptitle(f"{scenario} attention, B=1 H=8 d=64 float32")
+        heads, dim = report["config"].get("heads", 8), report["config"].get("dim", 64)
+        fig.suptitle(f"{scenario} attention, B=1 H={heads} d={dim} float32")
         fig.tight_layout()
         path = out / f"bench_{scenario}.png"
         fig.savefig(path, dpi=110)

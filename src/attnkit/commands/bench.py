@@ -68,7 +68,7 @@ def add_parser(sub: Any) -> None:
         description=(
             "Each case runs in a fresh process: warm-up, median of repeats, its GFLOP/s as a % "
             "of the 2048x2048 float32 matmul rate measured just before, and its peak memory "
-            "(resident-set high-water mark beyond the inputs). B=1, H=8, d=64, float32."
+            "(resident-set high-water mark beyond the inputs). B=1, H=8 (--heads), d=64, float32."
         ),
     )
     p.add_argument(
@@ -96,6 +96,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--modes", default="fwd,fwd+bwd", help="fwd and/or fwd+bwd")
     p.add_argument("--radius", type=int, default=256, help="local radius each side (256)")
     p.add_argument("--lookback", type=int, default=512, help="causal look-back (512)")
+    p.add_argument(
+        "--heads",
+        type=int,
+        default=8,
+        help="attention heads H of the kernel cases (8); fewer lets the dense forms fit "
+        "in memory at larger n",
+    )
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--time-limit", type=float, default=30.0, help="skip steps over this (s)")
@@ -129,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
         memory_limit_gib=args.memory_limit,
         local_radius=args.radius,
         causal_radius=args.lookback,
+        heads=args.heads,
     )
     if args.quick:
         cfg.global_sizes = cfg.local_sizes = cfg.additive_sizes = [256, 512]
