@@ -307,6 +307,7 @@ def _position(spec: AlignSpec) -> dict[str, Any]:
 
 
 __all__ = [
+    "COLUMN_SCORES",
     "AlignFn",
     "AttentionResult",
     "NormaliseFn",
@@ -315,9 +316,8 @@ __all__ = [
     "ScoreFn",
     "attend",
     "check_dense_budget",
-    "dense_budget_gib",
-    "COLUMN_SCORES",
     "column_attention",
+    "dense_budget_gib",
     "reference_attention",
     "sdpa_context",
     "weighted_sum",
