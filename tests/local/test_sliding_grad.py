@@ -148,3 +148,75 @@ def test_gradients_over_shapes(
     tk = max(1, tq + extra)
     mask = torch.rand(2, 1, 1, tk, generator=torch.Generator().manual_seed(seed)) > 0.2
     _check(tq, tk, radius, causal, mask, block, d=4, dv=6, seed=seed)
+
+
+def test_backward_block_follows_the_width() -> None:
+    """About the band's width, between the forward block and ``BACKWARD_BLOCK``."""
+    assert sliding_grad.backward_block(2 * 256 + 1) == sliding_grad.BACKWARD_BLOCK == 192
+    assert sliding_grad.backward_block(65) == 64
+    assert sliding_grad.backward_block(9) == sliding.DEFAULT_BLOCK
+
+
+@pytest.fixture
+def own_backward_blocks(monkeypatch):  # type: ignore[no-untyped-def]
+    """Forward blocks of 5, backward blocks of 16 (neither divides the sizes below), several
+    runs in each pass."""
+    monkeypatch.setattr(sliding, "DEFAULT_BLOCK", 5)
+    monkeypatch.setattr(sliding_grad, "BACKWARD_BLOCK", 16)
+    monkeypatch.setattr(sliding, "CHUNK_QUERIES", 40)
+    monkeypatch.setattr(sliding_grad, "BACKWARD_QUERIES", 48)
+    assert sliding_grad.backward_block(2 * 20 + 1) == 16
+
+
+@pytest.mark.usefixtures("own_backward_blocks")
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("kind", ["none", "key", "query", "full"])
+def test_backward_on_its_own_blocks_equals_reference(causal: bool, kind: str) -> None:
+    """The backward pass re-tiles the forward's log-sum-exp and the user mask on its own
+    blocks: gradients still equal the reference's to 1e-10, every mask kind, causal."""
+    gen = torch.Generator().manual_seed(11)
+    tq = tk = 203
+    mask = {
+        "none": None,
+        "key": attnkit.padding_mask(torch.tensor([203, 111]), tk)[:, None],  # (B, 1, 1, Tk)
+        "query": torch.rand(2, 1, tq, 1, generator=gen) > 0.3,
+        "full": torch.rand(2, 3, tq, tk, generator=gen) > 0.5,
+    }[kind]
+    _check(tq, tk, 20, causal, mask, block=None, d=8, dv=5)
+
+
+@pytest.mark.usefixtures("own_backward_blocks")
+def test_backward_on_its_own_blocks_masked_rows_rectangular_gradcheck() -> None:
+    """Fully masked rows (zero output, zero gradient), Tq != Tk both ways, and gradcheck,
+    with the backward blocks differing from the forward's."""
+    mask = torch.ones(2, 3, 90, 90, dtype=torch.bool)
+    mask[:, :, 30:47] = False  # rows a backward block (16) and forward blocks (5) straddle
+    mask[1] = False
+    got = _check(90, 90, 20, False, mask, block=None)
+    assert got[0][:, :, 30:47].abs().max() == 0 and got[1][1].abs().max() == 0
+    _check(70, 93, 20, False, None, block=None)
+    _check(93, 70, 20, True, None, block=None)
+    gen = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(1, 1, 37, 2, generator=gen, dtype=torch.float64) for _ in range(3))
+    pad = attnkit.padding_mask(torch.tensor([31]), 37)[:, None]
+
+    def fn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return sliding_window_attention(q, k, v, 20, False, pad).context
+
+    assert torch.autograd.gradcheck(fn, tuple(x.requires_grad_() for x in (q, k, v)))
+
+
+def test_a_mask_broadcast_over_queries_and_keys() -> None:
+    """A (B, 1, 1, 1) mask (one batch element masked whole) and a key padding mask over one key
+    tile as blocks (1, 1): their tiles broadcast over the blocks of every run, not only the
+    first (a run starting past block 0 once sliced them empty)."""
+    mask = torch.tensor([True, False]).view(2, 1, 1, 1)
+    got = _check(40, 40, 3, False, mask, block=4)
+    assert got[0][1].abs().max() == 0
+    _check(40, 40, 3, True, mask, block=None)
+    _check(2, 1, 0, False, torch.ones(2, 1, 1, 1, dtype=torch.bool), block=1, d=4, dv=6)
+    q, k, v = _inputs(40, 40, 8, 8, 3)
+    with torch.no_grad():  # the forward-only path shares the run masks
+        out = sliding_window_attention(q, k, v, 3, False, mask, block=4).context
+        ref = attnkit.attend(q, k, v, align=attnkit.SlidingWindow(3), mask=mask).context
+    torch.testing.assert_close(out, ref, **TIGHT)

@@ -15,7 +15,8 @@ band mask); this kernel never builds an n x n tensor:
 * ``F.scaled_dot_product_attention`` runs its fused CPU kernel on the (G, nb, b, D) x
   (G, nb, L, D) tiles; with gradients needed, ``sliding_grad.SlidingWindowFunction`` runs
   the same tiles keeping the log-sum-exp, and its backward pass runs the fused flash backward
-  run by run and folds the overlapping key-tile gradients itself.
+  run by run, on query blocks of its own size (``backward_block``), and folds the overlapping
+  key-tile gradients itself.
 
 Legend: G flattened leading dims (B·H), n = Tq queries, Tk keys, D widths, b block,
 nb = ceil(Tq / b) blocks, L = b + W - 1 keys a block reaches, W band width.
@@ -34,9 +35,19 @@ from torch import Tensor
 from .._checks import check_mask, check_qkv, check_width, check_window
 from ..masks import window_mask
 from ..normalisers import compute_dtype, masked_softmax
-from .sliding_grad import SlidingWindowFunction, run_mask, runs
+from .sliding_grad import (
+    Plan,
+    SlidingWindowFunction,
+    backward_block,
+    place_rows,
+    run_mask,
+    runs,
+)
 
-DEFAULT_BLOCK = 128  # measured: b in {64, 128, 192, 256} at r = 256; 128 is fastest fwd+bwd
+# forward query block: SDPA's CPU kernel on (b, L) tiles is about as fast per computed FLOP at
+# b = 32 as at 128 (its inner query split is 32 for either), and L = b + W - 1 wastes fewer
+# keys (measured at r = 256: 1.38x faster forward than b = 128; docs/performance.md)
+DEFAULT_BLOCK = 32
 # interior blocks go to SDPA in runs of this many queries: the backward pass then holds the
 # (nb, L, D) key-tile gradients of one run at a time, not of the whole sequence
 CHUNK_QUERIES = 8192
@@ -78,7 +89,8 @@ def sliding_window_attention(
     come back in the band layout (..., Tq, W), W = 2r + 1 (r + 1 causal).
 
     When gradients are needed the fused path runs as ``SlidingWindowFunction`` (log-sum-exp
-    kept, the fused flash backward per run, key-tile gradients folded run by run);
+    kept, the fused flash backward per run on blocks of its own size, ``backward_block``,
+    key-tile gradients folded run by run); ``block`` sets both passes' block when given;
     ``own_backward=False`` lets autograd differentiate SDPA and ``unfold`` instead (the
     earlier path, kept for comparison: ``attnkit.bench.interleave`` variant
     ``attnkit-autograd``).
@@ -97,6 +109,9 @@ def sliding_window_attention(
     if b < 1:
         raise ValueError(f"block={block} must be >= 1")
     geo = _Geometry(tq, tk, r, causal, b)
+    # the backward pass tiles on its own (larger) blocks unless ``block`` fixes both
+    bb = min(backward_block(geo.width), tq)
+    back = geo if block or bb == b else _Geometry(tq, tk, r, causal, bb)
 
     q = query.reshape(-1, tq, query.shape[-1])  # (G, Tq, D)
     k = keys.reshape(-1, tk, keys.shape[-1])  # (G, Tk, D)
@@ -106,7 +121,8 @@ def sliding_window_attention(
         ctx, band = _explicit(q, k, v, geo, user)  # (G, Tq, Dv), (G, Tq, W)
         weights: Tensor | None = band.reshape(*lead, tq, geo.width)
     elif own_backward and torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v)):
-        ctx, weights = SlidingWindowFunction.apply(q, k, v, geo, user), None  # (G, Tq, Dv)
+        plan = Plan(geo, user, back, mask, lead)
+        ctx, weights = SlidingWindowFunction.apply(q, k, v, plan), None  # (G, Tq, Dv)
     else:
         ctx, weights = _fused(q, k, v, geo, user), None  # (G, Tq, Dv)
     return LocalResult(ctx.reshape(*lead, tq, -1).to(values.dtype), weights, -r)
@@ -181,15 +197,14 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, geo: _Geometry, user: Tensor | None)
     """SDPA on the interior blocks (in runs of CHUNK_QUERIES) with the shared band mask, and
     on each edge run with its own mask.
     q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv) -> context (G, Tq, Dv)."""
-    parts = []
+    context = v.new_empty(q.shape[0], geo.tq, v.shape[-1])  # (G, Tq, Dv)
     for start, stop, interior in runs(geo, CHUNK_QUERIES):
         m = run_mask(geo, start, stop, interior, user, q.device)  # (b, L) | (1|G, nr, b, L)
         qt = geo.query_tiles(q, start, stop)  # (G, nr, b, D)
         kt, vt = geo.key_tiles(k, start, stop), geo.key_tiles(v, start, stop)  # (G, nr, L, .)
         out = _sdpa_zero_empty_rows(qt, kt, vt, m, check=not interior or user is not None)
-        rows = min(geo.tq, stop * geo.b) - start * geo.b
-        parts.append(out.reshape(q.shape[0], -1, out.shape[-1])[:, :rows])  # (G, rows, Dv)
-    return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)  # (G, Tq, Dv)
+        place_rows(context, out, geo, start, stop)
+    return context
 
 
 def _sdpa_zero_empty_rows(q: Tensor, k: Tensor, v: Tensor, m: Tensor, check: bool) -> Tensor:

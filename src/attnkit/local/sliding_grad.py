@@ -10,7 +10,11 @@ Backward, per run of query blocks, the fused CPU flash backward kernel on the sa
     dV_j = Σ_t p_tj dO_t,   dS_tj = p_tj (dO_t·v_j - δ_t)
     dQ_t = Σ_j dS_tj k_j / √d,   dK_j = Σ_t dS_tj q_t / √d
 
-Its (G, nr, L, D) key-tile gradients (tiles overlap by L - b rows) are added into one
+The backward pass tiles the queries on blocks of its own size (``backward_block``, 192 at
+r = 256 where the forward pass uses 32): the row statistics it needs, O and ℓ, do not depend on
+the tiling, and the CPU flash backward kernel splits a block's queries in 32s below 192 queries
+and in 64s from 192 up, which made it 1.2x faster here for 1.37x the keys computed. Its
+(G, nr, L, D) key-tile gradients (tiles overlap by L - b rows) are added into one
 (G, padded, D) buffer in ceil(L / b) strided in-place adds (the slices of one offset land on
 disjoint rows), so only one run's tile gradients exist at a time, never the sequence-long
 (G, nb, L, D) ones that autograd through ``unfold`` builds, zero-fills and folds.
@@ -27,6 +31,7 @@ reaches, ℓ log-sum-exp, δ row sums of dO·O.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -36,12 +41,54 @@ if TYPE_CHECKING:
     from .sliding import _Geometry
 
 # the backward pass holds one run's (G, nr, L, D) key and value tile gradients: runs of this
-# many queries keep them near 2 · 8 · 64 · 640 · 64 · 4 B = 168 MiB at H = 8, r = 256, b = 128,
-# whatever n (measured: 8192 is 1.4x faster than 2048 fwd+bwd at n = 16384)
-BACKWARD_QUERIES = 8192
+# many queries keep them near 2 · 8 · 10 · 704 · 64 · 4 B = 28 MiB at H = 8, r = 256, b = 192,
+# whatever n (measured at b = 192, one thread: 2048 is 1.12x faster fwd+bwd than 8192, whose
+# freshly allocated 60 MiB tile gradients the kernel zero-fills page by page; 1024 and 512
+# no faster)
+BACKWARD_QUERIES = 2048
+# the backward pass's largest query block (measured at r = 256, b in 32..512: 192 fastest,
+# 1.2x b = 128; the kernel's inner query split is 32 below 192 queries, 64 from 192)
+BACKWARD_BLOCK = 192
 
 _flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
 _flash_back = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
+
+
+def backward_block(width: int) -> int:
+    """The backward pass's query block for a band of ``width`` keys: about the width (a block
+    of b reaches b + W - 1 keys), between ``sliding.DEFAULT_BLOCK`` and ``BACKWARD_BLOCK``."""
+    from . import sliding
+
+    return max(sliding.DEFAULT_BLOCK, min(BACKWARD_BLOCK, width - 1))
+
+
+@dataclass
+class Plan:
+    """The tilings of both passes: the forward geometry and its user-mask tiles, the backward
+    geometry (``back``, may be ``fwd`` itself), and the user mask with the inputs' leading
+    shape to tile it for ``back`` when the backward pass runs."""
+
+    fwd: _Geometry
+    user: Tensor | None  # (1|G, nb, b|1, L|1) tiles of the forward geometry
+    back: _Geometry
+    mask: Tensor | None  # broadcastable to (*lead, Tq, Tk)
+    lead: torch.Size
+
+    def back_user(self) -> Tensor | None:
+        """User-mask tiles of the backward geometry."""
+        if self.mask is None or self.back is self.fwd:
+            return self.user
+        return self.back.mask_tiles(self.mask, self.lead)
+
+    def back_lse(self, lse: Tensor) -> Tensor:
+        """Forward log-sum-exp (G, nb, b) -> the backward blocks' (G, nb', b'); rows past Tq
+        get 0 (their query, output and incoming gradient are zero: they add nothing)."""
+        if self.back is self.fwd:
+            return lse
+        g, back = lse.shape[0], self.back
+        rows = lse.reshape(g, -1)[:, : back.tq]  # (G, Tq)
+        rows = torch.nn.functional.pad(rows, (0, back.nb * back.b - back.tq))
+        return rows.view(g, back.nb, back.b)
 
 
 def runs(geo: _Geometry, queries: int) -> list[tuple[int, int, bool]]:
@@ -57,7 +104,20 @@ def run_mask(
 ) -> Tensor:
     """Bool "may attend" of blocks [start, stop): (b, L) shared, or (1|G, nr, b, L)."""
     m = geo.band.to(device) if interior else geo.edge_mask(start, stop, device)
-    return m if user is None else m & user[:, start:stop]
+    if user is None:
+        return m
+    return m & (user if user.shape[1] == 1 else user[:, start:stop])  # 1: broadcast blocks
+
+
+def place_rows(context: Tensor, out: Tensor, geo: _Geometry, start: int, stop: int) -> None:
+    """context (G, Tq, Dv)[rows of blocks [start, stop)] = out (G, nr, b, Dv): one strided
+    copy (the kernel's output is laid out (G, b, nr, Dv)), the padded rows dropped."""
+    rows = min(geo.tq, stop * geo.b) - start * geo.b
+    dst = context[:, start * geo.b : start * geo.b + rows]  # (G, rows, Dv)
+    if rows == (stop - start) * geo.b:
+        dst.view(context.shape[0], stop - start, geo.b, -1).copy_(out)
+    else:
+        dst.copy_(out.reshape(context.shape[0], -1, out.shape[-1])[:, :rows])
 
 
 def _bias(m: Tensor, check: bool, dtype: torch.dtype) -> tuple[Tensor, Tensor | None]:
@@ -71,14 +131,14 @@ def _bias(m: Tensor, check: bool, dtype: torch.dtype) -> tuple[Tensor, Tensor | 
 
 
 class SlidingWindowFunction(torch.autograd.Function):
-    """q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv), geometry, user mask tiles or None
+    """q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv), the plan of both passes' tilings
     -> context (G, Tq, Dv), zero on rows with no allowed key."""
 
     @staticmethod
-    def forward(
-        ctx: Any, q: Tensor, k: Tensor, v: Tensor, geo: _Geometry, user: Tensor | None
-    ) -> Tensor:
-        parts, lses = [], []
+    def forward(ctx: Any, q: Tensor, k: Tensor, v: Tensor, plan: Plan) -> Tensor:
+        geo, user = plan.fwd, plan.user
+        lses = []
+        context = v.new_empty(q.shape[0], geo.tq, v.shape[-1])  # (G, Tq, Dv)
         scale, width = 1.0 / math.sqrt(q.shape[-1]), max(q.shape[-1], v.shape[-1])
         qw, kw, vw = (_widen(x, width) for x in (q, k, v))  # the fused kernel wants D == Dv
         for start, stop, interior in runs(geo, _chunk_queries()):
@@ -90,20 +150,21 @@ class SlidingWindowFunction(torch.autograd.Function):
             out = out[..., : v.shape[-1]]  # (G, nr, b, Dv); lse (G, nr, b)
             if ok is not None:
                 out = torch.where(ok, out, torch.zeros((), dtype=out.dtype, device=out.device))
-            rows = min(geo.tq, stop * geo.b) - start * geo.b
-            parts.append(out.reshape(q.shape[0], -1, out.shape[-1])[:, :rows])
+            place_rows(context, out, geo, start, stop)
             lses.append(lse)
-        context = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)  # (G, Tq, Dv)
-        ctx.geo, ctx.user = geo, user
+        ctx.plan = plan
         ctx.save_for_backward(q, k, v, context, torch.cat(lses, dim=1))  # lse (G, nb, b)
         return context
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
         q, k, v, context, lse = ctx.saved_tensors
-        geo, user = ctx.geo, ctx.user
-        dq, dk, dv = _backward(q, k, v, context, lse, grad.contiguous(), geo, user)
-        return dq, dk, dv, None, None
+        plan = ctx.plan
+        lse = plan.back_lse(lse)  # (G, nb', b') on the backward blocks
+        dq, dk, dv = _backward(
+            q, k, v, context, lse, grad.contiguous(), plan.back, plan.back_user()
+        )
+        return dq, dk, dv, None
 
 
 def _widen(x: Tensor, width: int) -> Tensor:
@@ -163,7 +224,18 @@ def _unpad(x: Tensor, geo: _Geometry) -> Tensor:
     """Padded key rows (G, padded, D) -> (G, Tk, D): row r is key 0; keys past the last
     tile's reach get zero."""
     rows = x[:, geo.r : geo.r + geo.tk]
+    if rows.shape[1] == geo.tk:
+        return rows  # a view: no copy of the sequence-long gradient
     return torch.nn.functional.pad(rows, (0, 0, 0, geo.tk - rows.shape[1]))
 
 
-__all__ = ["BACKWARD_QUERIES", "SlidingWindowFunction", "run_mask", "runs"]
+__all__ = [
+    "BACKWARD_BLOCK",
+    "BACKWARD_QUERIES",
+    "Plan",
+    "SlidingWindowFunction",
+    "backward_block",
+    "place_rows",
+    "run_mask",
+    "runs",
+]
