@@ -129,13 +129,22 @@ def test_attend_gradcheck_scaled_dot_with_mask() -> None:
 def test_fused_paths_are_taken() -> None:
     from _spies import only_path
 
-    q = torch.randn(2, 3, 5, 8)
+    q = torch.randn(2, 3, 17, 8)  # 17 x 17 scores: over COLUMN_SCORES
     with only_path("sdpa"):
         attend(q, q, q, need_weights=False)
     with only_path("sdpa"):
         attend(q, q, q, align=CausalAlignment(), need_weights=False)
     with only_path("reference"):
         attend(q, q, q, align=CausalAlignment())
+    small, one = torch.randn(2, 3, 5, 8), torch.randn(2, 3, 1, 8)  # 5 x 5 scores; one query
+    with torch.no_grad():  # the column path is for inference: training keeps the fused one
+        for query, need in ((small, False), (small, True), (one, False), (one, True)):
+            with only_path("column"):
+                attend(query, small, small, need_weights=need)
+        with only_path("reference"):  # a causal mask is an alignment: not the column path's
+            attend(small, small, small, align=CausalAlignment())
+    with only_path("sdpa"):
+        attend(one, small, small, need_weights=False)
 
 
 def test_positions_errors_say_what_to_give() -> None:

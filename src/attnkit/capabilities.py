@@ -24,7 +24,7 @@ from typing import Any
 
 from torch import Tensor
 
-from .alignment import Band, KeyWindow
+from .alignment import Alignment, Band, KeyWindow
 from .reduction import weighted_sum
 
 
@@ -53,6 +53,18 @@ def is_plain_sdpa(score: Any, normaliser: Any, reduce: Any) -> bool:
     return is_plain_scaled_dot(score) and is_plain_softmax(normaliser) and is_weighted_sum(reduce)
 
 
+def is_global(align: Any) -> bool:
+    """Every key the mask allows, no prior: None, or an alignment that keeps the base class's
+    ``forward`` (``AlignSpec(mask)``) and declares no band or key window."""
+    if align is None:
+        return True
+    kind = type(align)
+    return all(
+        getattr(kind, name, None) is getattr(Alignment, name)
+        for name in ("forward", "sliding_band", "key_window")
+    )
+
+
 def sliding_band(align: Any, query: Tensor) -> Band | None:
     """The band an alignment is at the default positions, or None."""
     ask = getattr(align, "sliding_band", None)
@@ -69,6 +81,7 @@ def key_window(
 
 __all__ = [
     "is_gatherable",
+    "is_global",
     "is_plain_scaled_dot",
     "is_plain_sdpa",
     "is_plain_softmax",

@@ -14,6 +14,8 @@ from .core import AttentionResult, NormaliseFn, Reduced, ReduceFn, attend, weigh
 from .normalisers import softmax
 from .scores import ScaledDotScore, Score
 
+_EVERY_KEY = Alignment()  # parameter-free: one shared instance, not one per decoding step
+
 
 def heads_mask(mask: Tensor | None) -> Tensor | None:
     """A (B, Tq, Tk) or (B, 1, Tk) mask gains a heads dim: (B, 1, Tq|1, Tk). 2-D and 4-D masks
@@ -297,10 +299,15 @@ class SelfAttention(MultiHeadAttention):
             )
         if x.dim() != 3 or x.shape[1] != 1:
             raise ValueError(f"step() takes one position x (B, 1, D), got {tuple(x.shape)}")
-        k_new, v_new = self.project_keys(x)  # (B, H, 1, Dh)
+        if self._fusable():
+            q, k_new, v_new = self.project_qkv(x)  # (B, H, 1, Dh) each
+        else:
+            q = split_heads(self.q_proj(x), self.heads)  # (B, H, 1, Dh)
+            k_new, v_new = self.project_keys(x)  # (B, H, 1, Dh)
         k = torch.cat([cache[0], k_new], dim=2)  # (B, H, t+1, Dh)
         v = torch.cat([cache[1], v_new], dim=2)  # (B, H, t+1, Dh)
-        return self.attend_projected(x, k, v, Alignment(), None, need_weights), (k, v)
+        # every cached key is at or before t: a global alignment, no mask
+        return self.attend_heads(q, k, v, _EVERY_KEY, None, need_weights), (k, v)
 
     def empty_cache(self, batch: int, like: Tensor) -> tuple[Tensor, Tensor]:
         """The ``step`` cache of t = 0: keys and values (B, H, 0, Dh), ``like``'s dtype/device."""

@@ -32,15 +32,15 @@ def default_max_len(src_len: Tensor) -> int:
 
 def no_specials(logits: Tensor) -> Tensor:
     """float32 logits with pad and bos ruled out: they are never generated."""
-    out = logits.float().clone()
-    out[..., [PAD, BOS]] = float("-inf")
-    return out
+    specials = torch.tensor([PAD, BOS], device=logits.device)
+    return logits.float().index_fill(-1, specials, float("-inf"))
 
 
 @torch.no_grad()
 def greedy(model: Seq2Seq, src: Tensor, src_len: Tensor, max_len: int | None = None) -> Decoded:
     """Pick argmax at every step, for a whole batch at once. src (B, S), src_len (B,)."""
-    model.eval()
+    if any(m.training for m in model.modules()):
+        model.eval()
     max_len = default_max_len(src_len) if max_len is None else max_len
     b = src.shape[0]
     memory = model.encode(src, src_len)
@@ -51,8 +51,8 @@ def greedy(model: Seq2Seq, src: Tensor, src_len: Tensor, max_len: int | None = N
     for _ in range(max_len):
         logits, w, state = model.step(prev, state, memory)  # (B, V), (B, S)
         logp = no_specials(logits).log_softmax(-1)  # (B, V)
-        best = logp.argmax(-1)  # (B,)
-        score = score + torch.where(done, 0.0, logp.gather(1, best[:, None])[:, 0])
+        top, best = logp.max(-1)  # (B,) each: the first maximum, as argmax picks it
+        score = score + torch.where(done, 0.0, top)
         best = torch.where(done, PAD, best)
         out.append(best)
         if w is not None:
@@ -91,31 +91,40 @@ def beam_search(
     log-probability, α=1: per-token average)."""
     if beam < 1:
         raise ValueError(f"beam={beam}; it must be at least 1")
-    model.eval()
+    if any(m.training for m in model.modules()):
+        model.eval()
     max_len = default_max_len(src_len) if max_len is None else max_len
     b, k, dev = src.shape[0], beam, src.device
-    rep = torch.arange(b, device=dev).repeat_interleave(k)  # (B*K,)
-    memory = select(model.encode(src, src_len), rep)
-    state = model.init_state(memory)
-    prev = torch.full((b * k,), BOS, dtype=torch.long, device=dev)
+    memory = model.encode(src, src_len)
+    state = model.init_state(memory)  # one row per sentence: its K beams start alike, at bos
+    prev = torch.full((b,), BOS, dtype=torch.long, device=dev)
     scores = torch.full((b, k), float("-inf"), device=dev)
     scores[:, 0] = 0.0  # only the first beam is live at the start
     done = torch.zeros(b, k, dtype=torch.bool, device=dev)
     lengths = torch.zeros(b, k, device=dev)
     hist = torch.zeros(b, k, 0, dtype=torch.long, device=dev)
     att: Tensor | None = None  # (B, K, t, S)
-    for _ in range(max_len):
+    finished: Tensor | None = None  # (V,)
+    first_row = torch.arange(b, device=dev)[:, None] * k  # (B, 1): sentence b's rows start
+    for i in range(max_len):
         logits, w, state = model.step(prev, state, memory)
+        if i == 0:  # the first step ran once per sentence: its K beams share it
+            memory = model.beam_memory(memory, k)
+            logits = logits.repeat_interleave(k, 0)  # (B*K, V)
+            w = None if w is None else w.repeat_interleave(k, 0)  # (B*K, S)
         logp = no_specials(logits).log_softmax(-1).view(b, k, -1)  # (B, K, V)
         v = logp.shape[-1]
-        finished = torch.full_like(logp, float("-inf"))
-        finished[..., PAD] = 0.0  # a finished hypothesis only extends by pad, at no cost
+        if finished is None:  # a finished hypothesis only extends by pad, at no cost
+            finished = torch.full((v,), float("-inf"), device=dev).index_fill(
+                0, torch.tensor([PAD], device=dev), 0.0
+            )  # (V,)
         logp = torch.where(done[..., None], finished, logp)
         total = (scores[..., None] + logp).view(b, k * v)  # (B, K*V)
         scores, flat = total.topk(k, dim=-1)  # (B, K)
         origin, token = flat // v, flat % v  # (B, K)
-        lengths = lengths.gather(1, origin) + (~done.gather(1, origin)).float()
-        done = done.gather(1, origin) | (token == EOS)
+        was_done = done.gather(1, origin)  # (B, K)
+        lengths = lengths.gather(1, origin) + (~was_done).float()
+        done = was_done | (token == EOS)
         hist = torch.cat([hist.gather(1, origin[..., None].expand_as(hist)), token[..., None]], 2)
         if w is not None:
             w = w.view(b, k, 1, -1)  # (B, K, 1, S)
@@ -123,8 +132,8 @@ def beam_search(
                 att = att.gather(1, origin[..., None, None].expand_as(att))
             w = w.gather(1, origin[..., None, None].expand_as(w))
             att = w if att is None else torch.cat([att, w], 2)  # (B, K, t, S)
-        index = (origin + torch.arange(b, device=dev)[:, None] * k).view(-1)  # (B*K,)
-        state = select(state, index)
+        index = (origin + first_row).view(-1)  # (B*K,)
+        state = select(state, index if i else index // k)  # after the first step: B rows
         prev = token.view(-1)
         if bool(done.all()):
             break

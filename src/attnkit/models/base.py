@@ -68,8 +68,18 @@ class Seq2Seq(nn.Module):
         self, prev: Tensor, state: State, memory: Memory
     ) -> tuple[Tensor, Tensor | None, State]:
         """One decoder step from the previous tokens prev (B,): logits (B, V), attention
-        weights (B, S) or None, and the next state."""
+        weights (B, S) or None, and the next state. Under beam search B counts hypotheses and
+        ``memory`` is what ``beam_memory`` made (after a first step once per sentence)."""
         raise NotImplementedError
+
+    def beam_memory(self, memory: Memory, beam: int) -> Memory:
+        """The memory ``step`` reads for B·K hypotheses (K = ``beam``; sentence b's at rows
+        b·K .. b·K+K-1), from ``encode``'s memory of B sentences. By default every tensor
+        is repeated K times; a model whose ``step`` reads one memory row for a sentence's K
+        hypotheses returns it unrepeated."""
+        first = next(iter(memory.values()))  # (B, ...)
+        rep = torch.arange(first.shape[0], device=first.device).repeat_interleave(beam)  # (B·K,)
+        return select(memory, rep)
 
     def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> Seq2SeqOutput:
         """Teacher forcing: src (B, S), src_len (B,), tgt_in (B, T) starting with bos."""

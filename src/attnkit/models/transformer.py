@@ -191,35 +191,42 @@ class DecoderLayer(nn.Module):
 
         y, self_weights = self.res[0](y, attend_self)
         y, weights = self.attend_memory(y, memory_kv, mask)
+        assert weights is not None
         return y, weights, self_weights
 
     def step(
         self, y: Tensor, cache: tuple[Tensor, Tensor], memory_kv: tuple[Tensor, Tensor],
-        mask: Tensor,
-    ) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor]]:  # fmt: skip
-        """Incremental decoding of position t: y (B, 1, D); cache: the self-attention's
-        projected keys and values of positions < t, (B, H, t, Dh) each; memory_kv: the
-        encoder memory projected by the cross-attention once per sentence, (B, H, S, Dh) each
-        -> y (B, 1, D), cross-attention weights (B, H, 1, S), cache (B, H, t+1, Dh) each.
-        Equals row t of ``forward`` on the whole prefix."""
+        mask: Tensor, need_weights: bool = True,
+    ) -> tuple[Tensor, Tensor | None, tuple[Tensor, Tensor]]:  # fmt: skip
+        """Incremental decoding of position t for N = B·K rows, K hypotheses per sentence
+        (rows b·K .. b·K+K-1 decode sentence b; K = 1 outside beam search): y (N, 1, D);
+        cache: the self-attention's projected keys and values of positions < t,
+        (N, H, t, Dh) each; memory_kv: the encoder memory of the B sentences projected by the
+        cross-attention once per sentence, (B, H, S, Dh) each, mask (B, 1, S) -> y (N, 1, D),
+        cross-attention weights (B, H, K, S) (None unless ``need_weights``), cache
+        (N, H, t+1, Dh) each. A sentence's K hypotheses are K queries of its one memory (no
+        copy per hypothesis). Equals row t of ``forward`` on the whole prefix."""
         res = cast(Residual, self.res[0])
-        result, cache = self.self_attn.step(res.inner(y), cache)  # (B, 1, D)
-        y = res.merge(y, result.context)  # (B, 1, D)
-        y, weights = self.attend_memory(y, memory_kv, mask)
-        return y, weights, cache
+        result, cache = self.self_attn.step(res.inner(y), cache)  # (N, 1, D)
+        y = res.merge(y, result.context)  # (N, 1, D)
+        per_sentence = y.view(mask.shape[0], -1, y.shape[-1])  # (B, K, D)
+        out, weights = self.attend_memory(per_sentence, memory_kv, mask, need_weights)
+        return out.view(y.shape), weights, cache  # (N, 1, D), (B, H, K, S) | None, ...
 
     def attend_memory(
-        self, y: Tensor, memory_kv: tuple[Tensor, Tensor], mask: Tensor
-    ) -> tuple[Tensor, Tensor]:
-        """The cross-attention (over the projected memory) and feed-forward sublayers."""
+        self, y: Tensor, memory_kv: tuple[Tensor, Tensor], mask: Tensor,
+        need_weights: bool = True,
+    ) -> tuple[Tensor, Tensor | None]:  # fmt: skip
+        """The cross-attention (over the projected memory) and feed-forward sublayers:
+        y (B, T, D) -> (B, T, D), weights (B, H, T, S) (None unless ``need_weights``)."""
 
         def cross(h: Tensor) -> tuple[Tensor, Tensor | None]:
-            r = self.cross_attn.attend_projected(h, *memory_kv, mask=mask)
-            return r.context, r.weights  # (B, T, D), (B, H, T, S)
+            r = self.cross_attn.attend_projected(h, *memory_kv, mask=mask,
+                                                 need_weights=need_weights)  # fmt: skip
+            return r.context, r.weights  # (B, T, D), (B, H, T, S) | None
 
         y, weights = self.res[1](y, cross)
         y, _ = self.res[2](y, self.ffn)
-        assert weights is not None
         return y, weights
 
 
@@ -271,7 +278,8 @@ class Transformer(Seq2Seq):
         memory = {"memory": self.enc_norm(x), "mask": mask}  # (B, S, D), (B, 1, S)
         for i, layer in enumerate(self.dec):  # each decoder layer's keys/values, projected once
             k, v = cast(DecoderLayer, layer).cross_attn.project_keys(memory["memory"])
-            memory[f"cross_k{i}"], memory[f"cross_v{i}"] = k, v  # (B, H, S, Dh) each
+            # contiguous once here, not copied by every step's matrix products
+            memory[f"cross_k{i}"], memory[f"cross_v{i}"] = k.contiguous(), v.contiguous()
         return memory, weights
 
     def decode(self, tgt_in: Tensor, memory: Memory) -> tuple[Tensor, Tensor]:
@@ -337,25 +345,51 @@ class Transformer(Seq2Seq):
             state.extend(cast(DecoderLayer, layer).self_attn.empty_cache(m.shape[0], m))
         return tuple(state)  # 2L tensors (B, H, 0, Dh)
 
+    def beam_memory(self, memory: Memory, beam: int) -> Memory:
+        """Beam search reads the memory of B sentences unrepeated: ``step`` takes a sentence's
+        K hypotheses as K queries of it."""
+        return memory
+
     def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, Tensor, State]:
         """Incremental decoding with a cache of projected keys and values: step t projects
         one new row per layer, never the prefix or the memory again (``encode`` projected
-        it). prev (B,) -> logits (B, V), weights (B, S) (last layer's cross-attention
-        averaged over heads); state: 2L tensors (B, H, t, Dh) -> (B, H, t+1, Dh)."""
+        it). prev (N,) with N = B·K, K hypotheses per sentence of the memory's B (K = 1
+        outside beam search) -> logits (N, V), weights (N, S) (last layer's
+        cross-attention averaged over heads; the other layers compute none); state: 2L
+        tensors (N, H, t, Dh) -> (N, H, t+1, Dh)."""
         t = state[0].shape[2]
-        y = self.embed(self.tgt_emb, prev[:, None], start=t)  # (B, 1, D)
+        mask = memory["mask"]  # (B, 1, S)
+        if prev.dim() != 1 or prev.shape[0] % mask.shape[0]:
+            raise ValueError(
+                f"prev {tuple(prev.shape)}: step takes (N,) tokens, N a multiple of the "
+                f"memory's {mask.shape[0]} sentences (K hypotheses each, see beam_memory)"
+            )
+        y = self.tgt_emb(prev)[:, None] * math.sqrt(self.config.dim)  # (N, 1, D)
+        y = self.drop(y + self.position(t, y))  # (N, 1, D)
         new_state: list[Tensor] = []
         weights = None
+        last = len(self.dec) - 1
         for i, layer in enumerate(self.dec):
             kv = memory[f"cross_k{i}"], memory[f"cross_v{i}"]  # (B, H, S, Dh) each
-            cache = state[2 * i], state[2 * i + 1]  # (B, H, t, Dh) each
-            y, weights, cache = cast(DecoderLayer, layer).step(y, cache, kv, memory["mask"])
-            new_state.extend(cache)  # (B, H, t+1, Dh) each
-        y = self.dec_norm(y)  # (B, 1, D)
+            cache = state[2 * i], state[2 * i + 1]  # (N, H, t, Dh) each
+            y, w, cache = cast(DecoderLayer, layer).step(y, cache, kv, mask, i == last)
+            weights = w if i == last else weights  # (B, H, K, S)
+            new_state.extend(cache)  # (N, H, t+1, Dh) each
+        y = self.dec_norm(y)  # (N, 1, D)
         w_out = self.tgt_emb.weight if self.out is None else self.out.weight  # (V, D)
-        logits = F.linear(y[:, 0], w_out, self.out_bias)  # (B, V)
+        logits = F.linear(y[:, 0], w_out, self.out_bias)  # (N, V)
         assert weights is not None
-        return logits, weights[:, :, 0].mean(dim=1), tuple(new_state)  # (B, V), (B, S)
+        averaged = weights.mean(dim=1).reshape(prev.shape[0], -1)  # (N, S)
+        return logits, averaged, tuple(new_state)
+
+    def position(self, t: int, like: Tensor) -> Tensor:
+        """PE row t, (D,) in ``like``'s dtype, from a table kept between decoding steps
+        (the rows of ``sinusoids``, made again only when t outgrows it)."""
+        table = self.__dict__.get("_positions")
+        if table is None or table.shape[0] <= t or table.device != like.device:
+            table = sinusoids(max(64, 2 * t + 2), self.config.dim, like.device)  # (T, D)
+            self.__dict__["_positions"] = table
+        return table[t].to(like.dtype)  # (D,)
 
 
 __all__ = ["PRESETS", "Transformer", "TransformerConfig", "sinusoids"]
