@@ -22,6 +22,7 @@ from attnkit.models import build_model
 from attnkit.registry import ALIGNMENTS, NORMALISERS, SCORES, build_alignment, build_normaliser
 from attnkit.registry import build_score as registry_score
 from attnkit.train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
+from attnkit.train.runtime import compile_options
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
 
@@ -119,10 +120,12 @@ def test_fit_compile_trains_the_compiled_forward(tmp_path: Path, monkeypatch) ->
     """``attnkit train --compile`` (FitConfig.compile): the model's forward is compiled in place
     (the checkpoint keys stay the model's own) and the run equals the eager run."""
     calls: list[nn.Module] = []
+    options: list[Any] = []
     real = nn.Module.compile
 
     def spy(self: nn.Module, *args: Any, **kwargs: Any) -> None:
         calls.append(self)
+        options.append(kwargs.pop("options", None))  # inductor's: aot_eager takes none
         real(self, *args, **{**kwargs, "backend": "aot_eager"})  # inductor: a minute a shape
 
     monkeypatch.setattr(nn.Module, "compile", spy)
@@ -141,5 +144,34 @@ def test_fit_compile_trains_the_compiled_forward(tmp_path: Path, monkeypatch) ->
     assert calls == []
     compiled = run("compiled", True)
     assert len(calls) == 1 and calls[0]._compiled_call_impl is not None  # type: ignore[attr-defined]
+    assert options == [compile_options("cpu")]
     assert compiled.history[0]["train_loss"] == pytest.approx(eager.history[0]["train_loss"])
     assert compiled.best_valid_loss == pytest.approx(eager.best_valid_loss)
+
+
+def test_compile_options_per_device() -> None:
+    assert compile_options("cpu") == {"cpp.vec_isa_ok": False, "fallback_random": True}
+    assert compile_options("cuda") == compile_options("cuda:1") == {}
+
+
+def test_inductor_with_the_cpu_options_gives_eager_results_and_dropout_draws() -> None:
+    """The options of ``attnkit train --compile`` on a CPU (train/runtime.py): inductor's
+    scalar kernels and ATen's random generator. A ReLU (its backward keeps a bool mask, the
+    store that is slow when vectorised) and a dropout: forward and gradients equal eager's,
+    dropout mask included (same seed, same draws: ``fallback_random``)."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(D, 32), nn.ReLU(), nn.Dropout(0.5), nn.Linear(32, D)).train()
+    x = torch.randn(6, D)
+    dynamo.reset()
+    compiled = torch.compile(net, options=compile_options("cpu"))
+    results = []
+    for run in (net, compiled):
+        net.zero_grad(set_to_none=True)
+        torch.manual_seed(1)
+        out = run(x)  # (6, D)
+        out.square().sum().backward()
+        results.append((out.detach(), [p.grad.clone() for p in net.parameters()]))
+    (eager, g_eager), (comp, g_comp) = results
+    torch.testing.assert_close(comp, eager, rtol=1e-5, atol=1e-6)
+    for a, b in zip(g_comp, g_eager, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)

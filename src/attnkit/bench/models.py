@@ -4,7 +4,8 @@ train,decode``; the figures of docs/performance.md.
 
     train:   a "small" Transformer, batches of 64 toy-ko pairs: the median time of a full
              update (forward, loss, backward, clipping, Adam) over ``steps`` updates after
-             ``warmup`` (compiled: after the shapes it meets were compiled)
+             a warm-up over every batch (compiled: every batch shape compiled before timing,
+             as in a long run), compiled as ``attnkit train --compile`` compiles
     decode:  a "small" Transformer trained ``updates`` steps on toy-ko (fixed seed), then the
              test sentences decoded in batches of 64: greedy, and beam 5 (all sentences x beams
              in one batch); sentences/s, and the hypotheses (to check two builds agree)
@@ -43,19 +44,29 @@ def _toy_ko(train: int, test: int, seed: int = 0) -> tuple[list, list, Vocab, Vo
 
 
 def train_speed(
-    compile: bool, steps: int = 30, warmup: int = 5, batch_size: int = 64, seed: int = 0
+    compile: bool,
+    steps: int = 30,
+    warmup: int | None = None,
+    batch_size: int = 64,
+    seed: int = 0,
+    options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Median seconds of one training update of a small Transformer; with ``compile`` the
-    model's forward is ``torch.compile``d in place (as ``attnkit train --compile``)."""
+    model's forward is ``torch.compile``d in place with ``options`` (default: those of
+    ``attnkit train --compile``, train/runtime.py). ``warmup`` untimed updates first (default:
+    one per batch, so that no timed step compiles a new shape)."""
     from ..models import build_model
     from ..train.loop import loss_of
+    from ..train.runtime import compile_options
 
     train, _, sv, tv = _toy_ko(batch_size * 8, 8, seed)
     data: list[Batch] = batches(train, sv, tv, batch_size)
+    warmup = len(data) if warmup is None else warmup
+    opts = compile_options("cpu") if options is None else options
     torch.manual_seed(seed)
     model = build_model("transformer", src_vocab=len(sv), tgt_vocab=len(tv), preset="small")
     if compile:
-        model.compile()
+        model.compile(options=opts)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     model.train()
     seconds, first = [], 0.0
@@ -75,7 +86,10 @@ def train_speed(
     median = statistics.median(seconds)
     return {
         "compile": compile,
+        "options": opts if compile else None,
+        "threads": torch.get_num_threads(),
         "steps": steps,
+        "warmup": warmup,
         "batch_size": batch_size,
         "step_ms": 1000 * median,
         "steps_per_s": 1 / median,

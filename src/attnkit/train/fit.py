@@ -29,7 +29,7 @@ from .distributed import process_group
 from .family import check_pairing, data_family, family
 from .loop import TrainResult, train
 from .run_dir import open_run
-from .runtime import pick_device, set_threads
+from .runtime import compile_in_place, pick_device, set_threads
 
 
 @dataclass
@@ -167,7 +167,7 @@ def _build(config: FitConfig, prepared: Prepared, device: str) -> torch.nn.Modul
         **m.options,
     ).to(device)
     if config.compile:  # in place: forward compiled, state_dict keys and decoding unchanged
-        model.compile()
+        compile_in_place(model, device)
     return model
 
 

@@ -1,6 +1,9 @@
-"""Where a run computes: the device and the CPU thread count, checked once for every command."""
+"""Where a run computes: the device and the CPU thread count, checked once for every command;
+and how a model is compiled for that device (``attnkit train --compile``)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 
@@ -22,4 +25,29 @@ def set_threads(n: int) -> None:
     torch.set_num_threads(n)
 
 
-__all__ = ["pick_device", "set_threads"]
+def compile_options(device: str) -> dict[str, Any]:
+    """Inductor options for ``torch.compile`` of a model trained on ``device``.
+
+    On a CPU, measured on this machine (torch 2.13, small Transformer on toy-ko, one thread;
+    docs/performance.md, "Why compiled training was slower than eager"):
+
+    - ``cpp.vec_isa_ok=False``: scalar C++ kernels. The vectorised kernels store a comparison
+      into a bool tensor (the ReLU mask its backward keeps, dropout masks, attention masks)
+      at ~1.1 ms per 98k elements, 20x the scalar store, and made the compiled forward
+      slower than eager;
+    - ``fallback_random=True``: dropout draws from ATen's generator, as in eager mode (the
+      same numbers from the same seed), instead of inductor's in-kernel generator.
+
+    On CUDA no options: neither slowdown is a GPU one."""
+    if torch.device(device).type == "cpu":  # "cpu", or a rank's "cuda:1"
+        return {"cpp.vec_isa_ok": False, "fallback_random": True}
+    return {}
+
+
+def compile_in_place(model: torch.nn.Module, device: str) -> None:
+    """``model.compile`` (the forward compiled in place: parameters, ``state_dict`` keys and
+    the decoding methods unchanged) with :func:`compile_options` for ``device``."""
+    model.compile(options=compile_options(device))
+
+
+__all__ = ["compile_in_place", "compile_options", "pick_device", "set_threads"]
