@@ -150,7 +150,7 @@ def test_fit_compile_trains_the_compiled_forward(tmp_path: Path, monkeypatch) ->
 
 
 def test_compile_options_per_device() -> None:
-    assert compile_options("cpu") == {"cpp.vec_isa_ok": False, "fallback_random": True}
+    assert compile_options("cpu") == {"cpp.simdlen": 0, "fallback_random": True}
     assert compile_options("cuda") == compile_options("cuda:1") == {}
 
 

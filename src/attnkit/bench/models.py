@@ -65,7 +65,8 @@ def train_speed(
     opts = compile_options("cpu") if options is None else options
     torch.manual_seed(seed)
     model = build_model("transformer", src_vocab=len(sv), tgt_vocab=len(tv), preset="small")
-    if compile:
+    if compile:  # reset: a second model's forward would reuse the graphs of the first
+        torch._dynamo.reset()
         model.compile(options=opts)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     model.train()

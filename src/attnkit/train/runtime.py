@@ -31,16 +31,17 @@ def compile_options(device: str) -> dict[str, Any]:
     On a CPU, measured on this machine (torch 2.13, small Transformer on toy-ko, one thread;
     docs/performance.md, "Why compiled training was slower than eager"):
 
-    - ``cpp.vec_isa_ok=False``: scalar C++ kernels. The vectorised kernels store a comparison
-      into a bool tensor (the ReLU mask its backward keeps, dropout masks, attention masks)
-      at ~1.1 ms per 98k elements, 20x the scalar store, and made the compiled forward
-      slower than eager;
+    - ``cpp.simdlen=0``: scalar C++ kernels. The vectorised kernels store a comparison into
+      a bool tensor (the ReLU mask its backward keeps, dropout masks, attention masks) at
+      ~1.1 ms per 98k elements, 17x the scalar store, and made the compiled forward slower
+      than eager. (Not ``cpp.vec_isa_ok=False``: inductor caches the CPU's vector ISAs under
+      it, and a later compile in the process with default options fails to build.)
     - ``fallback_random=True``: dropout draws from ATen's generator, as in eager mode (the
       same numbers from the same seed), instead of inductor's in-kernel generator.
 
     On CUDA no options: neither slowdown is a GPU one."""
     if torch.device(device).type == "cpu":  # "cpu", or a rank's "cuda:1"
-        return {"cpp.vec_isa_ok": False, "fallback_random": True}
+        return {"cpp.simdlen": 0, "fallback_random": True}
     return {}
 
 
