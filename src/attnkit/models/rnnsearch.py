@@ -143,7 +143,7 @@ class RNNSearch(LatentSeq2Seq):
     def _drop(self, x: Tensor) -> Tensor:
         """Dropout, or x itself where it is the identity (p = 0 or eval): no call per step,
         and ``unroll`` then sees the looked-up embeddings themselves (no re-stacking)."""
-        return self.drop(x) if self.training and self.drop.p > 0 else x
+        return self.drop(x) if self.drop.training and self.drop.p > 0 else x
 
     def readout(self, features: tuple[Tensor, ...], ctx: Tensor) -> Tensor:
         """The deep output g(y_{i-1}, s_i, c) (eq. 4, App. A.2.2) of features (s_i, E y_{i-1}),
