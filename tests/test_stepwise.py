@@ -173,3 +173,42 @@ def test_errors_say_what_to_pass() -> None:
         attend_step(q.float(), k, v, score=score)
     with pytest.raises(ValueError, match="NaN or Inf"):
         attend_step(q * float("nan"), k, v, score=score, check_finite=True)
+
+
+@pytest.mark.parametrize("lead", [(5,), (2, 3)])
+@pytest.mark.parametrize("kind", ["padding", "empty"])
+def test_a_given_masked_out_gives_the_same_as_the_mask_alone(lead, kind: str) -> None:
+    """``masked_out`` (~mask, inverted once by a decoder) only spares the inversion: the
+    context, weights and gradients equal ``attend``'s, with and without ``every_row``."""
+    score = AdditiveScore(D, D, 5).double()
+    mask = _mask(lead, kind)
+    assert mask is not None
+    for every_row in [False, True] if kind != "empty" else [False]:
+        q, k, v = _inputs(lead)
+        step = attend_step(q, k, v, score=one_query(score), mask=mask, every_row=every_row,
+                           masked_out=~mask)  # fmt: skip
+        ref = attend(q[..., None, :], k, v, score=score, mask=mask[..., None, :])
+        assert ref.weights is not None
+        torch.testing.assert_close(step.weights, ref.weights[..., 0, :], rtol=0, atol=1e-12)
+        torch.testing.assert_close(step.context, ref.context[..., 0, :], rtol=0, atol=1e-12)
+        for a, b in zip(_grads(step.context, (q, k, v)), _grads(ref.context, (q, k, v)),
+                        strict=True):  # fmt: skip
+            torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+
+
+def test_masked_out_must_be_the_inverted_mask() -> None:
+    q, k, v = _inputs((5,))
+    score = one_query(DotScore())
+    mask = _mask((5,), "padding")
+    assert mask is not None
+    with pytest.raises(ValueError, match="without mask"):
+        attend_step(q, k, v, score=score, masked_out=~mask)
+    with pytest.raises(ValueError, match="mask's shape"):
+        attend_step(q, k, v, score=score, mask=mask, masked_out=~mask[:1])
+    with pytest.raises(ValueError, match="mask's shape"):
+        attend_step(q, k, v, score=score, mask=mask, masked_out=(~mask).float())
+    attend_step(q, k, v, score=score, mask=mask, masked_out=mask)  # values not read by default
+    with attnkit.checks("full"), pytest.raises(ValueError, match="is not ~mask"):
+        attend_step(q, k, v, score=score, mask=mask, masked_out=mask)
+    with attnkit.checks("full"):
+        attend_step(q, k, v, score=score, mask=mask, masked_out=~mask)

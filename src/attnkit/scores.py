@@ -322,9 +322,11 @@ class AdditiveScore(Score):
         (..., Dq), keys from ``project_keys`` (..., Tk, A) -> (..., Tk). See
         ``additive_step_score``."""
         check_width("query", query.shape[-1], self.w_query.shape[1], "see AdditiveScore(query_dim)")
-        return additive_step_score(
-            query, projected_keys, self.w_query.to(query.dtype), self.v.to(query.dtype)
-        )
+        w: Tensor = self.w_query
+        v: Tensor = self.v
+        if not (w.dtype == v.dtype == query.dtype):  # no .to() per step when the dtypes agree
+            w, v = w.to(query.dtype), v.to(query.dtype)
+        return additive_step_score(query, projected_keys, w, v)
 
 
 class LocationScore(Score):

@@ -84,6 +84,22 @@ def _check(query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> 
         )
 
 
+def _check_masked_out(mask: Tensor | None, masked_out: Tensor) -> None:
+    """``masked_out`` must be ``~mask`` (its values are read under full checks only)."""
+    if mask is None:
+        raise ValueError("attend_step: masked_out (~mask) was given without mask; pass both")
+    if not isinstance(masked_out, Tensor) or masked_out.dtype != torch.bool or (
+        masked_out.shape != mask.shape
+    ):
+        raise ValueError(
+            f"masked_out must be ~mask, a bool tensor of mask's shape {tuple(mask.shape)}; got "
+            f"{getattr(masked_out, 'dtype', type(masked_out).__name__)} "
+            f"{tuple(getattr(masked_out, 'shape', ()))}"
+        )
+    if get_checks() == "full" and not bool((masked_out != mask).all()):
+        raise ValueError("attend_step: masked_out is not ~mask (True where mask is False)")
+
+
 def attend_step(
     query: Tensor,
     keys: Tensor,
@@ -93,6 +109,7 @@ def attend_step(
     normaliser: NormaliseFn = softmax,
     mask: Tensor | None = None,
     every_row: bool = False,
+    masked_out: Tensor | None = None,
     check_finite: bool | None = None,
 ) -> AttentionResult:
     """Global attention of one query per row (see the module docstring):
@@ -109,6 +126,9 @@ def attend_step(
     back in the input dtype.
 
     A plain softmax normaliser (temperature 1) runs as one masked fill and a softmax.
+    ``masked_out``: ``~mask`` when the caller holds it (a decoder's padding, the same at
+    every step: invert it once per sentence); the fill reads it instead of inverting
+    ``mask`` (under ``attnkit.set_checks("full")`` it is checked to be ``~mask``).
     ``every_row=True`` says that each row of ``mask`` allows at least one key: the masked
     keys then get exactly zero weight from the softmax itself, and the fix-up that zeroes a
     fully masked row is skipped (under ``attnkit.set_checks("full")`` the claim is checked,
@@ -116,6 +136,8 @@ def attend_step(
     in ``attend``. Other normalisers are called as ``normaliser(e[..., None, :], mask)``.
     ``check_finite``: as ``attend`` (NaN/Inf in the inputs raise a ValueError)."""
     _check(query, keys, values, mask)
+    if masked_out is not None:
+        _check_masked_out(mask, masked_out)
     finite = finite_wanted(check_finite)
     if finite:
         for name, x in (("query", query), ("keys", keys), ("values", values)):
@@ -137,7 +159,8 @@ def attend_step(
         weights = torch.softmax(scores, dim=-1)  # (..., Tk)
     else:
         lowest = torch.finfo(scores.dtype).min  # finite: a fully masked row stays finite
-        weights = torch.softmax(torch.where(mask, scores, lowest), dim=-1)  # (..., Tk)
+        fill = ~mask if masked_out is None else masked_out  # True = may not attend
+        weights = torch.softmax(scores.masked_fill(fill, lowest), dim=-1)  # (..., Tk)
         if not every_row:
             weights = weights * mask  # a fully masked row: uniform above, zero here
     v = values if values.dtype == weights.dtype else values.to(weights.dtype)

@@ -11,6 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import attnkit.models.latent as latent
 import attnkit.models.rnnsearch as rnnsearch_mod
 from attnkit.core import AttentionResult, attend
 from attnkit.models import build_model
@@ -57,7 +58,7 @@ def generic(m: Any):
     ``forward`` on the raw annotations (the values): no projected keys, no step score, the
     alignment stage, the normaliser's own masking and fix-up."""
 
-    def step(query, keys, values, *, score, normaliser, mask, every_row):  # noqa: ARG001
+    def step(query, keys, values, *, score, normaliser, mask, every_row, masked_out):  # noqa: ARG001
         att = attend(
             query[:, None], values, values, score=m.attention.score, align=m.attention.align,
             normaliser=normaliser, mask=mask[:, None],
@@ -136,3 +137,38 @@ def test_teacher_forced_gradients_equal_the_per_step_path() -> None:
     assert len(fast) == len(slow) > 0
     for a, c in zip(fast, slow, strict=True):
         torch.testing.assert_close(a, c, rtol=1e-6, atol=1e-6)
+
+
+def test_unroll_stacks_a_feature_unless_it_is_the_embeddings_themselves() -> None:
+    """``latent._stacked``: the per-step embeddings read as they are give ``embedded`` back
+    (no copy); equal values that are other tensors (dropout's output) are stacked."""
+    embedded = torch.randn(2, 3, 4)  # (B, T, E)
+    inputs = embedded.unbind(1)
+    assert latent._stacked(inputs, inputs, embedded) is embedded
+    copies = tuple(x.clone() for x in inputs)
+    stacked = latent._stacked(copies, inputs, embedded)
+    assert stacked is not embedded and torch.equal(stacked, embedded)
+    mixed = (inputs[0], copies[1], inputs[2])
+    assert latent._stacked(mixed, inputs, embedded) is not embedded
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.3])
+def test_without_dropout_the_deep_output_reads_the_looked_up_embeddings(
+    dropout: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With p = 0 the step skips dropout, so ``unroll`` hands the output layer the (B, T, E)
+    embeddings as looked up (test_teacher_forced_gradients_equal_the_per_step_path checks
+    the gradients of that path; tests/models/test_output_after_loop.py the dropout one)."""
+    m, b = model("soft", "enumerate", dropout=dropout), batch()
+    m.train()
+    reused = []
+    stacked = latent._stacked
+
+    def spy(feature, inputs, embedded):
+        out = stacked(feature, inputs, embedded)
+        reused.append(out is embedded)
+        return out
+
+    monkeypatch.setattr(latent, "_stacked", spy)
+    m.training_loss(*b)
+    assert reused == [False, dropout == 0.0]  # features (s_i, E y_{i-1})

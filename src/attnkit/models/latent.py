@@ -267,6 +267,15 @@ class Unrolled:
         return self.values[:, None].expand(-1, self.alpha.shape[1], -1, -1)
 
 
+def _stacked(feature: tuple[Tensor, ...], inputs: tuple[Tensor, ...], embedded: Tensor) -> Tensor:
+    """A feature's T per-step values (B, F) each -> (B, T, F); the target embeddings
+    themselves (the step read ``inputs[t]`` as it is) are ``embedded`` already: no copy, and
+    autograd does not unbind their gradient into T pieces to stack it again."""
+    if all(f is x for f, x in zip(feature, inputs, strict=True)):
+        return embedded  # (B, T, E)
+    return torch.stack(feature, 1)  # (B, T, F)
+
+
 def unroll(
     model: Any, memory: dict[str, Tensor], tgt_in: Tensor, choose: Chooser | None
 ) -> Unrolled:
@@ -291,12 +300,13 @@ def unroll(
                 index.append(z)
     first = steps[0]
     alpha = torch.stack([p.alpha for p in steps], 1)  # (B, T, S)
+    features = [p.features for p in steps]
     return Unrolled(
         alpha,
         torch.stack([p.context for p in steps], 1),  # (B, T, Dv)
         first.values,
         first.mask[:, None].expand_as(alpha),  # (B, T, S)
-        tuple(torch.stack(f, 1) for f in zip(*(p.features for p in steps), strict=True)),
+        tuple(_stacked(f, inputs, embedded) for f in zip(*features, strict=True)),
         first.output,
         torch.stack(chosen, 1) if chosen else None,  # (B, T, Dv)
         torch.stack(index, 1) if index else None,  # (B, T)

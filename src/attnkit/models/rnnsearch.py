@@ -102,10 +102,12 @@ class RNNSearch(LatentSeq2Seq):
     def encode(self, src: Tensor, src_len: Tensor) -> Memory:
         states, (_, backward_first), _ = self.encoder(src, src_len)  # (B, S, 2n), (B, n)
         score = cast(AdditiveScore, self.attention.score)
+        mask = source_mask(src_len, src.shape[1])  # (B, 1, S)
         return {
             "keys": states,
             "projected": score.project_keys(states),  # U_a h_j, once per sentence (B, S, A)
-            "mask": source_mask(src_len, src.shape[1]),  # (B, 1, S)
+            "mask": mask,
+            "padding": ~mask[:, 0],  # (B, S) True = padding, inverted once per sentence
             "s0": torch.tanh(self.init(backward_first)),  # (B, m)
         }
 
@@ -119,7 +121,7 @@ class RNNSearch(LatentSeq2Seq):
         function of the context it reads (latent.py chooses which)."""
         (s_prev,) = state  # (B, m)
         # ``embedded``: E y_{t-1} looked up for all positions at once (latent.unroll)
-        y = self.drop(self.tgt_emb(prev) if embedded is None else embedded)  # (B, E)
+        y = self._drop(self.tgt_emb(prev) if embedded is None else embedded)  # (B, E)
         score = cast(AdditiveScore, self.attention.score)
         mask = memory["mask"][:, 0]  # (B, S)
         att = attend_step(  # keys U_a h_j precomputed in encode(), values the annotations h_j
@@ -130,12 +132,18 @@ class RNNSearch(LatentSeq2Seq):
             normaliser=self.attention.normaliser,
             mask=mask,
             every_row=True,  # the packed encoder refuses an empty source: each row has a key
+            masked_out=memory["padding"],  # ~mask, (B, S)
         )
         c = att.context  # (B, 2n)
         s = self.cell(torch.cat([y, c], dim=-1), s_prev)  # (B, m)
         assert att.weights is not None
-        features = (self.drop(s), y)  # what the deep output reads besides the context
+        features = (self._drop(s), y)  # what the deep output reads besides the context
         return StepParts(att.weights, c, memory["keys"], mask, features, self.readout, (s,))
+
+    def _drop(self, x: Tensor) -> Tensor:
+        """Dropout, or x itself where it is the identity (p = 0 or eval): no call per step,
+        and ``unroll`` then sees the looked-up embeddings themselves (no re-stacking)."""
+        return self.drop(x) if self.drop.training and self.drop.p > 0 else x
 
     def readout(self, features: tuple[Tensor, ...], ctx: Tensor) -> Tensor:
         """The deep output g(y_{i-1}, s_i, c) (eq. 4, App. A.2.2) of features (s_i, E y_{i-1}),

@@ -105,6 +105,12 @@ def make_score(c: TransformerConfig) -> Score:
     return ScaledDotScore() if c.score == "scaled_dot" else DotScore()
 
 
+def dropped(drop: nn.Dropout, x: Tensor) -> Tensor:
+    """``drop(x)``, skipping the module call where it is the identity (evaluation, p = 0):
+    a decoding step would otherwise spend a module call on each of its dropouts."""
+    return drop(x) if drop.training and drop.p > 0 else x
+
+
 class Residual(nn.Module):
     """One sublayer with its residual connection, post-norm or pre-norm (see module doc)."""
 
@@ -123,7 +129,7 @@ class Residual(nn.Module):
         return self.norm(x) if self.pre_norm else x
 
     def merge(self, x: Tensor, out: Tensor) -> Tensor:
-        x = x + self.drop(out)
+        x = x + dropped(self.drop, out)
         return x if self.pre_norm else self.norm(x)
 
 
@@ -135,7 +141,7 @@ class FeedForward(nn.Module):
         self.w1, self.w2, self.drop = nn.Linear(dim, ff), nn.Linear(ff, dim), nn.Dropout(dropout)
 
     def forward(self, x: Tensor) -> tuple[Tensor, None]:
-        return self.w2(self.drop(F.relu(self.w1(x)))), None  # (B, T, D)
+        return self.w2(dropped(self.drop, F.relu(self.w1(x)))), None  # (B, T, D)
 
 
 class EncoderLayer(nn.Module):
@@ -365,7 +371,7 @@ class Transformer(Seq2Seq):
                 f"memory's {mask.shape[0]} sentences (K hypotheses each, see beam_memory)"
             )
         y = self.tgt_emb(prev)[:, None] * math.sqrt(self.config.dim)  # (N, 1, D)
-        y = self.drop(y + self.position(t, y))  # (N, 1, D)
+        y = dropped(self.drop, y + self.position(t, y))  # (N, 1, D)
         new_state: list[Tensor] = []
         weights = None
         last = len(self.dec) - 1
