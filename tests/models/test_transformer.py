@@ -154,3 +154,29 @@ def test_cli_trains_and_translates_with_options(tmp_path, capsys) -> None:
     capsys.readouterr()
     assert main(["translate", "--checkpoint", out, "--beam", "2", "I am a student"]) == 0
     assert capsys.readouterr().out.strip()
+
+
+def test_every_dropout_runs_in_training_and_none_is_called_in_evaluation() -> None:
+    """Vaswani 2017, §5.4: dropout on every sublayer output and on the embeddings + positions
+    while training; evaluation (and p = 0) skips the modules, which changes nothing."""
+    m = model(dropout=0.3)
+    calls: dict[str, int] = {}
+    for name, mod in m.named_modules():
+        if isinstance(mod, torch.nn.Dropout):
+            calls[name] = 0
+            mod.register_forward_hook(
+                lambda mod, i, o, name=name: calls.__setitem__(name, calls[name] + 1)
+            )
+    src, src_len, tgt = batch()
+    m.train()
+    torch.manual_seed(1)
+    a = m(src, src_len, tgt).logits
+    torch.manual_seed(2)
+    b = m(src, src_len, tgt).logits
+    assert not torch.allclose(a, b)  # two dropout draws
+    assert calls and all(n > 0 for n in calls.values()), calls
+    m.eval()
+    for name in calls:
+        calls[name] = 0
+    torch.testing.assert_close(m(src, src_len, tgt).logits, m(src, src_len, tgt).logits)
+    assert all(n == 0 for n in calls.values()), calls

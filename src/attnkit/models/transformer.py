@@ -262,7 +262,7 @@ class Transformer(Seq2Seq):
         """ids (B, T) at positions start.. -> (B, T, D): sqrt(D) E[ids] + PE (§3.4, §3.5)."""
         x = emb(ids) * math.sqrt(self.config.dim)  # (B, T, D)
         pe = sinusoids(start + ids.shape[1], self.config.dim, ids.device)[start:]  # (T, D)
-        return self.drop(x + pe.to(x.dtype))
+        return dropped(self.drop, x + pe.to(x.dtype))
 
     def encode(self, src: Tensor, src_len: Tensor) -> Memory:
         return self.run_encoder(src, src_len)[0]
