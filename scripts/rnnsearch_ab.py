@@ -5,7 +5,7 @@ toy-ko batches of 64, one thread. Each round runs one update (forward, cross-ent
 backward, clipping, Adam) of each model on the same batch, the order rotating; the figures
 are medians of the per-round paired ratios (interquartile range), wall and thread CPU time.
 
-    PYTHONPATH=src python scripts/rnnsearch_ab.py --before /work/main/src --rounds 300
+    PYTHONPATH=src python scripts/rnnsearch_ab.py --before ../before/src --rounds 300
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@
 matmul, so each sample carries the load it ran under; ``--quiet`` reports the samples whose
 matmul was within 20% of the best too.
 
-    PYTHONPATH=src python scripts/sliding_ab.py --before /work/main/src --n 16384 \\
+    PYTHONPATH=src python scripts/sliding_ab.py --before ../before/src --n 16384 \\
         --scenario local --modes fwd,fwd+bwd --anchors local-attention,flex --rounds 8
-    PYTHONPATH=src python scripts/sliding_ab.py --before /work/main/src --threads 1 --cpu-time
+    PYTHONPATH=src python scripts/sliding_ab.py --before ../before/src --threads 1 --cpu-time
 """
 
 from __future__ import annotations
