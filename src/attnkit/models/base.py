@@ -25,6 +25,13 @@ Memory = dict[str, Tensor]
 State = tuple[Tensor, ...]
 
 
+def dropped(drop: nn.Dropout, x: Tensor) -> Tensor:
+    """``drop(x)``, skipping the module call where it is the identity (evaluation, p = 0):
+    a decoding step would otherwise spend a module call on each of its dropouts, and a
+    recurrent step's output stays the very tensor it was given."""
+    return drop(x) if drop.training and drop.p > 0 else x
+
+
 @dataclass
 class Seq2SeqOutput:
     """What teacher forcing returns: logits (B, T, V), and the attention weights (B, T, S)
@@ -128,6 +135,7 @@ __all__ = [
     "Seq2Seq",
     "Seq2SeqOutput",
     "State",
+    "dropped",
     "maxout",
     "select",
     "source_mask",

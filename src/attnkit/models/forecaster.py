@@ -34,6 +34,7 @@ from torch import Tensor, nn
 from .._checks import check_ranges
 from ..core import attend
 from ..registry import build_score, canonical
+from .base import dropped
 
 CELLS = ("gru", "lstm")
 READS = ("value", "state")
@@ -88,13 +89,10 @@ class Forecaster(nn.Module):
         self.out = nn.Linear(h if self.score is None else h + read, 1)
         self.drop = nn.Dropout(config.dropout)
 
-    def _dropout(self, x: Tensor) -> Tensor:
-        return self.drop(x) if self.config.dropout > 0 else x  # p = 0: no random draws at all
-
     def forward(self, past: Tensor, horizon: int) -> ForecastOutput:
         x = past.unsqueeze(-1)  # (B, W, 1)
         states, state = self.rnn(x)  # (B, W, H); GRU (1, B, H) | LSTM ((1, B, H), (1, B, H))
-        states = self._dropout(states)
+        states = dropped(self.drop, states)
         keys = F.pad(states[:, :-1], (0, 0, 1, 0))  # (B, W, H): h_0 = 0, h_1 .. h_{W-1}
         both = torch.cat([states, x], dim=-1)  # (B, W, H + 1)
         values = x if self.config.read == "value" else both  # (B, W, 1 | H + 1)
@@ -103,7 +101,7 @@ class Forecaster(nn.Module):
         for k in range(horizon):
             if k:
                 _, state = self.rnn(preds[-1][:, None], state)  # reads ŷ_k
-            s = self._dropout((state if isinstance(state, Tensor) else state[0])[0])  # (B, H)
+            s = dropped(self.drop, (state if isinstance(state, Tensor) else state[0])[0])  # (B, H)
             if self.score is None:
                 preds.append(self.out(s))  # (B, 1)
                 continue

@@ -27,7 +27,7 @@ from ..modules import Attention
 from ..normalisers import softmax
 from ..scores import AdditiveScore
 from ..stepwise import attend_step
-from .base import DeepOutput, Memory, State, source_mask
+from .base import DeepOutput, Memory, State, dropped, source_mask
 from .encoders import GRUEncoder
 from .latent import (
     LatentSeq2Seq,
@@ -121,7 +121,7 @@ class RNNSearch(LatentSeq2Seq):
         function of the context it reads (latent.py chooses which)."""
         (s_prev,) = state  # (B, m)
         # ``embedded``: E y_{t-1} looked up for all positions at once (latent.unroll)
-        y = self._drop(self.tgt_emb(prev) if embedded is None else embedded)  # (B, E)
+        y = dropped(self.drop, self.tgt_emb(prev) if embedded is None else embedded)  # (B, E)
         score = cast(AdditiveScore, self.attention.score)
         mask = memory["mask"][:, 0]  # (B, S)
         att = attend_step(  # keys U_a h_j precomputed in encode(), values the annotations h_j
@@ -137,13 +137,8 @@ class RNNSearch(LatentSeq2Seq):
         c = att.context  # (B, 2n)
         s = self.cell(torch.cat([y, c], dim=-1), s_prev)  # (B, m)
         assert att.weights is not None
-        features = (self._drop(s), y)  # what the deep output reads besides the context
+        features = (dropped(self.drop, s), y)  # what the deep output reads besides the context
         return StepParts(att.weights, c, memory["keys"], mask, features, self.readout, (s,))
-
-    def _drop(self, x: Tensor) -> Tensor:
-        """Dropout, or x itself where it is the identity (p = 0 or eval): no call per step,
-        and ``unroll`` then sees the looked-up embeddings themselves (no re-stacking)."""
-        return self.drop(x) if self.drop.training and self.drop.p > 0 else x
 
     def readout(self, features: tuple[Tensor, ...], ctx: Tensor) -> Tensor:
         """The deep output g(y_{i-1}, s_i, c) (eq. 4, App. A.2.2) of features (s_i, E y_{i-1}),

@@ -34,7 +34,7 @@ from .._checks import check_ranges
 from ..alignment import CausalAlignment
 from ..modules import CrossAttention, SelfAttention, check_heads
 from ..scores import DotScore, ScaledDotScore, Score
-from .base import Memory, Seq2Seq, Seq2SeqOutput, State, source_mask
+from .base import Memory, Seq2Seq, Seq2SeqOutput, State, dropped, source_mask
 
 SHARE = ("none", "output", "all")
 SCORES = ("scaled_dot", "dot")
@@ -103,12 +103,6 @@ def make_score(c: TransformerConfig) -> Score:
     """A fresh score module of ``c.score`` for one attention module (per head, width
     dim / heads): ScaledDotScore() (qᵀk / √d_k) or DotScore() (qᵀk)."""
     return ScaledDotScore() if c.score == "scaled_dot" else DotScore()
-
-
-def dropped(drop: nn.Dropout, x: Tensor) -> Tensor:
-    """``drop(x)``, skipping the module call where it is the identity (evaluation, p = 0):
-    a decoding step would otherwise spend a module call on each of its dropouts."""
-    return drop(x) if drop.training and drop.p > 0 else x
 
 
 class Residual(nn.Module):
@@ -258,10 +252,11 @@ class Transformer(Seq2Seq):
         self.out_bias = nn.Parameter(torch.zeros(c.tgt_vocab))
         self.drop = nn.Dropout(c.dropout)
 
-    def embed(self, emb: nn.Embedding, ids: Tensor, start: int = 0) -> Tensor:
-        """ids (B, T) at positions start.. -> (B, T, D): sqrt(D) E[ids] + PE (§3.4, §3.5)."""
+    def embed(self, emb: nn.Embedding, ids: Tensor) -> Tensor:
+        """ids (B, T) -> (B, T, D): sqrt(D) E[ids] + PE (§3.4, §3.5); a decoding step adds
+        its one row with ``position``."""
         x = emb(ids) * math.sqrt(self.config.dim)  # (B, T, D)
-        pe = sinusoids(start + ids.shape[1], self.config.dim, ids.device)[start:]  # (T, D)
+        pe = sinusoids(ids.shape[1], self.config.dim, ids.device)  # (T, D)
         return dropped(self.drop, x + pe.to(x.dtype))
 
     def encode(self, src: Tensor, src_len: Tensor) -> Memory:
