@@ -75,6 +75,22 @@ AT_TEST = {
 }
 
 
+@dataclass(kw_only=True)
+class SoftnessConfig:
+    """The softness fields of RNNSearchConfig and LuongConfig (checked by ``check_softness``;
+    keyword-only, after each model's own fields)."""
+
+    softness: str = "soft"  # soft | mean | hard | gumbel | variational
+    estimator: str = "enumerate"  # variational: enumerate | sample
+    tau_start: float = 1.0  # gumbel: temperature at the first update ...
+    tau_end: float = 0.5  # ... annealed to this one ...
+    tau_steps: int = 1000  # ... over this many updates
+    entropy_weight: float = 0.01  # hard: λ_e of the entropy bonus (Xu 2015, eq. 12)
+    reward_baseline: str = "average"  # hard, variational-sample: average | soft (latent.py)
+    baseline_decay: float = 0.9  # ... the moving average's decay
+    q_hidden: int = 32  # variational: inference network width (per direction)
+
+
 def check_softness(cfg: Any) -> None:
     """The softness fields of a model config (RNNSearchConfig, LuongConfig), named on error."""
     cls = type(cfg).__name__
@@ -473,6 +489,7 @@ __all__ = [
     "AT_TEST",
     "ESTIMATORS",
     "SOFTNESS",
+    "SoftnessConfig",
     "InferenceNetwork",
     "LatentSeq2Seq",
     "StepParts",

@@ -37,6 +37,7 @@ from .base import Memory, State, source_mask
 from .encoders import GRUEncoder
 from .latent import (
     LatentSeq2Seq,
+    SoftnessConfig,
     StepParts,
     add_softness,
     broadcast_feature,
@@ -63,7 +64,7 @@ def _check_name(field: str, kind: str, name: str, paper: tuple[str, ...]) -> Non
 
 
 @dataclass
-class LuongConfig:
+class LuongConfig(SoftnessConfig):
     src_vocab: int
     tgt_vocab: int
     emb: int = 64
@@ -76,15 +77,6 @@ class LuongConfig:
     input_feeding: bool = True
     max_src_len: int = 100  # rows of W_a for the location score
     dropout: float = 0.0
-    softness: str = "soft"  # soft | mean | hard | gumbel | variational (models/latent.py)
-    estimator: str = "enumerate"  # variational: enumerate | sample
-    tau_start: float = 1.0  # gumbel: temperature at the first update ...
-    tau_end: float = 0.5  # ... annealed to this one ...
-    tau_steps: int = 1000  # ... over this many updates
-    entropy_weight: float = 0.01  # hard: λ_e of the entropy bonus (Xu 2015, eq. 12)
-    reward_baseline: str = "average"  # hard, variational-sample: average | soft (latent.py)
-    baseline_decay: float = 0.9  # ... the moving average's decay
-    q_hidden: int = 32  # variational: inference network width (per direction)
 
     def __post_init__(self) -> None:
         check_ranges(

@@ -31,6 +31,7 @@ from .base import DeepOutput, Memory, State, dropped, source_mask
 from .encoders import GRUEncoder
 from .latent import (
     LatentSeq2Seq,
+    SoftnessConfig,
     StepParts,
     add_softness,
     broadcast_feature,
@@ -40,7 +41,7 @@ from .latent import (
 
 
 @dataclass
-class RNNSearchConfig:
+class RNNSearchConfig(SoftnessConfig):
     src_vocab: int
     tgt_vocab: int
     emb: int = 64
@@ -49,15 +50,6 @@ class RNNSearchConfig:
     attn_hidden: int = 128  # width of the additive score's tanh layer
     maxout: int = 128  # deep-output width; 0 = plain linear output
     dropout: float = 0.0
-    softness: str = "soft"  # soft | mean | hard | gumbel | variational (models/latent.py)
-    estimator: str = "enumerate"  # variational: enumerate | sample
-    tau_start: float = 1.0  # gumbel: temperature at the first update ...
-    tau_end: float = 0.5  # ... annealed to this one ...
-    tau_steps: int = 1000  # ... over this many updates
-    entropy_weight: float = 0.01  # hard: λ_e of the entropy bonus (Xu 2015, eq. 12)
-    reward_baseline: str = "average"  # hard, variational-sample: average | soft (latent.py)
-    baseline_decay: float = 0.9  # ... the moving average's decay
-    q_hidden: int = 32  # variational: inference network width (per direction)
 
     def __post_init__(self) -> None:
         check_ranges(
