@@ -8,8 +8,9 @@ identical are printed.
     git worktree add /tmp/before 2734bb5^
     PYTHONPATH=src python scripts/decode_ab.py --before /tmp/before/src --pairs 3
 
-The worker uses only what both builds have (tasks, batching, the model registry,
-``decode.search.decode``, ``train.loop.loss_of``): the weights are trained once, 300 seeded
+Each run times with this checkout's ``attnkit.bench.models.decode_speed``, loaded into the
+build under test (it calls only what both builds have: tasks, batching, the model registry,
+``decode.search.decode``, ``train.loop.loss_of``). The weights are trained once, 300 seeded
 updates, by this checkout and saved (``--weights``), then loaded by every run.
 """
 
@@ -18,59 +19,32 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 
-def worker(weights: str, out: str, test: int = 256, repeats: int = 3) -> None:
-    """One run in the build on sys.path: train or load the weights, time the decodings."""
+def worker(weights: str, out: str) -> None:
+    """One run in the build on sys.path: this checkout's ``bench.models.decode_speed``, loaded
+    into that build's ``attnkit.bench`` package (its imports are package-relative, so it
+    decodes with that build's models and search): the weights trained once or loaded, then
+    greedy and beam 5 timed."""
+    import importlib.util
+
     import torch
 
-    from attnkit.data.batching import batches
-    from attnkit.data.tasks import load_task
-    from attnkit.data.vocab import Vocab
-    from attnkit.decode.search import decode
-    from attnkit.models import build_model
-    from attnkit.train.loop import loss_of
+    import attnkit.bench  # the build under test: another checkout's or this one
 
     torch.set_num_threads(1)
-    splits = load_task("toy-ko", seed=0, train_size=4000, valid_size=8, test_size=test)
-    sv = Vocab.build(e.src for e in splits.train)
-    tv = Vocab.build(e.tgt for e in splits.train)
-    torch.manual_seed(0)
-    model = build_model("transformer", src_vocab=len(sv), tgt_vocab=len(tv), preset="small")
-    if Path(weights).exists():
-        model.load_state_dict(torch.load(weights, weights_only=True))
-    else:
-        opt, done, epoch = torch.optim.Adam(model.parameters(), lr=1e-3), 0, 0
-        model.train()
-        while done < 300:
-            for b in batches(splits.train, sv, tv, 64, random.Random(epoch))[: 300 - done]:
-                loss, _ = loss_of(model, b)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                opt.step()
-                done += 1
-            epoch += 1
-        torch.save(model.state_dict(), weights)
-    model.eval()
-    test_batches = batches(splits.test, sv, tv, 64)
-    result = {}
-    for beam in (1, 5):
-        best, hyps = float("inf"), list[list[int]]()
-        for _ in range(repeats):
-            start = time.perf_counter()
-            hyps = [
-                h for b in test_batches for h in decode(model, b.src, b.src_len, beam=beam).tokens
-            ]
-            best = min(best, time.perf_counter() - start)
-        result[str(beam)] = {"sentences_per_s": len(splits.test) / best, "hypotheses": hyps}
+    path = Path(__file__).resolve().parents[1] / "src" / "attnkit" / "bench" / "models.py"
+    spec = importlib.util.spec_from_file_location("attnkit.bench._decode_ab", path)
+    assert spec is not None and spec.loader is not None and attnkit.bench.__file__
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = bench.decode_speed(weights=weights, log=lambda line: None)["rows"]
+    result = {str(r["beam"]): {k: r[k] for k in ("sentences_per_s", "hypotheses")} for r in rows}
     Path(out).write_text(json.dumps(result))
 
 

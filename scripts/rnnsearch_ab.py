@@ -11,31 +11,19 @@ are medians of the per-round paired ratios (interquartile range), wall and threa
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import random
-import shutil
 import statistics
-import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
+from _ab import import_before  # scripts/_ab.py: the other checkout, imported beside this one
 
 from attnkit.bench.models import _plain_twin, _toy_ko
 from attnkit.data.batching import batches
 from attnkit.models import build_model
-
-
-def _before(src: str) -> Any:
-    """The other checkout's ``attnkit.models`` (its imports are package-relative)."""
-    tmp = Path(tempfile.mkdtemp())
-    shutil.copytree(Path(src) / "attnkit", tmp / "attnkit_before")
-    sys.path.insert(0, str(tmp))
-    return importlib.import_module("attnkit_before.models")
 
 
 def _quartiles(xs: list[float]) -> str:
@@ -54,7 +42,7 @@ def main() -> None:
     data = batches(train, sv, tv, 64, random.Random(0))
     torch.manual_seed(0)
     after = build_model("rnnsearch", src_vocab=len(sv), tgt_vocab=len(tv), preset=a.preset)
-    before = _before(a.before).build_model(
+    before = import_before(a.before, "models").build_model(
         "rnnsearch", src_vocab=len(sv), tgt_vocab=len(tv), preset=a.preset
     )  # fmt: skip
     before.load_state_dict(after.state_dict())

@@ -12,27 +12,15 @@ matmul was within 20% of the best too.
 from __future__ import annotations
 
 import argparse
-import importlib
-import shutil
 import statistics
-import sys
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
+from _ab import import_before  # scripts/_ab.py: the other checkout, imported beside this one
 
 from attnkit.bench.measure import _matmul_step
 from attnkit.bench.variants import Case, make_step
-
-
-def _before(src: str) -> object:
-    """The other checkout's ``attnkit.local.sliding`` (its imports are package-relative)."""
-    tmp = Path(tempfile.mkdtemp())
-    shutil.copytree(Path(src) / "attnkit", tmp / "attnkit_before")
-    sys.path.insert(0, str(tmp))
-    return importlib.import_module("attnkit_before.local.sliding")
 
 
 def _own(mod: object, n: int, r: int, causal: bool, backward: bool) -> Callable[[], None]:
@@ -68,7 +56,7 @@ def main() -> None:
     torch.set_num_threads(a.threads)
     clock = time.process_time if a.cpu_time else time.perf_counter
     causal, modes = a.scenario == "causal", a.modes.split(",")
-    before = _before(a.before)
+    before = import_before(a.before, "local.sliding")
     import attnkit.local.sliding as after
 
     steps = []
