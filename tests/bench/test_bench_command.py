@@ -71,3 +71,18 @@ def test_bad_sizes_are_a_clean_error(capsys) -> None:  # type: ignore[no-untyped
 @pytest.mark.parametrize("modes", ["bwd", ""])
 def test_bad_modes(modes: str) -> None:
     assert main(["bench", "--quick", "--modes", modes]) == 2
+
+
+def test_heads_flag_reaches_every_case_and_its_flops(tmp_path: Path) -> None:
+    """``--heads 2``: every planned case runs with two heads, and its FLOPs are a quarter of
+    the eight-head count (issue 18 part 5 measures n = 2048, 4096 with one head)."""
+    args = ["bench", "--quick", "--sizes", "128", "--scenarios", "additive", "--heads", "2"]
+    assert main([*args, "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "bench.json").read_text())
+    assert report["config"]["heads"] == 2
+    assert report["rows"] and all(r["heads"] == 2 for r in report["rows"])
+    two = Case("attnkit", "additive", 128, False, heads=2)
+    eight = Case("attnkit", "additive", 128, False, heads=8)
+    assert two.flops * 4 == eight.flops
+    with pytest.raises(ValueError, match="--heads 0"):
+        SuiteConfig(heads=0)

@@ -110,3 +110,19 @@ def test_length_penalty_picks_what_the_formula_says(alpha: float) -> None:
     assert tokens == expected
     assert d.tokens == [expected]
     assert d.scores[0] == pytest.approx(score, abs=1e-6)
+
+
+@pytest.mark.parametrize("name", ["rnnsearch", "transformer"])
+def test_a_model_left_training_decodes_in_evaluation_mode(name: str) -> None:
+    """Decoding puts a model that was left training (dropout on) into evaluation mode: the
+    same hypotheses as the model in eval mode, every time."""
+    torch.manual_seed(2)
+    model = build_model(name, src_vocab=20, tgt_vocab=12, preset="tiny", dropout=0.5)
+    _, src, src_len = model_and_inputs()
+    want_g = greedy(model.eval(), src, src_len, max_len=8)
+    want_b = beam_search(model, src, src_len, beam=3, max_len=8)
+    for _ in range(3):
+        assert greedy(model.train(), src, src_len, max_len=8).tokens == want_g.tokens
+        assert not model.training
+        assert beam_search(model.train(), src, src_len, beam=3, max_len=8).tokens == want_b.tokens
+        assert not model.training
