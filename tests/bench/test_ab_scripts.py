@@ -1,0 +1,32 @@
+"""The A/B scripts' reports from hand-made runs: scripts/decode_ab.py's ratios (after / before,
+above 1 = this checkout faster), agreeing hypotheses and medians, worked out by hand."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("decode_ab", ROOT / "scripts" / "decode_ab.py")
+assert _spec is not None and _spec.loader is not None
+decode_ab = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(decode_ab)
+
+
+def run(greedy: float, beam: float, hyps: list[list[int]]) -> dict:
+    return {"1": {"sentences_per_s": greedy, "hypotheses": hyps},
+            "5": {"sentences_per_s": beam, "hypotheses": hyps}}  # fmt: skip
+
+
+def test_decode_ab_report_ratios_agreement_and_medians() -> None:
+    same, other = [[1, 2], [3]], [[1, 2], [4]]
+    pairs = [
+        (run(100.0, 50.0, same), run(200.0, 100.0, same)),  # x2.00, x2.00
+        (run(100.0, 50.0, same), run(150.0, 110.0, other)),  # x1.50, x2.20; one hypothesis differs
+        (run(200.0, 40.0, same), run(340.0, 60.0, same)),  # x1.70, x1.50
+    ]
+    lines = decode_ab.summarise(pairs)
+    assert lines[0] == "pair 1 beam 1: before 100.0 sent/s, after 200.0, x2.00, same hypotheses 2/2"
+    assert lines[3] == "pair 2 beam 5: before 50.0 sent/s, after 110.0, x2.20, same hypotheses 1/2"
+    assert lines[-2] == "greedy: after / before = x1.70 (median of 3 pairs; range 1.50-2.00)"
+    assert lines[-1] == "beam 5: after / before = x2.00 (median of 3 pairs; range 1.50-2.20)"
