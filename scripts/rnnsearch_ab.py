@@ -31,6 +31,19 @@ def _quartiles(xs: list[float]) -> str:
     return f"{statistics.median(xs):.3f} ({xs[n // 4]:.3f}-{xs[3 * n // 4]:.3f})"
 
 
+def report(rec: dict[str, list[tuple[float, float]]]) -> list[str]:
+    """Per clock (wall, thread CPU): each model's median seconds per update, then the paired
+    ratios x / y of the same rounds (above 1: y is faster) as median (interquartile range)."""
+    lines = []
+    for i, clock in enumerate(("wall", "thread CPU")):
+        ms = {k: round(1000 * statistics.median(x[i] for x in v), 1) for k, v in rec.items()}
+        lines.append(f"{clock}: median ms per update {ms}")
+        for x, y in (("before", "after"), ("plain", "after"), ("plain", "before")):
+            ratio = [u[i] / w[i] for u, w in zip(rec[x], rec[y], strict=True)]
+            lines.append(f"  {x} / {y}: {_quartiles(ratio)}")
+    return lines
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--before", required=True, help="the other checkout's src folder")
@@ -73,12 +86,7 @@ def main() -> None:
         for k in order[r % 3 :] + order[: r % 3]:
             rec[k].append(update(k, data[r % len(data)]))
     print(f"load {os.getloadavg()}, {a.rounds} rounds")
-    for i, clock in enumerate(("wall", "thread CPU")):
-        ms = {k: round(1000 * statistics.median(x[i] for x in v), 1) for k, v in rec.items()}
-        print(f"{clock}: median ms per update {ms}")
-        for x, y in (("before", "after"), ("plain", "after"), ("plain", "before")):
-            ratio = [u[i] / w[i] for u, w in zip(rec[x], rec[y], strict=True)]
-            print(f"  {x} / {y}: {_quartiles(ratio)}")
+    print("\n".join(report(rec)))
 
 
 if __name__ == "__main__":

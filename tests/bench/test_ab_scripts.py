@@ -30,3 +30,31 @@ def test_decode_ab_report_ratios_agreement_and_medians() -> None:
     assert lines[3] == "pair 2 beam 5: before 50.0 sent/s, after 110.0, x2.20, same hypotheses 1/2"
     assert lines[-2] == "greedy: after / before = x1.70 (median of 3 pairs; range 1.50-2.00)"
     assert lines[-1] == "beam 5: after / before = x2.00 (median of 3 pairs; range 1.50-2.20)"
+
+
+def _script(name: str):  # type: ignore[no-untyped-def]
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))  # its sibling scripts/_ab.py
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_rnnsearch_ab_report_pairs_the_rounds() -> None:
+    """Ratios of the same rounds, x / y: before 2 s and after 1 s in every round is 2.000."""
+    rec = {
+        "before": [(2.0, 4.0)] * 4,
+        "after": [(1.0, 1.0)] * 4,
+        "plain": [(1.0, 2.0), (1.0, 2.0), (3.0, 6.0), (3.0, 6.0)],
+    }
+    lines = _script("rnnsearch_ab").report(rec)
+    assert (
+        lines[0]
+        == "wall: median ms per update {'before': 2000.0, 'after': 1000.0, 'plain': 2000.0}"
+    )
+    assert lines[1] == "  before / after: 2.000 (2.000-2.000)"
+    assert lines[2] == "  plain / after: 2.000 (1.000-3.000)"
+    assert lines[5] == "  before / after: 4.000 (4.000-4.000)"
