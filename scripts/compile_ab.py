@@ -25,6 +25,14 @@ from attnkit.train.loop import loss_of
 from attnkit.train.runtime import compile_options
 
 
+def summary(ms: dict[str, list[float]]) -> str:
+    """Median ms per step of each round's eager and compiled medians, and eager / compiled
+    (above 1: compiled is faster)."""
+    med = {k: statistics.median(v) for k, v in ms.items()}
+    return (f"eager {med['eager']:.2f} ms/step, compiled {med['compiled']:.2f} ms/step, "
+            f"eager/compiled {med['eager'] / med['compiled']:.2f}")  # fmt: skip
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--options", choices=("attnkit", "default"), default="attnkit")
@@ -59,10 +67,8 @@ def main() -> None:
     for r in range(args.rounds):
         for k in list(pair) if r % 2 == 0 else list(pair)[::-1]:
             ms[k].append(1000 * statistics.median(step(*pair[k], b) for b in data))
-    med = {k: statistics.median(v) for k, v in ms.items()}
     print(f"options {options}, threads {torch.get_num_threads()}, load {os.getloadavg()}")
-    print(f"eager {med['eager']:.2f} ms/step, compiled {med['compiled']:.2f} ms/step, "
-          f"eager/compiled {med['eager'] / med['compiled']:.2f}")  # fmt: skip
+    print(summary(ms))
 
 
 if __name__ == "__main__":

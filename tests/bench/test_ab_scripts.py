@@ -58,3 +58,32 @@ def test_rnnsearch_ab_report_pairs_the_rounds() -> None:
     assert lines[1] == "  before / after: 2.000 (2.000-2.000)"
     assert lines[2] == "  plain / after: 2.000 (1.000-3.000)"
     assert lines[5] == "  before / after: 4.000 (4.000-4.000)"
+
+
+def test_sliding_ab_report_rates_and_ratios(capsys) -> None:  # type: ignore[no-untyped-def]
+    """fwd FLOPs 1e9 at a 1e10 FLOP/s matmul: a 0.4 s forward is 25%; fwd+bwd (3x the FLOPs)
+    in 1.2 s is 25%, the backward alone (0.8 s for 2e9) 25%; the ratios are after / before
+    and local-attention / after; the quiet-sample filter drops the slow-matmul sample."""
+    times = {
+        ("before", "fwd"): [0.5, 9.0],
+        ("after", "fwd"): [0.4, 9.0],
+        ("before", "fwd+bwd"): [1.5, 9.0],
+        ("after", "fwd+bwd"): [1.2, 9.0],
+        ("local-attention", "fwd+bwd"): [3.6, 9.0],
+    }
+    rates = {key: [1e10, 1e9] for key in times}
+    _script("sliding_ab")._report(times, rates, lambda r: r >= 8e9, 1e10, 1e9, "quiet")
+    out = capsys.readouterr().out
+    assert "  fwd      after                400 ms  25.0%" in out
+    assert "  fwd+bwd  after               1200 ms  25.0%" in out
+    assert "  after: backward alone 800 ms, 25.0%" in out
+    assert "  fwd: after / before = 0.80" in out
+    assert "  fwd+bwd: after / before = 0.80" in out
+    assert "  fwd+bwd: local-attention / after = 3.00" in out
+
+
+def test_compile_ab_summary_is_eager_over_compiled() -> None:
+    ms = {"eager": [30.0, 28.0, 40.0], "compiled": [20.0, 14.0, 15.0]}
+    assert _script("compile_ab").summary(ms) == (
+        "eager 30.00 ms/step, compiled 15.00 ms/step, eager/compiled 2.00"
+    )
