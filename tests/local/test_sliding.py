@@ -10,6 +10,9 @@ from hypothesis import strategies as st
 import attnkit
 from attnkit.local import band_to_dense, sliding_window_attention
 
+# these pin the SDPA tiles; the native kernel is tests/local/test_native.py
+pytestmark = pytest.mark.usefixtures("tiles_only")
+
 
 def _mask(kind: str, b: int, h: int, tq: int, tk: int, gen: torch.Generator) -> torch.Tensor | None:
     if kind == "none":

@@ -12,6 +12,9 @@ import attnkit.local.sliding as sliding
 import attnkit.local.sliding_grad as sliding_grad
 from attnkit.local import sliding_window_attention
 
+# these pin the SDPA tiles; the native kernel is tests/local/test_native.py
+pytestmark = pytest.mark.usefixtures("tiles_only")
+
 TIGHT = {"atol": 1e-10, "rtol": 1e-10}
 
 

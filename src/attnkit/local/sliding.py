@@ -35,6 +35,7 @@ from torch import Tensor
 from .._checks import check_mask, check_qkv, check_width, check_window
 from ..masks import window_mask
 from ..normalisers import compute_dtype, masked_softmax
+from . import native
 from .sliding_grad import (
     Plan,
     SlidingWindowFunction,
@@ -77,6 +78,7 @@ def sliding_window_attention(
     *,
     block: int | None = None,
     own_backward: bool = True,
+    kernel: str = "auto",
 ) -> LocalResult:
     """Sliding-window scaled-dot attention, equal to
     ``attend(query, keys, values, align=SlidingWindow(radius, causal), mask=mask)``.
@@ -94,6 +96,13 @@ def sliding_window_attention(
     ``own_backward=False`` lets autograd differentiate SDPA and ``unfold`` instead (the
     earlier path, kept for comparison: ``attnkit.bench.interleave`` variant
     ``attnkit-autograd``).
+
+    ``kernel``: "auto" runs the banded flash kernel in C++ (``attnkit.local.native``) where it
+    applies (CPU, float32/float64, no weights asked, no mask or a mask that does not depend
+    on the query, i.e. broadcastable to (..., 1, Tk)) and was built, else the SDPA tiles;
+    "native" requires it (ValueError where it does not apply, RuntimeError if it is not
+    built); "tiles" always runs the SDPA tiles. ``block`` also sets the native kernel's
+    query block (default ``native.BLOCK``).
     """
     check_qkv(query, keys, values, finite=False)
     check_width("query", query.shape[-1], keys.shape[-1], "sliding-window attention is scaled-dot")
@@ -105,9 +114,18 @@ def sliding_window_attention(
     r = max(r, 0)
     if tq == 0:
         return LocalResult(values.new_zeros(*lead, 0, values.shape[-1]), None, -r)
-    b = min(block or DEFAULT_BLOCK, tq)
-    if b < 1:
+    if block is not None and block < 1:
         raise ValueError(f"block={block} must be >= 1")
+    keep = _native_keep(query, mask, lead, tk, need_weights, own_backward, kernel)
+    if keep is not False:
+        ctx = native.band_attention(
+            query.reshape(-1, tq, query.shape[-1]).contiguous(),  # (G, Tq, D)
+            keys.reshape(-1, tk, keys.shape[-1]).contiguous(),  # (G, Tk, D)
+            values.reshape(-1, tk, values.shape[-1]).contiguous(),  # (G, Tk, Dv)
+            r, causal, keep, block or native.BLOCK,
+        )[0]  # fmt: skip
+        return LocalResult(ctx.reshape(*lead, tq, -1), None, -r)
+    b = min(block or DEFAULT_BLOCK, tq)
     geo = _Geometry(tq, tk, r, causal, b)
     # the backward pass tiles on its own (larger) blocks unless ``block`` fixes both
     bb = min(backward_block(geo.width), tq)
@@ -126,6 +144,44 @@ def sliding_window_attention(
     else:
         ctx, weights = _fused(q, k, v, geo, user), None  # (G, Tq, Dv)
     return LocalResult(ctx.reshape(*lead, tq, -1).to(values.dtype), weights, -r)
+
+
+def _native_keep(
+    query: Tensor, mask: Tensor | None, lead: torch.Size, tk: int, need_weights: bool,
+    own_backward: bool, kernel: str,
+) -> Tensor | None | bool:  # fmt: skip
+    """Whether the native kernel runs: False if not, else its keep mask, (1|G, Tk) bool or
+    None (no mask)."""
+    if kernel not in ("auto", "native", "tiles"):
+        raise ValueError(f"kernel={kernel!r}: pass 'auto', 'native' or 'tiles'")
+    if kernel == "tiles":
+        return False
+    why = None
+    if query.device.type != "cpu" or query.dtype not in (torch.float32, torch.float64):
+        why = f"it runs on CPU float32/float64 tensors, not {query.device.type} {query.dtype}"
+    elif need_weights:
+        why = "it returns no weights (need_weights=True)"
+    elif not own_backward:
+        why = "own_backward=False asks for autograd through the SDPA tiles"
+    elif mask is not None and mask.dim() >= 2 and mask.shape[-2] != 1:
+        why = "its mask may depend on the key only, (..., 1, Tk); this one depends on the query"
+    if why is not None:
+        if kernel == "native":
+            raise ValueError(f"kernel='native' does not apply here: {why}; use kernel='auto'")
+        return False
+    if native.kernel() is None:
+        if kernel == "native":
+            raise RuntimeError(
+                "kernel='native': the banded flash kernel is not available (ATTNKIT_NATIVE=0, "
+                "or its build failed: see the warning); use kernel='auto' or 'tiles'"
+            )
+        return False
+    if mask is None:
+        return None
+    m = mask.reshape((1,) * (len(lead) + 2 - mask.dim()) + tuple(mask.shape))  # (.., 1, Tk|1)
+    if math.prod(m.shape[:-2]) == 1:
+        return m.reshape(1, -1).expand(1, tk).contiguous()  # (1, Tk)
+    return m.expand(*lead, 1, tk).reshape(-1, tk).contiguous()  # (G, Tk)
 
 
 class _Geometry:

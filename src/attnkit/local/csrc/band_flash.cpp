@@ -1,0 +1,333 @@
+// Banded flash attention on the CPU: sliding-window scaled-dot attention, forward and
+// backward, in O(n·W) time and memory, computing only the keys a block of queries can reach.
+//
+//   c_t = Σ_{j ∈ band(t)} p_tj v_j,   p_tj = exp(s_tj - ℓ_t),   s_tj = q_t·k_j / √d
+//   band(t) = {j : |t - j| <= r, 0 <= j < Tk}   ({j : 0 <= t - j <= r} causal), AND keep[j]
+//
+// Per block of bq queries [t0, t0 + bq) the keys [lo, hi) that any of them reaches are one
+// contiguous range of at most bq + 2r rows: the block's scores are one GEMM (bq × nk, K = D),
+// its context one more (bq × Dv, K = nk), both on the inputs in place (no tiles, no copies).
+// Backward (FlashAttention, Dao et al. 2022, Alg. 4) recomputes p from the saved ℓ and runs
+// five GEMMs per block; dK and dV of the block's key range are accumulated in place (β = 1):
+// blocks whose key ranges overlap are never run at the same time (two colours of chunks).
+//
+// Layout: q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv), out (G, Tq, Dv), lse (G, Tq), all
+// contiguous; keep (Gm, Tk) bool, Gm ∈ {1, G}, or empty. A row with no allowed key has
+// ℓ = +inf, a zero context and zero gradients.
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+#define CPU_CAPABILITY AVX512
+#define CPU_CAPABILITY_AVX512
+#elif defined(__AVX2__) && defined(__FMA__)
+#define CPU_CAPABILITY AVX2
+#define CPU_CAPABILITY_AVX2
+#else
+#define CPU_CAPABILITY DEFAULT
+#endif
+
+#include <torch/extension.h>
+#include <ATen/Parallel.h>
+#include <ATen/cpu/vec/vec.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+extern "C" {
+void sgemm_(const char*, const char*, const int*, const int*, const int*, const float*,
+            const float*, const int*, const float*, const int*, const float*, float*,
+            const int*);
+void dgemm_(const char*, const char*, const int*, const int*, const int*, const double*,
+            const double*, const int*, const double*, const int*, const double*, double*,
+            const int*);
+}
+
+namespace {
+// Row-major C (m × n) = alpha · op(A) · op(B) + beta · C, through the column-major BLAS:
+// row-major X is column-major Xᵀ, so C = op(A) op(B) is Cᵀ = op(B)ᵀ op(A)ᵀ.
+template <typename T>
+void gemm(bool ta, bool tb, int m, int n, int k, T alpha, const T* a, int lda, const T* b,
+          int ldb, T beta, T* c, int ldc) {
+  const char opa = ta ? 'T' : 'N', opb = tb ? 'T' : 'N';
+  if constexpr (std::is_same_v<T, float>) {
+    sgemm_(&opb, &opa, &n, &m, &k, &alpha, b, &ldb, a, &lda, &beta, c, &ldc);
+  } else {
+    dgemm_(&opb, &opa, &n, &m, &k, &alpha, b, &ldb, a, &lda, &beta, c, &ldc);
+  }
+}
+
+// x[i] = exp(x[i] - shift) for i in [0, n): vectorised for float (ATen's exp_u20, the
+// exponential PyTorch's own CPU flash kernel uses), std::exp for double.
+template <typename T>
+T exp_shift_sum(T* x, int n, T shift) {
+  if constexpr (std::is_same_v<T, float>) {
+    using Vec = at::vec::Vectorized<float>;
+    const Vec vs(shift);
+    Vec acc(0.f);
+    int i = 0;
+    for (; i + Vec::size() <= n; i += Vec::size()) {
+      Vec e = (Vec::loadu(x + i) - vs).exp_u20();
+      e.store(x + i);
+      acc = acc + e;
+    }
+    float lanes[Vec::size()];
+    acc.store(lanes);
+    float sum = 0.f;
+    for (int j = 0; j < Vec::size(); ++j) sum += lanes[j];
+    for (; i < n; ++i) {
+      x[i] = std::exp(x[i] - shift);
+      sum += x[i];
+    }
+    return sum;
+  } else {
+    T sum = 0;
+    for (int i = 0; i < n; ++i) {
+      x[i] = std::exp(x[i] - shift);
+      sum += x[i];
+    }
+    return sum;
+  }
+}
+
+// max(x[0..n)) and init, vectorised for float
+template <typename T>
+T row_max(const T* x, int n, T init) {
+  T m = init;
+  int i = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    using Vec = at::vec::Vectorized<float>;
+    Vec acc(init);
+    for (; i + Vec::size() <= n; i += Vec::size()) acc = at::vec::maximum(acc, Vec::loadu(x + i));
+    float lanes[Vec::size()];
+    acc.store(lanes);
+    for (int j = 0; j < Vec::size(); ++j) m = std::max(m, lanes[j]);
+  }
+  for (; i < n; ++i) m = std::max(m, x[i]);
+  return m;
+}
+
+struct Band {
+  int64_t tq, tk, r, block;
+  bool causal;
+  // keys [lo, hi) block i's queries reach
+  int64_t lo(int64_t i) const { return std::max<int64_t>(0, i * block - r); }
+  int64_t hi(int64_t i) const {
+    int64_t last = std::min(tq, (i + 1) * block) - 1;
+    return std::min(tk, (causal ? last : last + r) + 1);
+  }
+  // keys [jlo, jhi) query t may attend, before the keep mask (may be empty)
+  int64_t jlo(int64_t t) const { return std::max<int64_t>(0, t - r); }
+  int64_t jhi(int64_t t) const { return std::min(tk, (causal ? t : t + r) + 1); }
+  int64_t blocks() const { return (tq + block - 1) / block; }
+  // the most keys one block reaches: the scratch row width
+  int64_t span() const { return std::min(tk, block + 2 * r); }
+};
+
+// p (rows × nk, row-major, keys [lo, lo + nk)) holds the scores of queries [t0, t0 + rows).
+// Forward: p_tj = exp(s_tj - max_t) on the band (0 elsewhere), ℓ_t = max_t + log Σ_j p_tj
+// into lse, 1 / Σ_j p_tj into inv (0 for a row with no allowed key, whose ℓ = +inf).
+// Backward: p_tj = exp(s_tj - ℓ_t) with the saved ℓ (0 off the band, 0 for ℓ = +inf).
+template <typename T>
+void band_softmax(T* p, int rows, int nk, int64_t t0, int64_t lo, const Band& band,
+                  const bool* keep, T* lse, T* inv, bool forward) {
+  const T lowest = std::numeric_limits<T>::lowest();
+  for (int a = 0; a < rows; ++a) {
+    T* row = p + (int64_t)a * nk;
+    const int64_t t = t0 + a;
+    const int b0 = (int)std::clamp<int64_t>(band.jlo(t) - lo, 0, nk);
+    const int b1 = std::max(b0, (int)std::clamp<int64_t>(band.jhi(t) - lo, 0, nk));
+    std::fill(row, row + b0, T(0));
+    std::fill(row + b1, row + nk, T(0));
+    if (keep)
+      for (int c = b0; c < b1; ++c)
+        if (!keep[lo + c]) row[c] = lowest;
+    T shift;
+    if (forward) {
+      shift = row_max(row + b0, b1 - b0, lowest);
+      if (shift == lowest) {  // no allowed key
+        std::fill(row + b0, row + b1, T(0));
+        lse[a] = std::numeric_limits<T>::infinity();
+        inv[a] = T(0);
+        continue;
+      }
+    } else {
+      shift = lse[a];
+      if (std::isinf(shift)) {
+        std::fill(row + b0, row + b1, T(0));
+        continue;
+      }
+    }
+    const T s = exp_shift_sum(row + b0, b1 - b0, shift);
+    if (keep)
+      for (int c = b0; c < b1; ++c)
+        if (!keep[lo + c]) row[c] = T(0);
+    if (forward) {
+      lse[a] = shift + std::log(s);
+      inv[a] = T(1) / s;
+    }
+  }
+}
+
+template <typename T>
+struct Inputs {
+  const T *q, *k, *v;
+  const bool* keep;  // (Gm, Tk) or nullptr
+  int64_t keep_stride;  // Tk, or 0 when one mask row serves every g
+  int64_t g, d, dv;
+  const bool* keep_of(int64_t gi) const { return keep ? keep + gi * keep_stride : nullptr; }
+};
+
+template <typename T>
+void forward_impl(const Inputs<T>& in, T* out, T* lse, const Band& band) {
+  const int64_t nb = band.blocks(), bq = band.block, d = in.d, dv = in.dv;
+  const T scale = T(1) / std::sqrt(T(d));
+  at::parallel_for(0, in.g * nb, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> p(bq * band.span()), inv(bq);
+    for (int64_t w = begin; w < end; ++w) {
+      const int64_t gi = w / nb, i = w % nb;
+      const int64_t t0 = i * bq, rows = std::min(bq, band.tq - t0);
+      const int64_t lo = band.lo(i), nk = std::max<int64_t>(band.hi(i) - lo, 0);
+      T* o = out + (gi * band.tq + t0) * dv;
+      T* l = lse + gi * band.tq + t0;
+      if (nk == 0) {  // the block reaches no key (queries past Tk + r)
+        std::fill(o, o + rows * dv, T(0));
+        std::fill(l, l + rows, std::numeric_limits<T>::infinity());
+        continue;
+      }
+      const T* qb = in.q + (gi * band.tq + t0) * d;
+      const T* kb = in.k + (gi * band.tk + lo) * d;
+      const T* vb = in.v + (gi * band.tk + lo) * dv;
+      gemm<T>(false, true, rows, nk, d, scale, qb, d, kb, d, T(0), p.data(), nk);
+      band_softmax<T>(p.data(), rows, nk, t0, lo, band, in.keep_of(gi), l, inv.data(), true);
+      gemm<T>(false, false, rows, dv, nk, T(1), p.data(), nk, vb, dv, T(0), o, dv);
+      for (int64_t a = 0; a < rows; ++a)
+        for (int64_t c = 0; c < dv; ++c) o[a * dv + c] *= inv[a];
+    }
+  });
+}
+
+template <typename T>
+void backward_impl(const Inputs<T>& in, const T* out, const T* lse, const T* dout, T* dq, T* dk,
+                   T* dv_, const Band& band) {
+  const int64_t nb = band.blocks(), bq = band.block, d = in.d, dv = in.dv;
+  const T scale = T(1) / std::sqrt(T(d));
+  // chunks of `span` blocks: chunk c's key ranges end before chunk c + 2's begin, so the
+  // chunks of one colour (c even, then c odd) never add into the same dK/dV rows
+  const int64_t span = std::max<int64_t>(1, (2 * band.r + bq) / bq + 1);
+  const int64_t chunks = (nb + span - 1) / span;
+  for (int64_t colour = 0; colour < 2; ++colour) {
+    const int64_t mine = (chunks - colour + 1) / 2;  // chunks colour, colour + 2, ...
+    at::parallel_for(0, in.g * mine, 1, [&](int64_t begin, int64_t end) {
+        std::vector<T> p(bq * band.span()), ds(bq * band.span()), delta(bq);
+      for (int64_t w = begin; w < end; ++w) {
+        const int64_t gi = w / mine, c = colour + 2 * (w % mine);
+        for (int64_t i = c * span; i < std::min(nb, (c + 1) * span); ++i) {
+          const int64_t t0 = i * bq, rows = std::min(bq, band.tq - t0);
+          const int64_t lo = band.lo(i), nk = std::max<int64_t>(band.hi(i) - lo, 0);
+          T* gq = dq + (gi * band.tq + t0) * d;
+          if (nk == 0) {
+            std::fill(gq, gq + rows * d, T(0));
+            continue;
+          }
+          const T* qb = in.q + (gi * band.tq + t0) * d;
+          const T* kb = in.k + (gi * band.tk + lo) * d;
+          const T* vb = in.v + (gi * band.tk + lo) * dv;
+          const T* ob = out + (gi * band.tq + t0) * dv;
+          const T* gb = dout + (gi * band.tq + t0) * dv;
+          const T* l = lse + gi * band.tq + t0;
+          gemm<T>(false, true, rows, nk, d, scale, qb, d, kb, d, T(0), p.data(), nk);
+          band_softmax<T>(p.data(), rows, nk, t0, lo, band, in.keep_of(gi), const_cast<T*>(l),
+                          nullptr, false);
+          gemm<T>(false, true, rows, nk, dv, T(1), gb, dv, vb, dv, T(0), ds.data(), nk);
+          for (int64_t a = 0; a < rows; ++a) {  // δ_t = dO_t · O_t
+            T s = 0;
+            for (int64_t c2 = 0; c2 < dv; ++c2) s += gb[a * dv + c2] * ob[a * dv + c2];
+            delta[a] = s;
+          }
+          for (int64_t a = 0; a < rows; ++a) {  // dS = P ∘ (dP - δ)
+            T* dsr = ds.data() + a * nk;
+            const T* pr = p.data() + a * nk;
+            const T da = delta[a];
+            for (int64_t c2 = 0; c2 < nk; ++c2) dsr[c2] = pr[c2] * (dsr[c2] - da);
+          }
+          // dQ = dS K / √d; dK[lo:hi] += dSᵀ Q / √d; dV[lo:hi] += Pᵀ dO
+          gemm<T>(false, false, rows, d, nk, scale, ds.data(), nk, kb, d, T(0), gq, d);
+          gemm<T>(true, false, nk, d, rows, scale, ds.data(), nk, qb, d, T(1),
+                  dk + (gi * band.tk + lo) * d, d);
+          gemm<T>(true, false, nk, dv, rows, T(1), p.data(), nk, gb, dv, T(1),
+                  dv_ + (gi * band.tk + lo) * dv, dv);
+        }
+      }
+    });
+  }
+}
+
+void check(const torch::Tensor& x, const char* name) {
+  TORCH_CHECK(x.device().is_cpu() && x.dim() == 3 && x.is_contiguous(), name,
+              ": a contiguous CPU tensor (G, T, D) is needed");
+}
+
+Band make_band(const torch::Tensor& q, const torch::Tensor& k, int64_t r, bool causal,
+               int64_t block) {
+  TORCH_CHECK(r >= 0 && block >= 1, "radius >= 0 and block >= 1 are needed");
+  return Band{q.size(1), k.size(1), r, block, causal};
+}
+
+template <typename T>
+Inputs<T> inputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                 const c10::optional<torch::Tensor>& keep) {
+  check(q, "query");
+  check(k, "keys");
+  check(v, "values");
+  const bool* kp = nullptr;
+  int64_t ks = 0;
+  if (keep && keep->defined()) {
+    TORCH_CHECK(keep->scalar_type() == torch::kBool && keep->dim() == 2 &&
+                    keep->is_contiguous() && keep->size(1) == k.size(1) &&
+                    (keep->size(0) == 1 || keep->size(0) == q.size(0)),
+                "keep: a contiguous bool (1 | G, Tk) mask is needed");
+    kp = keep->data_ptr<bool>();
+    ks = keep->size(0) == 1 ? 0 : k.size(1);
+  }
+  return Inputs<T>{q.data_ptr<T>(), k.data_ptr<T>(), v.data_ptr<T>(), kp, ks,
+                   q.size(0), q.size(2), v.size(2)};
+}
+
+}  // namespace
+
+std::vector<torch::Tensor> band_forward(torch::Tensor q, torch::Tensor k, torch::Tensor v,
+                                        int64_t radius, bool causal,
+                                        c10::optional<torch::Tensor> keep, int64_t block) {
+  auto out = torch::empty({q.size(0), q.size(1), v.size(2)}, q.options());
+  auto lse = torch::empty({q.size(0), q.size(1)}, q.options());
+  const Band band = make_band(q, k, radius, causal, block);
+  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "band_forward", [&] {
+    forward_impl<scalar_t>(inputs<scalar_t>(q, k, v, keep), out.data_ptr<scalar_t>(),
+                           lse.data_ptr<scalar_t>(), band);
+  });
+  return {out, lse};
+}
+
+std::vector<torch::Tensor> band_backward(torch::Tensor dout, torch::Tensor q, torch::Tensor k,
+                                         torch::Tensor v, torch::Tensor out, torch::Tensor lse,
+                                         int64_t radius, bool causal,
+                                         c10::optional<torch::Tensor> keep, int64_t block) {
+  check(dout, "grad");
+  check(out, "out");
+  auto dq = torch::empty_like(q);
+  auto dk = torch::zeros_like(k);
+  auto dv = torch::zeros_like(v);
+  const Band band = make_band(q, k, radius, causal, block);
+  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "band_backward", [&] {
+    backward_impl<scalar_t>(inputs<scalar_t>(q, k, v, keep), out.data_ptr<scalar_t>(),
+                            lse.contiguous().data_ptr<scalar_t>(), dout.data_ptr<scalar_t>(),
+                            dq.data_ptr<scalar_t>(), dk.data_ptr<scalar_t>(),
+                            dv.data_ptr<scalar_t>(), band);
+  });
+  return {dq, dk, dv};
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("forward", &band_forward, "banded flash attention, forward");
+  m.def("backward", &band_backward, "banded flash attention, backward");
+}
