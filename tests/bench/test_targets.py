@@ -41,6 +41,7 @@ ROWS = [
     row("sdpa", 2048, 50.0, 40.0, scenario="global"),
     row("attnkit", 1024, 30.0, 60.0, scenario="global", mode="fwd+bwd"),
     row("sdpa", 1024, 30.0, 66.0, scenario="global", mode="fwd+bwd"),
+    row("flex", 16384, 20.0, 20.0),
 ]
 
 # (measured, met), in the order targets() lists them; each value worked out by hand
@@ -59,6 +60,10 @@ EXPECTED = [
     (1000 + 2 * 384, True),  # fwd+bwd: inputs and their gradients, 1768 < 2048
     (1.0, True),  # median of 11/10, 40/50, 30/30 = median(1.1, 0.8, 1.0)
     (1.1, False),  # median of 55/50, 40/50, 66/60 = median(1.1, 0.8, 1.1)
+    (60 / 30, False),  # issue 18: local-attention / attnkit fwd+bwd = 2 < 3
+    (40.0, False),  # forward 40% < 50
+    (2 * 40 * 10 / (30 - 10), True),  # backward alone: twice the FLOPs in 20 ms: 40% >= 40
+    (10 / 20, True),  # attnkit / FlexAttention forward time 0.5 <= 0.8
 ]
 
 

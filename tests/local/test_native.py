@@ -231,3 +231,20 @@ def test_compiles_with_fullgraph_and_equals_eager() -> None:
     want.sum().backward()
     for a, b in zip(qs, qe, strict=True):
         torch.testing.assert_close(a.grad, b.grad)
+
+
+def test_flop_counter_counts_the_products_it_runs() -> None:
+    """n = 10, r = 2, blocks of 4: block 0 reaches keys 0..5 (6), block 1 keys 2..9 (8),
+    block 2 (queries 8, 9) keys 6..9 (4): 4·6 + 4·8 + 2·4 = 64 pairs. Forward 2·(D + Dv)
+    FLOPs per pair and (B·H = 3) heads; backward 2·(3D + 2Dv)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    q, k, v = _inputs((1, 3), 10, 10, 8, 5, 0)
+    assert native.band_pairs(10, 10, 2, False, 4) == 64
+    assert native.band_pairs(10, 10, 2, True, 4) == 4 * 4 + 4 * 6 + 2 * 4  # keys t0-2..t_last
+    with FlopCounterMode(display=False) as fc:
+        out = sliding_window_attention(q, k, v, 2, block=4, kernel="native").context
+    assert fc.get_total_flops() == 3 * 64 * 2 * (8 + 5)
+    with FlopCounterMode(display=False) as fc:
+        out.sum().backward()
+    assert fc.get_total_flops() == 3 * 64 * 2 * (3 * 8 + 2 * 5)

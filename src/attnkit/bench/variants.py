@@ -74,12 +74,15 @@ def _attention_fn(case: Case) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
         from ..core import attend
 
         return lambda q, k, v: attend(q, k, v, need_weights=False).context  # defaults
-    if name in ("attnkit", "attnkit-autograd"):  # the latter: autograd through SDPA + unfold
+    if name in ("attnkit", "attnkit-tiles", "attnkit-autograd"):
+        # attnkit: the default (the native banded kernel where built); attnkit-tiles: the SDPA
+        # tiles with their own backward; attnkit-autograd: autograd through SDPA + unfold
         from ..local import sliding_window_attention
 
-        own = name == "attnkit"
+        own = name != "attnkit-autograd"
+        kernel = "auto" if name == "attnkit" else "tiles"
         return lambda q, k, v: sliding_window_attention(
-            q, k, v, r, causal, own_backward=own
+            q, k, v, r, causal, own_backward=own, kernel=kernel
         ).context
     if name == "sdpa":
         return lambda q, k, v: F.scaled_dot_product_attention(q, k, v)

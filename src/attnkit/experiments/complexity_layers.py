@@ -28,7 +28,7 @@ from torch import Tensor, nn
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
 from ..alignment import SlidingWindow
-from ..local import DEFAULT_BLOCK
+from ..local import DEFAULT_BLOCK, native
 from ..nn import MultiheadAttention
 
 LAYERS = ("recurrent", "convolution", "self_attention", "restricted")
@@ -108,13 +108,17 @@ def forward_flops(kind: str, b: int, n: int, d: int, kernel: int, radius: int) -
 
 def mixing_flops(kind: str, b: int, n: int, d: int, kernel: int, radius: int) -> int:
     """Forward FLOPs of the term Table 1 writes: the recurrence (12·n·d²), the convolution
-    (2·k·n·d²), QKᵀ and AV (4·n²·d), or the band kernel's tiles: nb blocks of bq queries
-    reach bq + 2r keys each, 4·nb·bq·(bq + 2r)·d, i.e. O((bq + r)·n·d) with bq fixed."""
+    (2·k·n·d²), QKᵀ and AV (4·n²·d), or the band kernel's: the native kernel's blocks of bq
+    queries reach at most bq + 2r keys each (``native.band_pairs``), the SDPA tiles' (where it
+    is not built) nb blocks reach bq + 2r keys each, 4·nb·bq·(bq + 2r)·d; O((bq + r)·n·d)
+    with bq fixed either way."""
     if kind in ("recurrent", "convolution"):
         return forward_flops(kind, b, n, d, kernel, radius)
     if kind == "self_attention":
         return 4 * b * n * n * d
     r = min(radius, n - 1)
+    if native.kernel() is not None:  # the banded C++ kernel: blocks of its own, ends clipped
+        return 4 * b * d * native.band_pairs(n, n, r, False, min(native.BLOCK, n))
     bq = min(DEFAULT_BLOCK, n)
     blocks = -(-n // bq)
     return 4 * b * blocks * bq * (bq + 2 * r) * d
@@ -134,7 +138,11 @@ _CPU_SDPA = {
     torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: _cpu_sdpa,
     torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward: _cpu_sdpa_backward,
 }
-_ATTENTION_OPS = {"_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_attention"}
+_ATTENTION_OPS = {
+    "_scaled_dot_product_flash_attention_for_cpu",
+    "_scaled_dot_product_attention",
+    "band_attention",  # attnkit.local.native, its FLOPs registered there
+}
 
 
 def flop_counter() -> FlopCounterMode:

@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 from torch import Tensor
+from torch.utils.flop_counter import register_flop_formula
 
 SOURCE = Path(__file__).with_name("csrc") / "band_flash.cpp"
 # query block of both passes: at r = 256 (n = 16,384, 2 threads) 64 beat 32 and 128 forward
@@ -137,6 +138,36 @@ def _backward(ctx: Any, grad: Tensor, _grad_lse: Tensor | None) -> tuple[Tensor 
 band_attention.register_autograd(_backward, setup_context=_setup)
 
 
+def band_pairs(tq: int, tk: int, radius: int, causal: bool, block: int) -> int:
+    """The (query, key) pairs the kernel computes: per block of ``block`` queries, every key
+    of the contiguous range [t0 - r, t_last + r] (causal: t_last) that exists."""
+    total = 0
+    for t0 in range(0, tq, block):
+        last = min(tq, t0 + block) - 1
+        hi = min(tk, (last if causal else last + radius) + 1)
+        total += (last - t0 + 1) * max(0, hi - max(0, t0 - radius))
+    return total
+
+
+@register_flop_formula(torch.ops.attnkit.band_attention)
+def forward_flops(q: Any, k: Any, v: Any, radius: int, causal: bool, keep: Any, block: int,
+                  *args: Any, **kwargs: Any) -> int:  # fmt: skip
+    """FLOPs of ``band_attention`` on these shapes (``FlopCounterMode`` counts it): the two
+    products per block, QKᵀ (2·pairs·D) and PV (2·pairs·Dv)."""
+    pairs = band_pairs(q[1], k[1], radius, causal, block)
+    return 2 * q[0] * pairs * (q[2] + v[2])
+
+
+@register_flop_formula(torch.ops.attnkit.band_attention_backward)
+def backward_flops(
+    grad: Any, q: Any, k: Any, v: Any, out: Any, lse: Any, radius: int, causal: bool,
+    keep: Any, block: int, *args: Any, **kwargs: Any,
+) -> int:  # fmt: skip
+    """FLOPs of ``band_attention_backward``: QKᵀ again, dP = dO Vᵀ, dQ, dK and dV."""
+    pairs = band_pairs(q[1], k[1], radius, causal, block)
+    return 2 * q[0] * pairs * (3 * q[2] + 2 * v[2])
+
+
 def _loaded() -> Any:
     module = kernel()
     if module is None:
@@ -147,4 +178,14 @@ def _loaded() -> Any:
     return module
 
 
-__all__ = ["BLOCK", "SOURCE", "USE", "band_attention", "band_attention_backward", "kernel"]
+__all__ = [
+    "BLOCK",
+    "SOURCE",
+    "USE",
+    "backward_flops",
+    "band_attention",
+    "band_attention_backward",
+    "band_pairs",
+    "forward_flops",
+    "kernel",
+]
