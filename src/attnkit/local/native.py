@@ -8,14 +8,17 @@ Forward keeps ℓ_t (the row's log-sum-exp); backward recomputes p from it (Flas
 Dao et al. 2022, Alg. 2 and 4) and adds each block's dK, dV into the key range in place.
 Built on first use with ``torch.utils.cpp_extension`` (about 30 s, once per machine: the
 build is cached in ``TORCH_EXTENSIONS_DIR``, by default ``~/.cache/torch_extensions``). It
-needs a C++ compiler and ninja; without them, or with ``ATTNKIT_NATIVE=0``, ``kernel()`` is
-None and ``sliding_window_attention`` runs its SDPA tiles (same results), after one warning
-saying why. The ops are registered as ``torch.library`` custom ops (``attnkit::band_attention``
-and its backward), so ``torch.compile(fullgraph=True)`` keeps them in the graph.
+needs a C++ compiler (g++ or clang++) and ninja (a dependency); without a compiler, or with
+``ATTNKIT_NATIVE=0``, ``kernel()`` is None and ``sliding_window_attention`` runs its SDPA
+tiles (same results), after one warning saying why. The ops are registered as
+``torch.library`` custom ops (``attnkit::band_attention`` and its backward, with their FLOP
+formulas for ``FlopCounterMode``), so ``torch.compile(fullgraph=True)`` keeps them in the
+graph.
 
 Why a kernel of our own: PyTorch's fused CPU flash kernels on band tiles stay near 30% of the
 matmul rate in the backward pass and 40% forward (docs/performance.md); this one reaches
-about 45% and 52% at n = 16,384, r = 256 (``attnkit bench``).
+53–55% forward and 42–52% backward at n = 16,384, r = 256, 2 threads (``attnkit bench`` and
+``python -m attnkit.bench.interleave``; docs/performance.md, "The banded flash kernel").
 
 Legend: G flattened leading dims (B·H), Tq queries, Tk keys, D query/key width, Dv value
 width, ℓ log-sum-exp.
@@ -24,6 +27,7 @@ width, ℓ log-sum-exp.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import warnings
@@ -35,9 +39,11 @@ from torch import Tensor
 from torch.utils.flop_counter import register_flop_formula
 
 SOURCE = Path(__file__).with_name("csrc") / "band_flash.cpp"
+"""The kernel's C++ source, shipped in the package and compiled on first use."""
 # query block of both passes: at r = 256 (n = 16,384, 2 threads) 64 beat 32 and 128 forward
 # (108 vs 110, 109 ms) and backward (248 vs 257, 258 ms); the key range is b + 2r keys
 BLOCK = 64
+"""Query block of both passes (``block=`` of ``sliding_window_attention`` overrides it)."""
 # flags per CPU capability that PyTorch reports: the same build runs on every CPU that has it
 # (not -march=native, which a build cache shared across machines could not trust)
 _ISA = {
@@ -45,6 +51,7 @@ _ISA = {
     "AVX2": ["-mavx2", "-mfma"],
 }
 USE = os.environ.get("ATTNKIT_NATIVE", "1") != "0"
+"""False with ``ATTNKIT_NATIVE=0``: ``kernel()`` is then None and nothing is compiled."""
 _state: dict[str, Any] = {}
 
 
@@ -64,6 +71,7 @@ def kernel() -> Any | None:
 def _build() -> Any | None:
     from torch.utils import cpp_extension
 
+    _ninja_on_path()
     isa = torch.backends.cpu.get_cpu_capability()
     name = f"attnkit_band_flash_{isa.lower()}"
     flags = ["-O3", "-fopenmp", *_ISA.get(isa, [])]  # -fopenmp: at::parallel_for's OpenMP path
@@ -84,27 +92,46 @@ def _build() -> Any | None:
         return None
 
 
-@torch.library.custom_op("attnkit::band_attention", mutates_args=())
+def _ninja_on_path() -> None:
+    """torch's builder runs ``ninja`` from PATH: add the ``ninja`` package's (a dependency)
+    when none is there, e.g. a venv's console script run without activating the venv."""
+    if shutil.which("ninja") is not None:
+        return
+    try:
+        import ninja  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return
+    os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
+
+
 def band_attention(
     q: Tensor, k: Tensor, v: Tensor, radius: int, causal: bool, keep: Tensor | None, block: int
 ) -> tuple[Tensor, Tensor]:
     """q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv) contiguous float32/float64; keep (1|G, Tk)
     bool or None -> context (G, Tq, Dv), ℓ (G, Tq) (+inf on a row with no allowed key, whose
     context is 0). Query t may attend key j when |t - j| <= radius (0 <= t - j <= radius
-    causal) and keep[j]."""
+    causal) and keep[j]. Differentiable in q, k, v (the op ``attnkit::band_attention`` and
+    its backward); ``sliding_window_attention`` is the checked entry point."""
+    return _forward_op(q, k, v, radius, causal, keep, block)
+
+
+@torch.library.custom_op("attnkit::band_attention", mutates_args=())
+def _forward_op(
+    q: Tensor, k: Tensor, v: Tensor, radius: int, causal: bool, keep: Tensor | None, block: int
+) -> tuple[Tensor, Tensor]:
     module = _loaded()
     out, lse = module.forward(q, k, v, radius, causal, keep, block)
     return out, lse
 
 
-@band_attention.register_fake
+@_forward_op.register_fake
 def _(q: Tensor, k: Tensor, v: Tensor, radius: int, causal: bool, keep: Tensor | None,
       block: int) -> tuple[Tensor, Tensor]:  # fmt: skip
     return q.new_empty(q.shape[0], q.shape[1], v.shape[2]), q.new_empty(q.shape[:2])
 
 
 @torch.library.custom_op("attnkit::band_attention_backward", mutates_args=())
-def band_attention_backward(
+def _backward_op(
     grad: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor, radius: int,
     causal: bool, keep: Tensor | None, block: int,
 ) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
@@ -114,7 +141,7 @@ def band_attention_backward(
     return dq, dk, dv
 
 
-@band_attention_backward.register_fake
+@_backward_op.register_fake
 def _(grad: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor, radius: int,
       causal: bool, keep: Tensor | None, block: int) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
@@ -129,13 +156,13 @@ def _setup(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tensor]) -> 
 def _backward(ctx: Any, grad: Tensor, _grad_lse: Tensor | None) -> tuple[Tensor | None, ...]:
     q, k, v, out, lse = ctx.saved_tensors
     radius, causal, keep, block = ctx.band
-    dq, dk, dv = band_attention_backward(
+    dq, dk, dv = _backward_op(
         grad.contiguous(), q, k, v, out, lse, radius, causal, keep, block
     )
     return dq, dk, dv, None, None, None, None
 
 
-band_attention.register_autograd(_backward, setup_context=_setup)
+_forward_op.register_autograd(_backward, setup_context=_setup)
 
 
 def band_pairs(tq: int, tk: int, radius: int, causal: bool, block: int) -> int:
@@ -184,7 +211,6 @@ __all__ = [
     "USE",
     "backward_flops",
     "band_attention",
-    "band_attention_backward",
     "band_pairs",
     "forward_flops",
     "kernel",

@@ -5,7 +5,11 @@
 
 Restricted self-attention (Vaswani 2017, Table 1), the window of Longformer (Beltagy 2020).
 The reference semantics are ``attnkit.attend(..., align=SlidingWindow(r, causal))`` (a dense
-band mask); this kernel never builds an n x n tensor:
+band mask). Two kernels compute it, neither builds an n x n tensor. On CPU float32/float64
+with no mask or a key mask, ``kernel="auto"`` runs the banded flash kernel in C++
+(``attnkit.local.native``: per query block, only the contiguous key range it reaches). Elsewhere
+(other dtypes and devices, query-dependent masks, weights asked for, or no C++ compiler) it
+runs the SDPA tiles:
 
 * the queries are cut in blocks of b; block i can only reach the L = b + W - 1 keys
   [i·b - r, i·b + b + W - 1 - r) (W = 2r + 1, or r + 1 causal);
@@ -116,8 +120,8 @@ def sliding_window_attention(
         return LocalResult(values.new_zeros(*lead, 0, values.shape[-1]), None, -r)
     if block is not None and block < 1:
         raise ValueError(f"block={block} must be >= 1")
-    keep = _native_keep(query, mask, lead, tk, need_weights, own_backward, kernel)
-    if keep is not False:
+    use_native, keep = _native_keep(query, mask, lead, tk, need_weights, own_backward, kernel)
+    if use_native:
         ctx = native.band_attention(
             query.reshape(-1, tq, query.shape[-1]).contiguous(),  # (G, Tq, D)
             keys.reshape(-1, tk, keys.shape[-1]).contiguous(),  # (G, Tk, D)
@@ -149,13 +153,13 @@ def sliding_window_attention(
 def _native_keep(
     query: Tensor, mask: Tensor | None, lead: torch.Size, tk: int, need_weights: bool,
     own_backward: bool, kernel: str,
-) -> Tensor | None | bool:  # fmt: skip
-    """Whether the native kernel runs: False if not, else its keep mask, (1|G, Tk) bool or
-    None (no mask)."""
+) -> tuple[bool, Tensor | None]:  # fmt: skip
+    """Whether the native kernel runs, and its keep mask: (1|G, Tk) bool, or None (no
+    mask)."""
     if kernel not in ("auto", "native", "tiles"):
         raise ValueError(f"kernel={kernel!r}: pass 'auto', 'native' or 'tiles'")
     if kernel == "tiles":
-        return False
+        return False, None
     why = None
     if query.device.type != "cpu" or query.dtype not in (torch.float32, torch.float64):
         why = f"it runs on CPU float32/float64 tensors, not {query.device.type} {query.dtype}"
@@ -168,20 +172,20 @@ def _native_keep(
     if why is not None:
         if kernel == "native":
             raise ValueError(f"kernel='native' does not apply here: {why}; use kernel='auto'")
-        return False
+        return False, None
     if native.kernel() is None:
         if kernel == "native":
             raise RuntimeError(
                 "kernel='native': the banded flash kernel is not available (ATTNKIT_NATIVE=0, "
                 "or its build failed: see the warning); use kernel='auto' or 'tiles'"
             )
-        return False
+        return False, None
     if mask is None:
-        return None
+        return True, None
     m = mask.reshape((1,) * (len(lead) + 2 - mask.dim()) + tuple(mask.shape))  # (.., 1, Tk|1)
     if math.prod(m.shape[:-2]) == 1:
-        return m.reshape(1, -1).expand(1, tk).contiguous()  # (1, Tk)
-    return m.expand(*lead, 1, tk).reshape(-1, tk).contiguous()  # (G, Tk)
+        return True, m.reshape(1, -1).expand(1, tk).contiguous()  # (1, Tk)
+    return True, m.expand(*lead, 1, tk).reshape(-1, tk).contiguous()  # (G, Tk)
 
 
 class _Geometry:
