@@ -248,3 +248,29 @@ def test_flop_counter_counts_the_products_it_runs() -> None:
     with FlopCounterMode(display=False) as fc:
         out.sum().backward()
     assert fc.get_total_flops() == 3 * 64 * 2 * (3 * 8 + 2 * 5)
+
+
+@pytest.mark.parametrize(
+    ("tq", "tk", "radius", "causal", "block"),
+    [(400, 400, 9, False, 4), (400, 400, 9, True, 7), (1000, 1000, 256, False, 64),
+     (300, 200, 30, False, 1), (50, 50, 100, True, 8), (64, 64, 0, False, 64)],
+)  # fmt: skip
+def test_backward_chunks_of_one_colour_reach_disjoint_keys(
+    tq: int, tk: int, radius: int, causal: bool, block: int
+) -> None:
+    """The backward pass adds each block's dK/dV into its key range from two threads at once;
+    that is safe only because the chunks run together (one colour) never reach the same key.
+    Every block is in exactly one chunk. Ranges by hand: block i reaches keys
+    [i·b - r, last + r] (last for causal) within [0, Tk)."""
+    colours = native.kernel().backward_chunks(tq, tk, radius, causal, block)
+    blocks = sorted(i for chunks in colours for first, stop in chunks for i in range(first, stop))
+    assert blocks == list(range(-(-tq // block)))
+    for chunks in colours:
+        ranges = []
+        for first, stop in chunks:
+            last = min(tq, stop * block) - 1
+            hi = min(tk, (last if causal else last + radius) + 1)
+            ranges.append((max(0, first * block - radius), hi))
+        ranges.sort()
+        for (_, hi), (lo, _) in zip(ranges, ranges[1:], strict=False):
+            assert hi <= lo, (ranges, radius, block)

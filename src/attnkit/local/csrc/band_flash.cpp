@@ -121,7 +121,20 @@ struct Band {
   int64_t blocks() const { return (tq + block - 1) / block; }
   // the most keys one block reaches: the scratch row width
   int64_t span() const { return std::min(tk, block + 2 * r); }
+  // the backward's chunks of blocks: chunk c's key ranges end before chunk c + 2's begin, so
+  // the chunks of one colour (c even, then c odd) never add into the same dK/dV rows
+  int64_t chunk_blocks() const { return std::max<int64_t>(1, (2 * r + block) / block + 1); }
 };
+
+// The backward's schedule: chunks of chunk_blocks() blocks, [first, stop), split in two colours
+// (even chunks, then odd ones); within a colour no two chunks reach the same keys.
+std::vector<std::vector<std::pair<int64_t, int64_t>>> colours(const Band& band) {
+  const int64_t span = band.chunk_blocks(), nb = band.blocks();
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> out(2);
+  for (int64_t c = 0; c * span < nb; ++c)
+    out[c % 2].emplace_back(c * span, std::min(nb, (c + 1) * span));
+  return out;
+}
 
 // p (rows × nk, row-major, keys [lo, lo + nk)) holds the scores of queries [t0, t0 + rows).
 // Forward: p_tj = exp(s_tj - max_t) on the band (0 elsewhere), ℓ_t = max_t + log Σ_j p_tj
@@ -209,19 +222,16 @@ void forward_impl(const Inputs<T>& in, T* out, T* lse, const Band& band) {
 template <typename T>
 void backward_impl(const Inputs<T>& in, const T* out, const T* lse, const T* dout, T* dq, T* dk,
                    T* dv_, const Band& band) {
-  const int64_t nb = band.blocks(), bq = band.block, d = in.d, dv = in.dv;
+  const int64_t bq = band.block, d = in.d, dv = in.dv;
   const T scale = T(1) / std::sqrt(T(d));
-  // chunks of `span` blocks: chunk c's key ranges end before chunk c + 2's begin, so the
-  // chunks of one colour (c even, then c odd) never add into the same dK/dV rows
-  const int64_t span = std::max<int64_t>(1, (2 * band.r + bq) / bq + 1);
-  const int64_t chunks = (nb + span - 1) / span;
-  for (int64_t colour = 0; colour < 2; ++colour) {
-    const int64_t mine = (chunks - colour + 1) / 2;  // chunks colour, colour + 2, ...
+  for (const auto& chunks : colours(band)) {  // chunks of one colour run in parallel
+    const int64_t mine = (int64_t)chunks.size();
     at::parallel_for(0, in.g * mine, 1, [&](int64_t begin, int64_t end) {
-        std::vector<T> p(bq * band.span()), ds(bq * band.span()), delta(bq);
+      std::vector<T> p(bq * band.span()), ds(bq * band.span()), delta(bq);
       for (int64_t w = begin; w < end; ++w) {
-        const int64_t gi = w / mine, c = colour + 2 * (w % mine);
-        for (int64_t i = c * span; i < std::min(nb, (c + 1) * span); ++i) {
+        const int64_t gi = w / mine;
+        const auto [first, stop] = chunks[w % mine];
+        for (int64_t i = first; i < stop; ++i) {
           const int64_t t0 = i * bq, rows = std::min(bq, band.tq - t0);
           const int64_t lo = band.lo(i), nk = std::max<int64_t>(band.hi(i) - lo, 0);
           T* gq = dq + (gi * band.tq + t0) * d;
@@ -327,7 +337,14 @@ std::vector<torch::Tensor> band_backward(torch::Tensor dout, torch::Tensor q, to
   return {dq, dk, dv};
 }
 
+// The backward's schedule, for tests: the [first, stop) blocks of each colour's chunks.
+std::vector<std::vector<std::pair<int64_t, int64_t>>> backward_chunks(
+    int64_t tq, int64_t tk, int64_t radius, bool causal, int64_t block) {
+  return colours(Band{tq, tk, radius, block, causal});
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("backward_chunks", &backward_chunks, "the backward pass's chunks of blocks");
   m.def("forward", &band_forward, "banded flash attention, forward");
   m.def("backward", &band_backward, "banded flash attention, backward");
 }
