@@ -274,3 +274,19 @@ def test_backward_chunks_of_one_colour_reach_disjoint_keys(
         ranges.sort()
         for (_, hi), (lo, _) in zip(ranges, ranges[1:], strict=False):
             assert hi <= lo, (ranges, radius, block)
+
+
+def test_the_op_refuses_mismatched_inputs_with_a_clear_error() -> None:
+    """Called directly (not through sliding_window_attention), the op checks what it reads:
+    no out-of-bounds read, an error naming the shapes."""
+    q, k, v = (torch.randn(2, 10, 4) for _ in range(3))
+    with pytest.raises(RuntimeError, match=r"values \(G, Tk, Dv\)"):
+        native.band_attention(q, k, torch.randn(2, 9, 4), 2, False, None, 4)
+    with pytest.raises(RuntimeError, match=r"keys \(G, Tk, D\)"):
+        native.band_attention(q, torch.randn(3, 10, 4), v, 2, False, None, 4)
+    with pytest.raises(RuntimeError, match="one dtype"):
+        native.band_attention(q, k, v.double(), 2, False, None, 4)
+    with pytest.raises(RuntimeError, match=r"keep: a contiguous bool \(1 \| G, Tk\)"):
+        native.band_attention(q, k, v, 2, False, torch.ones(2, 9, dtype=torch.bool), 4)
+    with pytest.raises(RuntimeError, match="contiguous CPU tensor"):
+        native.band_attention(q.transpose(1, 2), k, v, 2, False, None, 4)

@@ -289,6 +289,12 @@ Inputs<T> inputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Te
   check(q, "query");
   check(k, "keys");
   check(v, "values");
+  TORCH_CHECK(k.size(0) == q.size(0) && v.size(0) == q.size(0) && v.size(1) == k.size(1) &&
+                  k.size(2) == q.size(2),
+              "band attention: query (G, Tq, D), keys (G, Tk, D), values (G, Tk, Dv) are "
+              "needed; got ", q.sizes(), ", ", k.sizes(), ", ", v.sizes());
+  TORCH_CHECK(k.scalar_type() == q.scalar_type() && v.scalar_type() == q.scalar_type(),
+              "band attention: query, keys and values must share one dtype");
   const bool* kp = nullptr;
   int64_t ks = 0;
   if (keep && keep->defined()) {
@@ -324,6 +330,13 @@ std::vector<torch::Tensor> band_backward(torch::Tensor dout, torch::Tensor q, to
                                          c10::optional<torch::Tensor> keep, int64_t block) {
   check(dout, "grad");
   check(out, "out");
+  TORCH_CHECK(dout.sizes() == out.sizes() && out.size(0) == q.size(0) &&
+                  out.size(1) == q.size(1) && out.size(2) == v.size(2) && lse.dim() == 2 &&
+                  lse.size(0) == q.size(0) && lse.size(1) == q.size(1) &&
+                  dout.scalar_type() == q.scalar_type() && out.scalar_type() == q.scalar_type() &&
+                  lse.scalar_type() == q.scalar_type(),
+              "band attention backward: grad and out (G, Tq, Dv), lse (G, Tq) of the forward "
+              "are needed");
   auto dq = torch::empty_like(q);
   auto dk = torch::zeros_like(k);
   auto dv = torch::zeros_like(v);
