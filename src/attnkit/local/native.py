@@ -73,7 +73,10 @@ def _build() -> Any | None:
 
     _ninja_on_path()
     isa = torch.backends.cpu.get_cpu_capability()
-    name = f"attnkit_band_flash_{isa.lower()}"
+    # one build per CPU capability and torch version: a cache shared by machines or by
+    # environments with another torch never hands this process a build it cannot load
+    version = "".join(c if c.isalnum() else "_" for c in torch.__version__)
+    name = f"attnkit_band_flash_{isa.lower()}_torch{version}"
     flags = ["-O3", "-fopenmp", *_ISA.get(isa, [])]  # -fopenmp: at::parallel_for's OpenMP path
     try:
         built = Path(cpp_extension._get_build_directory(name, False)) / f"{name}.so"
