@@ -45,3 +45,17 @@ def only_path(expected: str) -> Iterator[Counter[str]]:
         yield calls
     ran = {name for name, n in calls.items() if n}
     assert ran == {expected}, f"expected only the {expected} path to run, got {dict(calls)}"
+
+
+def graph_has(out: Any, fragment: str, limit: int = 50) -> bool:
+    """Whether the autograd graph behind ``out`` holds a node whose type name contains
+    ``fragment`` (e.g. the kernel's Function or custom op): which kernel ran a fused path."""
+    todo, seen = [out.grad_fn], 0
+    while todo and seen < limit:
+        fn, seen = todo.pop(), seen + 1
+        if fn is None:
+            continue
+        if fragment in type(fn).__name__:
+            return True
+        todo.extend(f for f, _ in fn.next_functions)
+    return False

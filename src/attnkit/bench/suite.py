@@ -234,31 +234,22 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         med = statistics.median(values) if values else None
         label = name or "global: attnkit time / SDPA time <= 1.05 (median over n, modes)"
         add(label, med, None if med is None else med <= 1.05)
-    _issue18_local(rows, add)
-    return out
-
-
-def _issue18_local(rows: list[dict[str, Any]], add: Any) -> None:
-    """Issue 18 part 1 at n = 16,384: fwd+bwd >= 3x local-attention, forward >= 50% and the
-    backward pass alone >= 40% of the matmul rate, forward <= 0.8x FlexAttention's time. The
-    backward pass does twice the forward's FLOPs in (fwd+bwd - fwd) ms: its % of the matmul
-    rate is 2 x %mm(fwd) x ms(fwd) / (ms(fwd+bwd) - ms(fwd)), at the forward row's rate."""
-    fwd = _find(rows, variant="attnkit", n=16384, mode="fwd", scenario="local")
-    both = _find(rows, variant="attnkit", n=16384, mode="fwd+bwd", scenario="local")
-    lucid = _find(rows, variant="local-attention", n=16384, mode="fwd+bwd", scenario="local")
-    flex = _find(rows, variant="flex", n=16384, mode="fwd", scenario="local")
+    # issue 18 part 1 at n = 16,384. The backward pass does twice the forward's FLOPs in
+    # (fwd+bwd - fwd) ms: its % of the matmul rate is 2 x %mm(fwd) x ms(fwd) / that time
+    both, lucid = get("attnkit", 16384, "fwd+bwd"), get("local-attention", 16384, "fwd+bwd")
     r = lucid["ms"] / both["ms"] if lucid and both else None
     add("local n=16384 fwd+bwd: >= 3x faster than local-attention", r, _ge(r, 3))
-    pct = fwd["pct_matmul"] if fwd else None
     add("local n=16384 fwd: >= 50% of the matmul rate (%)", pct, _ge(pct, 50))
     back = (
-        2 * fwd["pct_matmul"] * fwd["ms"] / (both["ms"] - fwd["ms"])
-        if fwd and both and both["ms"] > fwd["ms"]
+        2 * ours["pct_matmul"] * ours["ms"] / (both["ms"] - ours["ms"])
+        if ours and both and both["ms"] > ours["ms"]
         else None
     )
     add("local n=16384 backward alone: >= 40% of the matmul rate (%)", back, _ge(back, 40))
-    f = fwd["ms"] / flex["ms"] if fwd and flex else None
+    flex = get("flex", 16384)
+    f = ours["ms"] / flex["ms"] if ours and flex else None
     add("local n=16384 fwd: <= 0.8x FlexAttention's time", f, None if f is None else f <= 0.8)
+    return out
 
 
 def _fair(ours: dict[str, Any] | None, other: dict[str, Any] | None) -> float | None:

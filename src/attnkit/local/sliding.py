@@ -182,7 +182,7 @@ def _native_keep(
         return False, None
     if mask is None:
         return True, None
-    m = mask.reshape((1,) * (len(lead) + 2 - mask.dim()) + tuple(mask.shape))  # (.., 1, Tk|1)
+    m = _full_rank(mask, lead)  # (.., 1, Tk|1)
     if math.prod(m.shape[:-2]) == 1:
         return True, m.reshape(1, -1).expand(1, tk).contiguous()  # (1, Tk)
     return True, m.expand(*lead, 1, tk).reshape(-1, tk).contiguous()  # (G, Tk)
@@ -229,7 +229,7 @@ class _Geometry:
 
     def mask_tiles(self, mask: Tensor, lead: torch.Size) -> Tensor:
         """A user mask broadcastable to (*lead, Tq, Tk) -> tiles (1|G, nb, b|1, L|1)."""
-        m = mask.reshape((1,) * (len(lead) + 2 - mask.dim()) + tuple(mask.shape))
+        m = _full_rank(mask, lead)  # (..., Tq|1, Tk|1)
         mlead, (mq, mk) = m.shape[:-2], m.shape[-2:]
         qpad = self.nb * self.b - self.tq
         if mk == 1:  # a query mask (..., Tq|1, 1)
@@ -295,6 +295,11 @@ def _explicit(
     band = w.as_strided((g, nb, b, geo.width), (nb * b * L, b * L, L + 1, 1))  # (G,nb,b,W)
     ctx = ctx.reshape(g, nb * b, -1)[:, : geo.tq]  # (G, Tq, Dv)
     return ctx, band.reshape(g, nb * b, geo.width)[:, : geo.tq]
+
+
+def _full_rank(mask: Tensor, lead: torch.Size) -> Tensor:
+    """A mask broadcastable to (*lead, Tq, Tk) with its missing leading dims as 1s."""
+    return mask.reshape((1,) * (len(lead) + 2 - mask.dim()) + tuple(mask.shape))
 
 
 def _window(x: Tensor, lo: int, hi: int, value: float | bool = 0.0) -> Tensor:

@@ -137,12 +137,14 @@ std::vector<std::vector<std::pair<int64_t, int64_t>>> colours(const Band& band) 
 }
 
 // p (rows × nk, row-major, keys [lo, lo + nk)) holds the scores of queries [t0, t0 + rows).
-// Forward: p_tj = exp(s_tj - max_t) on the band (0 elsewhere), ℓ_t = max_t + log Σ_j p_tj
-// into lse, 1 / Σ_j p_tj into inv (0 for a row with no allowed key, whose ℓ = +inf).
-// Backward: p_tj = exp(s_tj - ℓ_t) with the saved ℓ (0 off the band, 0 for ℓ = +inf).
+// Forward (saved = nullptr): p_tj = exp(s_tj - max_t) on the band (0 elsewhere),
+// ℓ_t = max_t + log Σ_j p_tj into lse, 1 / Σ_j p_tj into inv (0 for a row with no allowed
+// key, whose ℓ = +inf).
+// Backward: p_tj = exp(s_tj - ℓ_t) with ℓ = saved (0 off the band, 0 for ℓ = +inf).
 template <typename T>
 void band_softmax(T* p, int rows, int nk, int64_t t0, int64_t lo, const Band& band,
-                  const bool* keep, T* lse, T* inv, bool forward) {
+                  const bool* keep, const T* saved, T* lse, T* inv) {
+  const bool forward = saved == nullptr;
   const T lowest = std::numeric_limits<T>::lowest();
   for (int a = 0; a < rows; ++a) {
     T* row = p + (int64_t)a * nk;
@@ -164,7 +166,7 @@ void band_softmax(T* p, int rows, int nk, int64_t t0, int64_t lo, const Band& ba
         continue;
       }
     } else {
-      shift = lse[a];
+      shift = saved[a];
       if (std::isinf(shift)) {
         std::fill(row + b0, row + b1, T(0));
         continue;
@@ -211,7 +213,7 @@ void forward_impl(const Inputs<T>& in, T* out, T* lse, const Band& band) {
       const T* kb = in.k + (gi * band.tk + lo) * d;
       const T* vb = in.v + (gi * band.tk + lo) * dv;
       gemm<T>(false, true, rows, nk, d, scale, qb, d, kb, d, T(0), p.data(), nk);
-      band_softmax<T>(p.data(), rows, nk, t0, lo, band, in.keep_of(gi), l, inv.data(), true);
+      band_softmax<T>(p.data(), rows, nk, t0, lo, band, in.keep_of(gi), nullptr, l, inv.data());
       gemm<T>(false, false, rows, dv, nk, T(1), p.data(), nk, vb, dv, T(0), o, dv);
       for (int64_t a = 0; a < rows; ++a)
         for (int64_t c = 0; c < dv; ++c) o[a * dv + c] *= inv[a];
@@ -246,8 +248,7 @@ void backward_impl(const Inputs<T>& in, const T* out, const T* lse, const T* dou
           const T* gb = dout + (gi * band.tq + t0) * dv;
           const T* l = lse + gi * band.tq + t0;
           gemm<T>(false, true, rows, nk, d, scale, qb, d, kb, d, T(0), p.data(), nk);
-          band_softmax<T>(p.data(), rows, nk, t0, lo, band, in.keep_of(gi), const_cast<T*>(l),
-                          nullptr, false);
+          band_softmax<T>(p.data(), rows, nk, t0, lo, band, in.keep_of(gi), l, nullptr, nullptr);
           gemm<T>(false, true, rows, nk, dv, T(1), gb, dv, vb, dv, T(0), ds.data(), nk);
           for (int64_t a = 0; a < rows; ++a) {  // δ_t = dO_t · O_t
             T s = 0;
