@@ -282,3 +282,49 @@ def test_the_op_refuses_mismatched_inputs_with_a_clear_error() -> None:
         native.band_attention(q, k, v, 2, False, torch.ones(2, 9, dtype=torch.bool), 4)
     with pytest.raises(RuntimeError, match="contiguous CPU tensor"):
         native.band_attention(q.transpose(1, 2), k, v, 2, False, None, 4)
+
+
+def test_bench_variants_take_the_kernel_they_name(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``attnkit`` (the default) runs the native kernel, ``attnkit-tiles`` and
+    ``attnkit-autograd`` never do: the bench's ratio between them would be a lie otherwise."""
+    from attnkit.bench.variants import Case, make_step
+
+    calls: list[int] = []
+    real = native.band_attention
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(native, "band_attention", spy)
+    cases = (("attnkit", True), ("attnkit-tiles", False), ("attnkit-autograd", False))
+    for name, expected in cases:
+        calls.clear()
+        make_step(Case(name, "local", 64, True, radius=4))()
+        assert bool(calls) is expected, name
+
+
+def test_ninja_of_the_package_is_put_on_path(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A venv's console script run without activating the venv has no ``ninja`` on PATH: the
+    build puts the ``ninja`` package's there."""
+    ninja = pytest.importorskip("ninja")
+    monkeypatch.setattr(native.shutil, "which", lambda name: None)
+    monkeypatch.setenv("PATH", "/nowhere")
+    native._ninja_on_path()
+    import os
+
+    assert os.environ["PATH"].split(os.pathsep)[0] == ninja.BIN_DIR
+
+
+def test_first_build_says_it_compiles_and_a_cached_one_does_not(
+    monkeypatch, tmp_path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    from torch.utils import cpp_extension
+
+    monkeypatch.setattr(cpp_extension, "_get_build_directory", lambda name, verbose: str(tmp_path))
+    monkeypatch.setattr(cpp_extension, "load", lambda *a, **kw: "module")
+    assert native._build() == "module"
+    assert "compiling the banded flash kernel" in capsys.readouterr().err
+    (tmp_path / f"{native._build_name()}.so").touch()  # now it is in the cache
+    assert native._build() == "module"
+    assert "compiling" not in capsys.readouterr().err

@@ -73,10 +73,7 @@ def _build() -> Any | None:
 
     _ninja_on_path()
     isa = torch.backends.cpu.get_cpu_capability()
-    # one build per CPU capability and torch version: a cache shared by machines or by
-    # environments with another torch never hands this process a build it cannot load
-    version = "".join(c if c.isalnum() else "_" for c in torch.__version__)
-    name = f"attnkit_band_flash_{isa.lower()}_torch{version}"
+    name = _build_name()
     flags = ["-O3", "-fopenmp", *_ISA.get(isa, [])]  # -fopenmp: at::parallel_for's OpenMP path
     try:
         built = Path(cpp_extension._get_build_directory(name, False)) / f"{name}.so"
@@ -93,6 +90,14 @@ def _build() -> Any | None:
             stacklevel=3,
         )
         return None
+
+
+def _build_name() -> str:
+    """One build per CPU capability and torch version: a cache shared by machines, or by
+    environments with another torch, never hands this process a build it cannot load."""
+    isa = torch.backends.cpu.get_cpu_capability().lower()
+    version = "".join(c if c.isalnum() else "_" for c in torch.__version__)
+    return f"attnkit_band_flash_{isa}_torch{version}"
 
 
 def _ninja_on_path() -> None:
