@@ -6,12 +6,15 @@ the device; here they are counted on CPU with a TorchFunctionMode, which sees ev
 RNNsearch (and the other recurrent encoders) copy the lengths to the CPU once per batch for
 sequence packing (``src_len.cpu()``): the one device read allowed. torch's packed GRU then reads
 the packed batch's ``batch_sizes``, which PyTorch always keeps on the CPU (no device sync).
+RNNsearch and Luong's soft training loss also packs the targets when they are on the CPU
+(models/packed.py: the lengths read once, then packing's CPU-side batch sizes); where they are
+not, it runs the padded loop, which reads nothing.
 """
 
 from __future__ import annotations
 
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -26,6 +29,7 @@ from attnkit.data.tasks import TASK_FAMILY, load_task
 from attnkit.data.toy_ko import generate
 from attnkit.data.vocab import Vocab
 from attnkit.models import MODELS, build_model
+from attnkit.models.latent import LatentSeq2Seq
 from attnkit.train.family import family, model_family
 from attnkit.train.loop import loss_of
 
@@ -90,23 +94,52 @@ TRANSLATION = sorted(m for m in MODELS if model_family(m) == "translate")
 OTHERS = sorted(m for m in MODELS if model_family(m) != "translate")
 
 
-@pytest.mark.parametrize("name", TRANSLATION)
-def test_a_training_step_reads_nothing_back(name: str) -> None:
-    model, b = one_batch(name)
+def step_reads(model: torch.nn.Module, loss: Callable[[], torch.Tensor]) -> list[tuple[str, str]]:
+    """The host reads of one training update (loss, backward, clipping, Adam)."""
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     model.train()
     with host_reads() as reads:
-        loss, _ = loss_of(model, b)
+        value = loss()
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        value.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-    packing = [(k, w) for k, w in reads if "encoders.py" in w]
-    assert [(k, w) for k, w in reads if (k, w) not in packing] == [], f"{name}: {reads}"
+    return reads
+
+
+def check_source_packing(name: str, packing: list[tuple[str, str]]) -> None:
     if name == "transformer":
         assert packing == []
     else:  # the lengths, copied once; the rest reads the packed batch's CPU-side batch_sizes
         assert [w for k, w in packing if "src_len.cpu()" in w] == [packing[0][1]]
+
+
+@pytest.mark.parametrize("name", TRANSLATION)
+def test_a_training_step_reads_nothing_back(name: str) -> None:
+    model, b = one_batch(name)
+    reads = step_reads(model, lambda: loss_of(model, b)[0])
+    packing = [(k, w) for k, w in reads if "encoders.py" in w]
+    targets = [(k, w) for k, w in reads if "packed.py" in w]
+    assert [r for r in reads if r not in packing + targets] == [], f"{name}: {reads}"
+    check_source_packing(name, packing)
+    if isinstance(model, LatentSeq2Seq):  # targets on the CPU: packed (models/packed.py)
+        lengths = [w for k, w in targets if "tgt_out != 0" in w]
+        assert len(lengths) == 1 and lengths[0] == targets[0][1], reads  # read once, first
+        rest = [w for k, w in targets[1:] if "batch_sizes" not in w and "pad_packed" not in w]
+        assert rest == [], f"{name}: only packing's CPU-side batch sizes after: {rest}"
+    else:
+        assert targets == []
+
+
+@pytest.mark.parametrize("name", ["rnnsearch", "luong"])
+def test_the_padded_target_loop_reads_nothing_back(name: str) -> None:
+    """``packed=False``, what the soft loss runs on targets off the CPU: no read of its own."""
+    model, b = one_batch(name)
+    loss = lambda: model.training_loss(b.src, b.src_len, b.tgt_in, b.tgt_out, packed=False)[0]  # noqa: E731
+    reads = step_reads(model, loss)
+    packing = [(k, w) for k, w in reads if "encoders.py" in w]
+    assert [r for r in reads if r not in packing] == [], f"{name}: {reads}"
+    check_source_packing(name, packing)
 
 
 @pytest.mark.parametrize("name", OTHERS)

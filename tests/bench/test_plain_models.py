@@ -1,17 +1,19 @@
 """The plain PyTorch yardsticks of ``attnkit bench --scenarios models`` (bench/plain.py) are
 the same networks as attnkit's: PlainBahdanau given RNNsearch's weights gives its logits;
 PlainTransformer has the Transformer's parameters (+ nn.Transformer's two final
-LayerNorms); the quick scenario runs from the CLI and reports the ratios."""
+LayerNorms); the quick scenario runs from the CLI and reports the ratios, RNNsearch both as it
+trains (packed targets) and over the padded targets (the plain model's positions)."""
 
 import json
 from pathlib import Path
 
+import pytest
 import torch
 
-from attnkit.bench.models import _plain_twin
+from attnkit.bench.models import _plain_twin, versus_speed
 from attnkit.bench.plain import PlainBahdanau
 from attnkit.cli import main
-from attnkit.models import build_model
+from attnkit.models import build_model, latent, packed
 
 
 def _copy_rnnsearch(ours: torch.nn.Module, plain: PlainBahdanau) -> None:
@@ -65,3 +67,21 @@ def test_models_scenario_runs_from_the_cli(tmp_path: Path, capsys) -> None:  # t
     report = json.loads((tmp_path / "bench_models.json").read_text())["models"]
     for row in report["rows"]:
         assert row["ratio"] == row["rounds"][0]["plain"] / row["rounds"][0]["attnkit"]
+    assert [r["model"] for r in report["rows"]] == ["rnnsearch", "rnnsearch-padded", "transformer"]
+
+
+@pytest.mark.parametrize("row, packs", [("rnnsearch", True), ("rnnsearch-padded", False)])
+def test_the_padded_row_times_rnnsearch_over_the_padded_targets(
+    row: str, packs: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = []
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return packed.packed_cross_entropy(*args, **kwargs)
+
+    monkeypatch.setattr(latent, "packed_cross_entropy", spy)
+    versus_speed((row,), preset="tiny", steps=1, warmup=1, repeats=1, batch_size=8, log=str)
+    assert bool(calls) == packs
+    with pytest.raises(ValueError, match="choose from"):
+        versus_speed(("rnnsearch-packed",), preset="tiny", repeats=1)

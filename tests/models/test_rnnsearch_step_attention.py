@@ -170,5 +170,5 @@ def test_without_dropout_the_deep_output_reads_the_looked_up_embeddings(
         return out
 
     monkeypatch.setattr(latent, "_stacked", spy)
-    m.training_loss(*b)
+    m.training_loss(*b, packed=False)  # the padded loop, ``unroll`` (packed: test_packed.py)
     assert reused == [False, dropout == 0.0]  # features (s_i, E y_{i-1})

@@ -13,7 +13,9 @@ train,decode``; the figures of docs/performance.md.
              (bench/plain.py: a hand-written Bahdanau model, torch.nn.Transformer), same
              preset sizes, batches of toy-ko: median ms of a full update of each, timed
              back to back in one process, alternating which goes first, over ``repeats``
-             rounds; the ratio plain ms / attnkit ms (>= 1: attnkit at least as fast)
+             rounds; the ratio plain ms / attnkit ms (>= 1: attnkit at least as fast).
+             RNNsearch twice: as it trains (targets packed: no step after a target's end,
+             models/packed.py) and over the padded targets, the plain model's positions
 """
 
 from __future__ import annotations
@@ -169,16 +171,32 @@ def _plain_twin(model: torch.nn.Module) -> torch.nn.Module:
     )
 
 
-def _update(model: torch.nn.Module, opt: torch.optim.Optimizer, b: Batch, plain: bool) -> float:
-    """One timed training update (forward, cross-entropy, backward, clipping, Adam): seconds."""
+# a row of the models scenario -> (the attnkit model it builds, its loss's ``packed``: None
+# the default, packed targets on the CPU; False the padded loop, the plain model's work)
+ROWS: dict[str, tuple[str, bool | None]] = {
+    "rnnsearch": ("rnnsearch", None),
+    "rnnsearch-padded": ("rnnsearch", False),
+    "transformer": ("transformer", None),
+}
+
+
+def _update(
+    model: torch.nn.Module, opt: torch.optim.Optimizer, b: Batch, plain: bool,
+    packed: bool | None = None,
+) -> float:  # fmt: skip
+    """One timed training update (forward, cross-entropy, backward, clipping, Adam): seconds.
+    ``packed=False``: an attnkit recurrent model's loss over the padded targets."""
     from ..train.loop import loss_of
 
     start = time.perf_counter()
     if plain:
         logits = model(b.src, b.src_len, b.tgt_in)  # (B, T, V)
         loss = F.cross_entropy(logits.flatten(0, 1), b.tgt_out.flatten(), ignore_index=0)
-    else:
+    elif packed is None:
         loss, _ = loss_of(model, b)  # type: ignore[arg-type]
+    else:
+        own: Any = model.training_loss  # RNNsearch, Luong (models/latent.py)
+        loss = own(b.src, b.src_len, b.tgt_in, b.tgt_out, packed=packed)[0]
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -187,7 +205,7 @@ def _update(model: torch.nn.Module, opt: torch.optim.Optimizer, b: Batch, plain:
 
 
 def versus_speed(
-    names: tuple[str, ...] = ("rnnsearch", "transformer"),
+    names: tuple[str, ...] = ("rnnsearch", "rnnsearch-padded", "transformer"),
     preset: str = "base",
     steps: int = 5,
     warmup: int = 2,
@@ -200,15 +218,20 @@ def versus_speed(
     Per model and round: ``steps`` timed updates of each (after ``warmup`` untimed ones in
     the first round), back to back on the same batches, the order alternating by round;
     ms is the median update, ratio = plain ms / attnkit ms, reported per round and as the
-    median over rounds."""
+    median over rounds. ``names``: rows of ``ROWS``; "rnnsearch-padded" times RNNsearch
+    over the padded targets, the same positions as the plain model (the default skips the
+    positions after each target's end, models/packed.py)."""
     from ..models import build_model
 
     train, _, sv, tv = _toy_ko(batch_size * 8, 8, seed)
     data: list[Batch] = batches(train, sv, tv, batch_size, random.Random(seed))
     rows = []
     for name in names:
+        if name not in ROWS:
+            raise ValueError(f"models row {name!r}: choose from {', '.join(ROWS)}")
+        built, packed = ROWS[name]
         torch.manual_seed(seed)
-        ours = build_model(name, src_vocab=len(sv), tgt_vocab=len(tv), preset=preset)
+        ours = build_model(built, src_vocab=len(sv), tgt_vocab=len(tv), preset=preset)
         torch.manual_seed(seed)
         plain = _plain_twin(ours)
         pair = {"attnkit": ours, "plain": plain}
@@ -216,13 +239,13 @@ def versus_speed(
         for k, m in pair.items():
             m.train()
             for i in range(warmup):
-                _update(m, opts[k], data[i % len(data)], k == "plain")
+                _update(m, opts[k], data[i % len(data)], k == "plain", packed)
         rounds = []
         for r in range(repeats):
             ms: dict[str, float] = {}
             for k in ("attnkit", "plain") if r % 2 == 0 else ("plain", "attnkit"):
-                took = [_update(pair[k], opts[k], data[(r * steps + i) % len(data)], k == "plain")
-                        for i in range(steps)]  # fmt: skip
+                took = [_update(pair[k], opts[k], data[(r * steps + i) % len(data)],
+                                k == "plain", packed) for i in range(steps)]  # fmt: skip
                 ms[k] = 1000 * statistics.median(took)
             rounds.append({**ms, "ratio": ms["plain"] / ms["attnkit"]})
             log(f"models: {name} round {r + 1}: attnkit {ms['attnkit']:.1f} ms, plain "

@@ -61,6 +61,7 @@ from ..variational import (
 )
 from .base import Memory, Seq2Seq, Seq2SeqOutput, State
 from .encoders import GRUEncoder
+from .packed import packed_cross_entropy, rejoined
 
 SOFTNESS = ("soft", "mean", "hard", "gumbel", "variational")
 ESTIMATORS = ("enumerate", "sample")
@@ -285,11 +286,9 @@ class Unrolled:
 
 def _stacked(feature: tuple[Tensor, ...], inputs: tuple[Tensor, ...], embedded: Tensor) -> Tensor:
     """A feature's T per-step values (B, F) each -> (B, T, F); the target embeddings
-    themselves (the step read ``inputs[t]`` as it is) are ``embedded`` already: no copy, and
-    autograd does not unbind their gradient into T pieces to stack it again."""
-    if all(f is x for f, x in zip(feature, inputs, strict=True)):
-        return embedded  # (B, T, E)
-    return torch.stack(feature, 1)  # (B, T, F)
+    themselves (the step read ``inputs[t]`` as it is) are ``embedded`` already
+    (``packed.rejoined``)."""
+    return rejoined(feature, inputs, embedded, lambda x: torch.stack(list(x), 1))  # (B, T, F)
 
 
 def unroll(
@@ -350,16 +349,22 @@ def training_loss(
     tgt_in: Tensor,
     tgt_out: Tensor,
     label_smoothing: float = 0.0,
+    packed: bool | None = None,
 ) -> tuple[Tensor, Seq2SeqOutput]:
     """The token-mean training loss of ``model``'s softness (see the module docstring) and
     the teacher-forced output. soft, mean, gumbel: cross-entropy; hard: cross-entropy of the
     sampled alignment + the REINFORCE surrogate; variational: −ELBO (label smoothing is not
     applied to it). In training mode it counts the update (the Gumbel schedule and the
     baseline read the count). The recurrence runs first, then the output layer once over
-    all positions (``unroll``)."""
+    all positions (``unroll``). ``packed`` (soft and mean; default: when the targets are on
+    the CPU): the recurrence and the output layer skip the positions after each target's
+    end (``packed.packed_cross_entropy``; the same loss and gradients, the output zero
+    there). Not on a GPU by default: the batch sizes of a packed loop are read by the host."""
     cfg = model.config
     mode = cfg.softness
     memory = model.encode(src, src_len)
+    if mode in ("soft", "mean") and (tgt_out.device.type == "cpu" if packed is None else packed):
+        return packed_cross_entropy(model, memory, tgt_in, tgt_out, label_smoothing)
     mask = memory["mask"][:, 0]  # (B, S)
     real = tgt_out != 0  # (B, T)
     q_log = model.inference(tgt_out, memory["keys"], mask) if mode == "variational" else None
@@ -478,11 +483,11 @@ class LatentSeq2Seq(Seq2Seq):
 
     def training_loss(
         self, src: Tensor, src_len: Tensor, tgt_in: Tensor, tgt_out: Tensor,
-        label_smoothing: float = 0.0,
+        label_smoothing: float = 0.0, packed: bool | None = None,
     ) -> tuple[Tensor, Seq2SeqOutput]:  # fmt: skip
         """The loss of the model's softness (``training_loss``; plain cross-entropy for
-        soft)."""
-        return training_loss(self, src, src_len, tgt_in, tgt_out, label_smoothing)
+        soft, over packed targets on the CPU)."""
+        return training_loss(self, src, src_len, tgt_in, tgt_out, label_smoothing, packed)
 
 
 __all__ = [
