@@ -55,7 +55,7 @@ def _models(args: argparse.Namespace, scenarios: list[str]) -> int:
         quick = dict(preset="tiny", steps=1, warmup=1, repeats=1, batch_size=16)
         report["models"] = versus_speed(**(quick if args.quick else {"repeats": args.repeats}))
         for r in report["models"]["rows"]:
-            print(f"models {r['model']:<12} attnkit {r['attnkit_ms']:8.1f} ms/update  "
+            print(f"models {r['model']:<16} attnkit {r['attnkit_ms']:8.1f} ms/update  "
                   f"{r['plain']} {r['plain_ms']:8.1f} ms/update  speed x{r['ratio']:.2f} "
                   f"(median of {len(r['rounds'])} rounds)")  # fmt: skip
         print(f"models load average {report['models']['load']}")
