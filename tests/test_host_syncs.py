@@ -4,8 +4,9 @@ modules, read no tensor value back to Python (``bool(t)``, ``t.item()``, ``t.tol
 the device; here they are counted on CPU with a TorchFunctionMode, which sees every one.
 
 RNNsearch (and the other recurrent encoders) copy the lengths to the CPU once per batch for
-sequence packing (``src_len.cpu()``): the one device read allowed. torch's packed GRU then reads
-the packed batch's ``batch_sizes``, which PyTorch always keeps on the CPU (no device sync).
+sequence packing (``lengths.cpu()`` in ``encoders.run_packed``): the one device read allowed.
+torch's packed GRU then reads the packed batch's ``batch_sizes``, which PyTorch always keeps
+on the CPU (no device sync).
 RNNsearch and Luong's soft training loss also packs the targets when they are on the CPU
 (models/packed.py: the lengths read once, then packing's CPU-side batch sizes); where they are
 not, it runs the padded loop, which reads nothing.
@@ -111,7 +112,7 @@ def check_source_packing(name: str, packing: list[tuple[str, str]]) -> None:
     if name == "transformer":
         assert packing == []
     else:  # the lengths, copied once; the rest reads the packed batch's CPU-side batch_sizes
-        assert [w for k, w in packing if "src_len.cpu()" in w] == [packing[0][1]]
+        assert [w for k, w in packing if "lengths.cpu()" in w] == [packing[0][1]]
 
 
 @pytest.mark.parametrize("name", TRANSLATION)
@@ -163,7 +164,7 @@ def test_a_training_step_of_the_other_families_reads_at_most_the_lengths(name: s
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-    packing = ("pack_padded_sequence", "pad_packed_sequence", "lengths = ")
+    packing = ("pack_padded_sequence", "pad_packed_sequence", "lengths = ", "lengths.cpu()")
     allowed = [(k, w) for k, w in reads if any(p in w for p in packing)]
     assert [r for r in reads if r not in allowed] == [], f"{name}: {reads}"
 

@@ -56,3 +56,38 @@ def test_configs_fail_clearly() -> None:
         make_config("rnnsearch", src_vocab=5, tgt_vocab=5, heads=3)
     with pytest.raises(ValueError, match="unknown model"):
         build_model("lstm9000", src_vocab=5, tgt_vocab=5)
+
+
+@pytest.mark.parametrize("cell, layers, bidirectional", [("gru", 1, True), ("lstm", 2, True),
+                                                          ("gru", 2, False)])  # fmt: skip
+def test_run_packed_is_torchs_unsorted_packing(cell: str, layers: int, bidirectional: bool) -> None:
+    """``encoders.run_packed`` (the permutation kept on the device) computes what
+    pack_padded_sequence(enforce_sorted=False) + pad_packed_sequence do: outputs, final
+    states and gradients, float64, unsorted lengths with ties."""
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    from attnkit.models.encoders import run_packed
+
+    torch.manual_seed(0)
+    rnn = {"gru": torch.nn.GRU, "lstm": torch.nn.LSTM}[cell](
+        3, 4, num_layers=layers, batch_first=True, bidirectional=bidirectional
+    ).double()  # fmt: skip
+    x = torch.randn(5, 6, 3, dtype=torch.float64, requires_grad=True)
+    lengths = torch.tensor([2, 6, 2, 1, 5])
+
+    def flat(h):  # type: ignore[no-untyped-def]
+        return torch.cat([t.flatten() for t in h]) if isinstance(h, tuple) else h.flatten()
+
+    packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    out, h = rnn(packed)
+    ref = pad_packed_sequence(out, batch_first=True, total_length=6)[0]
+    ref_h = flat(h)
+    states, h2 = run_packed(rnn, x, lengths, 6)
+    torch.testing.assert_close(states, ref, rtol=0, atol=1e-12)
+    torch.testing.assert_close(flat(h2), ref_h, rtol=0, atol=1e-12)
+    g = [torch.randn_like(states), torch.randn_like(ref_h)]
+    wrt = [x, *rnn.parameters()]
+    grads = torch.autograd.grad((states * g[0]).sum() + (flat(h2) * g[1]).sum(), wrt)
+    ref_grads = torch.autograd.grad((ref * g[0]).sum() + (ref_h * g[1]).sum(), wrt)
+    for a, b in zip(grads, ref_grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)

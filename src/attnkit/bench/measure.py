@@ -12,6 +12,10 @@
   and the interpreter, whatever allocated it. The process runs with glibc's mmap threshold
   fixed at 64 KiB, so freed tensors leave the RSS at once (else a warm step reuses retained
   heap and shows no growth). Linux only; elsewhere it is reported as None.
+* on CUDA (``--device cuda``): every step and matmul ends with ``torch.cuda.synchronize()``,
+  the matmul is the same float32 product on the GPU (TF32 off, PyTorch's default), and the
+  peak memory is the allocator's: ``torch.cuda.max_memory_allocated()`` over the step minus
+  what was allocated before it.
 
 Run as ``python -m attnkit.bench.measure '<case as JSON>' WARMUP REPEATS``; prints one JSON line.
 """
@@ -31,7 +35,7 @@ from typing import Any
 
 import torch
 
-from .variants import Case, Step, make_step
+from .variants import Case, Step, make_step, synchronised
 
 MATMUL_SIZE = 2048
 
@@ -45,20 +49,20 @@ def median_seconds(step: Step, repeats: int) -> tuple[float, list[float]]:
     return statistics.median(times), times
 
 
-def _matmul_step(size: int = MATMUL_SIZE) -> tuple[Step, float]:
+def _matmul_step(size: int = MATMUL_SIZE, device: str = "cpu") -> tuple[Step, float]:
     """One size x size float32 matmul (2048 unless a smoke run asks less) and its FLOPs."""
     gen = torch.Generator().manual_seed(0)
-    a, b = (torch.randn(size, size, generator=gen) for _ in range(2))
+    a, b = (torch.randn(size, size, generator=gen).to(device) for _ in range(2))
 
     def product() -> None:
         torch.mm(a, b)
 
-    return product, 2.0 * size**3
+    return synchronised(product, device), 2.0 * size**3
 
 
-def matmul_gflops(repeats: int = 3, size: int = MATMUL_SIZE) -> float:
-    """The machine's float32 matmul rate now (GFLOP/s), median of ``repeats`` products."""
-    product, flops = _matmul_step(size)
+def matmul_gflops(repeats: int = 3, size: int = MATMUL_SIZE, device: str = "cpu") -> float:
+    """The device's float32 matmul rate now (GFLOP/s), median of ``repeats`` products."""
+    product, flops = _matmul_step(size, device)
     product()  # warm-up
     seconds, _ = median_seconds(product, repeats)
     return flops / seconds / 1e9
@@ -74,9 +78,15 @@ def _status_kib(field: str) -> int | None:
     return None
 
 
-def peak_extra_mib(step: Step) -> float | None:
-    """Resident memory one step needs beyond what is already resident (MiB), or None."""
+def peak_extra_mib(step: Step, device: str = "cpu") -> float | None:
+    """Memory one step needs beyond what is already held (MiB), or None: resident memory on
+    the CPU, the CUDA allocator's on the GPU."""
     gc.collect()
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+        held = torch.cuda.memory_allocated()
+        step()
+        return max(torch.cuda.max_memory_allocated() - held, 0) / 2**20
     try:
         Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
     except OSError:
@@ -96,12 +106,12 @@ def measure(
     before it, so that its % of the matmul rate is taken under the same load (the machine is
     shared); the reported % is the median of the per-pair ratios."""
     torch.manual_seed(0)
-    product, mm_flops = _matmul_step(matmul_size)
+    product, mm_flops = _matmul_step(matmul_size, case.device)
     step = make_step(case)
     product()
     for _ in range(max(warmup, 1)):
         step()
-    peak = peak_extra_mib(step)
+    peak = peak_extra_mib(step, case.device)
     step_s, mm_s = [], []
     for _ in range(repeats):
         mm_s.append(median_seconds(product, 1)[0])

@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from .measure import matmul_gflops, measure, measure_in_subprocess
 from .variants import VARIANTS, Case, available
 
@@ -43,6 +45,7 @@ class SuiteConfig:
     isolate: bool = True  # a fresh process per case (honest peak memory); False: smoke runs
     matmul_repeats: int = 5
     matmul_size: int = 2048  # a smoke run may use less
+    device: str = "cpu"  # cpu | cuda: where the cases and the matmul anchor run
 
     def __post_init__(self) -> None:
         for name in self.scenarios:
@@ -63,6 +66,13 @@ class SuiteConfig:
                             ("--memory-limit", self.memory_limit_gib)):  # fmt: skip
             if not (value > 0 and math.isfinite(value)):
                 raise ValueError(f"{flag} {value}: give a positive finite limit")
+        if self.device not in ("cpu", "cuda"):
+            raise ValueError(f"--device {self.device!r}: choose cpu or cuda")
+        if self.device == "cuda" and not torch.cuda.is_available():
+            raise ValueError(
+                "--device cuda: torch sees no CUDA device here (torch.cuda.is_available() is "
+                "False); run on a machine with a GPU and a CUDA build of torch, or use --device cpu"
+            )
         if self.heads < 1:
             raise ValueError(f"--heads {self.heads}: give at least one attention head")
         if self.local_radius < 1 or self.causal_radius < 1:
@@ -116,17 +126,16 @@ def plan_cases(cfg: SuiteConfig) -> list[Case]:
                 if cfg.variants is not None and variant not in cfg.variants:
                     continue
                 for n in sizes:
-                    cases.append(
-                        Case(variant, scenario, n, backward, 1, cfg.heads, cfg.dim, radius)
-                    )
+                    cases.append(Case(variant, scenario, n, backward, 1, cfg.heads, cfg.dim,
+                                      radius, cfg.device))  # fmt: skip
     return cases
 
 
 def run_suite(cfg: SuiteConfig, log: Any = print) -> dict[str, Any]:
     """Measure every planned case (one fresh process each) and return the report dict."""
-    rate_before = matmul_gflops(cfg.matmul_repeats, cfg.matmul_size)
+    rate_before = matmul_gflops(cfg.matmul_repeats, cfg.matmul_size, cfg.device)
     size = cfg.matmul_size
-    log(f"matmul {size}x{size} float32: {rate_before:.0f} GFLOP/s")
+    log(f"matmul {size}x{size} float32 on {cfg.device}: {rate_before:.0f} GFLOP/s")
     rows: list[dict[str, Any]] = []
     last: dict[tuple[str, str, bool], dict[str, Any]] = {}
     for case in plan_cases(cfg):
@@ -148,7 +157,7 @@ def run_suite(cfg: SuiteConfig, log: Any = print) -> dict[str, Any]:
             last[key] = {"n": case.n, "ms": float("inf")} if "GiB" in reason else last.get(key, {})
         rows.append(row)
         log(format_row(row))
-    rate_after = matmul_gflops(cfg.matmul_repeats, cfg.matmul_size)
+    rate_after = matmul_gflops(cfg.matmul_repeats, cfg.matmul_size, cfg.device)
     return {
         "matmul_gflops": {"before": rate_before, "after": rate_after},
         "config": asdict(cfg),

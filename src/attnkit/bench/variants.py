@@ -33,6 +33,7 @@ class Case:
     heads: int = 8
     dim: int = 64
     radius: int = 256  # local: each side; causal: look-back
+    device: str = "cpu"  # cpu | cuda
 
     @property
     def keys_per_query(self) -> int:
@@ -51,9 +52,22 @@ class Case:
         return 3 * fwd if self.backward else fwd
 
 
-def band(n: int, radius: int, causal: bool) -> Tensor:
+def band(n: int, radius: int, causal: bool, device: str = "cpu") -> Tensor:
     """Dense (n, n) bool band mask, True = may attend: what the dense anchors need."""
-    return band_mask(n, n, radius, causal=causal)  # (n, n)
+    return band_mask(n, n, radius, causal=causal).to(device)  # (n, n)
+
+
+def synchronised(step: Step, device: str) -> Step:
+    """``step`` that returns only when the device has finished it (CUDA runs asynchronously:
+    a timer around the bare call would time the launch)."""
+    if device == "cpu":
+        return step
+
+    def done() -> None:
+        step()
+        torch.cuda.synchronize()
+
+    return done
 
 
 def _naive(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
@@ -67,7 +81,7 @@ def _attention_fn(case: Case) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
     """(q, k, v) (B, H, n, d) -> context (B, H, n, d) for the case's variant and scenario."""
     name, n, r = case.variant, case.n, case.radius
     if case.scenario == "additive":
-        return _additive(case.dim, chunked=name == "attnkit")
+        return _additive(case.dim, chunked=name == "attnkit", device=case.device)
     causal = case.scenario == "causal"
     local = case.scenario != "global"
     if name == "attnkit" and not local:
@@ -87,25 +101,27 @@ def _attention_fn(case: Case) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
     if name == "sdpa":
         return lambda q, k, v: F.scaled_dot_product_attention(q, k, v)
     if name == "sdpa-band":
-        mask = band(n, r, causal)
+        mask = band(n, r, causal, case.device)
         return lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     if name == "naive":
-        window = band(n, r, causal) if local else None
+        window = band(n, r, causal, case.device) if local else None
         return lambda q, k, v: _naive(q, k, v, window)
     if name == "flex":
-        return _flex(n, r, causal)
+        return _flex(n, r, causal, case.device)
     if name == "local-attention":
-        return _lucidrains(r, causal)
+        return _lucidrains(r, causal, case.device)
     raise ValueError(f"unknown variant {name!r} for scenario {case.scenario!r}")
 
 
-def _additive(dim: int, chunked: bool) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
+def _additive(
+    dim: int, chunked: bool, device: str = "cpu"
+) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
     """Bahdanau's additive score, A = d: attnkit's (chunked so the (n, n, A) hidden tensor never
     exceeds 2^24 elements, recomputed in the backward pass) or computed in one piece."""
     from ..core import attend
     from ..scores import AdditiveScore
 
-    score = AdditiveScore(dim, dim, dim)
+    score = AdditiveScore(dim, dim, dim).to(device)
     if chunked:
         return lambda q, k, v: attend(q, k, v, score=score, need_weights=False).context
 
@@ -118,9 +134,11 @@ def _additive(dim: int, chunked: bool) -> Callable[[Tensor, Tensor, Tensor], Ten
     return whole
 
 
-def _flex(n: int, r: int, causal: bool) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
-    """FlexAttention with a sliding-window block mask, compiled (the only way it runs on CPU;
-    it has no CPU backward pass)."""
+def _flex(
+    n: int, r: int, causal: bool, device: str = "cpu"
+) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
+    """FlexAttention with a sliding-window block mask, compiled (the only way it runs on CPU,
+    where it has no backward pass; on CUDA compiled to its Triton kernels)."""
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
     def window(b: Tensor, h: Tensor, qi: Tensor, ki: Tensor) -> Tensor:
@@ -130,12 +148,14 @@ def _flex(n: int, r: int, causal: bool) -> Callable[[Tensor, Tensor, Tensor], Te
 
     # uncompiled, create_block_mask materialises an n x n mask (32 GiB at n = 65536)
     make = torch.compile(create_block_mask) if n > 16384 else create_block_mask
-    block_mask = make(window, None, None, n, n, device="cpu")
+    block_mask = make(window, None, None, n, n, device=device)
     compiled = torch.compile(flex_attention)
     return lambda q, k, v: compiled(q, k, v, block_mask=block_mask)
 
 
-def _lucidrains(r: int, causal: bool) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
+def _lucidrains(
+    r: int, causal: bool, device: str = "cpu"
+) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
     """lucidrains' local-attention 1.11.2: buckets of window_size with look-around, masked to
     the exact window; no rotary embedding, so it computes the same function."""
     from local_attention import LocalAttention
@@ -146,6 +166,7 @@ def _lucidrains(r: int, causal: bool) -> Callable[[Tensor, Tensor, Tensor], Tens
     else:
         layer = LocalAttention(r, causal=False, look_backward=1, look_forward=1, autopad=True,
                                exact_windowsize=True, use_rotary_pos_emb=False)  # fmt: skip
+    layer = layer.to(device)
     return lambda q, k, v: layer(q, k, v)
 
 
@@ -153,7 +174,9 @@ def available(case: Case) -> str | None:
     """None if the variant can run this case here, else why not."""
     if case.variant == "local-attention" and importlib.util.find_spec("local_attention") is None:
         return "not installed (pip install local-attention==1.11.2)"
-    if case.variant == "flex" and case.backward:
+    if case.device == "cuda" and not torch.cuda.is_available():
+        return "no CUDA device here"
+    if case.variant == "flex" and case.backward and case.device == "cpu":
         return "no CPU backward (pytorch#148752)"
     if case.scenario == "global" and case.variant in ("flex", "local-attention", "sdpa-band"):
         return "local only"
@@ -163,11 +186,15 @@ def available(case: Case) -> str | None:
 
 
 def make_step(case: Case) -> Step:
-    """Inputs (B, H, n, d) float32 and one step: forward, then backward if asked."""
+    """Inputs (B, H, n, d) float32 on the case's device and one step: forward, then backward
+    if asked; on CUDA the step waits for the device (``synchronised``)."""
     gen = torch.Generator().manual_seed(0)
     shape = (case.batch, case.heads, case.n, case.dim)
-    q, k, v = (torch.randn(shape, generator=gen).requires_grad_(case.backward) for _ in range(3))
-    grad = torch.randn(shape, generator=gen)
+    q, k, v = (
+        torch.randn(shape, generator=gen).to(case.device).requires_grad_(case.backward)
+        for _ in range(3)
+    )  # fmt: skip
+    grad = torch.randn(shape, generator=gen).to(case.device)
     fn = _attention_fn(case)
 
     def step() -> None:
@@ -179,7 +206,7 @@ def make_step(case: Case) -> Step:
             x.grad = None
         fn(q, k, v).backward(grad)
 
-    return step
+    return synchronised(step, case.device)
 
 
 VARIANTS = {
@@ -189,4 +216,4 @@ VARIANTS = {
     "additive": ["attnkit", "naive"],
 }
 
-__all__ = ["VARIANTS", "Case", "available", "band", "make_step"]
+__all__ = ["VARIANTS", "Case", "available", "band", "make_step", "synchronised"]

@@ -97,6 +97,13 @@ def add_parser(sub: Any) -> None:
         help="decode: a state_dict file, loaded if it exists, else saved after training "
         "(decode two builds with the same parameters)",
     )
+    p.add_argument(
+        "--device",
+        default="cpu",
+        choices=["cpu", "cuda"],
+        help="run the kernel cases and the matmul anchor on this device (cpu); cuda needs a GPU "
+        "and a CUDA build of torch",
+    )
     p.add_argument("--variants", help="only these variants, comma-separated")
     p.add_argument("--modes", default="fwd,fwd+bwd", help="fwd and/or fwd+bwd")
     p.add_argument("--radius", type=int, default=256, help="local radius each side (256)")
@@ -142,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
         local_radius=args.radius,
         causal_radius=args.lookback,
         heads=args.heads,
+        device=args.device,
     )
     if args.quick:
         cfg.global_sizes = cfg.local_sizes = cfg.additive_sizes = [256, 512]

@@ -94,12 +94,13 @@ def sliding_window_attention(
     attend's fused path); with ``need_weights`` scores and weights are float32 and the weights
     come back in the band layout (..., Tq, W), W = 2r + 1 (r + 1 causal).
 
-    When gradients are needed the fused path runs as ``SlidingWindowFunction`` (log-sum-exp
-    kept, the fused flash backward per run on blocks of its own size, ``backward_block``,
-    key-tile gradients folded run by run); ``block`` sets both passes' block when given;
-    ``own_backward=False`` lets autograd differentiate SDPA and ``unfold`` instead (the
-    earlier path, kept for comparison: ``attnkit.bench.interleave`` variant
-    ``attnkit-autograd``).
+    When gradients are needed on the CPU the fused path runs as ``SlidingWindowFunction``
+    (log-sum-exp kept, the fused flash backward per run on blocks of its own size,
+    ``backward_block``, key-tile gradients folded run by run; it calls ATen's CPU flash
+    kernels, so on other devices autograd differentiates the SDPA tiles); ``block`` sets both
+    passes' block when given; ``own_backward=False`` lets autograd differentiate SDPA and
+    ``unfold`` instead (the earlier path, kept for comparison: ``attnkit.bench.interleave``
+    variant ``attnkit-autograd``).
 
     ``kernel``: "auto" runs the banded flash kernel in C++ (``attnkit.local.native``) where it
     applies (CPU, float32/float64, no weights asked, no mask or a mask that does not depend
@@ -130,10 +131,10 @@ def sliding_window_attention(
         )[0]  # fmt: skip
         return LocalResult(ctx.reshape(*lead, tq, -1), None, -r)
     b = min(block or DEFAULT_BLOCK, tq)
-    geo = _Geometry(tq, tk, r, causal, b)
+    geo = _Geometry(tq, tk, r, causal, b, query.device)
     # the backward pass tiles on its own (larger) blocks unless ``block`` fixes both
     bb = min(backward_block(geo.width), tq)
-    back = geo if block or bb == b else _Geometry(tq, tk, r, causal, bb)
+    back = geo if block or bb == b else _Geometry(tq, tk, r, causal, bb, query.device)
 
     q = query.reshape(-1, tq, query.shape[-1])  # (G, Tq, D)
     k = keys.reshape(-1, tk, keys.shape[-1])  # (G, Tk, D)
@@ -142,7 +143,10 @@ def sliding_window_attention(
     if need_weights:
         ctx, band = _explicit(q, k, v, geo, user)  # (G, Tq, Dv), (G, Tq, W)
         weights: Tensor | None = band.reshape(*lead, tq, geo.width)
-    elif own_backward and torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v)):
+    elif (
+        own_backward and q.device.type == "cpu" and torch.is_grad_enabled()
+        and any(x.requires_grad for x in (q, k, v))
+    ):  # fmt: skip
         plan = Plan(geo, user, back, mask, lead)
         ctx, weights = SlidingWindowFunction.apply(q, k, v, plan), None  # (G, Tq, Dv)
     else:
@@ -191,14 +195,18 @@ def _native_keep(
 class _Geometry:
     """Where the blocks, their key tiles and their masks lie."""
 
-    def __init__(self, tq: int, tk: int, r: int, causal: bool, b: int) -> None:
+    def __init__(
+        self, tq: int, tk: int, r: int, causal: bool, b: int, device: torch.device | None = None
+    ) -> None:
         width = r + 1 if causal else 2 * r + 1
         self.tq, self.tk, self.r, self.width, self.b = tq, tk, r, width, b
         self.nb = -(-tq // b)
         self.L = b + width - 1
         self.padded = (self.nb - 1) * b + self.L  # padded key length the tiles cover
         # in a tile, key c sits at c - r relative to the block start: query a is at a + r
-        self.band = window_mask(torch.arange(b) + r, self.L, r, causal=causal)  # (b, L), shared
+        # built where the inputs are: a copy to the GPU per call would wait for the device
+        pos = torch.arange(b, device=device) + r  # (b,)
+        self.band = window_mask(pos, self.L, r, causal=causal)  # (b, L), shared
         # blocks [i0, i1) reach only existing keys and hold no padded query: no edge mask, and
         # their query and key tiles are views of the inputs, no copy
         self.i0 = min(self.nb, -(-r // b))
