@@ -104,8 +104,8 @@ def test_measure_pct_of_matmul_from_a_fake_clock(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(measure_mod, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
     monkeypatch.setattr(measure_mod, "make_step", lambda case: advance(0.5))
-    monkeypatch.setattr(measure_mod, "_matmul_step", lambda size: (advance(0.1), 1e9))
-    monkeypatch.setattr(measure_mod, "peak_extra_mib", lambda step: None)
+    monkeypatch.setattr(measure_mod, "_matmul_step", lambda size, device: (advance(0.1), 1e9))
+    monkeypatch.setattr(measure_mod, "peak_extra_mib", lambda step, device: None)
     case = Case("attnkit", "local", 1024, False, radius=256)
     flops = 4 * 1024 * 513 * 64 * 8  # 4·n·W·d·H
     got = measure_mod.measure(case, warmup=1, repeats=3)
