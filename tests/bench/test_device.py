@@ -30,6 +30,14 @@ def test_without_cuda_the_suite_says_so_and_a_case_is_skipped(capsys) -> None:  
     assert "invalid choice" in capsys.readouterr().err
 
 
+def test_the_model_scenarios_refuse_a_device(capsys) -> None:  # type: ignore[no-untyped-def]
+    """train, decode, models run on the CPU: --device cuda there is an error, not ignored."""
+    assert main(["bench", "--device", "cuda", "--scenarios", "models", "--quick"]) != 0
+    assert "the whole-model scenarios (train, decode, models) run on the CPU" in (
+        capsys.readouterr().err
+    )
+
+
 def test_flex_backward_is_skipped_on_the_cpu_only() -> None:
     assert available(Case("flex", "local", 64, True)) == "no CPU backward (pytorch#148752)"
     if torch.cuda.is_available():

@@ -281,3 +281,23 @@ def test_quick_run_on_captions_scores_every_row(tmp_path: Path) -> None:
     assert s["mean"]["grad_variance"] is None  # NaN: the score takes no part; no mean
     assert s["soft"]["grad_variance"] == pytest.approx(0.0, abs=1e-20)
     assert s["hard"]["grad_variance"] > 0
+
+
+def test_every_softness_is_timed_over_the_padded_targets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """step_seconds and the gradient draws run soft over the same padded loop as hard (no
+    packed targets): the ms / update columns compare softness, not packing."""
+    from attnkit.data.batching import batches
+    from attnkit.data.toy_ko import generate
+    from attnkit.data.vocab import Vocab
+    from attnkit.experiments.softness_measure import step_seconds
+    from attnkit.models import build_model, latent
+
+    calls = []
+    monkeypatch.setattr(latent, "packed_cross_entropy", lambda *a, **k: calls.append(1))
+    data = generate(16, seed=0)
+    sv, tv = Vocab.build(e.src for e in data), Vocab.build(e.tgt for e in data)
+    b = batches(data, sv, tv, 8)[0]
+    m = build_model("rnnsearch", src_vocab=len(sv), tgt_vocab=len(tv), preset="tiny")
+    step_seconds(m, b, 1)
+    gradient_variance(m, b, 2)
+    assert calls == []

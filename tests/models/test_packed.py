@@ -12,10 +12,10 @@ from attnkit.models import build_model, latent, packed
 from attnkit.models.packed import rejoined, target_lengths
 
 
-def model(name: str, softness: str = "soft", dropout: float = 0.0):
+def model(name: str, softness: str = "soft", dropout: float = 0.0, **kw):  # type: ignore[no-untyped-def]
     torch.manual_seed(0)
     m = build_model(
-        name, preset="tiny", src_vocab=15, tgt_vocab=13, softness=softness, dropout=dropout
+        name, preset="tiny", src_vocab=15, tgt_vocab=13, softness=softness, dropout=dropout, **kw
     )  # fmt: skip
     for p in m.parameters():  # random weights of a visible scale (biases too)
         torch.nn.init.normal_(p, std=0.5)
@@ -77,6 +77,27 @@ def test_packed_loss_and_gradients_equal_the_padded_loop(
     b[2][3, 2] = 0  # a pad id inside a target: ignored by both, and the input reads it
     b[3][3, 2] = 0
     check_equal(m, b, smoothing)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [dict(align="local-m", window=1), dict(align="local-p", window=1, layers=2, cell="gru"),
+     dict(score="location", input_feeding=False), dict(score="concat", layers=2)],
+)  # fmt: skip
+def test_packed_luong_variants(kw: dict) -> None:
+    """Luong's state carries the step index (local-m), a predicted position (local-p), a
+    GRU or LSTM stack and the input feed: each is sliced to the running rows."""
+    m = model("luong", "soft", **kw)
+    m.train()
+    check_equal(m, batch([3, 6, 1, 6, 4], src_lengths=[5, 2, 4, 5, 3]), 0.1)
+
+
+@pytest.mark.parametrize("softness", ["hard", "gumbel", "variational"])
+def test_packed_true_is_refused_where_the_loss_reads_the_padded_layout(softness: str) -> None:
+    m, b = model("rnnsearch", softness), batch([2, 4, 3])
+    m.train()
+    with pytest.raises(ValueError, match="soft and mean"):
+        m.training_loss(*b, packed=True)
 
 
 @pytest.mark.parametrize("name", ["rnnsearch", "luong"])

@@ -102,7 +102,7 @@ def add_parser(sub: Any) -> None:
         default="cpu",
         choices=["cpu", "cuda"],
         help="run the kernel cases and the matmul anchor on this device (cpu); cuda needs a GPU "
-        "and a CUDA build of torch",
+        "and a CUDA build of torch (the whole-model scenarios run on the CPU)",
     )
     p.add_argument("--variants", help="only these variants, comma-separated")
     p.add_argument("--modes", default="fwd,fwd+bwd", help="fwd and/or fwd+bwd")
@@ -131,6 +131,12 @@ def run(args: argparse.Namespace) -> int:
         if not set(scenarios) <= MODEL_SCENARIOS:
             raise ValueError(
                 "--scenarios train,decode,models (whole models) run apart from the kernels"
+            )
+        if args.device != "cpu":
+            raise ValueError(
+                f"--device {args.device}: the whole-model scenarios (train, decode, models) run "
+                "on the CPU; --device applies to the kernel scenarios (global, local, causal, "
+                "additive)"
             )
         return _models(args, scenarios)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]

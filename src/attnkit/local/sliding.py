@@ -16,11 +16,12 @@ runs the SDPA tiles:
 * those key tiles are overlapping strided *views* (``unfold``) of the padded keys, no copy;
 * one bool band mask (b, L) is shared by every interior block (SDPA broadcasts it); only the
   first and last blocks, whose tiles hang over the sequence ends, carry their own mask;
-* ``F.scaled_dot_product_attention`` runs its fused CPU kernel on the (G, nb, b, D) x
-  (G, nb, L, D) tiles; with gradients needed, ``sliding_grad.SlidingWindowFunction`` runs
-  the same tiles keeping the log-sum-exp, and its backward pass runs the fused flash backward
-  run by run, on query blocks of its own size (``backward_block``), and folds the overlapping
-  key-tile gradients itself.
+* ``F.scaled_dot_product_attention`` runs its fused kernel (CPU, or CUDA's) on the
+  (G, nb, b, D) x (G, nb, L, D) tiles; with gradients needed on the CPU,
+  ``sliding_grad.SlidingWindowFunction`` runs the same tiles keeping the log-sum-exp, and its
+  backward pass runs ATen's fused CPU flash backward run by run, on query blocks of its own
+  size (``backward_block``), and folds the overlapping key-tile gradients itself; on other
+  devices autograd differentiates the tiles (SDPA's own backward, then ``unfold``'s).
 
 Legend: G flattened leading dims (B·H), n = Tq queries, Tk keys, D widths, b block,
 nb = ceil(Tq / b) blocks, L = b + W - 1 keys a block reaches, W band width.

@@ -24,7 +24,7 @@ def run_packed(rnn: nn.RNNBase, x: Tensor, lengths: Tensor, total: int) -> tuple
     back = torch.argsort(order)  # (B,) the inverse permutation, on the device
     packed = pack_padded_sequence(x.index_select(0, order), on_host[order_host], batch_first=True)
     out, h = rnn(packed)  # sorted: no indices to permute
-    states = pad_packed_sequence(out, batch_first=True, total_length=total)[0]  # (B, S, ·)
+    states = pad_packed_sequence(out, batch_first=True, total_length=total)[0]  # (B, total, ·)
     if isinstance(h, tuple):  # an LSTM's (h, c), (L·dirs, B, n) each
         return states.index_select(0, back), (h[0][:, back], h[1][:, back])
     return states.index_select(0, back), h.index_select(1, back)  # h (L·dirs, B, n)

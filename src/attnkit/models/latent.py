@@ -362,6 +362,11 @@ def training_loss(
     there). Not on a GPU by default: the batch sizes of a packed loop are read by the host."""
     cfg = model.config
     mode = cfg.softness
+    if packed and mode not in ("soft", "mean"):
+        raise ValueError(
+            f"packed=True: packed targets are for the soft and mean softness; {mode} reads the "
+            "padded (B, T) layout (its REINFORCE/ELBO terms). Leave packed at None or False"
+        )
     memory = model.encode(src, src_len)
     if mode in ("soft", "mean") and (tgt_out.device.type == "cpu" if packed is None else packed):
         return packed_cross_entropy(model, memory, tgt_in, tgt_out, label_smoothing)

@@ -66,7 +66,7 @@ def packed_cross_entropy(
     docstring). Returns the token-mean loss and the output padded back to (B, T, ·): logits
     (B, T, V) and weights (B, T, S), zero after each target's end."""
     lengths = target_lengths(tgt_out)  # (B,) CPU
-    ids = pack_padded_sequence(tgt_in, lengths, batch_first=True, enforce_sorted=False)
+    ids = pack_padded_sequence(tgt_in, lengths, batch_first=True, enforce_sorted=False)  # data (N,)
     sizes: list[int] = ids.batch_sizes.tolist()  # b_t, CPU-side: no device read
     order = ids.sorted_indices  # (B,) longest target first
     assert order is not None  # enforce_sorted=False always sorts
@@ -90,6 +90,7 @@ def packed_cross_entropy(
     )  # (N, ·) each
     logits = parts.output(joined, torch.cat(contexts, 0))  # (N, V)
     target = pack_padded_sequence(tgt_out, lengths, batch_first=True, enforce_sorted=False).data
+    # (N,): the gold ids in the order of the logits' rows
     loss = F.cross_entropy(logits, target, ignore_index=0, label_smoothing=label_smoothing)
     length = tgt_in.shape[1]
     alpha = _padded(ids, torch.cat(alphas, 0), length)  # (B, T, S)
