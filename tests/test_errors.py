@@ -295,3 +295,18 @@ def test_location_score_more_keys_than_max_keys() -> None:
 def test_mask_with_more_dims_than_scores() -> None:
     with pytest.raises(ValueError, match=r"mask of shape \(1, 2, 3, 5\) does not broadcast"):
         attend(Q, K, K, mask=torch.ones(1, 2, 3, 5, dtype=torch.bool))
+
+
+def test_inputs_and_masks_on_other_devices_get_a_clear_error() -> None:
+    """On a GPU a CPU mask (or keys) would fail deep inside torch; checked from the metadata
+    (the "meta" device stands in for a second device here)."""
+    from attnkit.local import sliding_window_attention
+
+    q, k, v = (torch.randn(2, 5, 8, device="meta") for _ in range(3))
+    with pytest.raises(ValueError, match=r"query, keys and values are on meta, cpu, meta"):
+        attnkit.attend(q, torch.randn(2, 5, 8), v)
+    mask = torch.ones(2, 1, 5, dtype=torch.bool)  # on the CPU
+    with pytest.raises(ValueError, match=r"mask is on cpu but the attention runs on meta"):
+        attnkit.attend(q, k, v, mask=mask)
+    with pytest.raises(ValueError, match=r"mask\.to\(query\.device\)"):
+        sliding_window_attention(q, k, v, 2, mask=mask)

@@ -102,6 +102,11 @@ def check_qkv(
     also NaN/Inf in the data (None: as ``set_checks`` says)."""
     for name, x in (("query", query), ("keys", keys), ("values", values)):
         check_tensor(name, x)
+    if not (query.device == keys.device == values.device):
+        raise ValueError(
+            f"query, keys and values are on {query.device}, {keys.device}, {values.device}; "
+            "move them to one device (x.to(query.device))"
+        )
     if not (query.dtype == keys.dtype == values.dtype):
         raise TypeError(
             f"query, keys and values have dtypes {query.dtype}, {keys.dtype}, {values.dtype}; "
@@ -156,8 +161,11 @@ def check_positions(positions: Tensor | None, shape: tuple[int, ...]) -> None:
         )
 
 
-def check_mask(mask: Tensor | None, scores_shape: tuple[int, ...]) -> Tensor | None:
-    """A mask is boolean, True = may attend, and broadcasts to scores (..., Tq, Tk)."""
+def check_mask(
+    mask: Tensor | None, scores_shape: tuple[int, ...], device: torch.device | None = None
+) -> Tensor | None:
+    """A mask is boolean, True = may attend, broadcasts to scores (..., Tq, Tk) and, when
+    ``device`` is given, lies on the scores' device."""
     if mask is None:
         return None
     if not isinstance(mask, Tensor):
@@ -172,6 +180,11 @@ def check_mask(mask: Tensor | None, scores_shape: tuple[int, ...]) -> Tensor | N
             f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
             f"{tuple(scores_shape)} (..., Tq, Tk); a padding mask is (B, 1, Tk): "
             "see attnkit.masks.padding_mask"
+        )
+    if device is not None and mask.device != device:
+        raise ValueError(
+            f"mask is on {mask.device} but the attention runs on {device}; move it there "
+            "(mask.to(query.device)), or build it from tensors on that device"
         )
     return mask
 

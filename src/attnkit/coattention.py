@@ -47,8 +47,8 @@ def _check(q: Tensor, v: Tensor, q_mask: Tensor | None, v_mask: Tensor | None) -
             f"question {tuple(q.shape)} and image {tuple(v.shape)} must be (B, T, D) and "
             "(B, N, D) with the same batch size B"
         )
-    check_mask(q_mask, tuple(q.shape[:2]))
-    check_mask(v_mask, tuple(v.shape[:2]))
+    check_mask(q_mask, tuple(q.shape[:2]), q.device)
+    check_mask(v_mask, tuple(v.shape[:2]), v.device)
 
 
 def _weighted(weights: Tensor, x: Tensor) -> Tensor:

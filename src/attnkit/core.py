@@ -170,7 +170,7 @@ def attend(
     check_finite = finite_wanted(check_finite)
     check_qkv(query, keys, values, finite=check_finite)
     lead = tuple(query.shape[:-2])  # check_qkv made it equal to the keys' and values' dims
-    check_mask(mask, (*lead, query.shape[-2], keys.shape[-2]))
+    check_mask(mask, (*lead, query.shape[-2], keys.shape[-2]), query.device)
     check_positions(positions, (*lead, query.shape[-2]))
     if (
         not check_finite

@@ -108,7 +108,7 @@ class GumbelSoftmax:
             raise ValueError(f"temperature must be > 0, got {self.temperature}")
 
     def __call__(self, scores: Tensor, mask: Tensor | None = None) -> Tensor:
-        check_mask(mask, tuple(scores.shape))
+        check_mask(mask, tuple(scores.shape), scores.device)
         s = scores.to(compute_dtype(scores.dtype))  # (..., Tq, Tk)
         if self.sample:
             gumbel = -torch.empty_like(s).exponential_().log()  # −log(−log u) = −log(Exp(1))

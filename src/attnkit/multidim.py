@@ -89,7 +89,7 @@ class MultiDimensionalAttention(nn.Module):
         check_width("query", query.shape[-1], self.w_query.shape[1], "see query_dim")
         check_width("keys", keys.shape[-1], self.w_keys.shape[1], "see key_dim")
         check_width("values", values.shape[-1], self.w_out.shape[0], "see value_dim")
-        check_mask(mask, (*query.shape[:-1], keys.shape[-2]))
+        check_mask(mask, (*query.shape[:-1], keys.shape[-2]), query.device)
         work = compute_dtype(query.dtype)
         scores = multidim_score(
             query.to(work),

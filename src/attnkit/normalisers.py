@@ -36,7 +36,7 @@ def _upcast(scores: Tensor) -> Tensor:
 def masked_softmax(scores: Tensor, mask: Tensor | None = None, temperature: float = 1.0) -> Tensor:
     """Softmax over keys (Bahdanau 2015, eq. 6): a_ij = exp(e_ij / T) / Σ_k exp(e_ik / T),
     the sum running over allowed keys only. scores (..., Tq, Tk) -> weights (..., Tq, Tk)."""
-    check_mask(mask, tuple(scores.shape))
+    check_mask(mask, tuple(scores.shape), scores.device)
     s = _upcast(scores) / temperature  # (..., Tq, Tk)
     if mask is None:
         return torch.softmax(s, dim=-1)
@@ -110,7 +110,7 @@ class _Entmax15(torch.autograd.Function):
 def sparsemax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
     """Sparsemax (Martins & Astudillo 2016, eq. 2): the Euclidean projection of the scores onto
     the probability simplex, p = [z - τ(z)]₊ with Σp = 1; exact zeros outside the support."""
-    check_mask(mask, tuple(scores.shape))
+    check_mask(mask, tuple(scores.shape), scores.device)
     z = _fill_outside_support(_upcast(scores), mask)
     p = _Sparsemax.apply(z)
     assert isinstance(p, Tensor)
@@ -120,7 +120,7 @@ def sparsemax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
 def entmax15(scores: Tensor, mask: Tensor | None = None) -> Tensor:
     """1.5-entmax (Peters, Niculae & Martins 2019, eq. 10 with α = 1.5):
     p = [z/2 - τ]₊² with τ chosen so that Σp = 1 (their Algorithm 2, exact, sort-based)."""
-    check_mask(mask, tuple(scores.shape))
+    check_mask(mask, tuple(scores.shape), scores.device)
     z = _fill_outside_support(_upcast(scores), mask)
     p = _Entmax15.apply(z)
     assert isinstance(p, Tensor)

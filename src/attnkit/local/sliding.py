@@ -115,7 +115,7 @@ def sliding_window_attention(
     radius = check_window("radius", radius)
     tq, tk = query.shape[-2], keys.shape[-2]
     lead = query.shape[:-2]
-    check_mask(mask, (*lead, tq, tk))
+    check_mask(mask, (*lead, tq, tk), query.device)
     r = min(radius, (tq - 1) if causal else max(tq, tk) - 1)
     r = max(r, 0)
     if tq == 0:

@@ -68,7 +68,7 @@ def local_window_attention(
             "window of keys (it is not gatherable); use attnkit.attend for it"
         )
     tq, tk = query.shape[-2], keys.shape[-2]
-    check_mask(mask, (*query.shape[:-2], tq, tk))
+    check_mask(mask, (*query.shape[:-2], tq, tk), query.device)
     work = compute_dtype(query.dtype)
     q_work, k_work = query.to(work), keys.to(work)  # half inputs: positions and scores in fp32
     window = key_window(align, q_work, k_work, mask, positions)
