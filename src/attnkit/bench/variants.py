@@ -54,7 +54,7 @@ class Case:
 
 def band(n: int, radius: int, causal: bool, device: str = "cpu") -> Tensor:
     """Dense (n, n) bool band mask, True = may attend: what the dense anchors need."""
-    return band_mask(n, n, radius, causal=causal).to(device)  # (n, n)
+    return band_mask(n, n, radius, causal=causal, device=torch.device(device))  # (n, n)
 
 
 def synchronised(step: Step, device: str) -> Step:

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .._checks import check_ranges
 from ..disan import DiSAEncoder
@@ -30,6 +29,7 @@ from ..hierarchical import (
     mean_pool,
 )
 from ..multidim import FeaturewisePool
+from .encoders import run_packed
 
 POOLS = ("attention", "mean", "max", "multidim")
 ENCODERS = ("gru", "disan")
@@ -77,10 +77,8 @@ class BiGRU(nn.Module):
         self.out_dim = 2 * hidden
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
-        lengths = mask.sum(-1).clamp(min=1).cpu()  # (N,) an empty row runs one padded step
-        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-        out, _ = pad_packed_sequence(self.gru(packed)[0], batch_first=True,
-                                     total_length=x.shape[1])  # fmt: skip
+        lengths = mask.sum(-1).clamp(min=1)  # (N,) an empty row runs one padded step
+        out, _ = run_packed(self.gru, x, lengths, x.shape[1])  # (N, T, 2H)
         return out * mask[..., None].to(out.dtype)  # (N, T, 2H)
 
 

@@ -67,6 +67,7 @@ SOFTNESS = ("soft", "mean", "hard", "gumbel", "variational")
 ESTIMATORS = ("enumerate", "sample")
 BASELINES = ("average", "soft")
 STOCHASTIC = ("hard", "gumbel", "variational")  # hold an update counter and a baseline
+PACKABLE = ("soft", "mean")  # plain cross-entropy: packed targets give the same loss
 AT_TEST = {
     "soft": "the soft context",
     "mean": "the mean of the annotations",
@@ -362,13 +363,13 @@ def training_loss(
     there). Not on a GPU by default: the batch sizes of a packed loop are read by the host."""
     cfg = model.config
     mode = cfg.softness
-    if packed and mode not in ("soft", "mean"):
+    if packed and mode not in PACKABLE:
         raise ValueError(
             f"packed=True: packed targets are for the soft and mean softness; {mode} reads the "
             "padded (B, T) layout (its REINFORCE/ELBO terms). Leave packed at None or False"
         )
     memory = model.encode(src, src_len)
-    if mode in ("soft", "mean") and (tgt_out.device.type == "cpu" if packed is None else packed):
+    if mode in PACKABLE and (tgt_out.device.type == "cpu" if packed is None else packed):
         return packed_cross_entropy(model, memory, tgt_in, tgt_out, label_smoothing)
     mask = memory["mask"][:, 0]  # (B, S)
     real = tgt_out != 0  # (B, T)

@@ -65,14 +65,16 @@ def packed_cross_entropy(
     (B, T), the recurrence and the output layer run on the real positions only (the module
     docstring). Returns the token-mean loss and the output padded back to (B, T, ·): logits
     (B, T, V) and weights (B, T, S), zero after each target's end."""
-    lengths = target_lengths(tgt_out)  # (B,) CPU
-    ids = pack_padded_sequence(tgt_in, lengths, batch_first=True, enforce_sorted=False)  # data (N,)
+    pairs = torch.stack([tgt_in, tgt_out], -1)  # (B, T, 2): input and gold id, packed as one
+    lengths = target_lengths(tgt_out)  # (B,) on the CPU
+    ids = pack_padded_sequence(pairs, lengths, batch_first=True, enforce_sorted=False)  # (N, 2)
     sizes: list[int] = ids.batch_sizes.tolist()  # b_t, CPU-side: no device read
     order = ids.sorted_indices  # (B,) longest target first
     assert order is not None  # enforce_sorted=False always sorts
     memory = {k: v.index_select(0, order) for k, v in memory.items()}  # (B, ·) sorted
-    embedded = model.tgt_emb(ids.data)  # (N, E): one lookup for the real positions
-    prevs, inputs = ids.data.split(sizes), embedded.split(sizes)  # T x (b_t,), T x (b_t, E)
+    prev, target = ids.data.unbind(-1)  # (N,) each: the inputs, the gold ids, rows alike
+    embedded = model.tgt_emb(prev)  # (N, E): one lookup for the real positions
+    prevs, inputs = prev.split(sizes), embedded.split(sizes)  # T x (b_t,), T x (b_t, E)
     state, running = model.init_state(memory), memory
     alphas, contexts, features = [], [], []
     for t, b in enumerate(sizes):
@@ -89,8 +91,6 @@ def packed_cross_entropy(
         for f in zip(*features, strict=True)
     )  # (N, ·) each
     logits = parts.output(joined, torch.cat(contexts, 0))  # (N, V)
-    target = pack_padded_sequence(tgt_out, lengths, batch_first=True, enforce_sorted=False).data
-    # (N,): the gold ids in the order of the logits' rows
     loss = F.cross_entropy(logits, target, ignore_index=0, label_smoothing=label_smoothing)
     length = tgt_in.shape[1]
     alpha = _padded(ids, torch.cat(alphas, 0), length)  # (B, T, S)
