@@ -59,3 +59,19 @@ def graph_has(out: Any, fragment: str, limit: int = 50) -> bool:
             return True
         todo.extend(f for f, _ in fn.next_functions)
     return False
+
+
+def packed_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Spy on the packed-targets loss that ``training_loss`` calls (models/packed.py): the
+    returned list grows by one per call, and the loss itself still runs."""
+    import attnkit.models.latent as latent
+    import attnkit.models.packed as packed
+
+    calls: list[int] = []
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return packed.packed_cross_entropy(*args, **kwargs)
+
+    monkeypatch.setattr(latent, "packed_cross_entropy", spy)
+    return calls

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from _spies import packed_calls
 
 from attnkit.bench.models import _plain_twin, versus_speed
 from attnkit.bench.plain import PlainBahdanau
 from attnkit.cli import main
-from attnkit.models import build_model, latent, packed
+from attnkit.models import build_model
 
 
 def _copy_rnnsearch(ours: torch.nn.Module, plain: PlainBahdanau) -> None:
@@ -74,13 +75,7 @@ def test_models_scenario_runs_from_the_cli(tmp_path: Path, capsys) -> None:  # t
 def test_the_padded_row_times_rnnsearch_over_the_padded_targets(
     row: str, packs: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls = []
-
-    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        calls.append(1)
-        return packed.packed_cross_entropy(*args, **kwargs)
-
-    monkeypatch.setattr(latent, "packed_cross_entropy", spy)
+    calls = packed_calls(monkeypatch)
     versus_speed((row,), preset="tiny", steps=1, warmup=1, repeats=1, batch_size=8, log=str)
     assert bool(calls) == packs
     with pytest.raises(ValueError, match="choose from"):

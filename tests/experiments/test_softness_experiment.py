@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from _spies import packed_calls
 
 from attnkit.experiments.softness import (
     ROWS,
@@ -290,10 +291,9 @@ def test_every_softness_is_timed_over_the_padded_targets(monkeypatch: pytest.Mon
     from attnkit.data.toy_ko import generate
     from attnkit.data.vocab import Vocab
     from attnkit.experiments.softness_measure import step_seconds
-    from attnkit.models import build_model, latent
+    from attnkit.models import build_model
 
-    calls = []
-    monkeypatch.setattr(latent, "packed_cross_entropy", lambda *a, **k: calls.append(1))
+    calls = packed_calls(monkeypatch)
     data = generate(16, seed=0)
     sv, tv = Vocab.build(e.src for e in data), Vocab.build(e.tgt for e in data)
     b = batches(data, sv, tv, 8)[0]

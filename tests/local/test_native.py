@@ -8,6 +8,7 @@ import warnings
 
 import pytest
 import torch
+from _band import TIGHT, band_inputs, matches_reference
 from _spies import graph_has
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,20 +17,8 @@ import attnkit
 import attnkit.local.native as native
 from attnkit.local import sliding_window_attention
 
-TIGHT = {"atol": 1e-10, "rtol": 1e-10}
-
 if native.kernel() is None:  # pragma: no cover - a machine without a C++ compiler
     pytest.skip("the native kernel could not be built here", allow_module_level=True)
-
-
-def _inputs(
-    lead: tuple[int, ...], tq: int, tk: int, d: int, dv: int, seed: int
-) -> list[torch.Tensor]:
-    gen = torch.Generator().manual_seed(seed)
-    q = torch.randn(*lead, tq, d, generator=gen, dtype=torch.float64)
-    k = torch.randn(*lead, tk, d, generator=gen, dtype=torch.float64)
-    v = torch.randn(*lead, tk, dv, generator=gen, dtype=torch.float64)
-    return [x.requires_grad_() for x in (q, k, v)]
 
 
 def _uses_native(out: torch.Tensor) -> bool:
@@ -42,16 +31,9 @@ def _check(
     seed: int = 0,
 ) -> list[torch.Tensor]:  # fmt: skip
     """Context and (dq, dk, dv) of kernel='native' against the reference; -> the gradients."""
-    inputs = _inputs(lead, tq, tk, d, dv, seed)
+    inputs = band_inputs(lead, tq, tk, d, dv, seed)
     out = sliding_window_attention(*inputs, radius, causal, mask, block=block, kernel="native")
-    ref = attnkit.attend(*inputs, align=attnkit.SlidingWindow(radius, causal), mask=mask)
-    torch.testing.assert_close(out.context, ref.context, **TIGHT)
-    g = torch.randn(ref.context.shape, dtype=torch.float64, generator=torch.Generator())
-    got = torch.autograd.grad(out.context, inputs, g)
-    want = torch.autograd.grad(ref.context, inputs, g)
-    for a, b in zip(got, want, strict=True):
-        torch.testing.assert_close(a, b, **TIGHT)
-    return list(got)
+    return matches_reference(out.context, inputs, radius, causal, mask)
 
 
 def _key_mask(kind: str, tk: int, seed: int = 1) -> torch.Tensor | None:
@@ -86,7 +68,7 @@ def test_rectangular_and_wide_radius() -> None:
 
 
 def test_rows_with_no_allowed_key_give_zero_output_and_gradient() -> None:
-    inputs = _inputs((2, 3), 40, 40, 8, 8, 0)
+    inputs = band_inputs((2, 3), 40, 40, 8, 8, 0)
     mask = torch.ones(2, 1, 1, 40, dtype=torch.bool)
     mask[0, ..., 5:30] = False  # queries 9..25 of sentence 0 see no key within radius 3
     mask[1] = False  # sentence 1: nothing at all
@@ -114,7 +96,7 @@ def test_many_blocks_of_one_head_run_in_parallel_without_races() -> None:
 
 
 def test_gradcheck_tiny() -> None:
-    q, k, v = _inputs((1, 2), 11, 11, 3, 2, 3)
+    q, k, v = band_inputs((1, 2), 11, 11, 3, 2, 3)
     mask = torch.rand(1, 1, 1, 11, generator=torch.Generator().manual_seed(4)) > 0.3
 
     def f(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -128,7 +110,7 @@ def test_gradcheck_tiny() -> None:
 
 
 def test_float32_near_float64() -> None:
-    q, k, v = (x.detach() for x in _inputs((1, 4), 500, 500, 64, 64, 5))
+    q, k, v = (x.detach() for x in band_inputs((1, 4), 500, 500, 64, 64, 5))
     want = attnkit.attend(q, k, v, align=attnkit.SlidingWindow(40, False)).context
     got = sliding_window_attention(q.float(), k.float(), v.float(), 40, kernel="native").context
     assert got.dtype == torch.float32
@@ -152,7 +134,7 @@ def test_equals_reference_over_shapes(
 
 
 def test_auto_picks_native_where_it_applies_and_tiles_elsewhere() -> None:
-    q, k, v = _inputs((2, 3), 30, 30, 8, 8, 0)
+    q, k, v = band_inputs((2, 3), 30, 30, 8, 8, 0)
     assert _uses_native(sliding_window_attention(q, k, v, 3).context)
     through_attend = attnkit.attend(q, k, v, align=attnkit.SlidingWindow(3), need_weights=False)
     assert _uses_native(through_attend.context)
@@ -167,7 +149,7 @@ def test_auto_picks_native_where_it_applies_and_tiles_elsewhere() -> None:
 
 
 def test_native_says_where_it_does_not_apply() -> None:
-    q, k, v = _inputs((1, 1), 10, 10, 4, 4, 0)
+    q, k, v = band_inputs((1, 1), 10, 10, 4, 4, 0)
     with pytest.raises(ValueError, match="bfloat16"):
         sliding_window_attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), 2, kernel="native")
     with pytest.raises(ValueError, match="need_weights"):
@@ -182,7 +164,7 @@ def test_native_says_where_it_does_not_apply() -> None:
 def test_disabled_kernel_falls_back_and_native_says_so(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(native, "USE", False)
     assert native.kernel() is None
-    q, k, v = _inputs((1, 2), 20, 20, 4, 4, 0)
+    q, k, v = band_inputs((1, 2), 20, 20, 4, 4, 0)
     out = sliding_window_attention(q, k, v, 2)
     assert not _uses_native(out.context)
     with pytest.raises(RuntimeError, match="ATTNKIT_NATIVE=0"):
@@ -197,7 +179,7 @@ def test_a_failed_build_warns_once_and_falls_back(monkeypatch) -> None:  # type:
 
     monkeypatch.setattr(native, "_state", {})
     monkeypatch.setattr(cpp_extension, "load", broken)
-    q, k, v = _inputs((1, 2), 20, 20, 4, 4, 0)
+    q, k, v = band_inputs((1, 2), 20, 20, 4, 4, 0)
     with pytest.warns(RuntimeWarning, match="could not be built.*no compiler.*ATTNKIT_NATIVE=0"):
         out = sliding_window_attention(q, k, v, 2)
     ref = attnkit.attend(q, k, v, align=attnkit.SlidingWindow(2))
@@ -208,7 +190,7 @@ def test_a_failed_build_warns_once_and_falls_back(monkeypatch) -> None:  # type:
 
 
 def test_compiles_with_fullgraph_and_equals_eager() -> None:
-    q, k, v = (x.detach().float() for x in _inputs((2, 2), 50, 50, 8, 8, 0))
+    q, k, v = (x.detach().float() for x in band_inputs((2, 2), 50, 50, 8, 8, 0))
     mask = torch.rand(2, 1, 1, 50) > 0.2
 
     def f(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -231,7 +213,7 @@ def test_flop_counter_counts_the_products_it_runs() -> None:
     FLOPs per pair and (B·H = 3) heads; backward 2·(3D + 2Dv)."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    q, k, v = _inputs((1, 3), 10, 10, 8, 5, 0)
+    q, k, v = band_inputs((1, 3), 10, 10, 8, 5, 0)
     assert native.band_pairs(10, 10, 2, False, 4) == 64
     assert native.band_pairs(10, 10, 2, True, 4) == 4 * 4 + 4 * 6 + 2 * 4  # keys t0-2..t_last
     with FlopCounterMode(display=False) as fc:

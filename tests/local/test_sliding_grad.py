@@ -4,6 +4,7 @@ pass gradcheck, and give zero (never NaN) on fully masked rows."""
 
 import pytest
 import torch
+from _band import TIGHT, band_inputs, matches_reference
 from _spies import graph_has
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,15 +17,6 @@ from attnkit.local import sliding_window_attention
 # these pin the SDPA tiles; the native kernel is tests/local/test_native.py
 pytestmark = pytest.mark.usefixtures("tiles_only")
 
-TIGHT = {"atol": 1e-10, "rtol": 1e-10}
-
-
-def _inputs(tq: int, tk: int, d: int, dv: int, seed: int) -> list[torch.Tensor]:
-    gen = torch.Generator().manual_seed(seed)
-    q = torch.randn(2, 3, tq, d, generator=gen, dtype=torch.float64)
-    k = torch.randn(2, 3, tk, d, generator=gen, dtype=torch.float64)
-    v = torch.randn(2, 3, tk, dv, generator=gen, dtype=torch.float64)
-    return [x.requires_grad_() for x in (q, k, v)]
 
 
 def _uses_function(out: torch.Tensor) -> bool:
@@ -35,17 +27,10 @@ def _check(
     tq: int, tk: int, radius: int, causal: bool, mask: torch.Tensor | None, block: int | None,
     d: int = 8, dv: int = 8, seed: int = 0,
 ) -> list[torch.Tensor]:  # fmt: skip
-    inputs = _inputs(tq, tk, d, dv, seed)
+    inputs = band_inputs((2, 3), tq, tk, d, dv, seed)
     out = sliding_window_attention(*inputs, radius, causal, mask, block=block)
     assert _uses_function(out.context)
-    ref = attnkit.attend(*inputs, align=attnkit.SlidingWindow(radius, causal), mask=mask)
-    torch.testing.assert_close(out.context, ref.context, **TIGHT)
-    g = torch.randn(ref.context.shape, dtype=torch.float64, generator=torch.Generator())
-    got = torch.autograd.grad(out.context, inputs, g)
-    want = torch.autograd.grad(ref.context, inputs, g)
-    for a, b in zip(got, want, strict=True):
-        torch.testing.assert_close(a, b, **TIGHT)
-    return list(got)
+    return matches_reference(out.context, inputs, radius, causal, mask)
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -71,7 +56,7 @@ def test_fully_masked_rows_give_zero_output_and_gradient() -> None:
     mask = torch.ones(2, 3, 40, 40, dtype=torch.bool)
     mask[:, :, 5:12] = False  # queries 5..11 may attend nothing
     mask[1] = False  # the whole second batch element is masked
-    inputs = _inputs(40, 40, 8, 8, 1)
+    inputs = band_inputs((2, 3), 40, 40, 8, 8, 1)
     out = sliding_window_attention(*inputs, 3, False, mask, block=4)
     assert torch.equal(out.context[:, :, 5:12], torch.zeros_like(out.context[:, :, 5:12]))
     assert torch.equal(out.context[1], torch.zeros_like(out.context[1]))
@@ -210,7 +195,7 @@ def test_a_mask_broadcast_over_queries_and_keys() -> None:
     assert got[0][1].abs().max() == 0
     _check(40, 40, 3, True, mask, block=None)
     _check(2, 1, 0, False, torch.ones(2, 1, 1, 1, dtype=torch.bool), block=1, d=4, dv=6)
-    q, k, v = _inputs(40, 40, 8, 8, 3)
+    q, k, v = band_inputs((2, 3), 40, 40, 8, 8, 3)
     with torch.no_grad():  # the forward-only path shares the run masks
         out = sliding_window_attention(q, k, v, 3, False, mask, block=4).context
         ref = attnkit.attend(q, k, v, align=attnkit.SlidingWindow(3), mask=mask).context

@@ -5,10 +5,11 @@ zero after the end; the default takes it for CPU targets, soft and mean only."""
 
 import pytest
 import torch
+from _spies import packed_calls
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnkit.models import build_model, latent, packed
+from attnkit.models import build_model, packed
 from attnkit.models.packed import rejoined, target_lengths
 
 
@@ -130,13 +131,7 @@ def test_packed_equals_padded_over_lengths(lengths: list[int], seed: int) -> Non
 def test_the_default_packs_cpu_targets_for_soft_and_mean(
     softness: str, packs: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls = []
-
-    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        calls.append(1)
-        return packed.packed_cross_entropy(*args, **kwargs)
-
-    monkeypatch.setattr(latent, "packed_cross_entropy", spy)
+    calls = packed_calls(monkeypatch)
     m, b = model("rnnsearch", softness), batch([2, 4, 3])
     m.train()
     m.training_loss(*b)
