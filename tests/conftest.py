@@ -1,5 +1,6 @@
 """Shared fixtures of the test suite."""
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -28,3 +29,23 @@ def one_thread() -> Iterator[None]:
     2-core machine, torch's thread pool costs them more than it gives (measured: the suite
     takes ~4x longer with 2 threads than with 1 while other jobs run)."""
     yield from _single_thread()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Build the banded kernel before the first test, saying so: otherwise the first test that
+    reaches the sliding window sits silent for the 30-60 s of the build."""
+    import attnkit.local._build as build
+    import attnkit.local.native as native
+
+    if not native.USE:
+        return
+    published = build.cache_dir(native._build_name()) / f"{native._build_name()}.so"
+    if published.is_file():
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    say = reporter.write_line if reporter is not None else print
+    say("attnkit: compiling the banded flash kernel once before the tests (30-60 s) ...")
+    started = time.monotonic()
+    ready = native.kernel() is not None
+    say(f"attnkit: kernel {'built' if ready else 'not built (see the warning)'} "
+        f"in {time.monotonic() - started:.0f} s")  # fmt: skip

@@ -171,8 +171,10 @@ def test_disabled_kernel_falls_back_and_native_says_so(monkeypatch) -> None:  # 
         sliding_window_attention(q, k, v, 2, kernel="native")
 
 
-def test_a_failed_build_warns_once_and_falls_back(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_failed_build_warns_once_and_falls_back(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from torch.utils import cpp_extension
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))  # no published build to load
 
     def broken(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise RuntimeError("Error building extension 'attnkit_band_flash': no compiler")
@@ -296,17 +298,3 @@ def test_ninja_of_the_package_is_put_on_path(monkeypatch) -> None:  # type: igno
     import os
 
     assert os.environ["PATH"].split(os.pathsep)[0] == ninja.BIN_DIR
-
-
-def test_first_build_says_it_compiles_and_a_cached_one_does_not(
-    monkeypatch, tmp_path, capsys
-) -> None:  # type: ignore[no-untyped-def]
-    from torch.utils import cpp_extension
-
-    monkeypatch.setattr(cpp_extension, "_get_build_directory", lambda name, verbose: str(tmp_path))
-    monkeypatch.setattr(cpp_extension, "load", lambda *a, **kw: "module")
-    assert native._build() == "module"
-    assert "compiling the banded flash kernel" in capsys.readouterr().err
-    (tmp_path / f"{native._build_name()}.so").touch()  # now it is in the cache
-    assert native._build() == "module"
-    assert "compiling" not in capsys.readouterr().err

@@ -7,10 +7,12 @@ forward and five backward, with a vectorised masked softmax between them.
 Forward keeps ℓ_t (the row's log-sum-exp); backward recomputes p from it (FlashAttention,
 Dao et al. 2022, Alg. 2 and 4) and adds each block's dK, dV into the key range in place.
 Built on first use with ``torch.utils.cpp_extension`` (about 30 s, once per machine: the
-build is cached in ``TORCH_EXTENSIONS_DIR``, by default ``~/.cache/torch_extensions``). It
-needs a C++ compiler (g++ or clang++) and ninja (a dependency); without a compiler, or with
-``ATTNKIT_NATIVE=0``, ``kernel()`` is None and ``sliding_window_attention`` runs its SDPA
-tiles (same results), after one warning saying why. The ops are registered as
+build is cached in ``TORCH_EXTENSIONS_DIR``, by default ``~/.cache/torch_extensions``), in a
+private folder published by an atomic rename, under a lock that a dead owner cannot hold
+forever (``_build``). It needs a C++ compiler (g++ or clang++) and ninja (a dependency);
+without a compiler, a writable cache, or with ``ATTNKIT_NATIVE=0``, ``kernel()`` is None and
+``sliding_window_attention`` runs its SDPA tiles (same results), after one warning saying
+why. Ctrl-C during the build interrupts the program, as anywhere else. The ops are registered as
 ``torch.library`` custom ops (``attnkit::band_attention`` and its backward, with their FLOP
 formulas for ``FlopCounterMode``), so ``torch.compile(fullgraph=True)`` keeps them in the
 graph.
@@ -28,8 +30,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -69,23 +69,18 @@ def kernel() -> Any | None:
 
 
 def _build() -> Any | None:
-    from torch.utils import cpp_extension
+    from . import _build as build
 
     _ninja_on_path()
     isa = torch.backends.cpu.get_cpu_capability()
-    name = _build_name()
     flags = ["-O3", "-fopenmp", *_ISA.get(isa, [])]  # -fopenmp: at::parallel_for's OpenMP path
     try:
-        built = Path(cpp_extension._get_build_directory(name, False)) / f"{name}.so"
-        if not built.exists():
-            print("attnkit: compiling the banded flash kernel (once; about 30 s)", file=sys.stderr)
-        return cpp_extension.load(name, [str(SOURCE)], extra_cflags=flags, verbose=False)
-    except (OSError, RuntimeError, ImportError, subprocess.CalledProcessError) as err:
-        first = str(err).strip().splitlines()[:1] or [type(err).__name__]
+        return build.load_or_build(_build_name(), [SOURCE], flags)
+    except build.BuildError as err:
         warnings.warn(
-            f"attnkit: the banded flash kernel could not be built ({first[0][:200]}); the "
-            "sliding window runs on SDPA tiles instead (same results, slower). Install a C++ "
-            "compiler and ninja, or set ATTNKIT_NATIVE=0 to skip the build.",
+            f"attnkit: the banded flash kernel could not be built: {err}. The sliding window "
+            "runs on SDPA tiles instead (same results, slower); ATTNKIT_NATIVE=0 skips the "
+            "build and this warning.",
             RuntimeWarning,
             stacklevel=3,
         )
