@@ -1,6 +1,7 @@
 """The ``attnkit`` command. Each subcommand lives in ``attnkit.commands.<name>`` and exposes
 ``add_parser(subparsers)``; modules are imported only when their command runs... except for
-their small ``add_parser``, which every invocation needs to build the help.
+their small ``add_parser``, which every invocation needs to build the help. Every parser is a
+``Parser``, whose ``HelpFormatter`` shows each option's default.
 
 Bad input (a ValueError or FileNotFoundError, whose message says what to change) and a path
 that cannot be read or written (any other OSError: read-only, a file where a folder is needed,
@@ -11,8 +12,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from . import __version__
 
@@ -29,8 +32,41 @@ COMMANDS = [
 ]
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """Every option's help ends with ``(default: X)`` when it has a default worth showing (see
+    ``shows_default``), and a bare ``%`` in a help text is a percent sign, not a format."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = re.sub(r"%(?![(%])", "%%", action.help or "")  # keep %(default)s and %%
+        if shows_default(action) and "%(default)" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
+def shows_default(action: argparse.Action) -> bool:
+    """Whether ``--help`` states this option's default: an option that takes a value, has a
+    help text and a default other than None or an empty string or list."""
+    empty = isinstance(action.default, str | list | tuple) and not action.default
+    return bool(
+        action.option_strings
+        and action.nargs != 0  # flags (store_true, --help) have no value to show
+        and action.help not in (None, "", argparse.SUPPRESS)
+        and action.default not in (None, argparse.SUPPRESS)
+        and not empty
+    )
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser with ``HelpFormatter``; its subcommands' parsers are ``Parser`` too
+    (``add_subparsers`` makes parsers of the class of the parser it is called on)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="attnkit",
         description="Attention mechanisms of the literature: train, evaluate, look inside.",
     )

@@ -101,22 +101,24 @@ def add_parser(sub: Any) -> None:
         "--device",
         default="cpu",
         choices=["cpu", "cuda"],
-        help="run the kernel cases and the matmul anchor on this device (cpu); cuda needs a GPU "
+        help="run the kernel cases and the matmul anchor on this device; cuda needs a GPU "
         "and a CUDA build of torch (the whole-model scenarios run on the CPU)",
     )
     p.add_argument("--variants", help="only these variants, comma-separated")
     p.add_argument("--modes", default="fwd,fwd+bwd", help="fwd and/or fwd+bwd")
-    p.add_argument("--radius", type=int, default=256, help="local radius each side (256)")
-    p.add_argument("--lookback", type=int, default=512, help="causal look-back (512)")
+    p.add_argument("--radius", type=int, default=256, help="local radius each side")
+    p.add_argument("--lookback", type=int, default=512, help="causal look-back")
     p.add_argument(
         "--heads",
         type=int,
         default=8,
-        help="attention heads H of the kernel cases (8); fewer lets the dense forms fit "
+        help="attention heads H of the kernel cases; fewer lets the dense forms fit "
         "in memory at larger n",
     )
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument(
+        "--repeats", type=int, default=3, help="timed runs of each case (the median counts)"
+    )
+    p.add_argument("--warmup", type=int, default=1, help="untimed runs of each case first")
     p.add_argument("--time-limit", type=float, default=30.0, help="skip steps over this (s)")
     p.add_argument("--memory-limit", type=float, default=8.0, help="skip cases over this (GiB)")
     p.add_argument("--out", type=Path, default=Path("runs/bench"), help="JSON and PNG folder")

@@ -1,5 +1,6 @@
-"""``attnkit demo``: train RNNsearch (Bahdanau 2015) on the toy-ko task in a few minutes on a
-CPU, score it on held-out sentences, translate examples, and draw an attention heatmap."""
+"""``attnkit demo``: train RNNsearch (Bahdanau 2015) on the toy-ko task (about 15 s on an idle
+CPU, a minute under load), score it on held-out sentences, translate examples, and draw an
+attention heatmap."""
 
 from __future__ import annotations
 
@@ -19,19 +20,21 @@ EXAMPLES = [
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("demo", help="train RNNsearch on toy English->Korean in ~2 minutes")
-    p.add_argument("--out", default="attnkit-demo", help="output folder (default attnkit-demo/)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--time-limit",
-        type=float,
-        default=150.0,
-        help="training time budget in seconds (default 150)",
+    p = sub.add_parser(
+        "demo",
+        help="train RNNsearch on toy English->Korean (about 15 s on an idle CPU)",
+        description="Train RNNsearch (Bahdanau 2015) on toy-ko, English -> Korean-like SOV "
+        "(about 15 s on an idle 2-core CPU, a minute under load), score it on 500 held-out "
+        "sentences (exact match, BLEU, chrF, attention AER), translate five examples and draw "
+        "two attention heatmaps into OUT.",
     )
-    p.add_argument("--epochs", type=int, default=12)
-    p.add_argument("--threads", type=int, default=1, help="CPU threads for torch (default 1)")
-    p.add_argument("--device", default="cpu", help="auto | cpu | cuda (default cpu)")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--out", default="attnkit-demo", help="output folder")
+    p.add_argument("--seed", type=int, default=0, help="seed of the data and the training")
+    p.add_argument("--time-limit", type=float, default=150.0, help="training budget in seconds")
+    p.add_argument("--epochs", type=int, default=12, help="most epochs of training")
+    p.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
+    p.add_argument("--device", default="cpu", help="auto | cpu | cuda")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
         "--quick",
         action="store_true",

@@ -15,17 +15,25 @@ def add_parser(sub: Any) -> None:
         default=None,
         help="task to score on (default: the one the checkpoint was trained on)",
     )
-    p.add_argument("--task-seed", type=int, default=None)
+    p.add_argument(
+        "--task-seed",
+        type=int,
+        default=None,
+        help="seed of the generated task (default: the checkpoint's)",
+    )
     g = p.add_argument_group(
         "corpus files (a model trained on files: name the same files; evaluate reads no path "
         "stored in a checkpoint, and checks each file's sha256 against the one recorded)"
     )
     for key in ("train_tsv", "train_src", "train_tgt", "valid_src", "valid_tgt", "test_src",
                 "test_tgt", "docs_csv"):  # fmt: skip
-        g.add_argument("--" + key.replace("_", "-"), default=None, metavar="FILE")
-    p.add_argument("--split", default="test", help="train | valid | test (default test)")
-    p.add_argument("--beam", type=int, default=1)
-    p.add_argument("--length-penalty", type=float, default=1.0)
+        flag = "--" + key.replace("_", "-")
+        g.add_argument(flag, default=None, metavar="FILE", help=f"{flag} of the training run")
+    p.add_argument("--split", default="test", help="train | valid | test")
+    p.add_argument("--beam", type=int, default=1, help="beam size (1 = greedy)")
+    p.add_argument(
+        "--length-penalty", type=float, default=1.0, help="beam score = log p / length^alpha"
+    )
     p.add_argument("--limit", type=int, default=0, help="score only the first N examples")
     p.add_argument(
         "--alignments",
@@ -42,7 +50,7 @@ def add_parser(sub: Any) -> None:
         "--align-threshold",
         type=float,
         default=0.5,
-        help="weight from which a link counts in the thresholded AER (default 0.5)",
+        help="weight from which a link counts in the thresholded AER",
     )
     f = p.add_argument_group(
         "any test set: translate a source file and score it against reference files with "

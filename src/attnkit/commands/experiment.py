@@ -1,10 +1,12 @@
 """``attnkit experiment NAME``: run an experiment of ``attnkit.experiments.EXPERIMENTS``; its
-config dataclass's fields are the flags, ``--quick`` its seconds-long smoke settings."""
+config dataclass's fields are the flags (each showing its default), ``--quick`` its
+seconds-long smoke settings. ``attnkit experiment`` alone lists the experiments with their
+claims and typical run times."""
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, Field, fields
 from typing import Any
 
 
@@ -13,21 +15,24 @@ def add_parser(sub: Any) -> None:
 
     p = sub.add_parser(
         "experiment",
-        help="reproduce a claim or figure of a paper (length: Bahdanau 2015, Fig. 2)",
+        help="reproduce a paper's claim or figure: " + ", ".join(EXPERIMENTS),
         description="Reproduce a paper's experiment on data generated here; each prints a "
-        "verdict computed from its numbers and exits 1 when the claim does not reproduce.",
+        "verdict computed from its numbers and exits 1 when the claim does not reproduce. "
+        "`attnkit experiment` alone lists the experiments with their typical run times; "
+        "`attnkit experiment NAME --help` shows NAME's options.",
     )
-    which = p.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True)
+    p.set_defaults(run=list_experiments)
+    which = p.add_subparsers(dest="experiment", metavar="EXPERIMENT")
     for name in EXPERIMENTS:
         exp = get(name)
-        q = which.add_parser(name, help=exp.help, description=exp.description)
+        q = which.add_parser(
+            name, help=exp.help, description=f"{exp.description} Typical run: {exp.typical}."
+        )
         for f in fields(exp.config):
             kind = type(f.default) if f.default is not MISSING else str
             q.add_argument(f"--{f.name.replace('_', '-')}", type=kind, default=None,
-                           help=f.metadata.get("help", argparse.SUPPRESS))  # fmt: skip
-        q.add_argument(
-            "--out", default=f"runs/{name}", help=f"output folder (default runs/{name}/)"
-        )
+                           help=field_help(f))  # fmt: skip
+        q.add_argument("--out", default=f"runs/{name}", help="output folder")
         q.add_argument(
             "--quick",
             action="store_true",
@@ -35,6 +40,43 @@ def add_parser(sub: Any) -> None:
             "its verdict is not checked)",
         )
         q.set_defaults(run=run)
+
+
+def field_help(f: Field[Any]) -> str:
+    """The help of a config field's flag: its ``metadata["help"]`` and the dataclass default
+    (the flag's own default is None, so that a value given on the command line can be told
+    from one left to the config or to ``--quick``)."""
+    text = f.metadata.get("help")
+    if text is None:
+        return argparse.SUPPRESS
+    if f.default is not MISSING:
+        default = f.default
+    elif f.default_factory is not MISSING:
+        default = f.default_factory()
+    else:
+        return str(text)
+    if default is None or (isinstance(default, str | list | tuple) and not default):
+        return str(text)
+    return f"{text} (default: {default})"
+
+
+def list_experiments(args: argparse.Namespace) -> int:
+    """``attnkit experiment`` with no name: every experiment, its claim and typical run time."""
+    import textwrap
+
+    from ..experiments import EXPERIMENTS, get
+
+    print("attnkit experiment NAME [--quick] [--seed S] [--out DIR]: reproduce a paper's claim")
+    print("(NAME --help: its options; --quick: a seconds-long smoke run)\n")
+    width = max(len(name) for name in EXPERIMENTS) + 4
+    for name in EXPERIMENTS:
+        exp = get(name)
+        indent = " " * width
+        lines = [(f"  {name:<{width - 2}}", exp.help), (indent, f"typical run: {exp.typical}")]
+        for first, text in lines:
+            print(textwrap.fill(text, 100, initial_indent=first, subsequent_indent=indent,
+                                break_on_hyphens=False))  # fmt: skip
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ def add_parser(sub: Any) -> None:
             "attnkit itself (registry + attend)."
         ),
     )
-    p.add_argument("--score", default="dot", help=f"one of {sorted(SCORES)} (default dot)")
+    p.add_argument("--score", default="dot", help=f"one of {sorted(SCORES)}")
     p.add_argument("--align", default="global", help=f"one of {sorted(ALIGNMENTS)}")
     p.add_argument("--normaliser", default="softmax", help=f"one of {sorted(NORMALISERS)}")
     p.add_argument("--window", type=int, default=None, help="window D for local/sliding")
@@ -30,9 +30,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--src", default="the cat sat on the mat", help="source tokens, separated by spaces"
     )
-    p.add_argument("--dim", type=int, default=4, help="width of the states (default 4)")
-    p.add_argument("--step", type=int, default=2, help="decoder step t (default 2)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--dim", type=int, default=4, help="width of the states")
+    p.add_argument("--step", type=int, default=2, help="decoder step t")
+    p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("--html", help="also write the steps as an HTML stepper here")
     p.add_argument("--gif", help="also write the steps as an animated GIF here")
     p.set_defaults(run=run)

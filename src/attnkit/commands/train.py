@@ -54,7 +54,7 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
         help="rnnsearch (the default for translation) | rnnencdec | luong | transformer; other "
         "tasks' models (the default for their task): captioner | forecaster | han | digit-qa",
     )
-    g.add_argument("--preset", default="small", help="tiny | small | base | paper (default small)")
+    g.add_argument("--preset", default="small", help="tiny | small | base | paper")
     for name, kind in MODEL_OPTIONS.items():
         g.add_argument(
             f"--{name.replace('_', '-')}",
@@ -80,6 +80,10 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
 
 MODEL_HELP = {
     "emb": "embedding width",
+    "context": "rnnencdec: width of the summary vector c",
+    "max_src_len": "luong, location score: longest source (rows of W_a)",
+    "enc_layers": "transformer: encoder layers",
+    "dec_layers": "transformer: decoder layers",
     "hidden": "luong: LSTM/GRU width",
     "layers": "luong: stacked layers",
     "cell": "luong: lstm | gru",
@@ -127,9 +131,11 @@ def model_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def add_train_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--epochs", type=int, default=20)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--epochs", type=int, default=20, help="most passes over the training data")
+    p.add_argument("--batch-size", type=int, default=64, help="examples per update")
+    p.add_argument(
+        "--lr", type=float, default=2e-3, help="Adam learning rate (the peak with --warmup)"
+    )
     p.add_argument(
         "--warmup",
         type=int,
@@ -152,7 +158,7 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--clip", type=float, default=1.0, help="max gradient norm (0 = off)")
     p.add_argument("--patience", type=int, default=3, help="early stopping patience (0 = off)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the initialisation and batches")
     p.add_argument(
         "--save-every",
         type=int,
@@ -168,7 +174,7 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--sleep-per-step", type=float, default=0.0, help=argparse.SUPPRESS)
-    p.add_argument("--device", default="cpu", help="auto | cpu | cuda (default cpu)")
+    p.add_argument("--device", default="cpu", help="auto | cpu | cuda")
     p.add_argument(
         "--compile",
         action="store_true",
@@ -179,9 +185,8 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
         "--threads",
         type=int,
         default=1,
-        help="CPU threads for torch (default 1: small recurrent models run fastest "
-        "on one thread, and far faster than on two when other processes share the "
-        "cores)",
+        help="CPU threads for torch (small recurrent models run fastest on one thread, and "
+        "far faster than on two when other processes share the cores)",
     )
 
 
@@ -196,9 +201,9 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
         "(.tsv), instead of generated ones; split 80/10/10 by --task-seed",
     )
     g.add_argument("--task-seed", type=int, default=0, help="seed of the generated data")
-    g.add_argument("--train-size", type=int, default=None)
-    g.add_argument("--valid-size", type=int, default=None)
-    g.add_argument("--test-size", type=int, default=None)
+    for split in ("train", "valid", "test"):
+        size = f"tasks: {split} examples generated (default: the task's own)"
+        g.add_argument(f"--{split}-size", type=int, default=None, help=size)
     g.add_argument("--min-len", type=int, default=None, help="copy/reverse/sort: shortest input")
     g.add_argument(
         "--max-len",
@@ -221,16 +226,15 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
         help="corpora: whitespace words, characters, or SentencePiece subwords learned from "
         "the training split (one model per language)",
     )
-    g.add_argument(
-        "--spm-vocab", type=int, default=8000, help="subword vocabulary size (default 8000)"
-    )
+    g.add_argument("--spm-vocab", type=int, default=8000, help="subword vocabulary size")
     g.add_argument(
         "--strict",
         action="store_true",
         help="corpora: fail on a malformed line instead of skipping and counting it",
     )
-    g.add_argument("--valid-fraction", type=float, default=0.05)
-    g.add_argument("--test-fraction", type=float, default=0.05)
+    for split in ("valid", "test"):
+        held_out = f"corpora without --{split}-src: share of the pairs held out"
+        g.add_argument(f"--{split}-fraction", type=float, default=0.05, help=held_out)
 
 
 def add_parser(sub: Any) -> None:

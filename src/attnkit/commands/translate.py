@@ -56,7 +56,7 @@ def add_parser(sub: Any) -> None:
         "--max-input-len",
         type=int,
         default=1000,
-        help="longest source in tokens (default 1000): a longer one is an error naming its "
+        help="longest source in tokens: a longer one is an error naming its "
         "line, or is cut with --truncate",
     )
     p.add_argument("--truncate", action="store_true", help="cut sources over --max-input-len")
@@ -64,7 +64,7 @@ def add_parser(sub: Any) -> None:
         "--batch-size",
         type=int,
         default=32,
-        help="sentences decoded at once (default 32); each batch is printed when it is done",
+        help="sentences decoded at once; each batch is printed when it is done",
     )
     p.add_argument("--device", default="cpu", help="auto | cpu | cuda")
     p.set_defaults(run=run)

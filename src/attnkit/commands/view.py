@@ -28,7 +28,9 @@ def add_parser(sub: Any) -> None:
             "(H, Tq, Tk) or (L, H, Tq, Tk): rows are target (query) tokens, columns source "
             "(key) tokens. Tokens come from --src-tokens/--tgt-tokens (split on spaces), a "
             '--tokens JSON file {"src": [...], "tgt": [...]}, or the file\'s metadata '
-            "(attnkit.viz.save_attention writes it). No source tokens = self-attention. "
+            "(attnkit.viz.save_attention writes it). No source tokens, or a file whose source "
+            "tokens are its target tokens (a Hugging Face model's saved self-attention) = "
+            "self-attention. "
             "Or --checkpoint DIR 'sentence': translate it greedily and show the attention: "
             "the page holds every kind the model has (a Transformer: encoder self-attention, "
             "decoder self-attention and cross-attention, per layer and head, behind a switch); "
@@ -39,7 +41,7 @@ def add_parser(sub: Any) -> None:
     src.add_argument("--weights", help="safetensors file")
     src.add_argument("--checkpoint", help="a checkpoint or `attnkit train` folder")
     p.add_argument("sentence", nargs="?", help="with --checkpoint: the sentence to translate")
-    p.add_argument("--name", default="weights", help="tensor name in the file (default weights)")
+    p.add_argument("--name", default="weights", help="tensor name in the file")
     p.add_argument("--src-tokens", help="source (key) tokens, separated by spaces")
     p.add_argument("--tgt-tokens", help="target (query) tokens, separated by spaces")
     p.add_argument("--tokens", help='JSON file {"src": [...], "tgt": [...]}')
@@ -53,7 +55,7 @@ def add_parser(sub: Any) -> None:
         help="with --checkpoint: which attention the PNG and terminal show, and the page opens "
         "on (default cross; enc-self and dec-self need a model that has them: the Transformer)",
     )
-    p.add_argument("--layer", type=int, default=-1, help="layer of stacked weights (default last)")
+    p.add_argument("--layer", type=int, default=-1, help="layer of stacked weights (-1 = the last)")
     p.add_argument(
         "--head",
         default=None,

@@ -6,8 +6,9 @@ its help in ``field(metadata={"help": ...})``), settings for a seconds-long ``--
 run, ``run(config, out, say) -> result`` (a JSON-able dict whose top-level ``"verdict"`` is
 computed from the numbers by ``verdict(reasons)``: ``"REPRODUCED"`` or
 ``"NOT REPRODUCED: why"``), and ``report(result, out, say)`` that prints its table and writes
-``out/NAME.{json,csv,png}``. Every config has a ``seed`` field (``--seed``); ``--out``
-defaults to ``runs/NAME/``. Training inside ``run`` goes through ``attnkit.fit`` (several runs
+``out/NAME.{json,csv,png}``; ``typical`` says how long a default run takes (``attnkit
+experiment`` lists it). Every config has a ``seed`` field (``--seed``); ``--out`` defaults to
+``runs/NAME/``. Training inside ``run`` goes through ``attnkit.fit`` (several runs
 side by side: ``pool.train_all``); the writers below are shared.
 """
 
@@ -29,7 +30,9 @@ Say = Callable[[str], None]
 @dataclass(frozen=True)
 class Experiment:
     """One experiment: its name, help line, description, config dataclass, ``--quick``
-    overrides, and its ``run`` and ``report`` functions (see the module docstring)."""
+    overrides, its ``run`` and ``report`` functions (see the module docstring), and how long
+    a default run typically takes (``typical``, as measured in its docs; "unknown" if never
+    timed)."""
 
     name: str
     help: str  # one line for `attnkit experiment --help`
@@ -38,6 +41,7 @@ class Experiment:
     quick: dict[str, Any]  # --quick overrides (seconds; too short to show the effect)
     run: Callable[[Any, Path, Say], dict[str, Any]]
     report: Callable[[dict[str, Any], Path, Say], list[Path]]
+    typical: str = "unknown"  # wall time of a default run, for `attnkit experiment`'s listing
 
 
 REPRODUCED = "REPRODUCED"

@@ -48,25 +48,25 @@ def _opt(default: Any, help: str) -> Any:
 
 @dataclass
 class HeadsConfig:
-    heads: str = _opt("1,2,4,8,16", "head counts compared, comma-separated (default 1,2,4,8,16)")
-    dim: int = _opt(64, "d_model of every model, divisible by every head count (default 64)")
-    layers: int = _opt(2, "encoder and decoder layers (default 2 + 2)")
-    ff: int = _opt(128, "feed-forward width d_ff (default 128)")
-    dropout: float = _opt(0.0, "dropout P_drop (default 0)")
-    steps: int = _opt(300, "updates per model, the shared budget (default 300)")
-    batch_size: int = _opt(32, "sentences per update (default 32)")
-    lr: float = _opt(1e-3, "Adam learning rate (default 1e-3)")
-    valid_size: int = _opt(100, "validation sentences (default 100)")
-    test_size: int = _opt(500, "test sentences scored (default 500)")
-    seeds: int = _opt(3, "seeds seed, seed+1, ...: data and initialisation (default 3)")
-    seed: int = _opt(0, "first seed (default 0)")
+    heads: str = _opt("1,2,4,8,16", "head counts compared, comma-separated")
+    dim: int = _opt(64, "d_model of every model, divisible by every head count")
+    layers: int = _opt(2, "encoder layers, and as many decoder layers")
+    ff: int = _opt(128, "feed-forward width d_ff")
+    dropout: float = _opt(0.0, "dropout P_drop")
+    steps: int = _opt(300, "updates per model, the shared budget")
+    batch_size: int = _opt(32, "sentences per update")
+    lr: float = _opt(1e-3, "Adam learning rate")
+    valid_size: int = _opt(100, "validation sentences")
+    test_size: int = _opt(500, "test sentences scored")
+    seeds: int = _opt(3, "seeds seed, seed+1, ...: data and initialisation")
+    seed: int = _opt(0, "first seed")
     multi30k: int = _opt(
         0,
         "also train every model for N updates on the first N x batch-size Multi30K En-De "
-        "pairs from ../shared/data/multi30k, e.g. 600 (default 0: toy-ko only)",
+        "pairs from ../shared/data/multi30k, e.g. 600 (0: toy-ko only)",
     )
-    jobs: int = _opt(2, "models trained at once, in a process pool (default 2)")
-    threads: int = _opt(1, "torch threads per training process (default 1)")
+    jobs: int = _opt(2, "models trained at once, in a process pool")
+    threads: int = _opt(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
         counts = self.head_counts  # raises on a malformed list
@@ -249,6 +249,7 @@ def run_experiment(cfg: HeadsConfig, out: Path, say: Say = print) -> dict[str, A
 EXPERIMENT = Experiment(
     name="heads",
     help="BLEU, AER and head diversity by number of heads (Vaswani 2017, Table 3 A)",
+    typical="about 2.5 min idle (estimated); 7.5 min on a busy 2-core CPU",
     description="Train the same Transformer with 1, 2, 4, 8, 16 heads at constant d_model "
     "(same data, batches, updates and seeds) on toy-ko (and Multi30K with --multi30k N), "
     "score greedy BLEU, the AER of the cross-attention and the mean pairwise Jensen-Shannon "

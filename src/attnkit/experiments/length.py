@@ -34,22 +34,21 @@ def _opt(default: Any, help: str) -> Any:
 
 @dataclass
 class LengthConfig:
-    task: str = _opt("copy", "copy (default) | reverse | sort: a fixed-size vector must hold "
-                     "every symbol")
-    min_len: int = _opt(5, "shortest source (default 5)")
-    max_len: int = _opt(50, "longest source (default 50)")
-    steps: int = _opt(800, "updates per model, the shared budget (default 800)")
-    batch_size: int = _opt(32, "pairs per update (default 32)")
-    emb: int = _opt(32, "embedding width of both models (default 32)")
+    task: str = _opt("copy", "copy | reverse | sort: a fixed-size vector must hold every symbol")
+    min_len: int = _opt(5, "shortest source")
+    max_len: int = _opt(50, "longest source")
+    steps: int = _opt(800, "updates per model, the shared budget")
+    batch_size: int = _opt(32, "pairs per update")
+    emb: int = _opt(32, "embedding width of both models")
     hidden: int = _opt(64, "every hidden width of both models: encoder (per direction), "
-                       "decoder, attention and summary (default 64)")
-    lr: float = _opt(3e-3, "Adam learning rate (default 3e-3)")
-    valid_size: int = _opt(64, "validation pairs (default 64)")
-    test_size: int = _opt(540, "test pairs scored by length (default 540)")
-    bin_width: int = _opt(5, "source lengths per bin (default 5)")
-    seed: int = _opt(0, "data and initialisation seed (default 0)")
-    jobs: int = _opt(2, "models trained at once, in a process pool (default 2)")
-    threads: int = _opt(1, "torch threads per training process (default 1)")
+                       "decoder, attention and summary")
+    lr: float = _opt(3e-3, "Adam learning rate")
+    valid_size: int = _opt(64, "validation pairs")
+    test_size: int = _opt(540, "test pairs scored by length")
+    bin_width: int = _opt(5, "source lengths per bin")
+    seed: int = _opt(0, "data and initialisation seed")
+    jobs: int = _opt(2, "models trained at once, in a process pool")
+    threads: int = _opt(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
         if self.task not in ("copy", "reverse", "sort"):
@@ -240,6 +239,7 @@ def run_experiment(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, 
 EXPERIMENT = Experiment(
     name="length",
     help="BLEU by source length, RNNencdec vs RNNsearch (Bahdanau 2015, Fig. 2)",
+    typical="about 70 s on an idle 2-core CPU, 5-10 min when it is busy",
     description="Train RNNencdec and RNNsearch with the same widths, data and number of "
     "updates on an algorithmic task with sources of 5-50 tokens, score the test set by "
     "source length, and check that RNNencdec falls with length while RNNsearch holds up. "

@@ -65,23 +65,19 @@ def _opt(default: Any, help: str) -> Any:
 
 @dataclass
 class ParallelConfig:
-    lengths: str = _opt(
-        "8,16,32,64,128,256", "sentence lengths n, comma-separated (default 8,16,32,64,128,256)"
-    )
-    batch_size: int = _opt(32, "sentences per step, the same at every n (default 32)")
-    vocab: int = _opt(32, "vocabulary of the random tokens (default 32)")
-    emb: int = _opt(32, "RNNsearch embedding width (default 32)")
-    hidden: int = _opt(
-        64, "RNNsearch widths: encoder (per direction), decoder, attention, maxout (default 64)"
-    )
-    dim: int = _opt(48, "Transformer model width d (default 48)")
-    ff: int = _opt(192, "Transformer feed-forward width (default 192)")
-    heads: int = _opt(4, "Transformer heads (default 4)")
-    layers: int = _opt(2, "Transformer layers, encoder and decoder each (default 2)")
-    warmup: int = _opt(2, "untimed steps per model and length (default 2)")
-    repeats: int = _opt(5, "timed steps per model and length (default 5)")
-    threads: int = _opt(2, "torch intra-op threads (default 2)")
-    seed: int = _opt(0, "initialisation and token seed (default 0)")
+    lengths: str = _opt("8,16,32,64,128,256", "sentence lengths n, comma-separated")
+    batch_size: int = _opt(32, "sentences per step, the same at every n")
+    vocab: int = _opt(32, "vocabulary of the random tokens")
+    emb: int = _opt(32, "RNNsearch embedding width")
+    hidden: int = _opt(64, "RNNsearch widths: encoder (per direction), decoder, attention, maxout")
+    dim: int = _opt(48, "Transformer model width d")
+    ff: int = _opt(192, "Transformer feed-forward width")
+    heads: int = _opt(4, "Transformer heads")
+    layers: int = _opt(2, "Transformer layers, encoder and decoder each")
+    warmup: int = _opt(2, "untimed steps per model and length")
+    repeats: int = _opt(5, "timed steps per model and length")
+    threads: int = _opt(2, "torch intra-op threads")
+    seed: int = _opt(0, "initialisation and token seed")
 
     def __post_init__(self) -> None:
         ns = self.ns  # parses, or raises
@@ -270,6 +266,7 @@ EXPERIMENT = Experiment(
     name="parallel",
     help="sequential depth and step time by sentence length, RNNsearch vs Transformer "
     "(Vaswani 2017, Table 1)",
+    typical="about 80 s on a 2-core CPU",
     description="Time training steps of RNNsearch and a Transformer of similar size on random "
     "batches of sentences of n = 8..256 tokens, measure the longest path of each step's "
     "autograd graph and the recurrent cell calls, fit exponents in n, and check that the "

@@ -82,26 +82,26 @@ class ScalingConfig:
     """The settings of (a) random q, k, (c) the Transformers and their shared budget; every
     field is a flag of ``attnkit experiment scaling``."""
 
-    dims: str = _opt("4,16,64,256,1024", "d_k values of the random q, k (default 4,16,64,256,1024)")
-    rows: int = _opt(2048, "query rows measured per d_k (default 2048)")
-    keys: int = _opt(64, "keys per row, Tk (default 64)")
-    queries: int = _opt(32, "queries sharing one set of keys (default 32)")
+    dims: str = _opt("4,16,64,256,1024", "d_k values of the random q, k")
+    rows: int = _opt(2048, "query rows measured per d_k")
+    keys: int = _opt(64, "keys per row, Tk")
+    queries: int = _opt(32, "queries sharing one set of keys")
     widths: str = _opt(
         "2x16,2x32,2x64",
-        "Transformer widths HEADSxD_K, d_model = heads x d_k (default 2x16,2x32,2x64)",
+        "Transformer widths HEADSxD_K, d_model = heads x d_k",
     )
-    layers: int = _opt(1, "encoder and decoder layers (default 1); d_ff = 2 d_model, no dropout")
-    task: str = _opt("reverse", "copy | reverse (default) | sort")
-    min_len: int = _opt(4, "shortest source (default 4)")
-    max_len: int = _opt(12, "longest source (default 12)")
-    steps: int = _opt(400, "updates per model, the shared budget (default 400)")
-    batch_size: int = _opt(32, "pairs per update (default 32)")
-    lr: float = _opt(1e-3, "Adam learning rate, constant (default 1e-3)")
-    valid_size: int = _opt(200, "validation pairs (default 200)")
-    test_size: int = _opt(200, "test pairs (default 200)")
-    seed: int = _opt(0, "seed of the random q, k, g, the data and the initialisation (default 0)")
-    jobs: int = _opt(2, "models trained at once, in a process pool (default 2)")
-    threads: int = _opt(1, "torch threads per training process (default 1)")
+    layers: int = _opt(1, "encoder and decoder layers; d_ff = 2 d_model, no dropout")
+    task: str = _opt("reverse", "copy | reverse | sort")
+    min_len: int = _opt(4, "shortest source")
+    max_len: int = _opt(12, "longest source")
+    steps: int = _opt(400, "updates per model, the shared budget")
+    batch_size: int = _opt(32, "pairs per update")
+    lr: float = _opt(1e-3, "Adam learning rate, constant")
+    valid_size: int = _opt(200, "validation pairs")
+    test_size: int = _opt(200, "test pairs")
+    seed: int = _opt(0, "seed of the random q, k, g, the data and the initialisation")
+    jobs: int = _opt(2, "models trained at once, in a process pool")
+    threads: int = _opt(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
         parse_ints(self.dims, "dims")
@@ -253,6 +253,7 @@ def run_experiment(cfg: ScalingConfig, out: Path, say: Say = print) -> dict[str,
 EXPERIMENT = Experiment(
     name="scaling",
     help="why qᵀk/√d_k: softmax saturation of unscaled dot products (Vaswani 2017, 3.2.1)",
+    typical="1.4 min of CPU; 4.7 min on a busy 2-core CPU",
     description="Softmax entropy and gradient norm of unscaled vs scaled dot-product scores "
     "on random unit-variance q, k for growing d_k and on trained q, k, and a small Transformer "
     "trained both ways at two or more widths with the same data, seed and updates. Writes "

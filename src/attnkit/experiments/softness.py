@@ -68,31 +68,31 @@ def _opt(default: Any, help: str) -> Any:
 class SoftnessConfig:
     """The flags of ``attnkit experiment softness`` (one per field)."""
 
-    tasks: str = _opt("toy-ko", "comma-separated tasks, of: toy-ko (default), digit-captions "
+    tasks: str = _opt("toy-ko", "comma-separated tasks, of: toy-ko, digit-captions "
                       "(the captioner; no variational-sample row)")
-    rows: str = _opt(",".join(ROWS), f"comma-separated rows, of {', '.join(ROWS)} (default all)")
-    model: str = _opt("rnnsearch", "rnnsearch (default) | luong: the decoder every row shares")
-    seeds: int = _opt(3, "training seeds per row: --seed, --seed+1, ... (default 3)")
-    train_size: int = _opt(3200, "training pairs (default 3200)")
-    epochs: int = _opt(4, "passes over them: the same updates for every row (default 4: 400)")
-    caption_train_size: int = _opt(2000, "digit-captions: training canvases (default 2000)")
-    caption_epochs: int = _opt(16, "digit-captions: passes over them (default 16: 1008 updates)")
-    batch_size: int = _opt(32, "pairs (canvases) per update (default 32)")
-    emb: int = _opt(32, "embedding width (default 32)")
-    hidden: int = _opt(32, "every hidden width: encoder, decoder, score, maxout (default 32)")
-    lr: float = _opt(5e-3, "Adam learning rate (default 5e-3)")
-    tau_start: float = _opt(1.0, "gumbel: first temperature (default 1.0)")
-    tau_end: float = _opt(0.5, "gumbel: temperature reached at the last update (default 0.5)")
+    rows: str = _opt(",".join(ROWS), f"comma-separated rows, of {', '.join(ROWS)}")
+    model: str = _opt("rnnsearch", "rnnsearch | luong: the decoder every row shares")
+    seeds: int = _opt(3, "training seeds per row: --seed, --seed+1, ...")
+    train_size: int = _opt(3200, "training pairs")
+    epochs: int = _opt(4, "passes over them: the same updates for every row (4: 400 updates)")
+    caption_train_size: int = _opt(2000, "digit-captions: training canvases")
+    caption_epochs: int = _opt(16, "digit-captions: passes over them (16: 1008 updates)")
+    batch_size: int = _opt(32, "pairs (canvases) per update")
+    emb: int = _opt(32, "embedding width")
+    hidden: int = _opt(32, "every hidden width: encoder, decoder, score, maxout")
+    lr: float = _opt(5e-3, "Adam learning rate")
+    tau_start: float = _opt(1.0, "gumbel: first temperature")
+    tau_end: float = _opt(0.5, "gumbel: temperature reached at the last update")
     baseline: str = _opt("soft", "REINFORCE baseline of hard and variational-sample: soft "
-                         "(log p(y_t | soft context), Deng 2018 §4; default) | average (moving "
+                         "(log p(y_t | soft context), Deng 2018 §4) | average (moving "
                          "average, Xu 2015)")
-    valid_size: int = _opt(100, "validation pairs (default 100)")
-    test_size: int = _opt(400, "test pairs scored (default 400)")
-    draws: int = _opt(8, "gradient draws for the gradient variance (default 8)")
-    timing_reps: int = _opt(5, "repetitions of each timing (median; default 5)")
-    seed: int = _opt(0, "data seed and first training seed (default 0)")
-    jobs: int = _opt(2, "models trained at once, in a process pool (default 2)")
-    threads: int = _opt(1, "torch threads per process (default 1)")
+    valid_size: int = _opt(100, "validation pairs")
+    test_size: int = _opt(400, "test pairs scored")
+    draws: int = _opt(8, "gradient draws for the gradient variance")
+    timing_reps: int = _opt(5, "repetitions of each timing (the median counts)")
+    seed: int = _opt(0, "data seed and first training seed")
+    jobs: int = _opt(2, "models trained at once, in a process pool")
+    threads: int = _opt(1, "torch threads per process")
 
     def __post_init__(self) -> None:
         for name, items, known in (("tasks", self.task_list, TASKS), ("rows", self.row_list, ROWS)):
@@ -371,6 +371,7 @@ def run_experiment(cfg: SoftnessConfig, out: Path, say: Say = print) -> dict[str
 EXPERIMENT = Experiment(
     name="softness",
     help="soft vs hard vs Gumbel vs variational attention (Deng 2018 / Xu 2015, Table 1)",
+    typical="14 min on a busy 2-core CPU; 27 min with --tasks toy-ko,digit-captions",
     description="Train one decoder (RNNsearch) with mean pooling, soft, hard (REINFORCE), "
     "Gumbel (straight-through) and variational attention (enumerated and sampled ELBO) on "
     "toy-ko with the same data and updates for 3 seeds; report BLEU, exact perplexity (and "
