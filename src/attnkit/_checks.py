@@ -202,6 +202,35 @@ def check_width(name: str, got: int, expected: int, hint: str) -> None:
         raise ValueError(f"{name} has width {got} but {expected} was expected; {hint}")
 
 
+def check_size(name: str, value: object, *, optional: bool = False) -> None:
+    """A width or count argument of a constructor is a positive int (None too when optional)."""
+    if value is None and optional:
+        return
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name}={value}; a width must be a positive int (e.g. {name}=64)")
+
+
+def check_dtype(module: torch.nn.Module, **inputs: Tensor) -> None:
+    """Floating inputs have the dtype of the module's floating weights (outside autocast,
+    which casts them itself): a float64 query into a float32 module is a ValueError naming
+    both and the two ways to fix it, not a matmul error from deep inside torch."""
+    weight = next((p for p in module.parameters() if p.is_floating_point()), None)
+    if weight is None:
+        return
+    for name, x in inputs.items():
+        if not x.is_floating_point() or x.dtype == weight.dtype:
+            continue
+        if torch.is_autocast_enabled(x.device.type):
+            return
+        raise ValueError(
+            f"{name} is {str(x.dtype).removeprefix('torch.')} but this module's weights are "
+            f"{str(weight.dtype).removeprefix('torch.')}; convert one to the other: "
+            f"module.to({x.dtype}) or {name}.to({weight.dtype})"
+        )
+
+
 def as_stack(weights: Any) -> np.ndarray:
     """weights (Tq, Tk) | (H, Tq, Tk) | (L, H, Tq, Tk), torch or numpy, any float dtype ->
     float64 array (L, H, Tq, Tk): the input of the viewers and the alignment metrics."""

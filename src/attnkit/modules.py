@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ._checks import check_dtype
 from .alignment import Alignment, CausalAlignment
 from .core import AttentionResult, NormaliseFn, Reduced, ReduceFn, attend, weighted_sum
 from .normalisers import softmax
@@ -92,10 +93,12 @@ class Attention(nn.Module):
         need_weights: bool = True,
         positions: Tensor | None = None,
     ) -> AttentionResult:
+        values = keys if values is None else values
+        check_dtype(self, query=query, keys=keys, values=values)
         return attend(
             query,
             keys,
-            keys if values is None else values,
+            values,
             score=self.score,
             align=self.align,
             normaliser=self.normaliser,
@@ -183,6 +186,7 @@ class MultiHeadAttention(nn.Module):
                 f"batch sizes differ: query {tuple(query.shape)}, keys {tuple(keys.shape)}, "
                 f"values {tuple(values.shape)}; inputs are (B, T, D) with one B"
             )
+        check_dtype(self, query=query, keys=keys, values=values)
         for name, x, layer in (
             ("query", query, self.q_proj),
             ("keys", keys, self.k_proj),

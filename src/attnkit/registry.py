@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from torch import nn
 
+from ._checks import check_size
 from .alignment import Alignment, CausalAlignment, GlobalAlignment, LocalM, LocalP, SlidingWindow
 from .core import NormaliseFn, ReduceFn, weighted_sum
 from .hard import GumbelSoftmax, SampleReduce
@@ -246,6 +247,10 @@ def build(
     ``output="multi-dimensional"``: ``MultiDimensionalAttention`` (Shen 2018), one weight per
     key and value feature, its own feature-wise additive score of width ``hidden``.
     """
+    check_size("dim", dim)
+    for name, width in (("key_dim", key_dim), ("value_dim", value_dim), ("hidden", hidden),
+                        ("max_keys", max_keys)):  # fmt: skip
+        check_size(name, width, optional=True)
     if canonical("output", output) == "multi-dimensional":
         return _multidim(score, heads, align, reduce, normaliser, temperature,
                          dim=dim, key_dim=key_dim, value_dim=value_dim, hidden=hidden)  # fmt: skip

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import Tensor, nn
 
+from .._checks import check_dtype
 from ..alignment import Alignment
 from ..core import AttentionResult, NormaliseFn, attend, weighted_sum
 from ..masks import and_masks, causal_mask
@@ -165,6 +166,7 @@ class MultiheadAttention(nn.Module):
                     f"{name} has width {x.shape[-1]} but this module was built for {width}; "
                     "see MultiheadAttention(embed_dim, kdim, vdim)"
                 )
+        check_dtype(self, query=query, key=key, value=value)
 
     def _mask(
         self,
