@@ -106,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         with torch.no_grad():
             maps = model(test[:1], output_attentions=True).attentions  # L x (1, H, T, T)
         weights = torch.cat(maps).float()  # (L, H, T, T)
-        path = save_attention(out / f"{label}.safetensors", weights, tokens, tokens)
+        path = save_attention(out / f"{label}.safetensors", weights, tokens)  # self-attention
         result[label] = {"loss": loss, "copy_accuracy": acc, "zeros": zero_fraction(weights),
                          "seconds": time.perf_counter() - start, "file": str(path)}  # fmt: skip
         r = result[label]

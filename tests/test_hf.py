@@ -237,5 +237,6 @@ def test_example_swaps_sparsemax_into_gpt2(tmp_path: Path) -> None:
         record = load_attention(tmp_path / f"{label}.safetensors")
         assert tuple(record.weights.shape) == (2, 2, 17, 17)
         assert record.tgt_tokens is not None and record.tgt_tokens[8] == "|"
+        assert record.src_tokens is None  # self-attention: one token list
     assert result["softmax"]["zeros"] == 0.0
     assert result["sparsemax"]["zeros"] > 0.0

@@ -78,3 +78,45 @@ def test_view_checkpoint_prints_a_char_task_without_spaces(tmp_path, capsys) -> 
     assert len(hyp) > 1
     assert main(["view", "--checkpoint", str(tmp_path / "ck"), sentence, "--terminal"]) == 0
     assert f"translation: {''.join(hyp)}\n" in capsys.readouterr().out
+
+
+def test_self_attention_saved_with_its_tokens_twice_is_shown_as_self_attention(
+    tmp_path, capsys
+) -> None:
+    """A Hugging Face model's output_attentions saved as save_attention(path, w, tokens, tokens)
+    (examples/hf_sparsemax.py did so): the page labels it self-attention, one token list, not
+    "cross-attention (target → source)" with the tokens repeated as source and target."""
+    from safetensors.torch import save_file
+
+    torch.manual_seed(0)
+    w = torch.softmax(torch.randn(2, 2, 3, 3), -1)  # (L, H, T, T)
+    tokens = ["s3", "|", "s3"]
+    new = save_attention(tmp_path / "hf.safetensors", w, tokens, tokens)
+    old = tmp_path / "old.safetensors"  # written before files had a "kind"
+    save_file({"weights": w}, str(old), metadata={"tgt_tokens": json.dumps(tokens),
+                                                  "src_tokens": json.dumps(tokens)})  # fmt: skip
+    for path in (new, old):
+        rec = load_attention(path)
+        assert rec.tgt_tokens == tokens and rec.src_tokens is None
+        page = tmp_path / f"{path.stem}.html"
+        assert main(["view", "--weights", str(path), "--out", str(page)]) == 0
+        html = page.read_text(encoding="utf-8")
+        data = json.loads(html.split('id="attn-data">')[1].split("</script>")[0])
+        assert data["kind"] == "self" and data["label"] == "self"
+        assert data["queries"] == tokens and data["keys"] == tokens
+    capsys.readouterr()
+    # a cross-attention whose two lists are the same says so; contradictions are errors
+    cross = save_attention(tmp_path / "c.safetensors", w, tokens, tokens, kind="cross")
+    assert load_attention(cross).src_tokens == tokens
+    assert load_attention(save_attention(tmp_path / "s.safetensors", w, tokens)).src_tokens is None
+    with pytest.raises(ValueError, match="pass kind='cross'"):
+        save_attention(tmp_path / "x.safetensors", w, tokens, ["a", "b", "c"], kind="self")
+    with pytest.raises(ValueError, match="pass one of self, cross"):
+        save_attention(tmp_path / "x.safetensors", w, tokens, kind="enc-self")
+    with pytest.raises(ValueError, match="kind='cross' needs src_tokens"):
+        save_attention(tmp_path / "x.safetensors", w, tokens, kind="cross")
+    bad = tmp_path / "bad.safetensors"
+    save_file({"weights": w}, str(bad), metadata={"kind": "self", "tgt_tokens": '["a","b","c"]',
+                                                  "src_tokens": '["x","y","z"]'})  # fmt: skip
+    with pytest.raises(ValueError, match="bad.safetensors: metadata kind='self'"):
+        load_attention(bad)

@@ -1,10 +1,10 @@
 """The static parts of the interactive page (kept as Python strings so that they ship with the
-package without package-data settings). The script reads #attn-data and builds every element
-with createElement/textContent: no innerHTML anywhere."""
+package without package-data settings; the fonts come before CSS, from _page_fonts). The script
+reads #attn-data and builds every element with createElement/textContent: no innerHTML
+anywhere."""
 
 CSS = r"""
-body { font-family: "DejaVu Sans", "Noto Sans", "NanumGothic", "Apple SD Gothic Neo",
-       "Malgun Gothic", system-ui, sans-serif; margin: 1.2em; color: #222; }
+body { margin: 1.2em; color: #222; }
 h1 { font-size: 1.3em; margin: 0 0 .4em 0; }
 .controls { margin: .4em 0 1em 0; display: flex; gap: 1.2em; align-items: center; }
 .controls label { font-size: .9em; }
@@ -240,7 +240,8 @@ JS = r"""
     document.getElementById("kind").textContent = v.kind === "self"
       ? "self-attention (keys = queries)"
       : "cross-attention (target \u2192 source)";
-    document.getElementById("status").textContent = "hover or click a target token";
+    document.getElementById("status").textContent = v.kind === "self"
+      ? "hover or click a query token" : "hover or click a target token";
     buildSwitches();
     buildTokens();
     buildMatrix();

@@ -23,7 +23,10 @@ import torch.nn.functional as F
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+from ._page_fonts import FONT_SRC, page_font_css
+from .fonts import font_rc
+
+CSP = f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; {FONT_SRC}"
 
 
 def upsample(weights: np.ndarray, grid: tuple[int, int], patch: int) -> np.ndarray:
@@ -54,7 +57,8 @@ def _panel(ax: object, image: np.ndarray, heat: np.ndarray | None, title: str) -
     if heat is not None:
         top = float(heat.max()) or 1.0
         ax.imshow(heat / top, cmap="inferno", alpha=0.55, vmin=0, vmax=1)  # type: ignore[attr-defined]
-    ax.set_title(title, fontsize=9)  # type: ignore[attr-defined]
+    family = font_rc()["font.family"]  # Hangul words in NanumGothic, not boxes
+    ax.set_title(title, fontsize=9, fontfamily=family)  # type: ignore[attr-defined]
     ax.set_xticks([])  # type: ignore[attr-defined]
     ax.set_yticks([])  # type: ignore[attr-defined]
 
@@ -83,7 +87,7 @@ def caption_figure(
     for k, word in enumerate(words):
         _panel(axes[k + 1], image[:h, :wd], upsample(w[k], grid, patch), word)
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(title, fontsize=10, fontfamily=font_rc()["font.family"])
     fig.tight_layout()
     if path is not None:
         fig.savefig(path, dpi=dpi)
@@ -110,8 +114,8 @@ def write_caption_page(
 ) -> Path:
     """One HTML file: the generated caption (and the reference), then a panel per word with
     its attention upsampled onto the image and the patch it weighted most. Self-contained:
-    the panels are inline PNGs, a Content-Security-Policy forbids every fetch, and words are
-    HTML-escaped (text, never markup)."""
+    the panels are inline PNGs, a Content-Security-Policy forbids every fetch, words are
+    HTML-escaped (text, never markup) and their Hangul glyphs are embedded (``_page_fonts``)."""
     w = _check(words, weights, grid)
     image = np.asarray(image, dtype=np.float32)
     h, wd = grid[0] * patch, grid[1] * patch
@@ -135,11 +139,12 @@ def write_caption_page(
     ref = (
         "" if reference is None else f"<p>reference: <b>{html.escape(' '.join(reference))}</b></p>"
     )
+    fonts = page_font_css([title, *words, *(reference or [])])
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{CSP}">
 <title>{html.escape(title)}</title>
-<style>body{{font-family:sans-serif;margin:1.5em}} .panels{{display:flex;flex-wrap:wrap;gap:.6em}}
+<style>{fonts}body{{margin:1.5em}} .panels{{display:flex;flex-wrap:wrap;gap:.6em}}
 figure{{margin:0;text-align:center}} img{{width:180px;image-rendering:auto}}</style>
 </head><body>
 <h1>{html.escape(title)}</h1>

@@ -21,8 +21,10 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from ._page_fonts import FONT_SRC, page_font_css
 from .fonts import font_rc
-from .page import CSP
+
+CSP = f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; {FONT_SRC}"
 
 
 @dataclass
@@ -94,7 +96,8 @@ def _shade(weight: float, top: float) -> str:
 
 def coattention_page(maps: CoAttentionMaps, title: str | None = None) -> str:
     """A self-contained HTML page (no script, no network): the figure as an inline PNG, the
-    words shaded by weight and the patch weights as a grid, each with its number."""
+    words shaded by weight and the patch weights as a grid, each with its number; the glyphs
+    of Hangul words embedded (``_page_fonts``)."""
     buf = io.BytesIO()
     coattention_figure(maps, title=title).savefig(buf, format="png")
     png = base64.b64encode(buf.getvalue()).decode("ascii")
@@ -116,7 +119,8 @@ def coattention_page(maps: CoAttentionMaps, title: str | None = None) -> str:
     return (
         f'<!doctype html><html><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}"><title>{head}</title>'
-        "<style>body{font-family:sans-serif;margin:1.5em}.w{display:inline-block;padding:.3em;"
+        f"<style>{page_font_css([head, verdict, *maps.words])}"
+        "body{margin:1.5em}.w{display:inline-block;padding:.3em;"
         "margin:.1em;border:1px solid #ccc}.w small{display:block;font-size:.7em;color:#333}"
         "td{width:3.2em;text-align:center;font-size:.75em;border:1px solid #ddd}</style>"
         f"</head><body><h1>{head}</h1><p>{verdict}</p>"

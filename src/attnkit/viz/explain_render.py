@@ -12,6 +12,7 @@ from pathlib import Path
 
 from torch import Tensor
 
+from ._page_fonts import page_font_css
 from .explain import ExplainSteps
 from .page import CSP, embed_json
 
@@ -153,7 +154,7 @@ def render_terminal(st: ExplainSteps, console: object | None = None) -> None:
 
 
 _STEPPER_CSS = """
-body { font-family: "DejaVu Sans", "Noto Sans", system-ui, sans-serif; margin: 1.2em; }
+body { margin: 1.2em; }
 h1 { font-size: 1.2em; } .hidden { display: none; }
 pre#header { background: #f6f6f6; padding: .6em; font-size: .85em; }
 .formula { font-family: "DejaVu Sans Mono", monospace; background: #eef3ff; padding: .3em .5em; }
@@ -217,14 +218,16 @@ def stepper_html(st: ExplainSteps) -> str:
     """A self-contained HTML stepper of the six steps (no network; tables built with
     textContent from embedded JSON)."""
     data = {"header": header(st), "steps": [asdict(t) for t in step_tables(st)]}
+    payload = embed_json(data)
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
-        f"<title>attention, step by step</title>\n<style>{_STEPPER_CSS}</style>\n</head>\n<body>\n"
+        "<title>attention, step by step</title>\n"
+        f"<style>{page_font_css([payload])}{_STEPPER_CSS}</style>\n</head>\n<body>\n"
         '<h1>attention, step by step</h1>\n<pre id="header"></pre>\n'
         '<nav><button id="prev">← prev</button><span id="where"></span>'
         '<button id="next">next →</button></nav>\n<div id="steps"></div>\n'
-        f'<script type="application/json" id="steps-data">{embed_json(data)}</script>\n'
+        f'<script type="application/json" id="steps-data">{payload}</script>\n'
         f"<script>{_STEPPER_JS}</script>\n</body>\n</html>\n"
     )
 

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import torch
 
-CSP = "default-src 'none'; style-src 'unsafe-inline'"
+from ._page_fonts import FONT_SRC, page_font_css
+
+CSP = f"default-src 'none'; style-src 'unsafe-inline'; {FONT_SRC}"
 
 
 @dataclass
@@ -88,7 +90,8 @@ def write_png(path: str | Path, view: DocView) -> Path:
 
 def page(view: DocView) -> str:
     """The page's HTML: one row per sentence, a bar and its weight, then the words shaded by
-    weight (a tooltip gives each number). Static: no script runs."""
+    weight (a tooltip gives each number). Static: no script runs; the glyphs of Hangul words
+    are embedded (``_page_fonts``)."""
     esc = html.escape
     rows = []
     for i, (words, ws, a) in enumerate(
@@ -109,7 +112,8 @@ def page(view: DocView) -> str:
         '<!DOCTYPE html><html><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         f"<title>{esc(view.title)}</title><style>"
-        "body{font-family:sans-serif;margin:1.5em}td{padding:2px 6px;vertical-align:middle}"
+        f"{page_font_css([view.title, *(w for s in view.sentences for w in s)])}"
+        "body{margin:1.5em}td{padding:2px 6px;vertical-align:middle}"
         ".bar{width:160px}.bar div{height:14px;background:#1f77b4;margin-left:auto}"
         "tr.key .bar div{background:#d62728}tr.key td.n{color:#d62728;font-weight:bold}"
         ".w{padding:1px 3px;margin:1px;border-radius:3px}.n{font-family:monospace}"

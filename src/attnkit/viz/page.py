@@ -12,7 +12,9 @@ page opens on.
 Safety: the weights and tokens travel as JSON inside <script type="application/json"> (with
 ``<``, ``>`` and ``&`` escaped, so no token can close the element) and the page script puts
 them into the document with ``textContent`` only, never ``innerHTML``: tokens are data, not
-markup. A Content-Security-Policy forbids every network fetch.
+markup. A Content-Security-Policy forbids every network fetch; the glyphs of Hangul tokens travel
+inside the page as an embedded font (``_page_fonts``), so they show on a machine without a
+Korean font.
 
 Legend: L layers, H heads, Tq queries (target tokens), Tk keys (source tokens).
 """
@@ -27,10 +29,11 @@ from typing import Any
 from .._checks import as_stack
 from ..eval.alignment import GoldAlignment, Link, split_gold
 from ._page_assets import BODY, CSS, JS
+from ._page_fonts import FONT_SRC, page_font_css
 from ._weights import check_tokens
 from .weights_file import AttentionRecord
 
-CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
+CSP = f"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; {FONT_SRC}"
 
 
 def embed_json(data: Any) -> str:
@@ -148,14 +151,15 @@ def attention_page(
         more=more,
         shown=shown,
     )
+    payload = embed_json(data)  # every token and label, as the page will show them
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         "<title>attention</title>\n"
-        f"<style>\n{CSS}</style>\n</head>\n<body>\n"
+        f"<style>\n{page_font_css([payload])}{CSS}</style>\n</head>\n<body>\n"
         f"{BODY}"
-        f'<script type="application/json" id="attn-data">{embed_json(data)}</script>\n'
+        f'<script type="application/json" id="attn-data">{payload}</script>\n'
         f"<script>\n{JS}</script>\n</body>\n</html>\n"
     )
 

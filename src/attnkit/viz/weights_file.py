@@ -1,7 +1,11 @@
 """Attention weights on disk: a safetensors file with a ``weights`` tensor (Tq, Tk),
 (H, Tq, Tk) or (L, H, Tq, Tk), and the tokens as JSON lists in its metadata
-(``tgt_tokens`` for the queries/rows, ``src_tokens`` for the keys/columns; no ``src_tokens``
-= self-attention). ``attnkit view --weights FILE`` reads it.
+(``tgt_tokens`` for the queries/rows, ``src_tokens`` for the keys/columns) and ``kind``,
+"self" or "cross". Self-attention keeps one token list (``src_tokens`` None in the record):
+saved with no source tokens, or with the same list twice (``save_attention(path, w, tokens,
+tokens)``, as a Hugging Face model's ``output_attentions`` are often saved). A file without
+``kind`` (older, or from another tool) is self-attention when its two lists are the same.
+``attnkit view --weights FILE`` reads it.
 
     save_attention("attn.safetensors", weights, tgt_tokens, src_tokens)
     record = load_attention("attn.safetensors")
@@ -21,6 +25,8 @@ from safetensors.torch import save_file
 
 from .._checks import as_stack
 
+KINDS = ("self", "cross")
+
 
 @dataclass
 class AttentionRecord:
@@ -32,6 +38,24 @@ class AttentionRecord:
     src_tokens: list[str] | None
 
 
+def _kind(
+    weights: torch.Tensor, tgt: list[str] | None, src: list[str] | None, kind: str | None
+) -> str:
+    """The kind, "self" or "cross": ``kind`` when given (checked), else self-attention when
+    there are no source tokens or they are the target tokens over square weights (Tq = Tk)."""
+    if kind is None:
+        square = weights.shape[-1] == weights.shape[-2]  # Tk == Tq
+        return "self" if src is None or (src == tgt and square) else "cross"
+    if kind not in KINDS:
+        raise ValueError(f"kind {kind!r}: pass one of {', '.join(KINDS)} (or None to infer it)")
+    if kind == "self" and src is not None and src != tgt:
+        raise ValueError("kind='self' with source tokens that differ from the target tokens: "
+                         "self-attention has one token list; pass kind='cross'")  # fmt: skip
+    if kind == "cross" and src is None:
+        raise ValueError("kind='cross' needs src_tokens (the keys' tokens)")
+    return kind
+
+
 def save_attention(
     path: str | Path,
     weights: Any,
@@ -39,15 +63,22 @@ def save_attention(
     src_tokens: Sequence[str] | None = None,
     *,
     name: str = "weights",
+    kind: str | None = None,
 ) -> Path:
-    """Write ``weights`` (as float32) and the tokens to a safetensors file."""
+    """Write ``weights`` (as float32) and the tokens to a safetensors file. ``kind`` "self" |
+    "cross" | None (inferred: self-attention when ``src_tokens`` is None or the same list as
+    ``tgt_tokens``; pass "cross" for a cross-attention whose two token lists are the same).
+    Self-attention is stored with one token list."""
     as_stack(weights)  # checks the rank and that every weight is finite
     tensor = torch.as_tensor(weights).detach().to("cpu", torch.float32).contiguous()
+    tgt = None if tgt_tokens is None else [str(t) for t in tgt_tokens]
+    src = None if src_tokens is None else [str(t) for t in src_tokens]
     meta = {}
-    if tgt_tokens is not None:
-        meta["tgt_tokens"] = json.dumps([str(t) for t in tgt_tokens], ensure_ascii=False)
-    if src_tokens is not None:
-        meta["src_tokens"] = json.dumps([str(t) for t in src_tokens], ensure_ascii=False)
+    if tgt is not None:
+        meta["kind"] = _kind(tensor, tgt, src, kind)
+        meta["tgt_tokens"] = json.dumps(tgt, ensure_ascii=False)
+    if src is not None and meta.get("kind") != "self":
+        meta["src_tokens"] = json.dumps(src, ensure_ascii=False)
     save_file({name: tensor}, str(path), metadata=meta)
     return Path(path)
 
@@ -66,7 +97,7 @@ def _tokens(meta: dict[str, str], key: str, path: Path) -> list[str] | None:
 
 def load_attention(path: str | Path, *, name: str = "weights") -> AttentionRecord:
     """Read a file written by ``save_attention`` (or any safetensors file with a weights
-    tensor named ``name``)."""
+    tensor named ``name``). Self-attention comes back with ``src_tokens`` None."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no weights file {path}")
@@ -76,9 +107,12 @@ def load_attention(path: str | Path, *, name: str = "weights") -> AttentionRecor
             raise ValueError(f"{path} has no tensor {name!r}; it has {names}: pass --name NAME")
         weights = f.get_tensor(name)
         meta = f.metadata() or {}
-    return AttentionRecord(
-        weights, _tokens(meta, "tgt_tokens", path), _tokens(meta, "src_tokens", path)
-    )
+    tgt, src = _tokens(meta, "tgt_tokens", path), _tokens(meta, "src_tokens", path)
+    try:
+        kind = _kind(weights, tgt, src, meta.get("kind"))
+    except ValueError as err:
+        raise ValueError(f"{path}: metadata {err}") from err
+    return AttentionRecord(weights, tgt, None if kind == "self" else src)
 
 
-__all__ = ["AttentionRecord", "load_attention", "save_attention"]
+__all__ = ["KINDS", "AttentionRecord", "load_attention", "save_attention"]
