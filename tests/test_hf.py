@@ -240,3 +240,43 @@ def test_example_swaps_sparsemax_into_gpt2(tmp_path: Path) -> None:
         assert record.src_tokens is None  # self-attention: one token list
     assert result["softmax"]["zeros"] == 0.0
     assert result["sparsemax"]["zeros"] > 0.0
+
+
+def _mixed(family: str) -> Any:
+    """A tiny offline config whose layers mix full and sliding attention (window 3)."""
+    small = dict(vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+                 num_attention_heads=4, num_key_value_heads=2, initializer_range=0.5,
+                 pad_token_id=0, bos_token_id=1, eos_token_id=2, sliding_window=3)  # fmt: skip
+    if family == "qwen2":  # its own switch: layers >= max_window_layers slide
+        return transformers.Qwen2Config(use_sliding_window=True, max_window_layers=1, **small)
+    kinds = ["full_attention", "sliding_attention", "full_attention"]
+    if family == "qwen3":
+        return transformers.Qwen3Config(head_dim=8, use_sliding_window=True, layer_types=kinds,
+                                         **small)
+    return transformers.Olmo3Config(layer_types=kinds, **small)
+
+
+@pytest.mark.parametrize("family", ["qwen2", "qwen3", "olmo3"])
+def test_sliding_follows_the_models_choice_of_layers(family: str) -> None:
+    """attnkit_sliding windows only the layers the config makes sliding: logits and greedy
+    generation equal eager's, and the full layers reach keys beyond the window."""
+    config = _mixed(family)
+    kinds = config.layer_types
+    assert "full_attention" in kinds and "sliding_attention" in kinds, kinds
+    attnkit.hf.register(sliding_window=6)  # the model's own choice wins
+    torch.manual_seed(0)
+    eager = AutoModelForCausalLM.from_config(copy.deepcopy(config), attn_implementation="eager")
+    ours = AutoModelForCausalLM.from_config(copy.deepcopy(config),
+                                            attn_implementation="attnkit_sliding")  # fmt: skip
+    ours.load_state_dict(eager.state_dict())
+    eager.eval(), ours.eval()
+    ids, am = batch()
+    for mask in (None, am):
+        real = torch.ones(2, T, dtype=torch.bool) if mask is None else mask.bool()
+        a, b = main_tensor(output(eager, ids, mask)), main_tensor(output(ours, ids, mask))
+        torch.testing.assert_close(b[real], a[real], atol=1e-5, rtol=1e-5)
+    weights = output(ours, ids, None, output_attentions=True).attentions
+    for kind, w in zip(kinds, weights, strict=True):
+        reaches_far = bool((w[..., -1, : T - 3] > 0).any())  # last query, keys beyond W = 3
+        assert reaches_far is (kind == "full_attention"), kind
+    assert torch.equal(greedy(ours, ids, am), greedy(eager, ids, am))

@@ -11,7 +11,9 @@ HF's own SDPA mask builder, so padding and causal masks reach the function as th
   ``attnkit``            softmax(qkᵀ/√d) v, = ``"sdpa"`` (Vaswani et al. 2017)
   ``attnkit_sliding``    the same restricted to a sliding window, O(n·r) kernel
                          (``attnkit.local``); the window W is the model's ``sliding_window``
-                         (argument or config), else ``register(sliding_window=W)``
+                         (argument or config), else ``register(sliding_window=W)``; a model
+                         whose ``layer_types`` mix full and sliding layers keeps its full
+                         layers global, as HF's sdpa does
   ``attnkit_sparsemax``  sparsemax weights, exact zeros (Martins & Astudillo 2016)
   ``attnkit_entmax15``   1.5-entmax weights (Peters et al. 2019)
 
@@ -122,10 +124,20 @@ def _sliding_mask(**kwargs: Any) -> Tensor | None:
     return sdpa_mask(**kwargs)
 
 
-def _window(module: nn.Module, kwargs: dict[str, Any], registered: int | None) -> int:
-    """The sliding window: the model's own (its attention's argument, else its config: HF
-    builds its masks from it too), else the one given to ``register``."""
-    own = getattr(getattr(module, "config", None), "sliding_window", None)
+def _window(module: nn.Module, kwargs: dict[str, Any], registered: int | None) -> int | None:
+    """The sliding window of this layer, or None for a layer of full attention.
+
+    A model whose config says which layers slide (``layer_types``, e.g. Qwen2 with
+    ``use_sliding_window`` and ``max_window_layers``, Qwen3, Gemma 3) is followed layer by
+    layer, as HF's own sdpa and flex paths do: its full-attention layers stay global. A sliding
+    layer's window is the model's own (its attention's argument, else its config: HF builds
+    its masks from it too), else the one given to ``register``, which is also the window of
+    every layer of a model with no per-layer choice (Llama, GPT-2, BERT)."""
+    config = getattr(module, "config", None)
+    kind = _layer_type(module, config)
+    if kind is not None and kind != "sliding_attention":
+        return None
+    own = getattr(config, "sliding_window", None)
     for window in (kwargs.get("sliding_window"), own, registered):
         if window is not None:
             return int(window)
@@ -133,6 +145,18 @@ def _window(module: nn.Module, kwargs: dict[str, Any], registered: int | None) -
         f"attnkit_sliding: {type(module).__name__} has no sliding_window in its config; "
         "call attnkit.hf.register(sliding_window=W) or set config.sliding_window = W"
     )
+
+
+def _layer_type(module: nn.Module, config: Any) -> str | None:
+    """This attention layer's entry of ``config.layer_types`` ("full_attention",
+    "sliding_attention", ...), or None when the model makes no per-layer choice."""
+    types = getattr(config, "layer_types", None)
+    if not types:
+        return None
+    kind = getattr(module, "layer_type", None)
+    if kind is None and isinstance(getattr(module, "layer_idx", None), int):
+        kind = types[module.layer_idx]
+    return None if kind is None else str(kind)
 
 
 def _wants_weights(kwargs: dict[str, Any]) -> bool:
