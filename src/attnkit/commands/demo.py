@@ -19,6 +19,12 @@ EXAMPLES = [
 ]
 
 
+QUICK_NOTE = (
+    "demo --quick: a smoke run (1,000 training sentences, one epoch) that checks the install; "
+    "its numbers and translations mean nothing"
+)
+
+
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "demo",
@@ -34,12 +40,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--epochs", type=int, default=12, help="most epochs of training")
     p.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
     p.add_argument("--device", default="cpu", help="auto | cpu | cuda")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--no-progress", action="store_true", help="no progress bar and no progress lines"
+    )
     p.add_argument(
         "--quick",
         action="store_true",
         help="a seconds-long smoke run (1,000 training sentences, one epoch): checks an "
-        "install, learns little",
+        "install; its scores and translations mean nothing",
     )
     p.set_defaults(run=run)
 
@@ -90,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     cfg = demo_config(args)
     out = Path(args.out)
+    if getattr(args, "quick", False):
+        print(QUICK_NOTE)
     print(
         "attnkit demo: RNNsearch (Bahdanau 2015; bi-GRU encoder, additive attention, GRU "
         "decoder)"

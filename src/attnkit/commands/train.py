@@ -157,7 +157,12 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
         "(-1 = all, 0 = none: validation loss only)",
     )
     p.add_argument("--clip", type=float, default=1.0, help="max gradient norm (0 = off)")
-    p.add_argument("--patience", type=int, default=3, help="early stopping patience (0 = off)")
+    p.add_argument(
+        "--patience",
+        type=int,
+        default=3,
+        help="stop after this many epochs in a row without a better valid loss (0 = off)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the initialisation and batches")
     p.add_argument(
         "--save-every",
@@ -165,14 +170,31 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
         default=50,
         help="write a resumable checkpoint every N steps (0 = at epoch ends)",
     )
-    p.add_argument("--time-limit", type=float, default=0.0, help="stop after this many seconds")
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=0.0,
+        help="stop after the update that crosses this many seconds (0 = no limit)",
+    )
     p.add_argument(
         "--target-exact",
         type=float,
         default=0.0,
-        help="stop once valid exact match reaches this fraction (0 = never)",
+        help="stop after the epoch whose greedy valid exact match reaches this fraction, e.g. "
+        "1.0 or 0.995 (0 = never; needs --valid-decode other than 0)",
     )
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--report-every",
+        type=int,
+        default=50,
+        metavar="N",
+        help="with stderr not a terminal (a log file, CI, nohup): a progress line (loss, "
+        "updates/s, the epoch's ETA) every N updates or 30 s, whichever comes first (0 = "
+        "every 30 s only); on a terminal a progress bar",
+    )
+    p.add_argument(
+        "--no-progress", action="store_true", help="no progress bar and no progress lines"
+    )
     p.add_argument("--sleep-per-step", type=float, default=0.0, help=argparse.SUPPRESS)
     p.add_argument("--device", default="cpu", help="auto | cpu | cuda")
     p.add_argument(
@@ -242,7 +264,12 @@ def add_parser(sub: Any) -> None:
         "train",
         help="train a sequence-to-sequence model (RNNsearch, ...)",
         description="Train a seq2seq model; writes OUT/best (lowest valid loss), "
-        "OUT/last (resumable) and OUT/history.json. A thin layer over attnkit.fit.",
+        "OUT/last (resumable) and OUT/history.json. A thin layer over attnkit.fit. Training "
+        "stops at the first of: --epochs epochs; --patience epochs in a row without a better "
+        "valid loss; the valid exact match reaching --target-exact (off by default: a run at "
+        "100% goes on until another rule stops it); --time-limit seconds; Ctrl-C (which "
+        "saves OUT/last first). Each epoch ends with one line: train and valid loss, valid "
+        "exact match, seconds.",
     )
     add_data_args(p)
     add_model_args(p)
@@ -283,6 +310,7 @@ def fit_config(args: argparse.Namespace) -> Any:
         valid_decode=args.valid_decode,
         target_exact=args.target_exact,
         progress=not args.no_progress,
+        report_every=args.report_every,
         sleep_per_step=args.sleep_per_step,
     )
     return FitConfig(

@@ -73,9 +73,11 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Read sources (arguments, else stdin line by line), translate them a batch at a time and
     print each batch as soon as it is decoded: input of any length streams through in bounded
-    memory, with a progress bar on a terminal."""
+    memory, with a progress bar on a terminal; from stdin with stderr not a terminal, a progress
+    line every 10 batches or 30 s (lines done, lines/s, and the ETA when stdin is a file)."""
     from tqdm import tqdm
 
+    from .._progress import Progress, lines_wanted
     from ..train import checkpoint
     from ..train.family import model_family
     from ..train.runtime import pick_device
@@ -104,11 +106,18 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
         leave=False,
     )
-    done = 0
+    lines = not args.sentences and lines_wanted()
+    total = _lines_left() if lines else None
+    report = Progress("translating", unit="lines", total=total, every=10 * args.batch_size)
+    done = sentences = 0
     for chunk in _chunks(_sources(args), args.batch_size):
-        _translate_chunk(args, loaded, chunk, done, bar)
+        if done == 0 and not any(text.strip() for _, text in chunk):
+            break  # only blank lines: nothing to translate
+        sentences += _translate_chunk(args, loaded, chunk, sentences, bar)
         done += len(chunk)
         bar.update(len(chunk))
+        if lines:
+            report.update(len(chunk))
     bar.close()
     if done == 0:
         raise ValueError("nothing to translate: give sentences as arguments or on stdin")
@@ -117,7 +126,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _sources(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
     """(where, text) of each source: "sentence N" of the arguments, or "line N" of stdin,
-    read one line at a time as strict UTF-8; blank lines are skipped."""
+    read one line at a time as strict UTF-8. A blank line of stdin is yielded too (its
+    translation is a blank line: one output line per input line, so ``translate < src > hyp``
+    stays aligned with ``src``)."""
     from ..data.corpus import decode_line
 
     if args.sentences:
@@ -130,26 +141,50 @@ def _sources(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
     lines = enumerate(binary if binary is not None else sys.stdin, start=1)
     for n, raw in lines:
         text = decode_line(raw, n, "<stdin>") if isinstance(raw, bytes) else raw.rstrip("\r\n")
-        if text.strip():
-            yield f"line {n}", text
+        yield f"line {n}", text
+
+
+def _lines_left() -> int | None:
+    """The lines left on stdin when it is a regular file (``< FILE``: read ahead, then
+    rewound); None for a pipe or anything else that cannot be rewound."""
+    import os
+    import stat
+
+    binary = getattr(sys.stdin, "buffer", None)
+    if binary is None:
+        return None
+    try:
+        regular = stat.S_ISREG(os.fstat(binary.fileno()).st_mode)
+        if not (regular and binary.seekable()):
+            return None
+        start = binary.tell()
+        count = sum(1 for _ in binary)
+        binary.seek(start)
+    except (AttributeError, OSError, ValueError):
+        return None
+    return count
 
 
 def _chunks(items: Iterator[tuple[str, str]], size: int) -> Iterator[list[tuple[str, str]]]:
+    """Batches of ``size`` sources that are not blank, each with the blank lines among them."""
     chunk: list[tuple[str, str]] = []
+    real = 0
     for item in items:
         chunk.append(item)
-        if len(chunk) == size:
+        real += bool(item[1].strip())
+        if real == size:
             yield chunk
-            chunk = []
+            chunk, real = [], 0
     if chunk:
         yield chunk
 
 
 def _translate_chunk(
     args: argparse.Namespace, loaded: Any, chunk: list[tuple[str, str]], first: int, bar: Any
-) -> None:
-    """Tokenise, check, decode and print one batch of sources; ``first``: how many came before
-    (numbers the --save-attention files)."""
+) -> int:
+    """Tokenise, check, decode and print one batch of sources, a blank line for each blank
+    one; ``first``: how many sentences came before (numbers the --save-attention files).
+    Returns the number of sentences (not blank) translated."""
     from pathlib import Path
 
     from .._text import printable
@@ -158,7 +193,8 @@ def _translate_chunk(
     from ..decode import translate
 
     examples = []
-    for where, text in chunk:
+    blank = [not text.strip() for _, text in chunk]
+    for where, text in (item for item, b in zip(chunk, blank, strict=True) if not b):
         src = tokenise_source(text, loaded.meta)
         if not src:
             raise ValueError(f"{where} is empty")
@@ -179,18 +215,26 @@ def _translate_chunk(
                 file=sys.stderr,
             )
         examples.append(Example(src, []))
-    out = translate(
-        loaded.model,
-        examples,
-        loaded.src_vocab,
-        loaded.tgt_vocab,
-        batch_size=args.batch_size,
-        beam=args.beam,
-        length_penalty=args.length_penalty,
-    )
+    results: Iterator[tuple[Any, Any, Any]] = iter([])
+    if examples:  # (a last chunk may hold only the blank lines after the last sentence)
+        out = translate(
+            loaded.model,
+            examples,
+            loaded.src_vocab,
+            loaded.tgt_vocab,
+            batch_size=args.batch_size,
+            beam=args.beam,
+            length_penalty=args.length_penalty,
+        )
+        results = iter(zip(examples, out.hyps, out.weights, strict=True))
     detok = tokenisers_for(loaded.meta)[1].decode  # subwords are printed as detokenised text
     shown = printable if sys.stdout.isatty() else (lambda t: t)  # a file gets the text as is
-    for i, (e, hyp, w) in enumerate(zip(examples, out.hyps, out.weights, strict=True)):
+    i = -1
+    for is_blank in blank:
+        if is_blank:
+            bar.write("", file=sys.stdout)
+            continue
+        i, (e, hyp, w) = i + 1, next(results)
         bar.write(shown(detok(hyp)), file=sys.stdout)
         if args.show:
             bar.write(_heatmap_text(args, loaded, e.src, hyp, w) + "\n", file=sys.stdout)
@@ -200,6 +244,7 @@ def _translate_chunk(
             _draw(args, loaded, e.src, hyp, w, path)
             print(f"attention heatmap: {path}", file=sys.stderr)
     sys.stdout.flush()
+    return len(examples)
 
 
 def _chosen(args: argparse.Namespace) -> bool:

@@ -127,9 +127,11 @@ def _translate_all(
     progress: bool,
 ) -> list[list[str]]:
     """Hypotheses of every example (an empty source line gives an empty hypothesis), in
-    chunks of ``batch_size`` with a progress bar on a terminal."""
+    chunks of ``batch_size`` with a progress bar on a terminal, else a progress line on stderr
+    every 10 chunks or 30 s (lines done, lines/s, ETA)."""
     from tqdm import tqdm
 
+    from .._progress import Progress, lines_wanted
     from ..decode import translate
 
     hyps: list[list[str]] = [[] for _ in examples]
@@ -142,6 +144,8 @@ def _translate_all(
         file=sys.stderr,
         leave=False,
     )
+    lines = progress and lines_wanted()
+    report = Progress("translating", unit="lines", total=len(todo), every=10 * batch_size)
     for start in range(0, len(todo), batch_size):
         chunk = todo[start : start + batch_size]
         out = translate(
@@ -156,6 +160,8 @@ def _translate_all(
         for i, h in zip(chunk, out.hyps, strict=True):
             hyps[i] = list(h)
         bar.update(len(chunk))
+        if lines:
+            report.update(len(chunk))
     bar.close()
     return hyps
 

@@ -18,6 +18,7 @@ import csv
 import importlib
 import json
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,29 @@ class Experiment:
     run: Callable[[Any, Path, Say], dict[str, Any]]
     report: Callable[[dict[str, Any], Path, Say], list[Path]]
     typical: str = "unknown"  # wall time of a default run, for `attnkit experiment`'s listing
+
+
+class Tally:
+    """How many of an experiment's ``total`` runs (arms x seeds) are done, for its progress
+    lines, each with the seconds since the tally was made:
+
+        tally = Tally(8, say)
+        tally.starting("LSTM seed 0")   #   [   0s] LSTM seed 0 (1/8) ...
+        tally("LSTM seed 0 trained")    #   [  42s] LSTM seed 0 trained (1/8)
+    """
+
+    def __init__(self, total: int, say: Say) -> None:
+        self.total, self.done, self.say, self.t0 = total, 0, say, time.perf_counter()
+
+    def __call__(self, what: str, *, runs: int = 1) -> None:
+        """``runs`` more runs are done: say ``what`` with the count."""
+        self.done += runs
+        self.say(f"  [{time.perf_counter() - self.t0:4.0f}s] {what} ({self.done}/{self.total})")
+
+    def starting(self, what: str) -> None:
+        """The next run begins: say ``what`` with its number."""
+        elapsed = time.perf_counter() - self.t0
+        self.say(f"  [{elapsed:4.0f}s] {what} ({self.done + 1}/{self.total}) ...")
 
 
 REPRODUCED = "REPRODUCED"
@@ -140,6 +164,7 @@ __all__ = [
     "REPRODUCED",
     "Experiment",
     "Say",
+    "Tally",
     "markdown_table",
     "no_nan",
     "power_exponent",

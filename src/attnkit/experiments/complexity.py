@@ -135,7 +135,7 @@ def run_experiment(cfg: ComplexityConfig, out: Path, say: Say = print) -> dict[s
     t0 = time.perf_counter()
     try:
         rows = []
-        for d in ds:
+        for i, d in enumerate(ds, start=1):
             for n in ns:
                 for kind in LAYERS:
                     torch.manual_seed(cfg.seed)
@@ -144,7 +144,7 @@ def run_experiment(cfg: ComplexityConfig, out: Path, say: Say = print) -> dict[s
                     x = torch.randn(cfg.batch, n, d, requires_grad=True)  # (B, n, d)
                     m = measure(layer, x, cfg.repeats)
                     rows.append(_row(cfg, kind, n, d, m, layer))
-            say(f"  [{time.perf_counter() - t0:5.0f}s] d={d} done")
+            say(f"  [{time.perf_counter() - t0:5.0f}s] d={d} done ({i}/{len(ds)})")
         paths = measure_paths(cfg)
     finally:
         torch.set_num_threads(before)

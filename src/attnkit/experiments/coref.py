@@ -43,7 +43,7 @@ import torch
 
 from ..data.coref import famous, held_out, items
 from ..train.classify import accuracy, fit_classifier
-from .base import Experiment, report_of
+from .base import Experiment, Tally, report_of
 from .base import verdict as verdict_text
 from .coref_model import best_head, build_encoder, encode, mass_table
 from .distance_task import generator
@@ -199,15 +199,19 @@ def verdict(seeds: list[dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
 def train_all(cfg: CorefConfig, say: Any) -> list[dict[str, Any]]:
     """``train_seed`` for each seed, ``cfg.jobs`` at a time (spawned processes)."""
     seeds = [cfg.seed + k for k in range(cfg.seeds)]
+    tally = Tally(len(seeds), say)
+    out = []
     if cfg.jobs == 1:
-        return [train_seed(cfg, s) for s in seeds]
+        for s in seeds:
+            tally.starting(f"seed {s}: training")
+            out.append(train_seed(cfg, s))
+        return out
     ctx = multiprocessing.get_context("spawn")  # no fork of a process that holds torch threads
     with ProcessPoolExecutor(max_workers=min(cfg.jobs, len(seeds)), mp_context=ctx) as pool:
         futures = [pool.submit(train_seed, cfg, s) for s in seeds]
-        out = []
         for s, fut in zip(seeds, futures, strict=True):
             out.append(fut.result())
-            say(f"  seed {s}: trained")
+            tally(f"seed {s}: trained")
     return out
 
 

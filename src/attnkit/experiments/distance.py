@@ -41,7 +41,7 @@ from typing import Any
 import torch
 
 from ..train.classify import accuracy, fit_classifier
-from .base import Experiment, report_of
+from .base import Experiment, Tally, report_of
 from .base import verdict as verdict_text
 from .distance_task import generator, recall_batch, vocab_size
 from .sequence_models import MODELS, Sizes, budget_widths, build, input_gradient_norms, parameters
@@ -221,15 +221,19 @@ def verdict(acc: dict[str, list[float]], grad_init: dict[str, list[float]]
 
 def train_all(cfg: DistanceConfig, widths: dict[str, int], say: Any) -> dict[str, dict]:
     """``train_one`` for every model, ``cfg.jobs`` at a time (spawned processes)."""
+    tally = Tally(len(MODELS), say)
+    out = {}
     if cfg.jobs == 1:
-        return {m: train_one(cfg, m, widths[m]) for m in MODELS}
+        for m in MODELS:
+            tally.starting(f"{m}: training")
+            out[m] = train_one(cfg, m, widths[m])
+        return out
     ctx = multiprocessing.get_context("spawn")  # no fork of a process that holds torch threads
     with ProcessPoolExecutor(max_workers=min(cfg.jobs, len(MODELS)), mp_context=ctx) as pool:
         futures = {m: pool.submit(train_one, cfg, m, widths[m]) for m in MODELS}
-        out = {}
         for m, fut in futures.items():
             out[m] = fut.result()
-            say(f"  {m}: trained in {out[m]['train_seconds']:.0f}s")
+            tally(f"{m}: trained in {out[m]['train_seconds']:.0f}s")
     return out
 
 

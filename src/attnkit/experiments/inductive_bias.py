@@ -46,7 +46,7 @@ from typing import Any
 import torch
 
 from ..train.classify import accuracy, fit_classifier
-from .base import Experiment, Say, report_of
+from .base import Experiment, Say, Tally, report_of
 from .base import verdict as verdict_text
 from .inductive_data import (
     CANVAS_CELLS,
@@ -252,16 +252,23 @@ def train_one(cfg: InductiveConfig, job: Job) -> dict[str, Any]:
 
 def run_jobs(cfg: InductiveConfig, jobs: list[Job], say: Say) -> list[dict[str, Any]]:
     """``train_one`` for every job, ``cfg.jobs`` at a time (spawned processes)."""
+    tally = Tally(len(jobs), say)
+    results: list[dict[str, Any]] = []
+
+    def collect(result: dict[str, Any]) -> None:  # a progress line every 12 models
+        results.append(result)
+        if len(results) % 12 == 0 or len(results) == len(jobs):
+            tally("models trained", runs=len(results) - tally.done)
+
     if cfg.jobs == 1:
-        return [train_one(cfg, j) for j in jobs]
+        for j in jobs:
+            collect(train_one(cfg, j))
+        return results
     ctx = multiprocessing.get_context("spawn")  # no fork of a process that holds torch threads
     with ProcessPoolExecutor(max_workers=cfg.jobs, mp_context=ctx) as pool:
         futures = [pool.submit(train_one, cfg, j) for j in jobs]
-        results = []
-        for i, fut in enumerate(futures):
-            results.append(fut.result())
-            if (i + 1) % 12 == 0 or i + 1 == len(jobs):
-                say(f"  {i + 1}/{len(jobs)} models trained")
+        for fut in futures:
+            collect(fut.result())
     return results
 
 

@@ -2,8 +2,10 @@
 
 ``train_all(configs, jobs=..., steps=..., log_dir=..., say=...)`` trains each named
 ``FitConfig`` (its log lines in ``log_dir/<name>.log``), ``jobs`` at a time in a process pool
-of spawned processes (no fork of a process that holds torch threads), printing the steps each
-run has checkpointed every 30 s; ``jobs=1`` trains them one after the other in this process.
+of spawned processes (no fork of a process that holds torch threads), saying each run that
+ends (with how many of how many, and the time) and every 30 s the steps each running one has
+checkpointed; ``jobs=1`` trains them one after the other in this process, saying each as it
+starts.
 A pool gives the same models as the serial path: each run is seeded by its own config.
 """
 
@@ -13,13 +15,13 @@ import json
 import multiprocessing
 import time
 from collections.abc import Mapping
-from concurrent.futures import ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
 from ..train.checkpoint import find_checkpoint
 from ..train.config import FitConfig
 from ..train.fit import fit
-from .base import Say
+from .base import Say, Tally
 
 
 def steps_done(out: Path) -> int:
@@ -64,15 +66,26 @@ def train_all(
     if jobs < 1:
         raise ValueError(f"jobs={jobs}; it must be at least 1")
     logs = {n: log_dir / f"{n}.log" for n in configs}
+    tally = Tally(len(configs), say)
     if jobs == 1:
-        return {n: fit_logged(c, logs[n]) for n, c in configs.items()}
+        seconds = {}
+        for n, c in configs.items():
+            tally.starting(f"training {n}")
+            seconds[n] = fit_logged(c, logs[n])
+        return seconds
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=min(jobs, len(configs)), mp_context=ctx) as pool:
         futures = {n: pool.submit(fit_logged, c, logs[n]) for n, c in configs.items()}
-        t0 = time.time()
-        while pending := wait(list(futures.values()), timeout=30).not_done:
-            finished = len(futures) - len(pending)
-            say(f"  [{time.time() - t0:4.0f}s] {_progress(configs, steps, finished)}")
+        names = {fut: n for n, fut in futures.items()}
+        pending, last = set(futures.values()), time.perf_counter()
+        while pending:
+            timeout = max(last + 30 - time.perf_counter(), 0)
+            ended, pending = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
+            for fut in sorted(ended, key=lambda f: list(futures).index(names[f])):
+                tally(f"{names[fut]} {'failed' if fut.exception() else 'trained'}")
+            if pending and time.perf_counter() - last >= 30:
+                last = time.perf_counter()
+                say(f"  [{last - tally.t0:4.0f}s] {_progress(configs, steps, tally.done)}")
         seconds = {}
         for n, fut in futures.items():
             err = fut.exception()

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .base import Say
+from .base import Say, Tally
 
 TASK = "docs"
 # row name -> HAN options
@@ -71,6 +71,7 @@ def measure(seeds: list[int], steps: int, quick: bool, say: Say) -> list[dict[st
 
     s = QUICK_SETTINGS if quick else SETTINGS
     rows = []
+    tally = Tally(len(seeds) * len(VARIANTS), say)
     with tempfile.TemporaryDirectory(prefix="attnkit-structure-") as tmp:
         for seed in seeds:
             data = None
@@ -90,8 +91,8 @@ def measure(seeds: list[int], steps: int, quick: bool, say: Say) -> list[dict[st
                     "key_peak": round(got["key_peak"], 4) if "key_peak" in got else None,
                 })  # fmt: skip
                 peak = got.get("key_peak", float("nan"))
-                say(f"  docs {name} seed {seed}: accuracy {got['accuracy']:.3f}, "
-                    f"key_peak {peak:.3f} ({seconds:.1f}s)")  # fmt: skip
+                tally(f"docs {name} seed {seed}: accuracy {got['accuracy']:.3f}, "
+                      f"key_peak {peak:.3f} ({seconds:.1f}s)")  # fmt: skip
     return rows
 
 

@@ -27,6 +27,7 @@ from ..families.qa import make_batch
 from ..models import make_config
 from ..models.digit_qa import COATTENTION, DigitQA
 from ..train.classify import accuracy, fit_classifier
+from .base import Tally
 
 TASK_SEED = 0
 BATCH = 64
@@ -72,6 +73,7 @@ def measure(seeds: list[int], steps: int, quick: bool, say: Callable[[str], None
     src = Vocab.build(e.question for e in splits.train)
     tgt = Vocab.build((e.answer,) for e in splits.train)
     rows: list[dict[str, Any]] = []
+    tally = Tally(len(seeds) * len(COATTENTION), say)
     for seed in seeds:
         for variant in COATTENTION:
             torch.manual_seed(seed)
@@ -86,8 +88,8 @@ def measure(seeds: list[int], steps: int, quick: bool, say: Callable[[str], None
                 "parameters": sum(p.numel() for p in model.parameters()),
                 "seconds_per_step": hist.seconds / steps,
             })  # fmt: skip
-            say(f"digit-qa {variant:<11} seed {seed}: test accuracy {acc:.3f} after {steps} "
-                f"steps ({hist.seconds / steps * 1000:.0f} ms/step)")  # fmt: skip
+            tally(f"digit-qa {variant:<11} seed {seed}: test accuracy {acc:.3f} after {steps} "
+                  f"steps ({hist.seconds / steps * 1000:.0f} ms/step)")  # fmt: skip
     return rows
 
 

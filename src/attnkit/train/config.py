@@ -140,7 +140,9 @@ class TrainConfig:
     warmup: int = 0  # linear warm-up steps, then lr * sqrt(warmup / step); 0 = constant lr
     label_smoothing: float = 0.0  # of the training loss; valid loss is plain cross-entropy
     valid_decode: int = -1  # valid sentences greedy-decoded per epoch (-1 all, 0 none)
-    progress: bool = True
+    progress: bool = True  # a tqdm bar on a terminal; without one, progress lines (below)
+    report_every: int = 50  # a progress line every N updates (0 = by time only)...
+    report_seconds: float = 30.0  # ... or S seconds, whichever comes first (0 = by count only)
     sleep_per_step: float = 0.0  # testing aid: slow training down so it can be interrupted
 
     def __post_init__(self) -> None:
@@ -148,13 +150,17 @@ class TrainConfig:
             raise ValueError(
                 f"epochs={self.epochs}, batch_size={self.batch_size}; both must be >= 1"
             )
-        for name in ("lr", "clip", "time_limit", "target_exact", "label_smoothing"):
+        finite = ("lr", "clip", "time_limit", "target_exact", "label_smoothing", "report_seconds")
+        for name in finite:
             _finite(name, getattr(self, name))
         if not 0 < self.lr <= FLOAT32_MAX:
             raise ValueError(f"lr={self.lr}; it must be positive and within float32's range")
-        if min(self.clip, self.patience, self.save_every, self.time_limit, self.warmup) < 0:
+        spans = (self.clip, self.patience, self.save_every, self.time_limit, self.warmup,
+                 self.report_every, self.report_seconds)  # fmt: skip
+        if min(spans) < 0:
             raise ValueError(
-                "clip, patience, save_every, time_limit and warmup must not be negative"
+                "clip, patience, save_every, time_limit, warmup, report_every and "
+                "report_seconds must not be negative"
             )
         if not 0 <= self.target_exact <= 1:
             raise ValueError(f"target_exact={self.target_exact}; it must be in [0, 1]")

@@ -1,5 +1,6 @@
 """The training loop: Adam, teacher forcing, gradient clipping, validation every epoch, the
-stopping rules of stopping.py, resumable checkpoints, a tqdm progress bar. Seeded and
+stopping rules of stopping.py, resumable checkpoints, a tqdm progress bar on a terminal and
+progress lines (loss, updates/s, the epoch's ETA) in a log (../_progress.py). Seeded and
 deterministic on CPU: a run killed and resumed with ``resume=True`` ends with the same
 parameters as one never stopped. Ctrl-C finishes the current update, writes ``last/`` and
 ``history.json``, then raises KeyboardInterrupt (the CLI exits 130).
@@ -28,6 +29,7 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
+from .._progress import Progress, lines_wanted
 from ..data.batching import Batch
 from ..data.vocab import Vocab
 from ..models import Seq2Seq
@@ -243,7 +245,7 @@ def train(
     with deferred_interrupt() as interrupted:
         while stopped is None:
             stopped, run_loss = _train_epoch(
-                t, state, train_data, src_vocab, tgt_vocab, start, interrupted, save_last
+                t, state, train_data, src_vocab, tgt_vocab, start, interrupted, save_last, log
             )
             if stopped == stopping.INTERRUPTED:
                 save_last()
@@ -306,22 +308,28 @@ def _train_epoch(
     start: float,
     interrupted: list[bool],
     save_last: Callable[[], None],
+    log: Log,
 ) -> tuple[str | None, float]:
     """The updates of epoch ``state.epoch`` from ``state.step_in_epoch`` on. Returns the reason
     to stop early (time limit, interrupted; None when the epoch ran to its end) and the running
-    training loss."""
+    training loss. Progress: a bar on a terminal, else a line to ``log`` every
+    ``cfg.report_every`` updates or ``cfg.report_seconds``."""
     cfg, main = t.cfg, t.dist is None or t.dist.is_main
     rng = epoch_rng(cfg.seed, state.epoch)
     train_batches = t.family.batches(train_data, src_vocab, tgt_vocab, cfg.batch_size, rng)
+    desc = f"epoch {state.epoch + 1}/{cfg.epochs}"
+    lines = cfg.progress and main and lines_wanted()
     bar = tqdm(
         total=len(train_batches),
         initial=state.step_in_epoch,
-        desc=f"epoch {state.epoch + 1}/{cfg.epochs}",
-        disable=not (cfg.progress and main and sys.stderr.isatty()),  # no bar in logs
+        desc=desc,
+        disable=not (cfg.progress and main) or lines,  # no bar in logs: lines instead
         leave=False,
         file=sys.stderr,
         dynamic_ncols=True,
     )
+    report = Progress(desc, unit="updates", total=len(train_batches), done=state.step_in_epoch,
+                      every=cfg.report_every, seconds=cfg.report_seconds, log=log)  # fmt: skip
     tokens, t0, run_loss = 0, time.perf_counter(), 0.0
     reason = None
     for i in range(state.step_in_epoch, len(train_batches)):
@@ -334,6 +342,8 @@ def _train_epoch(
         tokens += b.tokens
         bar.set_postfix(loss=f"{run_loss:.3f}", tok_s=f"{tokens / (time.perf_counter() - t0):.0f}")
         bar.update(1)
+        if lines:
+            report.update(loss=f"{run_loss:.3f}")
         if cfg.sleep_per_step:
             time.sleep(cfg.sleep_per_step)
         if cfg.save_every and state.global_step % cfg.save_every == 0:
