@@ -261,7 +261,8 @@ def versus_speed(
             "ratio": statistics.median(x["ratio"] for x in rounds),
         })  # fmt: skip
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
-    return {"batch_size": batch_size, "steps": steps, "repeats": repeats, "load": list(load),
+    return {"names": list(names), "preset": preset, "batch_size": batch_size, "steps": steps,
+            "warmup": warmup, "repeats": repeats, "seed": seed, "load": list(load),
             "rows": rows}  # fmt: skip
 
 

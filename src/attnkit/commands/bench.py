@@ -29,10 +29,11 @@ def _models(args: argparse.Namespace, scenarios: list[str]) -> int:
 
     import torch
 
+    from ..bench.baseline import environment
     from ..bench.models import decode_speed, train_speed, versus_speed
 
     torch.set_num_threads(1)
-    report: dict[str, Any] = {"threads": 1}
+    report: dict[str, Any] = {"threads": 1, "environment": environment(threads=1)}
     if "train" in scenarios:
         # eager; compiled as `attnkit train --compile`; compiled with inductor's defaults
         runs: list[tuple[bool, dict[str, Any] | None]] = [(False, None), (True, None)]
@@ -53,7 +54,9 @@ def _models(args: argparse.Namespace, scenarios: list[str]) -> int:
         )  # fmt: skip
     if "models" in scenarios:
         quick = dict(preset="tiny", steps=1, warmup=1, repeats=1, batch_size=16)
-        report["models"] = versus_speed(**(quick if args.quick else {"repeats": args.repeats}))
+        same = getattr(args, "same_as", None)  # --baseline: the baseline's settings
+        chosen = same if same is not None else quick if args.quick else {"repeats": args.repeats}
+        report["models"] = versus_speed(**chosen)
         for r in report["models"]["rows"]:
             print(f"models {r['model']:<16} attnkit {r['attnkit_ms']:8.1f} ms/update  "
                   f"{r['plain']} {r['plain_ms']:8.1f} ms/update  speed x{r['ratio']:.2f} "
@@ -63,7 +66,7 @@ def _models(args: argparse.Namespace, scenarios: list[str]) -> int:
     path = args.out / "bench_models.json"
     path.write_text(json.dumps(report, indent=1))
     print(f"wrote {path}")
-    return 0
+    return _against_baseline(args, report)
 
 
 def add_parser(sub: Any) -> None:
@@ -122,12 +125,91 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--time-limit", type=float, default=30.0, help="skip steps over this (s)")
     p.add_argument("--memory-limit", type=float, default=8.0, help="skip cases over this (GiB)")
     p.add_argument("--out", type=Path, default=Path("runs/bench"), help="JSON and PNG folder")
+    p.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="a bench.json or bench_models.json written before: re-run its cases with its "
+        "settings (other options but --out are ignored) and print each case's ratio to it, "
+        "flagging a case slower by more than 5%% beyond the measured run-to-run spread (exit "
+        "1 when one is)",
+    )
     p.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..bench.suite import HEADER, SuiteConfig, format_targets, run_suite, write_report
+def _load_baseline(path: Path) -> dict[str, Any]:
+    """A report written by ``attnkit bench`` (bench.json or bench_models.json), checked."""
+    import json
 
+    from ..bench.baseline import cases
+
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"--baseline {path}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"--baseline {path}: not a JSON file attnkit bench wrote ({e})") from None
+    try:
+        found = isinstance(report, dict) and bool(cases(report))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        found = False
+    if not found:
+        raise ValueError(
+            f"--baseline {path}: no timed case in it; give a bench.json or bench_models.json "
+            "that attnkit bench wrote"
+        )
+    return dict(report)
+
+
+def _rerun_baseline(args: argparse.Namespace) -> int:
+    """``--baseline FILE``: the same cases again (FILE's settings, not the command line's),
+    then each beside its baseline."""
+    from dataclasses import fields
+
+    from ..bench.suite import SuiteConfig
+
+    args.baseline_report = base = _load_baseline(args.baseline)
+    if "models" in base:
+        settings = {k: base["models"][k] for k in ("names", "preset", "steps", "warmup",
+                    "repeats", "batch_size", "seed") if k in base["models"]}  # fmt: skip
+        if "names" not in settings:
+            settings["names"] = tuple(r["model"] for r in base["models"]["rows"])
+        settings["names"] = tuple(settings["names"])
+        args.same_as = settings
+        return _models(args, ["models"])
+    known = {f.name for f in fields(SuiteConfig)}
+    try:
+        cfg = SuiteConfig(**{k: v for k, v in base.get("config", {}).items() if k in known})
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"--baseline {args.baseline}: its config cannot be re-run ({e})") from None
+    return _kernels(args, cfg)
+
+
+def _against_baseline(args: argparse.Namespace, report: dict[str, Any]) -> int:
+    """Print the comparison with ``--baseline`` (when given) and write comparison.txt;
+    exit 1 when a case is slower beyond the tolerance and the measured spread."""
+    base = getattr(args, "baseline_report", None)
+    if base is None:
+        return 0
+    from ..bench.baseline import compare, differences, format_comparison, missing
+
+    for line in differences(base, report):
+        print(f"warning: measured on another machine or set-up ({line})")
+    rows = compare(base, report)
+    text = format_comparison(rows, missing(base, report))
+    print(text)
+    path = args.out / "comparison.txt"
+    path.write_text(f"baseline {args.baseline}\n{text}\n", encoding="utf-8")
+    print(f"wrote {path}")
+    return 1 if any(r.flagged for r in rows) else 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..bench.suite import SuiteConfig
+
+    if getattr(args, "baseline", None) is not None:
+        return _rerun_baseline(args)
     scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     if set(scenarios) & MODEL_SCENARIOS:
         if not set(scenarios) <= MODEL_SCENARIOS:
@@ -168,9 +250,17 @@ def run(args: argparse.Namespace) -> int:
             cfg.variants = ["attnkit", "sdpa", "sdpa-band", "naive", "local-attention"]
     if args.sizes:
         cfg.global_sizes = cfg.local_sizes = cfg.additive_sizes = _sizes(args.sizes)
+    return _kernels(args, cfg)
+
+
+def _kernels(args: argparse.Namespace, cfg: Any) -> int:
+    """Run the kernel suite ``cfg``, print and write its report (with the environment)."""
+    from ..bench.baseline import environment
+    from ..bench.suite import HEADER, format_targets, run_suite, write_report
+
     print(HEADER)
-    report = run_suite(cfg)
+    report = {"environment": environment(), **run_suite(cfg)}
     print(format_targets(report))
     for path in write_report(report, args.out):
         print(f"wrote {path}")
-    return 0
+    return _against_baseline(args, report)
