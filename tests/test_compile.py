@@ -90,6 +90,7 @@ def test_cross_attention_with_every_normaliser(normaliser: str) -> None:
     compiled_equals_eager(module, x, mem, mask=pad)
 
 
+@pytest.mark.slow  # suite: pytest -m slow (.ci/run runs it)
 def test_torch_style_multihead_attention() -> None:
     x, mem, pad = inputs()
     module = ann.MultiheadAttention(D, H, batch_first=True, dropout=0.0)
@@ -109,6 +110,7 @@ def transformer_batch() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     return model, (src, src_len, tgt)
 
 
+@pytest.mark.slow  # suite: pytest -m slow (.ci/run runs it)
 def test_the_transformer_compiles_whole_and_trains_as_eager() -> None:
     model, batch = transformer_batch()
     no_graph_break(model.train(), *batch)
@@ -116,6 +118,7 @@ def test_the_transformer_compiles_whole_and_trains_as_eager() -> None:
     compiled_equals_eager(model.eval(), *batch)
 
 
+@pytest.mark.slow  # suite: pytest -m slow (.ci/run runs it)
 def test_fit_compile_trains_the_compiled_forward(tmp_path: Path, monkeypatch) -> None:
     """``attnkit train --compile`` (FitConfig.compile): the model's forward is compiled in place
     (the checkpoint keys stay the model's own) and the run equals the eager run."""
@@ -154,6 +157,7 @@ def test_compile_options_per_device() -> None:
     assert compile_options("cuda") == compile_options("cuda:1") == {}
 
 
+@pytest.mark.slow  # suite: pytest -m slow (.ci/run runs it)
 def test_inductor_with_the_cpu_options_gives_eager_results_and_dropout_draws() -> None:
     """The options of ``attnkit train --compile`` on a CPU (train/runtime.py): inductor's
     scalar kernels and ATen's random generator. A ReLU (its backward keeps a bool mask, the

@@ -163,6 +163,7 @@ def test_sigint_during_the_build_interrupts_it_and_the_next_run_completes(
     _clean(cache / NAME)
 
 
+@pytest.mark.slow  # suite: pytest -m slow (.ci/run runs it)
 def test_two_first_uses_at_once_build_once_and_both_load(
     cache: Path, source: Path, tmp_path: Path
 ) -> None:

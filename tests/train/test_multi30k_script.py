@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from attnkit.data.tasks import load_task
 
 SCRIPT = Path(__file__).parents[2] / "scripts" / "multi30k.sh"
@@ -26,6 +28,7 @@ def run(tmp_path: Path, data: Path, **env: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # suite: pytest -m slow (.ci/run runs it)
 def test_multi30k_script_trains_and_scores_both_models(tmp_path) -> None:
     sp = load_task("toy-ko", seed=0, train_size=300, valid_size=10, test_size=12)
     data = tmp_path / "data"

@@ -71,6 +71,7 @@ def test_bertviz_format_round_trips_and_checks_its_shapes():
         from_bertviz((), tokens)
 
 
+@pytest.mark.slow  # suite: pytest -m slow (.ci/run runs it)
 def test_the_example_notebook_runs_and_shows_its_attention(tmp_path, monkeypatch):
     nbformat = pytest.importorskip("nbformat", reason="the test extra installs nbformat")
     nbclient = pytest.importorskip("nbclient", reason="the test extra installs nbclient")
