@@ -12,17 +12,21 @@ even by SIGKILL), then decides by what OUT holds:
     a run, ``last`` resumable    refused           continue it             attnkit's files removed
     a run, nothing resumable     refused           refused                 attnkit's files removed
 
-Files attnkit did not write are never removed: beside the run they are left alone, and inside a
-checkpoint folder (``OUT/best/notes.txt``) they make ``open_run`` refuse, since a save replaces
-the whole folder. Every refusal is a ``RunDirError`` (a ValueError) of one line saying what to do.
+The lock is never opened through a symbolic link (``O_NOFOLLOW``) or a hard link: one there is
+refused, leaving its target as it was. Files attnkit did not write are never removed: beside the
+run they are left alone, and inside a checkpoint folder (``OUT/best/notes.txt``) they make
+``open_run`` refuse, since a save replaces the whole folder. Every refusal is a ``RunDirError``
+(a ValueError) of one line saying what to do.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,9 +78,21 @@ def _locked(out: Path) -> Iterator[None]:
     lock = out / LOCK
     while True:
         try:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         except OSError as err:
+            if err.errno == errno.ELOOP:  # writing through it would change the link's target
+                raise RunDirError(
+                    f"{lock} is a symbolic link; attnkit never writes through one: remove "
+                    "the link (not its target) and run again"
+                ) from None
             raise RunDirError(f"cannot write to --out {out}: {err.strerror}") from None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:  # a hard link: another name's data
+            os.close(fd)
+            raise RunDirError(
+                f"{lock} is not a lock file of attnkit's (a hard link or not a regular file); "
+                "remove it and run again"
+            )
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
