@@ -45,8 +45,9 @@ def coin(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_registered_experiment_gets_a_command(coin: None, tmp_path: Path, capsys) -> None:
     assert main(["experiment", "coin", "--out", str(tmp_path)]) == 0  # 0.7 is near 0.5
     assert "rate 0.7" in capsys.readouterr().out
-    assert main(["experiment", "coin", "--heads", "10", "--out", str(tmp_path)]) == 1
-    assert main(["experiment", "coin", "--quick", "--heads", "1", "--out", str(tmp_path)]) == 0
+    assert main(["experiment", "coin", "--heads", "10", "--overwrite", "--out", str(tmp_path)]) == 1
+    quick = ["--quick", "--heads", "1", "--overwrite", "--out", str(tmp_path)]
+    assert main(["experiment", "coin", *quick]) == 0
     assert (tmp_path / "coin.json").is_file()
 
 

@@ -93,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
                          "and --beam >= 1")  # fmt: skip
     if args.split not in ("train", "valid", "test"):
         raise ValueError(f"--split {args.split!r}; choose train, valid or test")
+    refuse_output_over_input(args)
     loaded = checkpoint.load(args.checkpoint, pick_device(args.device))
     if args.src is not None or args.ref is not None:
         return _score_files(args, loaded)
@@ -156,6 +157,32 @@ def run(args: argparse.Namespace) -> int:
     if align is not None:
         print("\n".join(format_report(align)))
     return 0
+
+
+def refuse_output_over_input(args: argparse.Namespace) -> None:
+    """Refuse a ``--hyps`` that is one of the command's inputs (the same file after resolving
+    links, or a file of the checkpoint), before anything is read or written."""
+    import os
+    from pathlib import Path
+
+    from ..data.source import FILE_KEYS
+
+    if not args.hyps or not os.path.exists(args.hyps):
+        return  # a new file cannot be an input
+    inputs = [("--src", args.src), *(("--ref", r) for r in args.ref or ()),
+              ("--alignments", args.alignments or None),
+              *((f"--{k.replace('_', '-')}", getattr(args, k)) for k in FILE_KEYS)]  # fmt: skip
+    for flag, path in inputs:
+        if path and os.path.exists(path) and os.path.samefile(args.hyps, path):
+            raise ValueError(
+                f"--hyps {args.hyps} is the same file as {flag} {path}; writing the "
+                "translations there would overwrite it: pick another --hyps"
+            )
+    if Path(args.hyps).resolve().is_relative_to(Path(args.checkpoint).resolve()):
+        raise ValueError(
+            f"--hyps {args.hyps} is inside --checkpoint {args.checkpoint}; writing the "
+            "translations there would damage it: pick another --hyps"
+        )
 
 
 def _family_scores(

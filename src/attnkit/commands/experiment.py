@@ -34,6 +34,12 @@ def add_parser(sub: Any) -> None:
                            help=field_help(f))  # fmt: skip
         q.add_argument("--out", default=f"runs/{name}", help="output folder")
         q.add_argument(
+            "--overwrite",
+            action="store_true",
+            help="replace what an earlier experiment wrote in --out (other files stay); "
+            "without it a folder that holds anything is refused",
+        )
+        q.add_argument(
             "--quick",
             action="store_true",
             help="a seconds-long smoke run with tiny settings (too short to show the effect; "
@@ -80,23 +86,22 @@ def list_experiments(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from ..experiments import get
     from ..experiments.base import reproduced
+    from ..train.run_dir import open_experiment
 
     exp = get(args.experiment)
     given = {f.name: getattr(args, f.name) for f in fields(exp.config)}
     values: dict[str, Any] = dict(exp.quick) if args.quick else {}
     values.update({k: v for k, v in given.items() if v is not None})
     cfg = exp.config(**values)
-    out = Path(args.out)
 
     def say(line: str) -> None:
         print(line, flush=True)
 
-    result = exp.run(cfg, out, say)
-    exp.report(result, out, say)
+    with open_experiment(args.out, exp.name, overwrite=args.overwrite) as out:
+        result = exp.run(cfg, out, say)
+        exp.report(result, out, say)
     if args.quick:
         print("(--quick: too few updates to show the effect; the verdict is not checked)")
         return 0

@@ -12,26 +12,36 @@ even by SIGKILL), then decides by what OUT holds:
     a run, ``last`` resumable    refused           continue it             attnkit's files removed
     a run, nothing resumable     refused           refused                 attnkit's files removed
 
-Files attnkit did not write are never removed: beside the run they are left alone, and inside a
-checkpoint folder (``OUT/best/notes.txt``) they make ``open_run`` refuse, since a save replaces
-the whole folder. Every refusal is a ``RunDirError`` (a ValueError) of one line saying what to do.
+The lock is never opened through a symbolic link (``O_NOFOLLOW``) or a hard link: one there is
+refused, leaving its target as it was. Files attnkit did not write are never removed: beside the
+run they are left alone, and inside a checkpoint folder (``OUT/best/notes.txt``) they make
+``open_run`` refuse, since a save replaces the whole folder. Every refusal is a ``RunDirError``
+(a ValueError) of one line saying what to do.
+
+``open_experiment`` applies the same rules to ``attnkit experiment NAME --out DIR``, a folder
+of several runs and reports: the same lock, refused unless empty or ``--overwrite``, which removes
+only the names an earlier experiment recorded as written (in ``DIR/.attnkit-experiment.json``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
+import json
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .checkpoint import find_checkpoint, refuse_foreign, remove
+from .checkpoint import find_checkpoint, refuse_foreign, remove, write_text
 
 LOCK = ".attnkit.lock"
 CHECKPOINTS = ("best", "last")  # folders, rotated through .NAME.old and .NAME.tmp-PID
 RUN_NAMES = (*CHECKPOINTS, "history.json")  # everything a run writes into OUT
+MANIFEST = ".attnkit-experiment.json"  # what an experiment found and wrote in its --out
 
 
 class RunDirError(ValueError):
@@ -74,9 +84,21 @@ def _locked(out: Path) -> Iterator[None]:
     lock = out / LOCK
     while True:
         try:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         except OSError as err:
+            if err.errno == errno.ELOOP:  # writing through it would change the link's target
+                raise RunDirError(
+                    f"{lock} is a symbolic link; attnkit never writes through one: remove "
+                    "the link (not its target) and run again"
+                ) from None
             raise RunDirError(f"cannot write to --out {out}: {err.strerror}") from None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:  # a hard link: another name's data
+            os.close(fd)
+            raise RunDirError(
+                f"{lock} is not a lock file of attnkit's (a hard link or not a regular file); "
+                "remove it and run again"
+            )
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -134,4 +156,70 @@ def open_run(
         yield RunDir(path, resume_from)
 
 
-__all__ = ["CHECKPOINTS", "LOCK", "RUN_NAMES", "RunDir", "RunDirError", "open_run", "run_entries"]
+def _experiment_entries(out: Path) -> list[str]:
+    """Names in ``out`` other than the lock, the manifest and the manifest's temporaries."""
+    own = (LOCK, MANIFEST)
+    return sorted(n for n in os.listdir(out) if n not in own and not n.startswith(f".{MANIFEST}."))
+
+
+def _experiment_wrote(out: Path, present: list[str]) -> list[str]:
+    """Which of ``present`` an earlier experiment wrote, by its manifest: the names it listed
+    when it ended, or (killed before that) every name but those it found there."""
+    try:
+        manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+        kept, wrote = manifest["kept"], manifest.get("wrote")
+    except (OSError, ValueError, KeyError, TypeError):
+        return []  # no manifest (or a damaged one): nothing is known to be attnkit's
+    if wrote is None:
+        return [n for n in present if n not in kept]
+    return [n for n in present if n in wrote]
+
+
+def _write_manifest(out: Path, name: str, kept: list[str], wrote: list[str] | None) -> None:
+    record = {"experiment": name, "kept": kept, "wrote": wrote}
+    write_text(out / MANIFEST, json.dumps(record, indent=1))
+
+
+@contextlib.contextmanager
+def open_experiment(
+    out: str | Path | None, name: str, *, overwrite: bool = False
+) -> Iterator[Path]:
+    """Open ``out`` for experiment ``name``: the run-folder rules of ``open_run`` for a folder
+    of several runs and reports. Locked (``.attnkit.lock``) for the duration; refused when it
+    holds anything (a run, an earlier experiment's output, your files) unless ``overwrite``,
+    which removes only what an earlier experiment wrote there and leaves the rest. What an
+    experiment writes is recorded in ``out/.attnkit-experiment.json``: the names it found
+    (``kept``) before it starts, the names it wrote when it ends, fails or is interrupted."""
+    path = _usable_folder(out)
+    with _locked(path):
+        present = _experiment_entries(path)
+        ours = _experiment_wrote(path, present)
+        if present and not overwrite:
+            shown = ", ".join(present[:5]) + (", ..." if len(present) > 5 else "")
+            what = "an experiment's output" if ours == present else "files"
+            raise RunDirError(
+                f"{path} already holds {what} ({shown}); pick another --out, or pass "
+                "--overwrite to replace what an earlier experiment wrote there"
+            )
+        for n in ours:  # the lock is ours, so no live experiment is writing any of them
+            remove(path / n)
+        kept = [n for n in present if n not in ours]
+        _write_manifest(path, name, kept, None)
+        try:
+            yield path
+        finally:
+            wrote = [n for n in _experiment_entries(path) if n not in kept]
+            _write_manifest(path, name, kept, wrote)
+
+
+__all__ = [
+    "CHECKPOINTS",
+    "LOCK",
+    "MANIFEST",
+    "RUN_NAMES",
+    "RunDir",
+    "RunDirError",
+    "open_experiment",
+    "open_run",
+    "run_entries",
+]
