@@ -132,7 +132,7 @@ def add_parser(sub: Any) -> None:
         metavar="FILE",
         help="a bench.json or bench_models.json written before: re-run its cases with its "
         "settings (other options but --out are ignored) and print each case's ratio to it, "
-        "flagging a case slower by more than 5%% beyond the measured run-to-run spread (exit "
+        "flagging a case slower by more than 5% beyond the measured run-to-run spread (exit "
         "1 when one is)",
     )
     p.set_defaults(run=run)
