@@ -1,0 +1,214 @@
+"""The experiment contract's statistics: checks on intervals, never on point means, and three
+outcomes (issue "Experiments that can tell").
+
+    gap = t_interval([a - b for a, b in zip(acc_attn, acc_rnn)])     # over seeds
+    checks = [
+        ceiling("arms below the ceiling", {"attention": acc_attn, "lstm": acc_rnn}, 1.0),
+        on_interval("attention leads the LSTM", gap, threshold=0.0),
+    ]
+    verdict_of(checks)    # "REPRODUCED" | "NOT REPRODUCED: ..." | "INCONCLUSIVE: ..."
+
+A *claim* check compares an interval with the claim's threshold: the whole interval on the
+claim's side passes, the whole interval on the other side fails, an interval that holds both
+the threshold and its negation is inconclusive. A *design* check says whether the numbers can
+tell at all: arms at a ceiling or a floor (every arm's mean within ``eps`` of the metric's
+bound), or the best arm short of learning the task. A design check that cannot tell makes the
+verdict INCONCLUSIVE whatever the claim checks say: an arm at the ceiling never yields NOT
+REPRODUCED.
+
+The JSON form of a check (``Check.as_json``) is the one every experiment writes under
+``"checks"``: ``{"name", "value", "ci": [lo, hi], "threshold", "outcome", "kind"}``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+REPRODUCED = "REPRODUCED"
+EXIT_CODES = {REPRODUCED: 0, "NOT REPRODUCED": 1, "INCONCLUSIVE": 2}
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A statistic with its 95% (or ``level``) interval, and how many samples made it."""
+
+    value: float
+    lo: float
+    hi: float
+    n: int
+    level: float = 0.95
+
+    def __post_init__(self) -> None:
+        if not self.lo <= self.value <= self.hi and not math.isnan(self.value):
+            raise ValueError(f"interval [{self.lo}, {self.hi}] does not hold {self.value}")
+
+
+def t_interval(samples: Sequence[float], level: float = 0.95) -> Interval:
+    """The mean of ``samples`` (e.g. one gap per seed) with Student's t interval,
+    mean ± t_{n-1, (1+level)/2} · s / √n. Needs two samples at least."""
+    from scipy.stats import t
+
+    xs = [float(x) for x in samples]
+    if len(xs) < 2:
+        raise ValueError(f"{len(xs)} sample(s): an interval needs 2 at least (use more seeds)")
+    if not all(math.isfinite(x) for x in xs):
+        raise ValueError(f"samples {xs} are not all finite")
+    mean, sd = statistics.fmean(xs), statistics.stdev(xs)
+    half = float(t.ppf((1 + level) / 2, len(xs) - 1)) * sd / math.sqrt(len(xs))
+    return Interval(mean, mean - half, mean + half, len(xs), level)
+
+
+def paired_bootstrap(
+    a: Sequence[Sequence[float]],
+    b: Sequence[Sequence[float]],
+    *,
+    resamples: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> Interval:
+    """The mean gap ``a - b`` of two arms scored on the same examples, with a percentile
+    interval from resampling seeds and, within each, test examples (the same draw for both
+    arms: paired). ``a[s][i]``: arm a's score of example i under seed s (S × N each)."""
+    if len(a) != len(b) or any(len(x) != len(y) for x, y in zip(a, b, strict=True)):
+        raise ValueError("the two arms must be scored on the same seeds and examples")
+    if not a or not all(a):
+        raise ValueError("no seeds or no examples to resample")
+    diffs = [[x - y for x, y in zip(ra, rb, strict=True)] for ra, rb in zip(a, b, strict=True)]
+    mean = statistics.fmean(statistics.fmean(d) for d in diffs)
+    rng = random.Random(seed)
+    stats = []
+    for _ in range(resamples):
+        seeds = [diffs[rng.randrange(len(diffs))] for _ in diffs]
+        stats.append(statistics.fmean(
+            statistics.fmean(d[rng.randrange(len(d))] for _ in d) for d in seeds
+        ))  # fmt: skip
+    stats.sort()
+    lo = stats[int(math.floor((1 - level) / 2 * (resamples - 1)))]
+    hi = stats[int(math.ceil((1 + level) / 2 * (resamples - 1)))]
+    return Interval(mean, min(lo, mean), max(hi, mean), len(diffs), level)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check of an experiment: what was compared, its interval, the threshold, the
+    outcome (pass / fail / inconclusive), whether it judges the claim or the design, and a
+    sentence saying what was measured."""
+
+    name: str
+    value: float
+    ci: tuple[float, float]
+    threshold: float
+    outcome: str
+    kind: str  # "claim" or "design"
+    reason: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "value": self.value, "ci": list(self.ci),
+                "threshold": self.threshold, "outcome": self.outcome, "kind": self.kind,
+                "reason": self.reason}  # fmt: skip
+
+
+def on_interval(name: str, gap: Interval, threshold: float, *, above: bool = True) -> Check:
+    """The claim "the statistic is above ``threshold``" (``above=False``: below) judged on
+    ``gap``'s interval: wholly on the claim's side passes, wholly on the other side fails,
+    holding both is inconclusive."""
+    if above:
+        outcome = PASS if gap.lo > threshold else FAIL if gap.hi <= threshold else INCONCLUSIVE
+    else:
+        outcome = PASS if gap.hi < threshold else FAIL if gap.lo >= threshold else INCONCLUSIVE
+    side = ">" if above else "<"
+    reason = (
+        f"{name}: {gap.value:.4g}, {gap.level:.0%} interval [{gap.lo:.4g}, {gap.hi:.4g}] over "
+        f"{gap.n}, claim {side} {threshold:.4g}"
+    )
+    if outcome == INCONCLUSIVE:
+        reason += ": the interval holds both the claim and its negation"
+    return Check(name, gap.value, (gap.lo, gap.hi), threshold, outcome, "claim", reason)
+
+
+def ceiling(
+    name: str,
+    arms: Mapping[str, Sequence[float]],
+    bound: float,
+    *,
+    eps: float = 0.02,
+    floor: bool = False,
+) -> Check:
+    """A design check: can the arms tell? Inconclusive when every arm's mean sits within
+    ``eps`` of ``bound`` (the metric's best, e.g. accuracy 1.0; ``floor=True``: its worst,
+    e.g. chance), since then no gap between them can show."""
+    means = {k: statistics.fmean(v) for k, v in arms.items()}
+    if not means:
+        raise ValueError("no arms to check")
+    near = all(abs(m - bound) <= eps for m in means.values())
+    where = "floor" if floor else "ceiling"
+    shown = ", ".join(f"{k} {m:.3g}" for k, m in means.items())
+    reason = f"{name}: {shown}; {where} {bound:.3g} ± {eps:.3g}"
+    if near:
+        reason += f": every arm at the {where}, no gap can show"
+    closest = min(means.values(), key=lambda m: abs(m - bound))
+    lo, hi = min(means.values()), max(means.values())
+    outcome = INCONCLUSIVE if near else PASS
+    return Check(name, closest, (lo, hi), bound, outcome, "design", reason)
+
+
+def learned(name: str, best: float, criterion: float, *, above: bool = True) -> Check:
+    """A design check: the best arm reached ``criterion`` (e.g. valid BLEU ≥ 95) at the
+    budget; otherwise the verdict cannot come from this budget."""
+    ok = best >= criterion if above else best <= criterion
+    side = ">=" if above else "<="
+    reason = f"{name}: best arm {best:.4g}, needs {side} {criterion:.4g}"
+    if not ok:
+        reason += ": not learned at this budget"
+    return Check(name, best, (best, best), criterion, PASS if ok else INCONCLUSIVE, "design",
+                 reason)  # fmt: skip
+
+
+def verdict_of(checks: Sequence[Check]) -> str:
+    """The experiment's verdict from its checks: INCONCLUSIVE when a design check cannot tell;
+    else NOT REPRODUCED when a claim check fails; else INCONCLUSIVE when a claim check's
+    interval straddles its threshold; else REPRODUCED. The reasons follow the colon."""
+    if not checks:
+        raise ValueError("no checks: a verdict needs at least one")
+    design = [c for c in checks if c.kind == "design" and c.outcome == INCONCLUSIVE]
+    failed = [c for c in checks if c.kind == "claim" and c.outcome == FAIL]
+    open_ = [c for c in checks if c.kind == "claim" and c.outcome == INCONCLUSIVE]
+    if design:
+        return "INCONCLUSIVE: " + "; ".join(c.reason for c in design)
+    if failed:
+        return "NOT REPRODUCED: " + "; ".join(c.reason for c in failed)
+    if open_:
+        return "INCONCLUSIVE: " + "; ".join(c.reason for c in open_)
+    return REPRODUCED
+
+
+def exit_code(verdict: str) -> int:
+    """0 REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE."""
+    for head, code in EXIT_CODES.items():
+        if verdict == head or verdict.startswith(head + ":"):
+            return code
+    raise ValueError(f"verdict {verdict[:60]!r} is none of {', '.join(EXIT_CODES)}")
+
+
+__all__ = [
+    "EXIT_CODES",
+    "FAIL",
+    "INCONCLUSIVE",
+    "PASS",
+    "REPRODUCED",
+    "Check",
+    "Interval",
+    "ceiling",
+    "exit_code",
+    "learned",
+    "on_interval",
+    "paired_bootstrap",
+    "t_interval",
+    "verdict_of",
+]
