@@ -1,0 +1,86 @@
+"""Issue 32, sections 6 to 9: nothing silently wrong (a checkpoint of NaN weights, ``--resume``
+on a folder with no run) and bounded work (a huge ``--max-len``, a 20,000-word sentence for
+``view``, ``bench`` sizes whose inputs alone would take tens of GB)."""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from _reliability import TINY, one_line_error, snapshot
+from safetensors.torch import load_file, save_file
+
+from attnkit.cli import main
+
+# ---- section 6: a weight that is NaN or inf is one line naming it, for every command loading it
+
+
+def poison(value: float) -> Callable[[Path], str]:
+    """Set one entry of the first tensor of ``ck/model.safetensors`` to ``value``; its name."""
+
+    def apply(ck: Path) -> str:
+        tensors = load_file(str(ck / "model.safetensors"))
+        key = sorted(tensors)[0]
+        tensors[key].view(-1)[0] = value
+        save_file(tensors, str(ck / "model.safetensors"))
+        return key
+
+    return apply
+
+
+POISONS = {"NaN": poison(float("nan")), "inf": poison(float("inf")), "-inf": poison(-float("inf"))}
+
+
+def loading(command: str, ck: Path, tmp_path: Path) -> list[str]:
+    return {
+        "translate": ["translate", "--checkpoint", str(ck)],
+        "evaluate": ["evaluate", "--checkpoint", str(ck), "--limit", "2"],
+        "view": ["view", "--checkpoint", str(ck), "s3 s4", "--out", str(tmp_path / "v.html")],
+    }[command]
+
+
+@pytest.mark.parametrize("value", sorted(POISONS))
+@pytest.mark.parametrize("command", ["translate", "evaluate", "view"])
+def test_a_checkpoint_with_non_finite_weights_is_one_line(
+    value: str, command: str, copy_of: Callable[[], Path], capsys, monkeypatch, tmp_path: Path
+) -> None:
+    """Once: translate printed an empty line per input with exit 0."""
+    run = copy_of()
+    key = POISONS[value](run / "best")
+    before = snapshot(tmp_path)
+    monkeypatch.setattr("sys.stdin", io.StringIO("s3 s4\n"))
+    bad = "NaN" if value == "NaN" else "inf"
+    match = rf"model\.safetensors: {re.escape(key)} holds {bad} values; .*use an earlier checkpoint"
+    one_line_error(capsys, loading(command, run / "best", tmp_path), match)
+    assert snapshot(tmp_path) == before  # nothing written, nothing changed
+
+
+@pytest.mark.parametrize("folder", ["absent", "empty", "holding other files"])
+def test_resume_on_a_folder_with_no_run_says_it_starts_a_new_one(
+    folder: str, tmp_path: Path, capsys
+) -> None:
+    """A restart script passes --resume every time, its first run included: the run starts, and
+    one warning line names the folder (a mistyped --out is seen there)."""
+    out = tmp_path / "run"
+    if folder != "absent":
+        out.mkdir()
+    if folder == "holding other files":
+        (out / "notes.txt").write_text("mine")
+    capsys.readouterr()
+    assert main(["train", *TINY, "--out", str(out), "--resume"]) == 0
+    err = capsys.readouterr().err
+    warning = f"warning: --resume: no run in {out} to resume; starting a new run"
+    assert err.splitlines().count(warning) == 1, err
+    assert (out / "best").is_dir() and (out / "last").is_dir()
+    if folder == "holding other files":
+        assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_resume_on_a_run_does_not_warn(copy_of: Callable[[], Path], capsys) -> None:
+    run = copy_of()
+    capsys.readouterr()
+    assert main(["train", *TINY, "--out", str(run), "--resume", "--epochs", "2"]) == 0
+    assert "no run in" not in capsys.readouterr().err
