@@ -5,7 +5,11 @@ on a folder with no run) and bounded work (a huge ``--max-len``, a 20,000-word s
 from __future__ import annotations
 
 import io
+import os
 import re
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +17,7 @@ import pytest
 from _reliability import TINY, one_line_error, snapshot
 from safetensors.torch import load_file, save_file
 
+import attnkit
 from attnkit.cli import main
 
 # ---- section 6: a weight that is NaN or inf is one line naming it, for every command loading it
@@ -84,3 +89,54 @@ def test_resume_on_a_run_does_not_warn(copy_of: Callable[[], Path], capsys) -> N
     capsys.readouterr()
     assert main(["train", *TINY, "--out", str(run), "--resume", "--epochs", "2"]) == 0
     assert "no run in" not in capsys.readouterr().err
+
+# ---- section 7: an absurd --max-len is refused at once, before any folder is made
+
+
+def attnkit_in_subprocess(argv: list[str], cwd: Path, timeout: float) -> tuple[int, str, float]:
+    """The real command in a fresh process, killed after ``timeout`` s (a hang fails the test
+    instead of stalling the suite): exit code, stderr, seconds."""
+    src = str(Path(attnkit.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "attnkit", *argv],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+    return proc.returncode, proc.stderr, time.monotonic() - start
+
+
+MAX_LEN = {
+    "train": ["train", "--task", "copy", "--preset", "tiny", "--epochs", "1", "--no-progress",
+              "--max-len", "100000", "--out", "run"],
+    "train, reverse": ["train", "--task", "reverse", "--preset", "tiny", "--min-len", "2000",
+                       "--max-len", "2000", "--out", "run"],
+    "experiment length --quick": ["experiment", "length", "--quick", "--max-len", "100000",
+                                  "--out", "run"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(MAX_LEN))
+def test_an_absurd_max_len_is_refused_in_seconds(case: str, tmp_path: Path) -> None:
+    """Once: 600 s and 6.5 GB counting the possible sequences with huge integers."""
+    argv = MAX_LEN[case]
+    code, err, seconds = attnkit_in_subprocess(argv, tmp_path, timeout=120)
+    assert code == 2 and "Traceback" not in err, err
+    errors = [line for line in err.splitlines() if line.startswith(f"attnkit {argv[0]}: error:")]
+    assert len(errors) == 1, err
+    assert re.search(r"--max-len \d+: generated copy/reverse/sort sequences go up to 1000 tokens"
+                     r".*pass --max-len 1000 or less", errors[0]), errors[0]  # fmt: skip
+    assert seconds < 60, f"{seconds:.0f} s"
+    assert list(tmp_path.iterdir()) == []  # refused before any folder was made
+
+
+def test_the_count_of_possible_sequences_stops_at_the_size_asked() -> None:
+    """At the largest --max-len, 10**3 + ... + 10**1000 is never summed: milliseconds."""
+    from attnkit.data.synthetic import MAX_LEN as LONGEST
+    from attnkit.data.synthetic import generate
+
+    start = time.monotonic()
+    assert len(generate("copy", 3, 0, min_len=LONGEST - 1, max_len=LONGEST)) == 3
+    assert time.monotonic() - start < 5
+    with pytest.raises(ValueError, match="only 8 distinct sequences of length 3..3 over 2"):
+        generate("copy", 9, 0, min_len=3, max_len=3, symbols=2)
