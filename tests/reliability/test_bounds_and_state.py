@@ -140,3 +140,39 @@ def test_the_count_of_possible_sequences_stops_at_the_size_asked() -> None:
     assert time.monotonic() - start < 5
     with pytest.raises(ValueError, match="only 8 distinct sequences of length 3..3 over 2"):
         generate("copy", 9, 0, min_len=3, max_len=3, symbols=2)
+
+# ---- section 8: view --checkpoint bounds its sentence as translate does
+
+WORDS_20K = " ".join(["s3", "s4", "s5", "s6"] * 5000)
+VIEW = {
+    "20,000 words, default limit": (
+        [WORDS_20K],
+        r"the sentence has 20,000 tokens, over --max-input-len 1000: split it, raise "
+        r"--max-input-len, or pass --truncate",
+    ),
+    "over a given limit": (["s3 s4 s5", "--max-input-len", "2"], r"3 tokens, over .* 2: split"),
+    "--max-input-len 0": (["s3", "--max-input-len", "0"], r"--max-input-len 0: .*at least 1"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(VIEW))
+def test_view_refuses_a_sentence_over_max_input_len(
+    case: str, trained: Path, tmp_path: Path, capsys
+) -> None:
+    """Once: 4 minutes, 5.8 GB and an allocation traceback for 20,000 words."""
+    extra, match = VIEW[case]
+    before = snapshot(tmp_path)
+    start = time.monotonic()
+    argv = ["view", "--checkpoint", str(trained), *extra, "--out", str(tmp_path / "v.html")]
+    one_line_error(capsys, argv, match)
+    assert time.monotonic() - start < 30
+    assert snapshot(tmp_path) == before
+
+
+def test_view_truncates_when_asked(trained: Path, tmp_path: Path, capsys) -> None:
+    page = tmp_path / "v.html"
+    argv = ["view", "--checkpoint", str(trained), WORDS_20K, "--max-input-len", "10",
+            "--truncate", "--out", str(page)]  # fmt: skip
+    assert main(argv) == 0
+    assert "warning: the sentence was cut to 10 of 20,000 tokens" in capsys.readouterr().err
+    assert page.is_file()
