@@ -5,6 +5,7 @@ on a folder with no run) and bounded work (a huge ``--max-len``, a 20,000-word s
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import subprocess
@@ -90,6 +91,7 @@ def test_resume_on_a_run_does_not_warn(copy_of: Callable[[], Path], capsys) -> N
     assert main(["train", *TINY, "--out", str(run), "--resume", "--epochs", "2"]) == 0
     assert "no run in" not in capsys.readouterr().err
 
+
 # ---- section 7: an absurd --max-len is refused at once, before any folder is made
 
 
@@ -141,6 +143,7 @@ def test_the_count_of_possible_sequences_stops_at_the_size_asked() -> None:
     with pytest.raises(ValueError, match="only 8 distinct sequences of length 3..3 over 2"):
         generate("copy", 9, 0, min_len=3, max_len=3, symbols=2)
 
+
 # ---- section 8: view --checkpoint bounds its sentence as translate does
 
 WORDS_20K = " ".join(["s3", "s4", "s5", "s6"] * 5000)
@@ -176,3 +179,29 @@ def test_view_truncates_when_asked(trained: Path, tmp_path: Path, capsys) -> Non
     assert main(argv) == 0
     assert "warning: the sentence was cut to 10 of 20,000 tokens" in capsys.readouterr().err
     assert page.is_file()
+
+
+# ---- section 9: bench counts the inputs against --memory-limit and skips what cannot fit
+
+
+def test_bench_skips_sizes_whose_inputs_exceed_the_memory_limit(tmp_path: Path, capsys) -> None:
+    """Once: --sizes 10000000 allocated a 20.5 GB input (and was OOM-killed at 22 GB), since
+    the limit counted only the n x n tensors of the dense variants."""
+    start = time.monotonic()
+    argv = ["bench", "--quick", "--sizes", "10000000", "--out", str(tmp_path / "b")]
+    assert main(argv) == 0
+    assert time.monotonic() - start < 60
+    out = capsys.readouterr().out
+    # q, k, v and the output: 4 x (1, 8, 10**7, 64) float32 = 76 GiB, over the default 8 GiB
+    assert re.search(r"global +fwd +10000000 attnkit .*skipped: needs > 76 GiB", out), out
+    assert re.search(r"local +fwd\+bwd +10000000 attnkit .*skipped: needs > 153 GiB", out), out
+    rows = json.loads((tmp_path / "b" / "bench.json").read_text())["rows"]
+    assert rows and all("ms" not in r and r["skipped"] for r in rows)
+
+
+def test_bench_still_measures_what_fits(tmp_path: Path, capsys) -> None:
+    argv = ["bench", "--quick", "--sizes", "256", "--scenarios", "local", "--modes", "fwd",
+            "--variants", "attnkit", "--out", str(tmp_path / "b")]  # fmt: skip
+    assert main(argv) == 0
+    rows = json.loads((tmp_path / "b" / "bench.json").read_text())["rows"]
+    assert [r.get("skipped") for r in rows] == [None] and rows[0]["ms"] > 0
