@@ -3,7 +3,8 @@
 A case is skipped (and the table says why) when its variant cannot run here, or when one step
 would take more than ``time_limit_s`` or its peak memory would pass ``memory_limit_gib``: the
 estimate extrapolates the same variant's previous size (n² for dense variants, n for the
-local kernels) and, for the dense ones, counts the n x n tensors they must build.
+local kernels) and counts, before anything is allocated, the inputs, outputs and gradients of
+every variant and the n x n tensors the dense ones must build.
 """
 
 from __future__ import annotations
@@ -95,13 +96,20 @@ def dense_bytes(case: Case) -> float:
     return 0.0
 
 
+def input_bytes(case: Case) -> float:
+    """Bytes of the (B, H, n, d) float32 tensors every variant holds: q, k, v and the output,
+    and with a backward pass the output's gradient and those of q, k and v (make_step)."""
+    return float(case.batch * case.heads * case.n * case.dim) * 4 * (8 if case.backward else 4)
+
+
 def skip_reason(case: Case, prev: dict[str, Any] | None, cfg: SuiteConfig) -> str | None:
     why = available(case)
     if why is not None:
         return why
     limit = cfg.memory_limit_gib * 2**30
-    if dense_bytes(case) > limit:
-        return f"skipped: needs > {dense_bytes(case) / 2**30:.0f} GiB"
+    need = dense_bytes(case) + input_bytes(case)  # before any allocation: 10M tokens = 20 GB
+    if need > limit:
+        return f"skipped: needs > {need / 2**30:.0f} GiB"
     if prev is None or "ms" not in prev:
         return None
     power = 2 if case.variant in DENSE or case.scenario in ("global", "additive") else 1

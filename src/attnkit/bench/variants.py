@@ -194,11 +194,11 @@ def make_step(case: Case) -> Step:
         torch.randn(shape, generator=gen).to(case.device).requires_grad_(case.backward)
         for _ in range(3)
     )  # fmt: skip
-    grad = torch.randn(shape, generator=gen).to(case.device)
+    grad = torch.randn(shape, generator=gen).to(case.device) if case.backward else None
     fn = _attention_fn(case)
 
     def step() -> None:
-        if not case.backward:
+        if grad is None:
             with torch.no_grad():
                 fn(q, k, v)
             return

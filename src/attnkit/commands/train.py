@@ -276,7 +276,11 @@ def add_parser(sub: Any) -> None:
     add_train_args(p)
     p.add_argument("--min-freq", type=int, default=1, help="vocabulary minimum frequency")
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--resume", action="store_true", help="continue the run in OUT")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in OUT (when OUT holds none: a new run, with a warning)",
+    )
     p.add_argument(
         "--overwrite",
         action="store_true",

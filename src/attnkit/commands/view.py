@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,17 @@ def add_parser(sub: Any) -> None:
     src.add_argument("--weights", help="safetensors file")
     src.add_argument("--checkpoint", help="a checkpoint or `attnkit train` folder")
     p.add_argument("sentence", nargs="?", help="with --checkpoint: the sentence to translate")
+    p.add_argument(
+        "--max-input-len",
+        type=int,
+        default=1000,
+        help="with --checkpoint: longest sentence in tokens; a longer one is an error, "
+        "or is cut with --truncate",
+    )
+    p.add_argument(
+        "--truncate", action="store_true", help="with --checkpoint: cut a sentence over "
+        "--max-input-len"
+    )
     p.add_argument("--name", default="weights", help="tensor name in the file")
     p.add_argument("--src-tokens", help="source (key) tokens, separated by spaces")
     p.add_argument("--tgt-tokens", help="target (query) tokens, separated by spaces")
@@ -144,6 +156,22 @@ def _from_family(args: argparse.Namespace, loaded: Any, name: str) -> list[str]:
     return fam.show(loaded, examples, index, args.out, args.png)
 
 
+def _bounded(src: list[str], limit: int, truncate: bool) -> list[str]:
+    """The sentence's tokens within --max-input-len (as translate's): a longer sentence would
+    take minutes and gigabytes; it is an error, or cut with --truncate and a warning."""
+    if limit < 1:
+        raise ValueError(f"--max-input-len {limit}: it must be at least 1")
+    if len(src) <= limit:
+        return src
+    if not truncate:
+        raise ValueError(
+            f"the sentence has {len(src):,} tokens, over --max-input-len {limit}: "
+            "split it, raise --max-input-len, or pass --truncate"
+        )
+    print(f"warning: the sentence was cut to {limit} of {len(src):,} tokens", file=sys.stderr)
+    return src[:limit]
+
+
 def _from_checkpoint(args: argparse.Namespace, head: int | str | None) -> list[str]:
     """Translate the sentence; the page gets every kind of attention the model has (opening
     on --kind), the PNG and the terminal the --kind one. A model of another family (see
@@ -178,10 +206,13 @@ def _from_checkpoint(args: argparse.Namespace, head: int | str | None) -> list[s
         raise ValueError(
             f"--gold links source words to target words: it goes with --kind cross, not {kind}"
         )
-    hyp, maps = sentence_maps(loaded, tokenise(args.sentence, loaded.meta))
+    tokens = tokenise(args.sentence, loaded.meta)
+    src = _bounded(tokens, args.max_input_len, args.truncate)
+    hyp, maps = sentence_maps(loaded, src)
     record = select_map(maps, kind, loaded.model_name, layer=args.layer, head=head)
     print(f"translation: {tokenisers_for(loaded.meta)[1].decode(hyp)}")
-    title = args.title or f"{loaded.model_name}: {args.sentence}"
+    shown = args.sentence if src is tokens else " ".join(src) + " …"
+    title = args.title or f"{loaded.model_name}: {shown}"
     gold = parse_pharaoh(args.gold) if args.gold else None
     lines: list[str] = []
     if args.out:

@@ -9,6 +9,8 @@ from collections.abc import Callable
 
 from .example import Example
 
+MAX_LEN = 1000  # longest sequence generated: an RNN trained on 100,000 tokens needs ~20 GB a step
+
 
 def _draw(rng: random.Random, min_len: int, max_len: int, symbols: int) -> list[int]:
     return [rng.randrange(symbols) for _ in range(rng.randint(min_len, max_len))]
@@ -34,17 +36,33 @@ RULES: dict[str, tuple[Callable[[list[int]], list[int]], Callable[..., list[tupl
 }
 
 
+def check_max_len(max_len: int) -> None:
+    """Refuse a sequence length no training could use, before any work (or folder) is made."""
+    if max_len > MAX_LEN:
+        raise ValueError(
+            f"--max-len {max_len}: generated copy/reverse/sort sequences go up to {MAX_LEN} "
+            f"tokens (training on longer ones takes gigabytes a step); pass --max-len {MAX_LEN} "
+            "or less"
+        )
+
+
 def generate(
     task: str, n: int, seed: int, *, min_len: int = 3, max_len: int = 10, symbols: int = 10
 ) -> list[Example]:
-    """``n`` distinct sequences (as many as exist if fewer) for ``task``."""
+    """``n`` distinct sequences of ``min_len..max_len`` symbols for ``task`` (a ValueError when
+    fewer exist, or when ``max_len`` is over ``MAX_LEN``)."""
     if task not in RULES:
         raise ValueError(f"unknown algorithmic task {task!r}; choose one of {sorted(RULES)}")
     if not 1 <= min_len <= max_len:
         raise ValueError(f"lengths {min_len}..{max_len}: need 1 <= min_len <= max_len")
+    check_max_len(max_len)
     if symbols < 2:
         raise ValueError(f"symbols={symbols}; need at least 2")
-    possible = sum(symbols**k for k in range(min_len, max_len + 1))
+    possible = 0  # how many sequences exist, counted only as far as n (symbols**100000 is huge)
+    for k in range(min_len, max_len + 1):
+        possible += symbols**k
+        if possible >= n:
+            break
     if n > possible:
         raise ValueError(
             f"only {possible} distinct sequences of length {min_len}..{max_len} "
@@ -63,4 +81,4 @@ def generate(
     return out
 
 
-__all__ = ["RULES", "generate"]
+__all__ = ["MAX_LEN", "RULES", "check_max_len", "generate"]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.example import Example
+from ..data.synthetic import check_max_len
 from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from .base import Experiment, report_of
 from .base import verdict as verdict_text
@@ -55,6 +56,7 @@ class LengthConfig:
             raise ValueError(f"task {self.task!r}; choose copy, reverse or sort")
         if not 1 <= self.min_len <= self.max_len:
             raise ValueError(f"lengths {self.min_len}..{self.max_len}: need 1 <= min <= max")
+        check_max_len(self.max_len)
         for name in ("steps", "batch_size", "emb", "hidden", "test_size", "bin_width"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1")

@@ -252,15 +252,18 @@ def save(
 def load(path: str | Path, device: str | torch.device = "cpu") -> Loaded:
     """The checkpoint at ``path`` (a folder, or a training output folder: its best, then last).
     Every file is checked before the model is built (checkpoint_check.py): a damaged or
-    tampered checkpoint is one ValueError naming the file and key, never a huge allocation."""
+    tampered checkpoint is one ValueError naming the file and key, never a huge allocation;
+    a weight that is NaN or inf is one too, never silently empty output."""
     p = resolve(path)
     name, config, meta = check.read_config(p / "config.json")
     weights = p / "model.safetensors"
     check.check_tensors(weights, check.read_header(weights), check.expected_tensors(name, config))
     src_vocab = check.read_vocab(p / "src_vocab.json", getattr(config, "src_vocab", None))
     tgt_vocab = check.read_vocab(p / "tgt_vocab.json", getattr(config, "tgt_vocab", None))
+    tensors = load_file(str(weights), device="cpu")
+    check.check_finite(weights, tensors)
     model = build_model(name, config)
-    model.load_state_dict(load_file(str(weights), device="cpu"))
+    model.load_state_dict(tensors)
     model.to(device).eval()
     return Loaded(model, name, src_vocab, tgt_vocab, meta, p)
 

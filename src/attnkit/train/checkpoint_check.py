@@ -129,6 +129,19 @@ def check_tensors(path: Path, stored: Spec, expected: Spec) -> None:
             )
 
 
+def check_finite(path: Path, tensors: dict[str, torch.Tensor]) -> None:
+    """Every floating-point tensor holds only finite numbers: a model with a NaN or an inf
+    weight would print empty or garbage output with exit 0. One pass over the loaded weights
+    (the cost of reading them once)."""
+    for key, t in tensors.items():
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            bad = "NaN" if bool(torch.isnan(t).any()) else "inf"
+            raise ValueError(
+                f"{path}: {key} holds {bad} values; the model diverged or the file is damaged: "
+                "use an earlier checkpoint or train again"
+            )
+
+
 def read_vocab(path: Path, size: int | None) -> Vocab:
     """A vocabulary file whose ids all index the embedding (``size`` rows, when known)."""
     text = read_json(path)
@@ -165,6 +178,7 @@ def check_optimizer(path: Path, stored: Spec, params: list[torch.Tensor]) -> Non
 
 
 __all__ = [
+    "check_finite",
     "check_optimizer",
     "check_tensors",
     "expected_tensors",

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.source import CORPUS_KEYS
+from ..data.synthetic import check_max_len
 
 TOKENISERS = ("word", "char", "spm")
 TASK_KEYS = ("train_size", "valid_size", "test_size", "min_len", "max_len")
@@ -75,6 +76,8 @@ class DataConfig:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"--{name.replace('_', '-')} {value}; it must be at least 1")
+        if self.task and self.max_len is not None:
+            check_max_len(self.max_len)
         if self.tokenise not in TOKENISERS:
             raise ValueError(f"--tokenise {self.tokenise!r}; choose one of {TOKENISERS}")
         if self.spm_vocab < 1 or self.min_freq < 1:

@@ -106,6 +106,8 @@ def fit(
             log = log if main else _silent
         fam = check_pairing(config.model.name, config.data.spec())  # before any work
         with _run_folder(config, is_main=main) as resume_from:  # refused before any work
+            if config.resume and resume_from is None:  # a restart script's first run: said
+                log(f"warning: --resume: no run in {config.out} to resume; starting a new run")
             prepared = data if data is not None else prepare(config.data)
             if resume_from is not None:
                 prepared = _checkpoint_vocab(prepared, resume_from, log)

@@ -8,9 +8,13 @@
 even by SIGKILL), then decides by what OUT holds:
 
     OUT holds                    neither flag      --resume                --overwrite
-    nothing of attnkit's         new run           new run                 new run
+    nothing of attnkit's         new run           new run (a warning)     new run
     a run, ``last`` resumable    refused           continue it             attnkit's files removed
     a run, nothing resumable     refused           refused                 attnkit's files removed
+
+``--resume`` on a folder with no run starts one, with a warning naming the folder: a job
+script that is re-run after each preemption passes ``--resume`` every time, its first run
+included, and a mistyped ``--out`` is seen in that line.
 
 The lock is never opened through a symbolic link (``O_NOFOLLOW``) or a hard link: one there is
 refused, leaving its target as it was. Files attnkit did not write are never removed: beside the
