@@ -17,7 +17,9 @@ def add_parser(sub: Any) -> None:
         "experiment",
         help="reproduce a paper's claim or figure: " + ", ".join(EXPERIMENTS),
         description="Reproduce a paper's experiment on data generated here; each prints a "
-        "verdict computed from its numbers and exits 1 when the claim does not reproduce. "
+        "verdict computed from its numbers: REPRODUCED (exit 0), NOT REPRODUCED (exit 1) or "
+        "INCONCLUSIVE (exit 2: a ceiling, a floor, a task not learned, or an interval that "
+        "holds both the claim and its negation). "
         "`attnkit experiment` alone lists the experiments with their typical run times; "
         "`attnkit experiment NAME --help` shows NAME's options.",
     )
@@ -87,7 +89,7 @@ def list_experiments(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from ..experiments import get
-    from ..experiments.base import reproduced
+    from ..experiments.evidence import exit_code
     from ..train.run_dir import open_experiment
 
     exp = get(args.experiment)
@@ -105,4 +107,4 @@ def run(args: argparse.Namespace) -> int:
     if args.quick:
         print("(--quick: too few updates to show the effect; the verdict is not checked)")
         return 0
-    return 0 if reproduced(result) else 1
+    return exit_code(result["verdict"])

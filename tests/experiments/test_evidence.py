@@ -1,0 +1,90 @@
+"""The experiment contract's statistics (attnkit.experiments.evidence): intervals checked
+against values worked out by hand or with scipy, and the three outcomes: INCONCLUSIVE on a
+synthetic ceiling and on an interval that straddles the threshold, never NOT REPRODUCED."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnkit.experiments import evidence as ev
+
+
+def test_t_interval_by_hand() -> None:
+    iv = ev.t_interval([1.0, 2.0, 3.0, 4.0, 5.0])
+    # mean 3, s = sqrt(2.5), t_{4, .975} = 2.776445105
+    half = 2.776445105 * math.sqrt(2.5) / math.sqrt(5)
+    assert iv.value == pytest.approx(3.0)
+    assert (iv.lo, iv.hi) == pytest.approx((3 - half, 3 + half), rel=1e-8)
+    with pytest.raises(ValueError, match="needs 2 at least"):
+        ev.t_interval([1.0])
+
+
+def test_paired_bootstrap_covers_a_known_gap_and_pairs_the_examples() -> None:
+    rng = random.Random(0)
+    base = [[rng.random() for _ in range(200)] for _ in range(5)]  # per-example difficulty
+    a = [[x + 0.10 + rng.gauss(0, 0.01) for x in row] for row in base]
+    iv = ev.paired_bootstrap(a, base, resamples=500)
+    assert iv.lo < 0.10 < iv.hi and iv.hi - iv.lo < 0.01  # paired: difficulty cancels
+    with pytest.raises(ValueError, match="same seeds and examples"):
+        ev.paired_bootstrap(a, [row[:-1] for row in base])
+
+
+def test_an_interval_wholly_on_the_claims_side_passes_and_the_other_fails() -> None:
+    assert ev.on_interval("gap", ev.Interval(0.2, 0.1, 0.3, 5), 0.0).outcome == ev.PASS
+    assert ev.on_interval("gap", ev.Interval(-0.2, -0.3, -0.1, 5), 0.0).outcome == ev.FAIL
+    assert ev.on_interval("gap", ev.Interval(-0.2, -0.3, -0.1, 5), 0.0,
+                          above=False).outcome == ev.PASS  # fmt: skip
+    checks = [ev.on_interval("gap", ev.Interval(-0.2, -0.3, -0.1, 5), 0.0)]
+    verdict = ev.verdict_of(checks)
+    assert verdict.startswith("NOT REPRODUCED: gap: -0.2") and ev.exit_code(verdict) == 1
+    assert checks[0].as_json()["ci"] == [-0.3, -0.1]
+
+
+def test_an_interval_that_straddles_the_threshold_is_inconclusive() -> None:
+    gap = ev.t_interval([0.05, -0.04, 0.03, 0.06, -0.02])  # a mean of 0.016, |t| small
+    check = ev.on_interval("attention leads", gap, threshold=0.0)
+    assert check.outcome == ev.INCONCLUSIVE
+    verdict = ev.verdict_of([check])
+    assert verdict.startswith("INCONCLUSIVE: attention leads") and ev.exit_code(verdict) == 2
+    assert "holds both the claim and its negation" in verdict
+
+
+def test_arms_at_a_ceiling_are_inconclusive_never_not_reproduced() -> None:
+    arms = {"attention": [1.0, 0.995, 1.0], "lstm": [0.99, 1.0, 0.985]}
+    ceiling = ev.ceiling("arms can differ", arms, bound=1.0, eps=0.02)
+    assert ceiling.outcome == ev.INCONCLUSIVE and ceiling.kind == "design"
+    failed = ev.on_interval("lstm fails at 200", ev.Interval(-0.01, -0.02, -0.005, 3), 0.1)
+    assert failed.outcome == ev.FAIL
+    verdict = ev.verdict_of([ceiling, failed])  # the ceiling voids the failed claim
+    assert verdict.startswith("INCONCLUSIVE: arms can differ") and "every arm at the ceiling" \
+        in verdict
+    below = ev.ceiling("arms can differ", {"a": [0.9, 0.92], "b": [0.6, 0.62]}, bound=1.0)
+    assert below.outcome == ev.PASS
+    floor = ev.ceiling("above chance", {"a": [0.1, 0.11], "b": [0.1, 0.09]}, 0.1, floor=True)
+    assert floor.outcome == ev.INCONCLUSIVE and "floor" in floor.reason
+
+
+def test_a_task_not_learned_is_inconclusive_and_a_clean_pass_reproduces() -> None:
+    assert ev.verdict_of([ev.learned("best valid BLEU", 60.0, 95.0)]).startswith("INCONCLUSIVE")
+    ok = [ev.learned("best valid BLEU", 97.0, 95.0),
+          ev.on_interval("gap", ev.Interval(0.2, 0.1, 0.3, 5), 0.0)]  # fmt: skip
+    assert ev.verdict_of(ok) == ev.REPRODUCED and ev.exit_code(ev.REPRODUCED) == 0
+    with pytest.raises(ValueError, match="none of"):
+        ev.exit_code("MAYBE")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(-1, 1, allow_nan=False), min_size=2, max_size=12),
+       st.floats(-1, 1, allow_nan=False))  # fmt: skip
+def test_outcomes_partition_by_where_the_interval_lies(xs: list[float], threshold: float):
+    iv = ev.t_interval(xs)
+    outcome = ev.on_interval("g", iv, threshold).outcome
+    expected = ev.PASS if iv.lo > threshold else ev.FAIL if iv.hi <= threshold else \
+        ev.INCONCLUSIVE  # fmt: skip
+    assert outcome == expected
+    assert iv.lo <= iv.value <= iv.hi
