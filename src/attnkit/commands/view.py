@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .._text import on_terminal
+
 # the kinds of attention a checkpoint may offer (attnkit.viz.from_checkpoint.KINDS; kept here
 # so that building the parser imports no torch)
 KINDS = ("enc-self", "dec-self", "cross")
@@ -180,7 +182,7 @@ def _from_checkpoint(args: argparse.Namespace, head: int | str | None) -> list[s
         )
     hyp, maps = sentence_maps(loaded, tokenise(args.sentence, loaded.meta))
     record = select_map(maps, kind, loaded.model_name, layer=args.layer, head=head)
-    print(f"translation: {tokenisers_for(loaded.meta)[1].decode(hyp)}")
+    print(on_terminal(f"translation: {tokenisers_for(loaded.meta)[1].decode(hyp)}"))
     title = args.title or f"{loaded.model_name}: {args.sentence}"
     gold = parse_pharaoh(args.gold) if args.gold else None
     lines: list[str] = []
@@ -210,8 +212,8 @@ def run(args: argparse.Namespace) -> int:
     from ..viz.weights_file import load_attention
 
     head = _parse_head(args.head)
-    if args.checkpoint:
-        print("\n".join(_from_checkpoint(args, head)))
+    if args.checkpoint:  # tokens and labels come from data: escaped on a terminal
+        print("\n".join(on_terminal(line) for line in _from_checkpoint(args, head)))
         return 0
     if args.sentence is not None:
         raise ValueError("a sentence goes with --checkpoint DIR; --weights files carry weights")
