@@ -129,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
     from ..bench.suite import HEADER, SuiteConfig, format_targets, run_suite, write_report
 
     scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    if args.decode_weights and "decode" not in scenarios:
+        raise ValueError("--decode-weights goes with --scenarios decode (it is unused otherwise)")
     if set(scenarios) & MODEL_SCENARIOS:
         if not set(scenarios) <= MODEL_SCENARIOS:
             raise ValueError(
