@@ -4,6 +4,7 @@ or reorder what the user reads. ``printable`` escapes them; nothing else changes
 
 from __future__ import annotations
 
+import sys
 import unicodedata
 
 BIDI = {chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}  # embeddings, isolates
@@ -24,4 +25,12 @@ def printable(text: str) -> str:
     return "".join(out)
 
 
-__all__ = ["printable"]
+def on_terminal(text: str) -> str:
+    """``text`` made ``printable`` line by line when standard output is a terminal (its line
+    breaks kept); a file or a pipe gets it as it is."""
+    if not sys.stdout.isatty():
+        return text
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
+__all__ = ["on_terminal", "printable"]

@@ -77,6 +77,26 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+SEED_MAX = 2**32 - 1  # seeds feed torch, random and numpy (whose seeds are 0 .. 2**32 - 1)
+INT_MAX = 2**63 - 1  # every other integer option ends up in a C long long somewhere
+
+
+def check_integers(args: argparse.Namespace) -> None:
+    """Every integer option in its range, named with its flag (``--seed 1e20`` would end in
+    "Overflow when unpacking long long" deep inside torch)."""
+    for key, value in vars(args).items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            continue
+        flag = "--" + key.replace("_", "-")
+        if key == "seed" or key.endswith("_seed"):
+            if not 0 <= value <= SEED_MAX:
+                raise ValueError(f"{flag} {value}: a seed is an integer from 0 to {SEED_MAX}")
+        elif not -INT_MAX - 1 <= value <= INT_MAX:
+            raise ValueError(
+                f"{flag} {value}: out of range; it must lie between {-INT_MAX - 1} and {INT_MAX}"
+            )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
@@ -84,6 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
+        check_integers(args)
         return int(args.run(args) or 0)
     except (ValueError, FileNotFoundError) as err:  # bad input: attnkit says what to change
         print(f"attnkit {args.command}: error: {err}", file=sys.stderr)

@@ -101,6 +101,45 @@ def train_speed(
     }
 
 
+def _load_weights(model: torch.nn.Module, weights: str) -> bool:
+    """``--decode-weights``: load the file into ``model`` (True), or check that it can be
+    written after training (False, it does not exist yet); anything else is one line."""
+    path = Path(weights)
+    what = f"--decode-weights {weights}"
+    if path.is_dir():
+        raise ValueError(f"{what} is a folder; name a file (it is written after training)")
+    if not path.exists():
+        if not path.parent.is_dir():
+            raise ValueError(f"{what}: no folder {path.parent}; create it or name another file")
+        if not os.access(path.parent, os.W_OK):
+            raise ValueError(f"{what}: cannot write in {path.parent}; name another file")
+        return False
+    try:
+        state = torch.load(path, weights_only=True)
+    except Exception as err:  # pickle, zip and torch errors: the file is not a state_dict
+        first = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+        raise ValueError(
+            f"{what} is not a file of torch.save ({first}); delete it to train and save one"
+        ) from None
+    try:
+        model.load_state_dict(state)
+    except (RuntimeError, TypeError, AttributeError, ValueError) as err:
+        first = " ".join(str(err).split())[:200]
+        raise ValueError(
+            f"{what} does not hold the bench's small Transformer ({first}); delete it to "
+            "train and save one"
+        ) from None
+    return True
+
+
+def _save_weights(model: torch.nn.Module, weights: str) -> None:
+    try:
+        torch.save(model.state_dict(), weights)
+    except (RuntimeError, OSError) as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise ValueError(f"--decode-weights {weights}: cannot write it ({first})") from None
+
+
 def decode_speed(
     beams: tuple[int, ...] = (1, 5),
     updates: int = 300,
@@ -124,9 +163,7 @@ def decode_speed(
     model = build_model("transformer", src_vocab=len(sv), tgt_vocab=len(tv), preset="small")
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     model.train()
-    done, epoch = (updates, 0) if weights and Path(weights).exists() else (0, 0)
-    if done:
-        model.load_state_dict(torch.load(weights))
+    done, epoch = (updates, 0) if weights and _load_weights(model, weights) else (0, 0)
     while done < updates:  # a fixed number of seeded updates: the same model in any build
         for b in batches(train, sv, tv, 64, random.Random(seed * 1000 + epoch))[: updates - done]:
             loss, _ = loss_of(model, b)
@@ -137,7 +174,7 @@ def decode_speed(
             done += 1
         epoch += 1
         if weights:
-            torch.save(model.state_dict(), weights)
+            _save_weights(model, weights)
     log(f"decode: a small Transformer after {updates} updates")
     model.eval()
     test_batches = batches(test_set, sv, tv, batch_size)

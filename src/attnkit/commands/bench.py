@@ -211,6 +211,8 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "baseline", None) is not None:
         return _rerun_baseline(args)
     scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    if args.decode_weights and "decode" not in scenarios:
+        raise ValueError("--decode-weights goes with --scenarios decode (it is unused otherwise)")
     if set(scenarios) & MODEL_SCENARIOS:
         if not set(scenarios) <= MODEL_SCENARIOS:
             raise ValueError(

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .._text import on_terminal
+
 # the kinds of attention a checkpoint may offer (attnkit.viz.from_checkpoint.KINDS; kept here
 # so that building the parser imports no torch)
 KINDS = ("enc-self", "dec-self", "cross")
@@ -210,7 +212,7 @@ def _from_checkpoint(args: argparse.Namespace, head: int | str | None) -> list[s
     src = _bounded(tokens, args.max_input_len, args.truncate)
     hyp, maps = sentence_maps(loaded, src)
     record = select_map(maps, kind, loaded.model_name, layer=args.layer, head=head)
-    print(f"translation: {tokenisers_for(loaded.meta)[1].decode(hyp)}")
+    print(on_terminal(f"translation: {tokenisers_for(loaded.meta)[1].decode(hyp)}"))
     shown = args.sentence if src is tokens else " ".join(src) + " …"
     title = args.title or f"{loaded.model_name}: {shown}"
     gold = parse_pharaoh(args.gold) if args.gold else None
@@ -241,8 +243,8 @@ def run(args: argparse.Namespace) -> int:
     from ..viz.weights_file import load_attention
 
     head = _parse_head(args.head)
-    if args.checkpoint:
-        print("\n".join(_from_checkpoint(args, head)))
+    if args.checkpoint:  # tokens and labels come from data: escaped on a terminal
+        print("\n".join(on_terminal(line) for line in _from_checkpoint(args, head)))
         return 0
     if args.sentence is not None:
         raise ValueError("a sentence goes with --checkpoint DIR; --weights files carry weights")

@@ -22,12 +22,12 @@ only from the very same file named on their command line.
 
 from __future__ import annotations
 
-import csv
 import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .csv_rows import csv_rows
 from .example import Splits
 
 POSITIVE = ("good", "great", "fine", "nice", "superb")
@@ -117,16 +117,15 @@ def read_labelled(path: str | Path) -> tuple[list[Doc], int]:
         raise FileNotFoundError(f"--docs-csv {path}: no such file")
     delimiter = "," if path.suffix.lower() == ".csv" else "\t"
     docs, skipped = [], 0
-    with open(path, newline="", encoding="utf-8") as f:
-        for i, row in enumerate(csv.reader(f, delimiter=delimiter)):
-            if i == 0 and [c.strip().lower() for c in row[:2]] == ["label", "text"]:
-                continue
-            label = row[0].strip() if row else ""
-            sents = sentences_of(delimiter.join(row[1:])) if len(row) > 1 else ()
-            if not label or not sents:
-                skipped += 1
-                continue
-            docs.append(Doc(sents, label))
+    for i, row in enumerate(csv_rows(path, delimiter)):
+        if i == 0 and [c.strip().lower() for c in row[:2]] == ["label", "text"]:
+            continue
+        label = row[0].strip() if row else ""
+        sents = sentences_of(delimiter.join(row[1:])) if len(row) > 1 else ()
+        if not label or not sents:
+            skipped += 1
+            continue
+        docs.append(Doc(sents, label))
     return docs, skipped
 
 

@@ -21,7 +21,6 @@ sees the scale of the values it must forecast; forecasts are mapped back before 
 
 from __future__ import annotations
 
-import csv
 import math
 import random
 from collections.abc import Sequence
@@ -30,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .csv_rows import csv_rows
 from .example import Splits
 
 WINDOW = 48  # past values a model reads
@@ -105,8 +105,7 @@ def read_csv(path: str | Path, column: str = "", period: int = 0) -> Series:
     error naming its line."""
     if period < 2:
         raise ValueError(f"period={period}: a real series needs its seasonal period (>= 2)")
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.reader(f))
+    rows = list(csv_rows(path))
     if len(rows) < 2:
         raise ValueError(f"{path}: expected a header row and values")
     head = rows[0]

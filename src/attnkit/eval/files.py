@@ -45,23 +45,40 @@ def read_text(path: str | Path) -> list[str]:
     return [text for _, text in read_lines(path)]
 
 
+def bleu_metric(tokenize: str) -> Any:
+    """sacreBLEU's BLEU with tokeniser ``tokenize``; an unknown name, or one whose extra
+    package is missing (ko-mecab, ja-mecab), is one ValueError saying what to pass."""
+    from sacrebleu.metrics import BLEU
+
+    if tokenize not in BLEU.TOKENIZERS:
+        raise ValueError(
+            f"--tokenize {tokenize!r}: sacreBLEU has no such tokeniser; choose one of "
+            f"{', '.join(BLEU.TOKENIZERS)}"
+        )
+    try:
+        return BLEU(tokenize=tokenize)
+    except (RuntimeError, ImportError) as err:  # the tokeniser's own package is missing
+        why = " ".join(str(err).split())
+        raise ValueError(f"--tokenize {tokenize}: {why}") from None
+
+
 def sacre_scores(hyps: Sequence[str], refs: Sequence[Sequence[str]], tokenize: str) -> FileScores:
     """sacreBLEU BLEU (with ``tokenize``) and chrF of ``hyps`` against the reference streams
     ``refs`` (each as long as ``hyps``)."""
-    from sacrebleu.metrics import BLEU, CHRF
+    from sacrebleu.metrics import CHRF
 
     for stream in refs:
         if len(stream) != len(hyps):
             raise ValueError(f"{len(hyps)} hypotheses but a reference stream of {len(stream)}")
-    bleu_metric, chrf_metric = BLEU(tokenize=tokenize), CHRF()
+    bleu_of, chrf_metric = bleu_metric(tokenize), CHRF()
     refs_list = [list(r) for r in refs]
-    bleu = bleu_metric.corpus_score(list(hyps), refs_list)
+    bleu = bleu_of.corpus_score(list(hyps), refs_list)
     chrf = chrf_metric.corpus_score(list(hyps), refs_list)
     ratio = bleu.sys_len / bleu.ref_len if bleu.ref_len else 0.0
     return FileScores(
         n=len(hyps),
         bleu=float(bleu.score),
-        bleu_signature=str(bleu_metric.get_signature()),
+        bleu_signature=str(bleu_of.get_signature()),
         chrf=float(chrf.score),
         chrf_signature=str(chrf_metric.get_signature()),
         length_ratio=float(ratio),
@@ -89,6 +106,7 @@ def score_files(
 
     if not refs:
         raise ValueError("give at least one reference file: --ref FILE")
+    bleu_metric(tokenize)  # an unknown tokeniser is refused before any translation
     if batch_size < 1 or beam < 1 or max_input_len < 1:
         raise ValueError(
             f"--batch-size {batch_size}, --beam {beam}, --max-input-len {max_input_len}: "
@@ -166,4 +184,4 @@ def _translate_all(
     return hyps
 
 
-__all__ = ["FileScores", "read_text", "sacre_scores", "score_files"]
+__all__ = ["FileScores", "bleu_metric", "read_text", "sacre_scores", "score_files"]

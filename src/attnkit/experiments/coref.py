@@ -32,9 +32,7 @@ The LSTM's accuracy is measured and reported, not checked.
 
 from __future__ import annotations
 
-import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +45,7 @@ from .base import Experiment, Tally, report_of
 from .base import verdict as verdict_text
 from .coref_model import best_head, build_encoder, encode, mass_table
 from .distance_task import generator
+from .pool import QuietPool
 from .sequence_models import Sizes, build, closest_width, parameters
 
 MODELS = ("transformer", "lstm")
@@ -206,8 +205,7 @@ def train_all(cfg: CorefConfig, say: Any) -> list[dict[str, Any]]:
             tally.starting(f"seed {s}: training")
             out.append(train_seed(cfg, s))
         return out
-    ctx = multiprocessing.get_context("spawn")  # no fork of a process that holds torch threads
-    with ProcessPoolExecutor(max_workers=min(cfg.jobs, len(seeds)), mp_context=ctx) as pool:
+    with QuietPool(min(cfg.jobs, len(seeds))) as pool:  # workers never see Ctrl-C
         futures = [pool.submit(train_seed, cfg, s) for s in seeds]
         for s, fut in zip(seeds, futures, strict=True):
             out.append(fut.result())

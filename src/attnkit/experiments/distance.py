@@ -31,9 +31,7 @@ The CNN is measured and reported, not checked.
 from __future__ import annotations
 
 import copy
-import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +42,7 @@ from ..train.classify import accuracy, fit_classifier
 from .base import Experiment, Tally, report_of
 from .base import verdict as verdict_text
 from .distance_task import generator, recall_batch, vocab_size
+from .pool import QuietPool
 from .sequence_models import MODELS, Sizes, budget_widths, build, input_gradient_norms, parameters
 
 
@@ -228,8 +227,7 @@ def train_all(cfg: DistanceConfig, widths: dict[str, int], say: Any) -> dict[str
             tally.starting(f"{m}: training")
             out[m] = train_one(cfg, m, widths[m])
         return out
-    ctx = multiprocessing.get_context("spawn")  # no fork of a process that holds torch threads
-    with ProcessPoolExecutor(max_workers=min(cfg.jobs, len(MODELS)), mp_context=ctx) as pool:
+    with QuietPool(min(cfg.jobs, len(MODELS))) as pool:  # workers never see Ctrl-C
         futures = {m: pool.submit(train_one, cfg, m, widths[m]) for m in MODELS}
         for m, fut in futures.items():
             out[m] = fut.result()

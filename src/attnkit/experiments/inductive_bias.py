@@ -36,9 +36,7 @@ which on the gap stays below 2 points ("nowhere" if none).
 
 from __future__ import annotations
 
-import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +56,7 @@ from .inductive_data import (
     subset_size,
 )
 from .inductive_models import MODELS, PatchAttention, build, mass_on_cell, parameters
+from .pool import QuietPool
 
 
 def _opt(default: Any, help: str) -> Any:
@@ -264,8 +263,7 @@ def run_jobs(cfg: InductiveConfig, jobs: list[Job], say: Say) -> list[dict[str, 
         for j in jobs:
             collect(train_one(cfg, j))
         return results
-    ctx = multiprocessing.get_context("spawn")  # no fork of a process that holds torch threads
-    with ProcessPoolExecutor(max_workers=cfg.jobs, mp_context=ctx) as pool:
+    with QuietPool(cfg.jobs) as pool:  # workers never see Ctrl-C
         futures = [pool.submit(train_one, cfg, j) for j in jobs]
         for fut in futures:
             collect(fut.result())

@@ -13,15 +13,19 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import signal
 import time
-from collections.abc import Mapping
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from collections.abc import Callable, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
+from typing import Any, TypeVar
 
 from ..train.checkpoint import find_checkpoint
 from ..train.config import FitConfig
 from ..train.fit import fit
 from .base import Say, Tally
+
+T = TypeVar("T")
 
 
 def steps_done(out: Path) -> int:
@@ -52,6 +56,34 @@ def _progress(configs: Mapping[str, FitConfig], steps: int | Mapping[str, int],
     return f"{finished}/{len(configs)} trained" + (f"; {shown}" if shown else "")
 
 
+class QuietPool(ProcessPoolExecutor):
+    """A pool of ``workers`` spawned processes (no fork of a process that holds torch
+    threads) that never see Ctrl-C: each starts with SIGINT blocked, so a Ctrl-C on the
+    terminal reaches only this process. On Ctrl-C, or any error, in the ``with`` block the
+    workers are terminated and pending jobs cancelled: the command exits 130 with one line,
+    and no worker prints a traceback."""
+
+    def __init__(self, workers: int) -> None:
+        super().__init__(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        # workers are spawned in submit; they inherit the blocked signal (a blocked signal
+        # stays pending here, and arrives once unblocked: none is lost)
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            return super().submit(fn, *args, **kwargs)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool | None:
+        if exc_type is None:
+            return super().__exit__(exc_type, exc, tb)
+        for process in list((getattr(self, "_processes", None) or {}).values()):
+            process.terminate()
+        self.shutdown(wait=True, cancel_futures=True)
+        return None
+
+
 def train_all(
     configs: Mapping[str, FitConfig],
     *,
@@ -73,8 +105,7 @@ def train_all(
             tally.starting(f"training {n}")
             seconds[n] = fit_logged(c, logs[n])
         return seconds
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(jobs, len(configs)), mp_context=ctx) as pool:
+    with QuietPool(min(jobs, len(configs))) as pool:
         futures = {n: pool.submit(fit_logged, c, logs[n]) for n, c in configs.items()}
         names = {fut: n for n, fut in futures.items()}
         pending, last = set(futures.values()), time.perf_counter()
@@ -95,4 +126,4 @@ def train_all(
     return seconds
 
 
-__all__ = ["fit_logged", "steps_done", "train_all"]
+__all__ = ["QuietPool", "fit_logged", "steps_done", "train_all"]

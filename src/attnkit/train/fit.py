@@ -28,6 +28,7 @@ from .config import DataConfig, FitConfig
 from .distributed import process_group
 from .family import check_pairing, data_family, family
 from .loop import TrainResult, train
+from .model_checks import check_fits, check_resume
 from .run_dir import open_run
 from .runtime import compile_in_place, pick_device, set_threads
 
@@ -111,7 +112,7 @@ def fit(
             prepared = data if data is not None else prepare(config.data)
             if resume_from is not None:
                 prepared = _checkpoint_vocab(prepared, resume_from, log)
-            model = _build(config, prepared, device)
+            model = _build(config, prepared, device, resume_from)
             n_params = sum(p.numel() for p in model.parameters())
             ranks = "" if dist is None else f" x {dist.world_size} processes ({dist.backend})"
             log(
@@ -157,17 +158,20 @@ def _checkpoint_vocab(prepared: Prepared, ckpt: Path, log: Callable[[str], None]
     return replace(prepared, src_vocab=vocabs[0], tgt_vocab=vocabs[1])
 
 
-def _build(config: FitConfig, prepared: Prepared, device: str) -> torch.nn.Module:
-    """The model of ``config`` for the data's vocabularies, seeded by the training seed."""
+def _build(
+    config: FitConfig, prepared: Prepared, device: str, resume_from: Path | None = None
+) -> torch.nn.Module:
+    """The model of ``config`` for the data's vocabularies, seeded by the training seed;
+    refused before any allocation when it cannot fit ``device`` or, when resuming, is not
+    the model of the checkpoint ``resume_from`` (model_checks.py)."""
     m = config.model
+    kwargs = dict(preset=m.preset, src_vocab=len(prepared.src_vocab),
+                  tgt_vocab=len(prepared.tgt_vocab), **m.options)  # fmt: skip
+    if resume_from is not None:
+        check_resume(m.name, kwargs, resume_from)
+    check_fits(m.name, kwargs, device)  # before any parameter is allocated
     torch.manual_seed(config.train.seed)
-    model = build_model(
-        m.name,
-        preset=m.preset,
-        src_vocab=len(prepared.src_vocab),
-        tgt_vocab=len(prepared.tgt_vocab),
-        **m.options,
-    ).to(device)
+    model = build_model(m.name, **kwargs).to(device)
     if config.compile:  # in place: forward compiled, state_dict keys and decoding unchanged
         compile_in_place(model, device)
     return model

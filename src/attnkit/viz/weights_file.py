@@ -101,12 +101,19 @@ def load_attention(path: str | Path, *, name: str = "weights") -> AttentionRecor
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no weights file {path}")
-    with safe_open(str(path), framework="pt") as f:
-        names = list(f.keys())
-        if name not in names:
-            raise ValueError(f"{path} has no tensor {name!r}; it has {names}: pass --name NAME")
-        weights = f.get_tensor(name)
-        meta = f.metadata() or {}
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            names = list(f.keys())
+            weights = f.get_tensor(name) if name in names else None
+            meta = f.metadata() or {}
+    except Exception as err:  # SafetensorError is not importable as a class on every version
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise ValueError(
+            f"{path} is not a readable safetensors file ({first}); pass a file written by "
+            "attnkit.viz.save_attention or safetensors' save_file"
+        ) from None
+    if weights is None:
+        raise ValueError(f"{path} has no tensor {name!r}; it has {names}: pass --name NAME")
     tgt, src = _tokens(meta, "tgt_tokens", path), _tokens(meta, "src_tokens", path)
     try:
         kind = _kind(weights, tgt, src, meta.get("kind"))
