@@ -70,6 +70,14 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
         help="luong: do not feed h̃_t to the next step",
     )
     g.add_argument(
+        "--no-feed-context",
+        dest="feed_context",
+        action="store_false",
+        default=None,
+        help="rnnsearch/luong: Deng et al. 2018's decoder, no attention context in the "
+        "recurrence (luong: with --no-input-feeding); the alignment alone carries the source",
+    )
+    g.add_argument(
         "--opt",
         action="append",
         default=[],
@@ -121,7 +129,7 @@ def model_overrides(args: argparse.Namespace) -> dict[str, Any]:
     if args.model not in MODELS:
         raise ValueError(f"unknown model {args.model!r}; choose one of {sorted(MODELS)}")
     known = {f.name for f in fields(MODELS[args.model][1])}
-    given = {k: getattr(args, k, None) for k in [*MODEL_OPTIONS, "input_feeding"]}
+    given = {k: getattr(args, k, None) for k in [*MODEL_OPTIONS, "input_feeding", "feed_context"]}
     given = {k: v for k, v in given.items() if v is not None}
     wrong = sorted(set(given) - known)
     if wrong:

@@ -2,8 +2,9 @@
 
 RNNsearch and Luong compute, at every step, the attention α_t (B, S) over the annotations
 h_s, the soft context c̄_t = Σ_s α_ts h_s, the next decoder state (fed c̄_t, in every
-softness), and a ``readout(c) -> logits`` that applies the output layer to a context. The
-softness decides only which context the output layer reads:
+softness, unless ``feed_context=False``: below), and a ``readout(c) -> logits`` that applies
+the output layer to a context. The softness decides only which context the output layer
+reads:
 
     soft         c̄_t                                                    (Bahdanau 2015)
     mean         c̄_t with α uniform over the source: mean pooling, the no-attention baseline
@@ -23,7 +24,14 @@ moving average of the reward (Xu 2015, §4.1), or "soft", per token the log-like
 soft context under the prior, log p(y_t | c̄_t) (Deng 2018, §4: "a soft attention baseline",
 which they use for hard and variational attention alike).
 
-Because the recurrence is fed c̄_t, the alignment z_t touches only y_t: the marginal
+``feed_context=False`` is the decoder of Deng et al. (2018, §5): no context enters the
+recurrence (RNNsearch: s_t = GRU(s_{t-1}, E y_{t-1}), then α_t from s_t; Luong: no input
+feeding), so that in the hard, gumbel and variational rows only the alignment variable carries
+source information to y_t; with the default, their recurrence also reads the soft context, a
+soft-attention path beside the latent one.
+
+Because the recurrence is fed c̄_t (or no context), the alignment z_t touches only y_t: the
+marginal
 p(y | x) = Π_t Σ_z p(z_t) p(y_t | z_t) is exact by enumeration for hard, gumbel and
 variational alike, and a per-position REINFORCE reward is unbiased (Deng et al. 2018 §3 drop
 input feeding for the same reason). ``token_scores`` computes that exact log-likelihood (and
@@ -91,6 +99,10 @@ class SoftnessConfig:
     reward_baseline: str = "average"  # hard, variational-sample: average | soft (latent.py)
     baseline_decay: float = 0.9  # ... the moving average's decay
     q_hidden: int = 32  # variational: inference network width (per direction)
+    # False: Deng et al. (2018)'s decoder: no attention context enters the recurrence (RNNsearch
+    # updates its state from y_{t-1} alone, then attends with it; Luong needs input_feeding
+    # off), so the alignment variable alone carries the source to the output
+    feed_context: bool = True
 
 
 def check_softness(cfg: Any) -> None:
@@ -112,6 +124,8 @@ def check_softness(cfg: Any) -> None:
         raise ValueError(f"{cls}.reward_baseline={cfg.reward_baseline!r}; choose average or soft")
     if not 0 <= cfg.baseline_decay < 1:
         raise ValueError(f"{cls}.baseline_decay={cfg.baseline_decay}; it must be in [0, 1)")
+    if not isinstance(cfg.feed_context, bool):
+        raise ValueError(f"{cls}.feed_context={cfg.feed_context!r}; use True or False")
 
 
 def tau_at(cfg: Any, update: int) -> float:

@@ -86,7 +86,8 @@ class RNNSearch(LatentSeq2Seq):
             AdditiveScore(c.dec_hidden, 2 * c.enc_hidden, c.attn_hidden),
             normaliser=uniform if c.softness == "mean" else softmax,
         )
-        self.cell = nn.GRUCell(c.emb + 2 * c.enc_hidden, c.dec_hidden)
+        fed = 2 * c.enc_hidden if c.feed_context else 0  # Deng 2018's decoder: no context
+        self.cell = nn.GRUCell(c.emb + fed, c.dec_hidden)
         self.output = DeepOutput(c.dec_hidden, c.emb, 2 * c.enc_hidden, c.maxout, c.tgt_vocab)
         self.drop = nn.Dropout(c.dropout)
         add_softness(self, c, 2 * c.enc_hidden)
@@ -114,10 +115,12 @@ class RNNSearch(LatentSeq2Seq):
         (s_prev,) = state  # (B, m)
         # ``embedded``: E y_{t-1} looked up for all positions at once (latent.unroll)
         y = dropped(self.drop, self.tgt_emb(prev) if embedded is None else embedded)  # (B, E)
+        feed = self.config.feed_context
+        query = s_prev if feed else self.cell(y, s_prev)  # Deng 2018: s_t from y alone (B, m)
         score = cast(AdditiveScore, self.attention.score)
         mask = memory["mask"][:, 0]  # (B, S)
         att = attend_step(  # keys U_a h_j precomputed in encode(), values the annotations h_j
-            s_prev,  # (B, m): one query per sentence
+            query,  # (B, m): one query per sentence
             memory["projected"],  # (B, S, A)
             memory["keys"],  # (B, S, 2n)
             score=score.step_on_projected_keys,
@@ -127,7 +130,7 @@ class RNNSearch(LatentSeq2Seq):
             masked_out=memory["padding"],  # ~mask, (B, S)
         )
         c = att.context  # (B, 2n)
-        s = self.cell(torch.cat([y, c], dim=-1), s_prev)  # (B, m)
+        s = self.cell(torch.cat([y, c], dim=-1), s_prev) if feed else query  # (B, m)
         assert att.weights is not None
         features = (dropped(self.drop, s), y)  # what the deep output reads besides the context
         return StepParts(att.weights, c, memory["keys"], mask, features, self.readout, (s,))
