@@ -1,4 +1,4 @@
-"""Deng et al. (2018)'s decoder (``feed_context=False``, models/latent.py): no attention
+"""Deng et al. (2018)'s decoder (``decoder="deng"``, models/latent.py): no attention
 context in the recurrence, so the annotations reach the output only through the alignment.
 Checked with a float64 recurrence written from the equations (RNNsearch: s_t = GRU(s_{t-1},
 E y_{t-1}), α_t = softmax(vᵀ tanh(W s_t + U h_j)), output g(y_{t-1}, s_t, c)), the exact
@@ -15,7 +15,7 @@ from attnkit.models.latent import token_scores
 
 def deng(name: str, softness: str, **kw):
     extra = {"input_feeding": False} if name == "luong" else {}
-    return model(name, softness, feed_context=False, **extra, **kw).double()
+    return model(name, softness, decoder="deng", **extra, **kw).double()
 
 
 def annotations_changed(memory: dict, seed: int = 3) -> dict:
@@ -41,7 +41,7 @@ def states(m, memory: dict, tgt_in: torch.Tensor) -> list[torch.Tensor]:
 @pytest.mark.parametrize("name", ["rnnsearch", "luong"])
 @pytest.mark.parametrize("softness", ["soft", "hard", "variational"])
 def test_the_recurrence_reads_no_context(name: str, softness: str) -> None:
-    """With feed_context=False the decoder states do not move when the annotations do; with
+    """With decoder="deng" the decoder states do not move when the annotations do; with
     the default (RNNsearch, Luong with input feeding) they do."""
     src, src_len, tgt_in, _ = batch()
     for feed, moves in ((False, False), (True, True)):
@@ -123,7 +123,7 @@ def test_each_row_trains_with_dengs_decoder(softness: str) -> None:
 
 def test_luong_with_input_feeding_refuses_dengs_decoder() -> None:
     with pytest.raises(ValueError, match="needs input_feeding=False"):
-        model("luong", "hard", feed_context=False)
+        model("luong", "hard", decoder="deng")
 
 
 def test_the_flag_reaches_the_config(tmp_path, capsys) -> None:
@@ -131,11 +131,11 @@ def test_the_flag_reaches_the_config(tmp_path, capsys) -> None:
 
     argv = ["train", "--task", "copy", "--train-size", "32", "--valid-size", "8",
             "--test-size", "8", "--model", "rnnsearch", "--preset", "tiny", "--epochs", "1",
-            "--softness", "hard", "--no-feed-context", "--no-progress",
+            "--softness", "hard", "--decoder", "deng", "--no-progress",
             "--out", str(tmp_path / "r")]  # fmt: skip
     assert main(argv) == 0
     from attnkit.train import checkpoint
 
     loaded = checkpoint.load(tmp_path / "r" / "best")
-    assert loaded.model.config.feed_context is False
+    assert loaded.model.config.decoder == "deng"
     assert loaded.model.cell.weight_ih.shape[1] == loaded.model.config.emb

@@ -35,6 +35,7 @@ MODEL_OPTIONS: dict[str, type] = {
     "tau_steps": int,
     "entropy_weight": float,
     "reward_baseline": str,
+    "decoder": str,
 }
 
 
@@ -68,14 +69,6 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
         action="store_false",
         default=None,
         help="luong: do not feed h̃_t to the next step",
-    )
-    g.add_argument(
-        "--no-feed-context",
-        dest="feed_context",
-        action="store_false",
-        default=None,
-        help="rnnsearch/luong: Deng et al. 2018's decoder, no attention context in the "
-        "recurrence (luong: with --no-input-feeding); the alignment alone carries the source",
     )
     g.add_argument(
         "--opt",
@@ -117,6 +110,9 @@ MODEL_HELP = {
     "entropy_weight": "hard: weight of the entropy bonus (default 0.01)",
     "reward_baseline": "hard, variational sample: REINFORCE baseline, average (moving "
     "average, Xu 2015; default) | soft (log-likelihood of the soft context, Deng 2018)",
+    "decoder": "rnnsearch/luong: context (the soft context feeds the recurrence; default) | "
+    "deng (Deng et al. 2018: no context in the recurrence, the alignment alone carries the "
+    "source; luong: with --no-input-feeding)",
 }
 
 
@@ -129,7 +125,7 @@ def model_overrides(args: argparse.Namespace) -> dict[str, Any]:
     if args.model not in MODELS:
         raise ValueError(f"unknown model {args.model!r}; choose one of {sorted(MODELS)}")
     known = {f.name for f in fields(MODELS[args.model][1])}
-    given = {k: getattr(args, k, None) for k in [*MODEL_OPTIONS, "input_feeding", "feed_context"]}
+    given = {k: getattr(args, k, None) for k in [*MODEL_OPTIONS, "input_feeding"]}
     given = {k: v for k, v in given.items() if v is not None}
     wrong = sorted(set(given) - known)
     if wrong:

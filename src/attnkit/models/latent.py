@@ -2,7 +2,7 @@
 
 RNNsearch and Luong compute, at every step, the attention α_t (B, S) over the annotations
 h_s, the soft context c̄_t = Σ_s α_ts h_s, the next decoder state (fed c̄_t, in every
-softness, unless ``feed_context=False``: below), and a ``readout(c) -> logits`` that applies
+softness, unless ``decoder="deng"``: below), and a ``readout(c) -> logits`` that applies
 the output layer to a context. The softness decides only which context the output layer
 reads:
 
@@ -24,7 +24,7 @@ moving average of the reward (Xu 2015, §4.1), or "soft", per token the log-like
 soft context under the prior, log p(y_t | c̄_t) (Deng 2018, §4: "a soft attention baseline",
 which they use for hard and variational attention alike).
 
-``feed_context=False`` is the decoder of Deng et al. (2018, §5): no context enters the
+``decoder="deng"`` is the decoder of Deng et al. (2018, §5): no context enters the
 recurrence (RNNsearch: s_t = GRU(s_{t-1}, E y_{t-1}), then α_t from s_t; Luong: no input
 feeding), so that in the hard, gumbel and variational rows only the alignment variable carries
 source information to y_t; with the default, their recurrence also reads the soft context, a
@@ -74,6 +74,7 @@ from .packed import packed_cross_entropy, rejoined
 SOFTNESS = ("soft", "mean", "hard", "gumbel", "variational")
 ESTIMATORS = ("enumerate", "sample")
 BASELINES = ("average", "soft")
+DECODERS = ("context", "deng")  # what the recurrence reads besides y_{t-1} (SoftnessConfig)
 STOCHASTIC = ("hard", "gumbel", "variational")  # hold an update counter and a baseline
 PACKABLE = ("soft", "mean")  # plain cross-entropy: packed targets give the same loss
 AT_TEST = {
@@ -99,10 +100,11 @@ class SoftnessConfig:
     reward_baseline: str = "average"  # hard, variational-sample: average | soft (latent.py)
     baseline_decay: float = 0.9  # ... the moving average's decay
     q_hidden: int = 32  # variational: inference network width (per direction)
-    # False: Deng et al. (2018)'s decoder: no attention context enters the recurrence (RNNsearch
-    # updates its state from y_{t-1} alone, then attends with it; Luong needs input_feeding
-    # off), so the alignment variable alone carries the source to the output
-    feed_context: bool = True
+    # "context": the soft context feeds the recurrence (RNNsearch's GRU input, Luong's input
+    # feeding); "deng": Deng et al. (2018)'s decoder, no attention context in the recurrence
+    # (RNNsearch updates its state from y_{t-1} alone, then attends with it; Luong needs
+    # input_feeding off), so the alignment variable alone carries the source to the output
+    decoder: str = "context"
 
 
 def check_softness(cfg: Any) -> None:
@@ -124,8 +126,8 @@ def check_softness(cfg: Any) -> None:
         raise ValueError(f"{cls}.reward_baseline={cfg.reward_baseline!r}; choose average or soft")
     if not 0 <= cfg.baseline_decay < 1:
         raise ValueError(f"{cls}.baseline_decay={cfg.baseline_decay}; it must be in [0, 1)")
-    if not isinstance(cfg.feed_context, bool):
-        raise ValueError(f"{cls}.feed_context={cfg.feed_context!r}; use True or False")
+    if cfg.decoder not in DECODERS:
+        raise ValueError(f"{cls}.decoder={cfg.decoder!r}; choose {' or '.join(DECODERS)}")
 
 
 def tau_at(cfg: Any, update: int) -> float:
@@ -512,6 +514,7 @@ class LatentSeq2Seq(Seq2Seq):
 
 __all__ = [
     "AT_TEST",
+    "DECODERS",
     "ESTIMATORS",
     "SOFTNESS",
     "SoftnessConfig",

@@ -93,9 +93,9 @@ class LuongConfig(SoftnessConfig):
             raise ValueError(f"LuongConfig.window={self.window}: {e}") from None
         if not isinstance(self.input_feeding, bool):
             raise ValueError(f"LuongConfig.input_feeding={self.input_feeding!r}; use True/False")
-        if self.feed_context is False and self.input_feeding:
+        if self.decoder == "deng" and self.input_feeding:
             raise ValueError(
-                "LuongConfig.feed_context=False (Deng 2018's decoder: no context in the "
+                "LuongConfig.decoder='deng' (Deng 2018's decoder: no context in the "
                 "recurrence) needs input_feeding=False: input feeding sends h̃_t, which holds "
                 "the soft context, to the next step (--no-input-feeding)"
             )

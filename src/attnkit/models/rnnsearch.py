@@ -86,7 +86,7 @@ class RNNSearch(LatentSeq2Seq):
             AdditiveScore(c.dec_hidden, 2 * c.enc_hidden, c.attn_hidden),
             normaliser=uniform if c.softness == "mean" else softmax,
         )
-        fed = 2 * c.enc_hidden if c.feed_context else 0  # Deng 2018's decoder: no context
+        fed = 0 if c.decoder == "deng" else 2 * c.enc_hidden  # Deng 2018: no context fed
         self.cell = nn.GRUCell(c.emb + fed, c.dec_hidden)
         self.output = DeepOutput(c.dec_hidden, c.emb, 2 * c.enc_hidden, c.maxout, c.tgt_vocab)
         self.drop = nn.Dropout(c.dropout)
@@ -115,7 +115,7 @@ class RNNSearch(LatentSeq2Seq):
         (s_prev,) = state  # (B, m)
         # ``embedded``: E y_{t-1} looked up for all positions at once (latent.unroll)
         y = dropped(self.drop, self.tgt_emb(prev) if embedded is None else embedded)  # (B, E)
-        feed = self.config.feed_context
+        feed = self.config.decoder != "deng"
         query = s_prev if feed else self.cell(y, s_prev)  # Deng 2018: s_t from y alone (B, m)
         score = cast(AdditiveScore, self.attention.score)
         mask = memory["mask"][:, 0]  # (B, S)
