@@ -261,8 +261,9 @@ def load(path: str | Path, device: str | torch.device = "cpu") -> Loaded:
     src_vocab = check.read_vocab(p / "src_vocab.json", getattr(config, "src_vocab", None))
     tgt_vocab = check.read_vocab(p / "tgt_vocab.json", getattr(config, "tgt_vocab", None))
     tensors = load_file(str(weights), device="cpu")
-    check.check_finite(weights, tensors)
     model = build_model(name, config)
+    parameters = {n for n, _ in model.named_parameters()}  # buffers may hold NaN as "unset"
+    check.check_finite(weights, {k: t for k, t in tensors.items() if k in parameters})
     model.load_state_dict(tensors)
     model.to(device).eval()
     return Loaded(model, name, src_vocab, tgt_vocab, meta, p)

@@ -130,9 +130,10 @@ def check_tensors(path: Path, stored: Spec, expected: Spec) -> None:
 
 
 def check_finite(path: Path, tensors: dict[str, torch.Tensor]) -> None:
-    """Every floating-point tensor holds only finite numbers: a model with a NaN or an inf
-    weight would print empty or garbage output with exit 0. One pass over the loaded weights
-    (the cost of reading them once)."""
+    """Every floating-point tensor of ``tensors`` (the caller passes the parameters: a buffer
+    may hold NaN on purpose, e.g. the captioner's reward baseline before its first update)
+    holds only finite numbers: a model with a NaN or an inf weight would print empty or
+    garbage output with exit 0. One pass over the loaded weights (the cost of reading them)."""
     for key, t in tensors.items():
         if t.is_floating_point() and not bool(torch.isfinite(t).all()):
             bad = "NaN" if bool(torch.isnan(t).any()) else "inf"

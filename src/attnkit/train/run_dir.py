@@ -213,7 +213,10 @@ def open_experiment(
             yield path
         finally:
             wrote = [n for n in _experiment_entries(path) if n not in kept]
-            _write_manifest(path, name, kept, wrote)
+            if wrote:
+                _write_manifest(path, name, kept, wrote)
+            else:  # refused or failed before writing anything: leave the folder as it was
+                (path / MANIFEST).unlink(missing_ok=True)
 
 
 __all__ = [
