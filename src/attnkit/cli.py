@@ -65,7 +65,10 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
-def make_parser() -> argparse.ArgumentParser:
+def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser. ``argv``: the command line it is about to parse, so that only the
+    experiment it names (``experiment NAME ...``) is imported to build its flags; None builds
+    every experiment's flags (the whole tree, for the help tests and the docs)."""
     parser = Parser(
         prog="attnkit",
         description="Attention mechanisms of the literature: train, evaluate, look inside.",
@@ -73,8 +76,21 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"attnkit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        importlib.import_module(f"attnkit.commands.{name.replace('-', '_')}").add_parser(sub)
+        module = importlib.import_module(f"attnkit.commands.{name.replace('-', '_')}")
+        if name == "experiment":
+            module.add_parser(sub, only=_named_experiment(argv))
+        else:
+            module.add_parser(sub)
     return parser
+
+
+def _named_experiment(argv: Sequence[str] | None) -> set[str] | None:
+    """{NAME} of ``experiment NAME ...``; the empty set for any other command line; None
+    (every experiment) without one."""
+    if argv is None:
+        return None
+    words = list(argv)
+    return {words[1]} if len(words) > 1 and words[0] == "experiment" else set()
 
 
 SEED_MAX = 2**32 - 1  # seeds feed torch, random and numpy (whose seeds are 0 .. 2**32 - 1)
@@ -98,7 +114,7 @@ def check_integers(args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = make_parser()
+    parser = make_parser(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

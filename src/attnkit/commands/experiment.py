@@ -10,8 +10,12 @@ from dataclasses import MISSING, Field, fields
 from typing import Any
 
 
-def add_parser(sub: Any) -> None:
-    from ..experiments import EXPERIMENTS, get
+def add_parser(sub: Any, only: set[str] | None = None) -> None:
+    """The ``experiment`` parser. ``only``: the experiments whose flags are built (each
+    imported for its config; None: every one); the others get their name and help alone, read
+    without importing them (``experiments.summary``), so that ``attnkit --help``, ``attnkit
+    info`` or ``attnkit train`` import no experiment."""
+    from ..experiments import EXPERIMENTS, get, summary
 
     p = sub.add_parser(
         "experiment",
@@ -26,10 +30,13 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=list_experiments)
     which = p.add_subparsers(dest="experiment", metavar="EXPERIMENT")
     for name in EXPERIMENTS:
-        exp = get(name)
+        about = summary(name)
         q = which.add_parser(
-            name, help=exp.help, description=f"{exp.description} Typical run: {exp.typical}."
+            name, help=about.help, description=f"{about.description} Typical run: {about.typical}."
         )
+        if only is not None and name not in only:
+            continue  # not named on this command line: its flags are never parsed
+        exp = get(name)
         for f in fields(exp.config):
             kind = type(f.default) if f.default is not MISSING else str
             q.add_argument(f"--{f.name.replace('_', '-')}", type=kind, default=None,
@@ -72,13 +79,13 @@ def list_experiments(args: argparse.Namespace) -> int:
     """``attnkit experiment`` with no name: every experiment, its claim and typical run time."""
     import textwrap
 
-    from ..experiments import EXPERIMENTS, get
+    from ..experiments import EXPERIMENTS, summary
 
     print("attnkit experiment NAME [--quick] [--seed S] [--out DIR]: reproduce a paper's claim")
     print("(NAME --help: its options; --quick: a seconds-long smoke run)\n")
     width = max(len(name) for name in EXPERIMENTS) + 4
     for name in EXPERIMENTS:
-        exp = get(name)
+        exp = summary(name)
         indent = " " * width
         lines = [(f"  {name:<{width - 2}}", exp.help), (indent, f"typical run: {exp.typical}")]
         for first, text in lines:

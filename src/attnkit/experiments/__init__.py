@@ -5,7 +5,10 @@ A new experiment is one module defining ``EXPERIMENT`` (see base.py) and one lin
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
+from dataclasses import dataclass
 
 from .base import Experiment
 
@@ -35,4 +38,41 @@ def get(name: str) -> Experiment:
     return experiment
 
 
-__all__ = ["EXPERIMENTS", "Experiment", "get"]
+@dataclass(frozen=True)
+class Summary:
+    """What ``attnkit experiment`` lists and ``--help`` shows of an experiment: its claim,
+    its typical run time and its description."""
+
+    name: str
+    help: str
+    typical: str
+    description: str
+
+
+def summary(name: str) -> Summary:
+    """The summary of experiment ``name``, read from the literal arguments of the
+    ``EXPERIMENT = Experiment(...)`` line of its module's source, without importing it (an
+    experiment imports its models and plotting; listing twelve of them should not); the
+    module is imported only where its source cannot be read that way."""
+    if name not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {name!r}; choose one of {sorted(EXPERIMENTS)}")
+    spec = importlib.util.find_spec(EXPERIMENTS[name])
+    try:
+        assert spec is not None and spec.origin is not None
+        with open(spec.origin, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        call = next(
+            node.value for node in tree.body
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+            and any(isinstance(t, ast.Name) and t.id == "EXPERIMENT" for t in node.targets)
+        )  # fmt: skip
+        given = {k.arg: ast.literal_eval(k.value) for k in call.keywords
+                 if k.arg in ("help", "typical", "description")}  # fmt: skip
+        return Summary(name, given["help"], given.get("typical", "unknown"),
+                       given["description"])  # fmt: skip
+    except (AssertionError, OSError, StopIteration, KeyError, ValueError, SyntaxError):
+        exp = get(name)
+        return Summary(name, exp.help, exp.typical, exp.description)
+
+
+__all__ = ["EXPERIMENTS", "Experiment", "Summary", "get", "summary"]
