@@ -41,6 +41,17 @@ def imported_packages(package: str) -> set[tuple[str, str]]:
         ("viz", {"train", "families"}),
         ("eval", {"train", "viz", "commands"}),
         ("decode", {"train", "viz", "eval", "commands"}),
+        # the rooms of the core (README, "The tree, room by room"): a stage imports nothing
+        # above it; mechanisms build on stages and core, never on a model or a task
+        ("stages", {"core", "modules", "registry", "mechanisms", "local", "interop", "nn",
+                    "models", "families", "data", "decode", "eval", "train", "viz", "bench",
+                    "experiments", "commands", "cli"}),
+        ("mechanisms", {"models", "families", "data", "decode", "eval", "train", "viz", "bench",
+                        "experiments", "commands", "cli", "interop"}),
+        ("local", {"core", "modules", "registry", "mechanisms", "models", "experiments",
+                   "commands", "interop"}),
+        ("models", {"experiments", "commands", "cli", "bench"}),
+        ("interop", {"models", "experiments", "commands", "train", "viz"}),
     ],
 )
 def test_package_does_not_import(package: str, forbidden: set[str]) -> None:

@@ -7,7 +7,13 @@ from importlib.metadata import PackageNotFoundError, version
 
 from . import masks
 from ._checks import checks, get_checks, set_checks
-from .alignment import (
+from .core import AttentionResult, attend, weighted_sum
+from .masks import and_masks, band_mask, causal_mask, or_masks, padding_mask
+from .mechanisms.hard import GumbelSoftmax, MovingAverageBaseline, SampleReduce, reinforce_loss
+from .mechanisms.multidim import MultiDimensionalAttention
+from .modules import Attention, CrossAttention, MultiHeadAttention, SelfAttention
+from .registry import build
+from .stages.alignment import (
     Alignment,
     AlignSpec,
     CausalAlignment,
@@ -16,14 +22,16 @@ from .alignment import (
     LocalP,
     SlidingWindow,
 )
-from .core import AttentionResult, attend, weighted_sum
-from .hard import GumbelSoftmax, MovingAverageBaseline, SampleReduce, reinforce_loss
-from .masks import and_masks, band_mask, causal_mask, or_masks, padding_mask
-from .modules import Attention, CrossAttention, MultiHeadAttention, SelfAttention
-from .multidim import MultiDimensionalAttention
-from .normalisers import Entmax15, Softmax, Sparsemax, entmax15, masked_softmax, softmax, sparsemax
-from .registry import build
-from .scores import (
+from .stages.normalisers import (
+    Entmax15,
+    Softmax,
+    Sparsemax,
+    entmax15,
+    masked_softmax,
+    softmax,
+    sparsemax,
+)
+from .stages.scores import (
     AdditiveScore,
     CosineScore,
     DotScore,

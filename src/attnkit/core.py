@@ -21,12 +21,12 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ._checks import check_mask, check_positions, check_qkv, finite_wanted
-from .alignment import AlignSpec
-from .capabilities import is_global, is_plain_sdpa
 from .local.dispatch import fast_local
-from .normalisers import compute_dtype, softmax
-from .reduction import Reduced, ReduceFn, weighted_sum
-from .scores import scaled_dot_score
+from .stages.alignment import AlignSpec
+from .stages.capabilities import is_global, is_plain_sdpa
+from .stages.normalisers import compute_dtype, softmax
+from .stages.reduction import Reduced, ReduceFn, weighted_sum
+from .stages.scores import scaled_dot_score
 
 ScoreFn = Callable[[Tensor, Tensor], Tensor]
 """A score: ``score(query (..., Tq, Dq), keys (..., Tk, Dk)) -> (..., Tq, Tk)`` (scores.py)."""
@@ -157,7 +157,7 @@ def attend(
     With ``need_weights=False`` and plain
     scaled-dot softmax attention, the fused ``F.scaled_dot_product_attention`` is used, and
     local alignments go to the O(n·window) kernels of ``attnkit.local`` when their stages
-    declare they can (``attnkit.capabilities``). ``weights_layout="band"`` (a sliding-window
+    declare they can (``attnkit.stages.capabilities``). ``weights_layout="band"`` (a sliding-window
     alignment, plain scaled-dot softmax) returns the weights in the band layout (..., Tq, W),
     ``weights[..., t, j]`` the weight of key ``t + extras["band_offset"] + j``: O(n·W) memory.
     A path that must hold dense (..., Tq, Tk) tensors over ``dense_budget_gib()`` (default

@@ -10,10 +10,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import check_dtype
-from .alignment import Alignment, CausalAlignment
 from .core import AttentionResult, NormaliseFn, Reduced, ReduceFn, attend, weighted_sum
-from .normalisers import softmax
-from .scores import ScaledDotScore, Score
+from .stages.alignment import Alignment, CausalAlignment
+from .stages.normalisers import softmax
+from .stages.scores import ScaledDotScore, Score
 
 _EVERY_KEY = Alignment()  # parameter-free: one shared instance, not one per decoding step
 

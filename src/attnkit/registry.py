@@ -12,12 +12,19 @@ from dataclasses import dataclass
 from torch import nn
 
 from ._checks import check_size
-from .alignment import Alignment, CausalAlignment, GlobalAlignment, LocalM, LocalP, SlidingWindow
 from .core import NormaliseFn, ReduceFn, weighted_sum
-from .hard import GumbelSoftmax, SampleReduce
+from .mechanisms.hard import GumbelSoftmax, SampleReduce
 from .modules import Attention, MultiHeadAttention, check_heads
-from .normalisers import Entmax15, Softmax, Sparsemax
-from .scores import (
+from .stages.alignment import (
+    Alignment,
+    CausalAlignment,
+    GlobalAlignment,
+    LocalM,
+    LocalP,
+    SlidingWindow,
+)
+from .stages.normalisers import Entmax15, Softmax, Sparsemax
+from .stages.scores import (
     AdditiveScore,
     CosineScore,
     DotScore,
@@ -284,7 +291,7 @@ def _multidim(
     **widths: int | None,
 ) -> nn.Module:  # fmt: skip
     """``build(..., output="multi-dimensional")``: the options that do not apply refused."""
-    from .multidim import MultiDimensionalAttention
+    from .mechanisms.multidim import MultiDimensionalAttention
 
     wrong = [
         f"{name}={value!r}"

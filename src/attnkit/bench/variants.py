@@ -119,7 +119,7 @@ def _additive(
     """Bahdanau's additive score, A = d: attnkit's (chunked so the (n, n, A) hidden tensor never
     exceeds 2^24 elements, recomputed in the backward pass) or computed in one piece."""
     from ..core import attend
-    from ..scores import AdditiveScore
+    from ..stages.scores import AdditiveScore
 
     score = AdditiveScore(dim, dim, dim).to(device)
     if chunked:

@@ -56,8 +56,8 @@ def summary(name: str) -> Summary:
     module is imported only where its source cannot be read that way."""
     if name not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {name!r}; choose one of {sorted(EXPERIMENTS)}")
-    spec = importlib.util.find_spec(EXPERIMENTS[name])
     try:
+        spec = importlib.util.find_spec(EXPERIMENTS[name])
         assert spec is not None and spec.origin is not None
         with open(spec.origin, encoding="utf-8") as f:
             tree = ast.parse(f.read())

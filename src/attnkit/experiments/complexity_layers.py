@@ -27,9 +27,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
-from ..alignment import SlidingWindow
 from ..local import DEFAULT_BLOCK, native
 from ..nn import MultiheadAttention
+from ..stages.alignment import SlidingWindow
 
 LAYERS = ("recurrent", "convolution", "self_attention", "restricted")
 # the stacks whose maximum path length is measured (Table 1's rows; the conv row two ways)

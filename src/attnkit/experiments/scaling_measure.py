@@ -28,8 +28,8 @@ import torch
 from einops import rearrange
 from torch import Tensor
 
-from ..normalisers import masked_softmax
-from ..scores import dot_score, scaled_dot_score
+from ..stages.normalisers import masked_softmax
+from ..stages.scores import dot_score, scaled_dot_score
 
 ScoreFn = Callable[[Tensor, Tensor], Tensor]
 SCORES: dict[str, ScoreFn] = {"dot": dot_score, "scaled_dot": scaled_dot_score}

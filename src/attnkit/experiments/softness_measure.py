@@ -152,11 +152,11 @@ def reduction_flops(batch: int, keys: int, dim: int) -> dict[str, int]:
 def reduction_cost(batch: int, keys: int, dim: int, width: int, reps: int) -> dict[str, Any]:
     """Time the additive scores and the reductions of one decoder step on random inputs
     (float32, this process's threads): soft Σ_j α_j v_j; hard by gathering v_z (what the
-    models here do); hard as ``attnkit.hard.SampleReduce`` computes it (one_hot(z) @ V, as
-    many multiply-adds as soft). FLOPs and value vectors read by formula."""
-    from ..hard import SampleReduce
-    from ..normalisers import softmax
-    from ..scores import AdditiveScore
+    models here do); hard as ``attnkit.mechanisms.hard.SampleReduce`` computes it
+    (one_hot(z) @ V, as many multiply-adds as soft). FLOPs and value vectors read by formula."""
+    from ..mechanisms.hard import SampleReduce
+    from ..stages.normalisers import softmax
+    from ..stages.scores import AdditiveScore
 
     torch.manual_seed(0)
     score = AdditiveScore(width, dim, width)

@@ -69,7 +69,7 @@ def cost_lines(result: dict[str, Any]) -> list[str]:
         f"{f['soft']:,} FLOPs, {c['values_read']['soft']:,} value vectors read "
         f"({1e6 * s['soft_reduce']:.0f} µs); hard reduction by gather 0 FLOPs, "
         f"{c['values_read']['hard']:,} vectors ({1e6 * s['hard_gather']:.0f} µs); hard as "
-        f"one_hot @ V (attnkit.hard.SampleReduce) {1e6 * s['hard_one_hot']:.0f} µs",
+        f"one_hot @ V (attnkit.mechanisms.hard.SampleReduce) {1e6 * s['hard_one_hot']:.0f} µs",
     ]
 
 

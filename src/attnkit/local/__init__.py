@@ -2,7 +2,7 @@
 Tq x Tk matrix. The reference semantics are ``attnkit.attend`` with the ``SlidingWindow``,
 ``LocalM`` and ``LocalP`` alignments; every function here is tested against it. ``attend``
 routes to these kernels through ``dispatch.fast_local`` by the stages' declared capabilities
-(``attnkit.capabilities``); nothing here imports ``attnkit.core``."""
+(``attnkit.stages.capabilities``); nothing here imports ``attnkit.core``."""
 
 from .band import band_key_index, band_to_dense
 from .sliding import DEFAULT_BLOCK, LocalResult, sliding_window_attention

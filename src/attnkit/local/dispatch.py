@@ -2,7 +2,7 @@
 
 Called by ``attend`` before the alignment builds its dense (Tq, Tk) mask; returns None when
 the reference path must run (weights requested, or stages the kernels do not implement). It
-asks the stages' capabilities (``attnkit.capabilities``), never their classes:
+asks the stages' capabilities (``attnkit.stages.capabilities``), never their classes:
 
 * plain scaled-dot softmax attention, an alignment with a ``sliding_band`` and the default
   query positions -> the sliding-window kernel (``sliding_window_attention``);
@@ -19,8 +19,14 @@ from typing import Any
 
 from torch import Tensor
 
-from ..capabilities import is_gatherable, is_plain_sdpa, is_weighted_sum, key_window, sliding_band
-from ..normalisers import compute_dtype
+from ..stages.capabilities import (
+    is_gatherable,
+    is_plain_sdpa,
+    is_weighted_sum,
+    key_window,
+    sliding_band,
+)
+from ..stages.normalisers import compute_dtype
 from .sliding import sliding_window_attention
 from .window import attend_window
 

@@ -39,7 +39,7 @@ from torch import Tensor
 
 from .._checks import check_mask, check_qkv, check_width, check_window
 from ..masks import window_mask
-from ..normalisers import compute_dtype, masked_softmax
+from ..stages.normalisers import compute_dtype, masked_softmax
 from . import native
 from .sliding_grad import (
     Plan,

@@ -1,5 +1,5 @@
 """Local attention over a gathered window of keys: Luong 2015's local-m and local-p (§3.2), and
-any alignment that declares a ``key_window`` (see ``attnkit.capabilities``).
+any alignment that declares a ``key_window`` (see ``attnkit.stages.capabilities``).
 
     local-m:  p_t = t (the query's position)
     local-p:  p_t = S · sigmoid(v_pᵀ tanh(W_p h_t))                       (eq. 9)
@@ -27,10 +27,10 @@ import torch
 from torch import Tensor
 
 from .._checks import check_mask, check_qkv
-from ..alignment import KeyWindow
-from ..capabilities import key_window
-from ..normalisers import compute_dtype, softmax
-from ..scores import scaled_dot_score
+from ..stages.alignment import KeyWindow
+from ..stages.capabilities import key_window
+from ..stages.normalisers import compute_dtype, softmax
+from ..stages.scores import scaled_dot_score
 
 
 @dataclass

@@ -26,9 +26,9 @@ import torch
 from torch import Tensor
 
 from ..core import NormaliseFn
-from ..hard import GumbelSoftmax, SampleReduce
-from ..normalisers import softmax
-from ..reduction import Reduced, ReduceFn, weighted_sum
+from ..mechanisms.hard import GumbelSoftmax, SampleReduce
+from ..stages.normalisers import softmax
+from ..stages.reduction import Reduced, ReduceFn, weighted_sum
 from .latent import tau_at, uniform
 
 SOFTNESS = ("soft", "mean", "hard", "gumbel", "variational")

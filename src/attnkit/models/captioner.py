@@ -40,9 +40,9 @@ from torch import Tensor, nn
 
 from .._checks import check_ranges
 from ..core import attend
-from ..hard import MovingAverageBaseline, reinforce_loss
-from ..scores import AdditiveScore
-from ..variational import enumerated_elbo, log_normalise
+from ..mechanisms.hard import MovingAverageBaseline, reinforce_loss
+from ..mechanisms.variational import enumerated_elbo, log_normalise
+from ..stages.scores import AdditiveScore
 from .caption_softness import (
     ExpectationMix,
     check_softness,

@@ -21,8 +21,8 @@ import torch
 from torch import Tensor, nn
 
 from .._checks import check_ranges
-from ..coattention import AlternatingCoAttention, CoAttentionResult, ParallelCoAttention
-from ..multidim import FeaturewisePool
+from ..mechanisms.coattention import AlternatingCoAttention, CoAttentionResult, ParallelCoAttention
+from ..mechanisms.multidim import FeaturewisePool
 from .encoders import GRUEncoder
 
 COATTENTION = ("parallel", "alternating", "none")

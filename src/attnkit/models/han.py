@@ -19,8 +19,8 @@ import torch
 from torch import Tensor, nn
 
 from .._checks import check_ranges
-from ..disan import DiSAEncoder
-from ..hierarchical import (
+from ..mechanisms.disan import DiSAEncoder
+from ..mechanisms.hierarchical import (
     AttentionPool,
     FunctionPool,
     Hierarchy,
@@ -28,7 +28,7 @@ from ..hierarchical import (
     max_pool,
     mean_pool,
 )
-from ..multidim import FeaturewisePool
+from ..mechanisms.multidim import FeaturewisePool
 from .encoders import run_packed
 
 POOLS = ("attention", "mean", "max", "multidim")

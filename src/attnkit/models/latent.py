@@ -16,8 +16,8 @@ reads:
                  updates; z = argmax α_t at test
     variational  z_t latent with prior α_t:  p(y_t | x, y<t) = Σ_z α_tz p(y_t | h_z, ...);
                  trained on the ELBO with q(z_t | x, y) from ``InferenceNetwork`` (estimator
-                 "enumerate" or "sample", attnkit.variational); at test the exact marginal under
-                 the prior p (q needs the target), and the ELBO under q is the bound
+                 "enumerate" or "sample", attnkit.mechanisms.variational); at test the exact
+                 marginal under the prior p (q needs the target), and the ELBO under q is the bound
 
 The baseline b of REINFORCE (hard, variational-sample), ``reward_baseline``: "average", the
 moving average of the reward (Xu 2015, §4.1), or "soft", per token the log-likelihood of the
@@ -58,8 +58,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..hard import GumbelSoftmax, MovingAverageBaseline, reinforce_loss
-from ..variational import (
+from ..mechanisms.hard import GumbelSoftmax, MovingAverageBaseline, reinforce_loss
+from ..mechanisms.variational import (
     enumerated_elbo,
     log_marginal,
     log_normalise,

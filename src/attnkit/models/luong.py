@@ -31,8 +31,8 @@ from torch import Tensor, nn
 
 from .._checks import check_ranges
 from ..modules import Attention
-from ..normalisers import softmax
 from ..registry import build_alignment, build_score, canonical, check_window_for
+from ..stages.normalisers import softmax
 from .base import Memory, State, source_mask
 from .encoders import GRUEncoder
 from .latent import (

@@ -4,7 +4,7 @@ annotations with the additive score, queried by the previous decoder state.
 
     h_j = [h→_j ; h←_j]                                  annotations (B, S, 2n)
     e_ij = v_aᵀ tanh(W_a s_{i-1} + U_a h_j)               (eq. 6; attnkit.AdditiveScore)
-    α_ij = softmax_j(e_ij),  c_i = Σ_j α_ij h_j           (eq. 5-6; attnkit.stepwise)
+    α_ij = softmax_j(e_ij),  c_i = Σ_j α_ij h_j           (eq. 5-6; attnkit.mechanisms.stepwise)
     s_i = GRU([E y_{i-1}; c_i], s_{i-1}),  s_0 = tanh(W_s h←_1)
     p(y_i | ...) = softmax(W_o maxout(U_o s_i + V_o E y_{i-1} + C_o c_i))  (App. A.2.2)
 
@@ -23,10 +23,10 @@ import torch
 from torch import Tensor, nn
 
 from .._checks import check_ranges
+from ..mechanisms.stepwise import attend_step
 from ..modules import Attention
-from ..normalisers import softmax
-from ..scores import AdditiveScore
-from ..stepwise import attend_step
+from ..stages.normalisers import softmax
+from ..stages.scores import AdditiveScore
 from .base import DeepOutput, Memory, State, dropped, source_mask
 from .encoders import GRUEncoder
 from .latent import (

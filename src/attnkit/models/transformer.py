@@ -31,9 +31,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .._checks import check_ranges
-from ..alignment import CausalAlignment
 from ..modules import CrossAttention, SelfAttention, check_heads
-from ..scores import DotScore, ScaledDotScore, Score
+from ..stages.alignment import CausalAlignment
+from ..stages.scores import DotScore, ScaledDotScore, Score
 from .base import Memory, Seq2Seq, Seq2SeqOutput, State, dropped, source_mask
 
 SHARE = ("none", "output", "all")

@@ -19,12 +19,12 @@ from einops import rearrange
 from torch import Tensor, nn
 
 from .._checks import check_dtype
-from ..alignment import Alignment
 from ..core import AttentionResult, NormaliseFn, attend, weighted_sum
 from ..masks import and_masks, causal_mask
 from ..modules import DropoutReduce, check_heads
-from ..normalisers import softmax
-from ..scores import ScaledDotScore, Score
+from ..stages.alignment import Alignment
+from ..stages.normalisers import softmax
+from ..stages.scores import ScaledDotScore, Score
 
 
 class _BiasedScore:

@@ -1,0 +1,91 @@
+"""What a stage can do, as the fast paths ask it: never ``isinstance`` of a concrete score or
+alignment class, so a new stage that declares a capability gets the fast path without an edit
+to the dispatcher.
+
+A normaliser declares ``plain_softmax`` (bool): it is exactly softmax over the allowed keys.
+A score declares
+    ``plain_scaled_dot`` (bool): it is exactly qᵀk / √d_k, so a fused SDPA kernel may compute it;
+    ``gatherable`` (bool): ``score(q (..., Tq, 1, Dq), k (..., Tq, W, Dk))`` scores a gathered
+        window of keys, i.e. it broadcasts over leading dims and reads the keys it is given.
+An alignment declares (``attnkit.stages.alignment``)
+    ``sliding_band(query) -> Band | None``: the sliding-window kernel (attnkit.local.sliding);
+    ``key_window(query, keys, mask, positions) -> KeyWindow | None``: the gathered-window
+        kernel (attnkit.local.window).
+Plain functions carry the flags as attributes (see ``scores.scaled_dot_score``); a callable
+that declares nothing takes the reference path.
+
+This module imports no other attnkit module that imports it, so ``core`` and ``local`` both
+use it without a cycle.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import Tensor
+
+from .alignment import Alignment, Band, KeyWindow
+from .reduction import weighted_sum
+
+
+def is_plain_scaled_dot(score: Any) -> bool:
+    """score(q, k) = qᵀk / √d_k exactly."""
+    return bool(getattr(score, "plain_scaled_dot", False))
+
+
+def is_gatherable(score: Any) -> bool:
+    """The score can score a gathered window of keys (q (..., Tq, 1, Dq), k (..., Tq, W, Dk))."""
+    return bool(getattr(score, "gatherable", False))
+
+
+def is_plain_softmax(normaliser: Any) -> bool:
+    """softmax(e) with temperature 1 over the allowed keys, zero on fully masked rows."""
+    return bool(getattr(normaliser, "plain_softmax", False))
+
+
+def is_weighted_sum(reduce: Any) -> bool:
+    """c = Σ_j a_j v_j, nothing else (no dropout, no sample)."""
+    return reduce is weighted_sum
+
+
+def is_plain_sdpa(score: Any, normaliser: Any, reduce: Any) -> bool:
+    """softmax(qkᵀ/√d) v: what ``F.scaled_dot_product_attention`` computes."""
+    return is_plain_scaled_dot(score) and is_plain_softmax(normaliser) and is_weighted_sum(reduce)
+
+
+def is_global(align: Any) -> bool:
+    """Every key the mask allows, no prior: None, or an alignment that keeps the base class's
+    ``forward`` (``AlignSpec(mask)``) and declares no band or key window."""
+    if align is None:
+        return True
+    kind = type(align)
+    return all(
+        getattr(kind, name, None) is getattr(Alignment, name)
+        for name in ("forward", "sliding_band", "key_window")
+    )
+
+
+def sliding_band(align: Any, query: Tensor) -> Band | None:
+    """The band an alignment is at the default positions, or None."""
+    ask = getattr(align, "sliding_band", None)
+    return None if ask is None else ask(query)
+
+
+def key_window(
+    align: Any, query: Tensor, keys: Tensor, mask: Tensor | None, positions: Tensor | None
+) -> KeyWindow | None:
+    """The few keys each query may reach under this alignment, or None."""
+    ask = getattr(align, "key_window", None)
+    return None if ask is None else ask(query, keys, mask, positions)
+
+
+__all__ = [
+    "is_gatherable",
+    "is_global",
+    "is_plain_scaled_dot",
+    "is_plain_sdpa",
+    "is_plain_softmax",
+    "is_weighted_sum",
+    "key_window",
+    "sliding_band",
+]

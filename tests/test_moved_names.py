@@ -1,0 +1,41 @@
+"""The old import paths of the modules that moved into rooms (README, "Where things moved")
+still work for one release, as the very same modules: a name imported either way is one
+object, and a patch through the old name is seen through the new one."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+MOVED = {
+    "scores": "stages.scores", "alignment": "stages.alignment",
+    "normalisers": "stages.normalisers", "reduction": "stages.reduction",
+    "capabilities": "stages.capabilities", "additive_chunks": "stages._additive_chunks",
+    "hard": "mechanisms.hard", "variational": "mechanisms.variational",
+    "multidim": "mechanisms.multidim", "coattention": "mechanisms.coattention",
+    "hierarchical": "mechanisms.hierarchical", "disan": "mechanisms.disan",
+    "stepwise": "mechanisms.stepwise", "hf_attention": "interop.hf_attention",
+    "hf": "interop.hf",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("old", sorted(MOVED))
+def test_the_old_name_is_the_new_module(old: str) -> None:
+    before = importlib.import_module(f"attnkit.{old}")
+    after = importlib.import_module(f"attnkit.{MOVED[old]}")
+    assert before is after
+    public = [n for n in dir(after) if not n.startswith("_")]
+    assert public and all(getattr(before, n) is getattr(after, n) for n in public)
+
+
+def test_from_imports_and_patches_through_the_old_name(monkeypatch) -> None:
+    from attnkit.scores import DotScore as old
+    from attnkit.stages.scores import DotScore as new
+
+    assert old is new
+    import attnkit.normalisers
+    import attnkit.stages.normalisers
+
+    monkeypatch.setattr(attnkit.normalisers, "SENTINEL", 1, raising=False)
+    assert attnkit.stages.normalisers.SENTINEL == 1  # type: ignore[attr-defined]
