@@ -1,4 +1,6 @@
-"""Sequence-to-sequence models built from attnkit's attention modules; one file per model.
+"""The models built from attnkit's attention, one file each, in one registry: the
+sequence-to-sequence models (RNNsearch, RNNencdec, Luong, the Transformer) and the models of
+the other task families (the forecaster, HAN, DigitQA, the captioner).
 
 build_model("rnnsearch", src_vocab=120, tgt_vocab=200, preset="small", emb=32)
 """
