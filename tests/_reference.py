@@ -194,3 +194,27 @@ def band_ref(tq: int, tk: int, radius: int, causal: bool) -> Tensor:
 
 def sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x))
+
+
+# ------------------------------------------------------------------- Sparse Transformer patterns
+
+
+def factorised_sets(pattern: str, i: int, tk: int, l: int, c: int, causal: bool):
+    """A⁽¹⁾_i and A⁽²⁾_i of Child et al. 2019, §4.2, as Python sets over keys 0 .. Tk-1:
+    strided A⁽¹⁾ = {t .. i}, t = max(0, i - l), A⁽²⁾ = {j : (i - j) mod l = 0}; fixed
+    A⁽¹⁾ = {j : ⌊j/l⌋ = ⌊i/l⌋}, A⁽²⁾ = {j : j mod l ∈ {l - c, .., l - 1}}. Causal keeps j <= i;
+    not causal, the strided parts look both ways (|i - j| <= l, |i - j| a multiple of l)."""
+    keys = range(tk)
+    if pattern == "strided":
+        if causal:
+            first = set(range(max(0, i - l), min(i, tk - 1) + 1))
+            second = {j for j in keys if j <= i and (i - j) % l == 0}
+        else:
+            first = {j for j in keys if abs(i - j) <= l}
+            second = {j for j in keys if abs(i - j) % l == 0}
+    else:
+        first = {j for j in keys if j // l == i // l}
+        second = {j for j in keys if j % l in range(l - c, l)}
+        if causal:
+            first, second = {j for j in first if j <= i}, {j for j in second if j <= i}
+    return first, second

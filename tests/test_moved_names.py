@@ -39,3 +39,15 @@ def test_from_imports_and_patches_through_the_old_name(monkeypatch) -> None:
 
     monkeypatch.setattr(attnkit.normalisers, "SENTINEL", 1, raising=False)
     assert attnkit.stages.normalisers.SENTINEL == 1  # type: ignore[attr-defined]
+
+
+def test_a_plain_import_reaches_the_old_names() -> None:
+    """``import attnkit`` then ``attnkit.scores.DotScore``, in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    code = ("import attnkit; print(attnkit.scores.DotScore.__module__, "
+            "attnkit.hard.SampleReduce.__module__)")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.split()  # fmt: skip
+    assert out == ["attnkit.stages.scores", "attnkit.mechanisms.hard"]

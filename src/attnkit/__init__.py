@@ -54,9 +54,18 @@ _TRAINING = {
 }
 
 
+# the modules that moved into rooms (README, "Where things moved"): ``attnkit.scores`` and the
+# like still resolve, to the same modules, for one release
+_MOVED = {
+    "scores", "alignment", "normalisers", "reduction", "capabilities", "additive_chunks",
+    "hard", "variational", "multidim", "coattention", "hierarchical", "disan", "stepwise",
+    "hf_attention", "hf",
+}  # fmt: skip
+
 # subpackages reachable as ``attnkit.viz`` etc. after a plain ``import attnkit``, imported
-# on first use
-_SUBPACKAGES = ("data", "decode", "eval", "experiments", "models", "train", "viz")
+# on first use; with them the old names of the modules that moved into rooms
+_SUBPACKAGES = ("data", "decode", "eval", "experiments", "models", "train", "viz",
+                "stages", "mechanisms", "interop", *_MOVED)  # fmt: skip
 
 
 def __getattr__(name: str) -> object:
@@ -73,6 +82,7 @@ try:
     __version__ = version("attnkit")
 except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0+src"
+
 
 __all__ = [
     "checks",

@@ -33,6 +33,7 @@ from .stages.scores import (
     ScaledDotScore,
     Score,
 )
+from .stages.sparse import PATTERNS, FactorisedAlignment, PatternSpec
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,16 @@ SCORE_ALIASES = {
     "bahdanau": "additive",
 }
 
+def _factorised(pattern: str, causal: bool, split: bool) -> Callable[[int, int | None], Alignment]:
+    """The builder of a Sparse Transformer pattern: ``window`` is its stride l (fixed: c = 1)."""
+
+    def build(query_dim: int, window: int | None) -> Alignment:
+        spec = PatternSpec(pattern, _need(window, "window"), causal=causal, split_heads=split)
+        return FactorisedAlignment(spec)
+
+    return build
+
+
 ALIGNMENTS: dict[str, Callable[[int, int | None], Alignment]] = {
     "global": lambda q, w: GlobalAlignment(),
     "causal": lambda q, w: CausalAlignment(),
@@ -70,11 +81,21 @@ ALIGNMENTS: dict[str, Callable[[int, int | None], Alignment]] = {
     "local-p": lambda q, w: LocalP(q, _need(w, "window")),
     "sliding": lambda q, w: SlidingWindow(_need(w, "window")),
     "sliding-causal": lambda q, w: SlidingWindow(_need(w, "window"), causal=True),
+    # the Sparse Transformer's patterns (Child 2019): window = the stride l; fixed with c = 1
+    **{
+        p + ("-causal" if causal else "") + ("-heads" if split else ""): _factorised(
+            p, causal, split
+        )
+        for p in PATTERNS
+        for causal in (False, True)
+        for split in (False, True)
+    },
 }
 """Alignment builders by name: ``ALIGNMENTS[name](query_dim, window)``."""
 
 # the alignments that take ``window=...``, with the least window each accepts
 WINDOWED: dict[str, int] = {"local-m": 0, "local-p": 1, "sliding": 0, "sliding-causal": 0}
+WINDOWED.update({name: 1 for name in ALIGNMENTS if name.startswith(PATTERNS)})
 """The alignments that take ``window=...``, with the least window each accepts."""
 
 NORMALISERS: dict[str, Callable[[float], NormaliseFn]] = {
@@ -130,6 +151,18 @@ VARIANTS: list[Variant] = [
     Variant("local-p", "alignment", "Luong et al. 2015", "p_t = S·σ(v_pᵀ tanh(W_p h_t))"),
     Variant("sliding", "alignment", "Vaswani et al. 2017 (restricted)", "|i - j| <= r"),
     Variant("sliding-causal", "alignment", "Vaswani et al. 2017 (restricted)", "0 <= i - j <= r"),
+    *[
+        Variant(
+            name, "alignment", "Child et al. 2019",
+            ("|i - j| <= l or (i - j) mod l = 0" if name.startswith("strided") else
+             "⌊j/l⌋ = ⌊i/l⌋ or j mod l >= l - c")
+            + (", j <= i" if "-causal" in name else "")
+            + ("; head h: the first part if h is even, else the second" if name.endswith("-heads")
+               else ""),
+        )
+        for name in ALIGNMENTS
+        if name.startswith(PATTERNS)
+    ],  # fmt: skip
     Variant("softmax", "normaliser", "Bahdanau et al. 2015", "exp(e/T) / Σ exp(e/T)"),
     Variant("sparsemax", "normaliser", "Martins & Astudillo 2016", "[z - τ]₊"),
     Variant("entmax15", "normaliser", "Peters et al. 2019", "[z/2 - τ]₊²"),
@@ -262,6 +295,11 @@ def build(
         return _multidim(score, heads, align, reduce, normaliser, temperature,
                          dim=dim, key_dim=key_dim, value_dim=value_dim, hidden=hidden)  # fmt: skip
     red = REDUCTIONS[canonical("reduction", reduce)]()
+    if canonical("alignment", align).endswith("-heads") and (heads or 1) < 2:
+        raise ValueError(
+            f"align={align!r} splits its pattern across heads (Child et al. 2019): pass "
+            f"heads >= 2, or use align={align.removesuffix('-heads')!r}, the merged pattern"
+        )
     if heads is None:
         sc = build_score(score, dim, key_dim, hidden=hidden, max_keys=max_keys)
         return Attention(
