@@ -94,8 +94,10 @@ ALIGNMENTS: dict[str, Callable[[int, int | None], Alignment]] = {
 """Alignment builders by name: ``ALIGNMENTS[name](query_dim, window)``."""
 
 # the alignments that take ``window=...``, with the least window each accepts
-WINDOWED: dict[str, int] = {"local-m": 0, "local-p": 1, "sliding": 0, "sliding-causal": 0}
-WINDOWED.update({name: 1 for name in ALIGNMENTS if name.startswith(PATTERNS)})
+WINDOWED: dict[str, int] = {
+    "local-m": 0, "local-p": 1, "sliding": 0, "sliding-causal": 0,
+    **{name: 1 for name in ALIGNMENTS if name.startswith(PATTERNS)},  # the stride l >= 1
+}  # fmt: skip
 """The alignments that take ``window=...``, with the least window each accepts."""
 
 NORMALISERS: dict[str, Callable[[float], NormaliseFn]] = {

@@ -43,11 +43,11 @@ REQUIRED = [
     "attnkit.eval",
     "attnkit.viz",
     "attnkit.experiments",
-    "attnkit.hf",
+    "attnkit.interop.hf",  # the module attnkit.hf names
 ]
 PROTOCOL = {"forward", "extra_repr"}  # nn.Module methods the class docstring speaks for
 # documented modules that need an optional extra to import: module -> the package it needs
-EXTRAS = {"attnkit.hf": "transformers"}
+EXTRAS = {"attnkit.interop.hf": "transformers"}
 
 
 def available(path: str) -> bool:

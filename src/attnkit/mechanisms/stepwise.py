@@ -14,8 +14,8 @@ global attention on (..., Tk) rows:
     c = Σ_j a_j v_j                (..., Dv)        (Bahdanau 2015, eq. 5)
 
 equal to ``attend(s[..., None, :], keys, values, ...)`` with its query axis dropped
-(tests/test_stepwise.py). What depends only on the keys is left to the caller to do once per
-sentence: the keys projected by the score (``AdditiveScore.project_keys``, then
+(tests/mechanisms/test_stepwise.py). What depends only on the keys is left to the caller to
+do once per sentence: the keys projected by the score (``AdditiveScore.project_keys``, then
 ``AdditiveScore.step_on_projected_keys`` as the score), and the knowledge that every row has
 a key (``every_row``: a decoder whose encoder refused empty sources knows it from that).
 

@@ -225,7 +225,7 @@ def test_missing_window_and_unsupported_arguments_are_clear_errors() -> None:
 
 
 def test_example_swaps_sparsemax_into_gpt2(tmp_path: Path) -> None:
-    path = Path(__file__).parents[1] / "examples" / "hf_sparsemax.py"
+    path = Path(__file__).parents[2] / "examples" / "hf_sparsemax.py"
     spec = importlib.util.spec_from_file_location("hf_sparsemax_example", path)
     assert spec is not None and spec.loader is not None
     example = importlib.util.module_from_spec(spec)

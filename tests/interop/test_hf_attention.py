@@ -1,6 +1,6 @@
 """attnkit.hf_attention (HF's attention convention on attnkit's core) against an eager
 reference written here in float64 from the equations, and HF's own mask formulas. Needs no
-``transformers``; tests/test_hf.py runs the real models."""
+``transformers``; tests/interop/test_hf.py runs the real models."""
 
 from __future__ import annotations
 

@@ -216,7 +216,7 @@ def test_reinforce_and_gumbel_both_learn_where_to_look() -> None:
 def test_readme_hard_attention_example_runs() -> None:
     from pathlib import Path
 
-    readme = (Path(__file__).parents[1] / "README.md").read_text("utf-8")
+    readme = (Path(__file__).parents[2] / "README.md").read_text("utf-8")
     section = readme[readme.index("## Hard attention") :]
     code = section[section.index("```python") + len("```python") : section.index("```\n", 20)]
     scope: dict = {}
