@@ -10,7 +10,7 @@ import torch
 from attnkit.bench.suite import SuiteConfig, plan_cases
 from attnkit.bench.variants import Case, available, synchronised
 from attnkit.cli import main
-from attnkit.local.sliding import _Geometry
+from attnkit.local.tiles import Geometry
 
 
 def test_cases_carry_the_suite_device() -> None:
@@ -54,5 +54,5 @@ def test_a_cuda_step_synchronises_after_the_work(monkeypatch: pytest.MonkeyPatch
 
 
 def test_the_band_mask_is_built_on_the_inputs_device() -> None:
-    geo = _Geometry(100, 100, 8, False, 16, torch.device("meta"))
+    geo = Geometry(100, 100, 8, False, 16, torch.device("meta"))
     assert geo.band.device.type == "meta" and geo.band.shape == (16, 16 + 2 * 8)

@@ -132,9 +132,10 @@ def test_gradients_over_shapes(
 
 def test_backward_block_follows_the_width() -> None:
     """About the band's width, between the forward block and ``BACKWARD_BLOCK``."""
-    assert sliding_grad.backward_block(2 * 256 + 1) == sliding_grad.BACKWARD_BLOCK == 192
-    assert sliding_grad.backward_block(65) == 64
-    assert sliding_grad.backward_block(9) == sliding.DEFAULT_BLOCK
+    smallest = sliding.DEFAULT_BLOCK
+    assert sliding_grad.backward_block(2 * 256 + 1, smallest) == sliding_grad.BACKWARD_BLOCK == 192
+    assert sliding_grad.backward_block(65, smallest) == 64
+    assert sliding_grad.backward_block(9, smallest) == sliding.DEFAULT_BLOCK
 
 
 @pytest.fixture
@@ -145,7 +146,7 @@ def own_backward_blocks(monkeypatch):  # type: ignore[no-untyped-def]
     monkeypatch.setattr(sliding_grad, "BACKWARD_BLOCK", 16)
     monkeypatch.setattr(sliding, "CHUNK_QUERIES", 40)
     monkeypatch.setattr(sliding_grad, "BACKWARD_QUERIES", 48)
-    assert sliding_grad.backward_block(2 * 20 + 1) == 16
+    assert sliding_grad.backward_block(2 * 20 + 1, sliding.DEFAULT_BLOCK) == 16
 
 
 @pytest.mark.usefixtures("own_backward_blocks")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .csv_rows import csv_rows
-from .example import Splits
+from .example import Splits, split
 
 POSITIVE = ("good", "great", "fine", "nice", "superb")
 NEGATIVE = ("bad", "poor", "awful", "weak", "dull")
@@ -150,8 +150,6 @@ def file_splits(
 ) -> Splits[Doc]:
     """The documents of a (label, text) file, shuffled with ``seed`` and cut into
     train/valid/test (``split_sizes``)."""
-    from .tasks import split
-
     docs, _ = read_labelled(path)
     return split(docs, split_sizes(len(docs), sizes), seed)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -35,4 +36,12 @@ class Splits(Generic[T]):
         return getattr(self, name)
 
 
-__all__ = ["Example", "Splits"]
+def split(examples: list[T], sizes: tuple[int, int, int], seed: int) -> Splits[T]:
+    """Shuffle distinct examples with ``seed`` and cut them into train/valid/test."""
+    xs = list(examples)
+    random.Random(seed).shuffle(xs)
+    a, b, c = sizes
+    return Splits(xs[:a], xs[a : a + b], xs[a + b : a + b + c])
+
+
+__all__ = ["Example", "Splits", "split"]

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 
 from . import coref, dates, digit_captions, digit_qa, docs, series, synthetic, toy_ko
-from .example import Splits, T
+from .example import Splits, split
 
 DEFAULT_SIZES = {
     "toy-ko": (8000, 400, 500),
@@ -23,14 +22,6 @@ DEFAULT_SIZES = {
 }
 # how a task's tokens join into text ("" = characters)
 JOIN = {"dates": ""}
-
-
-def split(examples: list[T], sizes: tuple[int, int, int], seed: int) -> Splits[T]:
-    """Shuffle distinct examples with ``seed`` and cut them into train/valid/test."""
-    xs = list(examples)
-    random.Random(seed).shuffle(xs)
-    a, b, c = sizes
-    return Splits(xs[:a], xs[a : a + b], xs[a + b : a + b + c])
 
 
 def toy_ko_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits:

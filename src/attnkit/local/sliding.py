@@ -38,7 +38,6 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .._checks import check_mask, check_qkv, check_width, check_window
-from ..masks import window_mask
 from ..stages.normalisers import compute_dtype, masked_softmax
 from . import native
 from .sliding_grad import (
@@ -49,6 +48,7 @@ from .sliding_grad import (
     run_mask,
     runs,
 )
+from .tiles import Geometry, full_rank
 
 # forward query block: SDPA's CPU kernel on (b, L) tiles is about as fast per computed FLOP at
 # b = 32 as at 128 (its inner query split is 32 for either), and L = b + W - 1 wastes fewer
@@ -132,10 +132,10 @@ def sliding_window_attention(
         )[0]  # fmt: skip
         return LocalResult(ctx.reshape(*lead, tq, -1), None, -r)
     b = min(block or DEFAULT_BLOCK, tq)
-    geo = _Geometry(tq, tk, r, causal, b, query.device)
+    geo = Geometry(tq, tk, r, causal, b, query.device)
     # the backward pass tiles on its own (larger) blocks unless ``block`` fixes both
-    bb = min(backward_block(geo.width), tq)
-    back = geo if block or bb == b else _Geometry(tq, tk, r, causal, bb, query.device)
+    bb = min(backward_block(geo.width, DEFAULT_BLOCK), tq)
+    back = geo if block or bb == b else Geometry(tq, tk, r, causal, bb, query.device)
 
     q = query.reshape(-1, tq, query.shape[-1])  # (G, Tq, D)
     k = keys.reshape(-1, tk, keys.shape[-1])  # (G, Tk, D)
@@ -148,7 +148,7 @@ def sliding_window_attention(
         own_backward and q.device.type == "cpu" and torch.is_grad_enabled()
         and any(x.requires_grad for x in (q, k, v))
     ):  # fmt: skip
-        plan = Plan(geo, user, back, mask, lead)
+        plan = Plan(geo, user, back, mask, lead, CHUNK_QUERIES)
         ctx, weights = SlidingWindowFunction.apply(q, k, v, plan), None  # (G, Tq, Dv)
     else:
         ctx, weights = _fused(q, k, v, geo, user), None  # (G, Tq, Dv)
@@ -187,82 +187,13 @@ def _native_keep(
         return False, None
     if mask is None:
         return True, None
-    m = _full_rank(mask, lead)  # (.., 1, Tk|1)
+    m = full_rank(mask, lead)  # (.., 1, Tk|1)
     if math.prod(m.shape[:-2]) == 1:
         return True, m.reshape(1, -1).expand(1, tk).contiguous()  # (1, Tk)
     return True, m.expand(*lead, 1, tk).reshape(-1, tk).contiguous()  # (G, Tk)
 
 
-class _Geometry:
-    """Where the blocks, their key tiles and their masks lie."""
-
-    def __init__(
-        self, tq: int, tk: int, r: int, causal: bool, b: int, device: torch.device | None = None
-    ) -> None:
-        width = r + 1 if causal else 2 * r + 1
-        self.tq, self.tk, self.r, self.width, self.b = tq, tk, r, width, b
-        self.nb = -(-tq // b)
-        self.L = b + width - 1
-        self.padded = (self.nb - 1) * b + self.L  # padded key length the tiles cover
-        # in a tile, key c sits at c - r relative to the block start: query a is at a + r
-        # built where the inputs are: a copy to the GPU per call would wait for the device
-        pos = torch.arange(b, device=device) + r  # (b,)
-        self.band = window_mask(pos, self.L, r, causal=causal)  # (b, L), shared
-        # blocks [i0, i1) reach only existing keys and hold no padded query: no edge mask, and
-        # their query and key tiles are views of the inputs, no copy
-        self.i0 = min(self.nb, -(-r // b))
-        self.i1 = max(self.i0, min(tq // b, (tk + r - self.L) // b + 1))
-
-    def pad_keys(self, x: Tensor, value: float | bool = 0.0) -> Tensor:
-        """(..., Tk, D) -> (..., padded, D): r slots in front, the tail padded or cut."""
-        return _window(x, -self.r, self.padded - self.r, value)
-
-    def query_tiles(self, q: Tensor, start: int, stop: int) -> Tensor:
-        """Queries of blocks [start, stop): (G, Tq, D) -> (G, nr, b, D), padded at the end."""
-        rows = _window(q, start * self.b, stop * self.b)  # (G, nr·b, D)
-        return rows.view(q.shape[0], stop - start, self.b, q.shape[-1])
-
-    def key_tiles(self, x: Tensor, start: int, stop: int) -> Tensor:
-        """Keys blocks [start, stop) reach: (G, Tk, D) -> (G, nr, L, D), overlapping strided
-        views (``unfold``) of the keys, padded only where a tile hangs over an end."""
-        lo = start * self.b - self.r
-        rows = _window(x, lo, lo + (stop - start - 1) * self.b + self.L)  # (G, ., D)
-        return rows.unfold(1, self.L, self.b).transpose(-1, -2)  # (G, nr, L, D)
-
-    def edge_mask(self, start: int, stop: int, device: torch.device) -> Tensor:
-        """Band AND "the key exists" for blocks [start, stop): (1, nr, b, L), 4-D (a 3-D mask
-        sends SDPA to its unfused math path)."""
-        i = torch.arange(start, stop, device=device)[:, None, None]  # (nr, 1, 1)
-        pos = i * self.b - self.r + torch.arange(self.L, device=device)  # (nr, 1, L)
-        return (self.band.to(device) & (pos >= 0) & (pos < self.tk))[None]  # (1, nr, b, L)
-
-    def mask_tiles(self, mask: Tensor, lead: torch.Size) -> Tensor:
-        """A user mask broadcastable to (*lead, Tq, Tk) -> tiles (1|G, nb, b|1, L|1)."""
-        m = _full_rank(mask, lead)  # (..., Tq|1, Tk|1)
-        mlead, (mq, mk) = m.shape[:-2], m.shape[-2:]
-        qpad = self.nb * self.b - self.tq
-        if mk == 1:  # a query mask (..., Tq|1, 1)
-            if mq == 1:
-                t = m.reshape(*mlead, 1, 1, 1)
-            else:
-                t = F.pad(m, (0, 0, 0, qpad), value=False).reshape(*mlead, self.nb, self.b, 1)
-        elif mq == 1:  # a key padding mask (..., 1, Tk)
-            row = self.pad_keys(m.transpose(-1, -2), value=False)[..., 0]  # (..., padded)
-            t = row.unfold(-1, self.L, self.b)[..., None, :]  # (..., nb, 1, L)
-        else:  # a full (..., Tq, Tk) mask: read its band through a strided view
-            full = self.pad_keys(m.transpose(-1, -2), value=False).transpose(-1, -2)
-            full = F.pad(full, (0, 0, 0, qpad), value=False).contiguous()  # (.., nb·b, padded)
-            sq, sk = full.stride()[-2:]
-            t = full.as_strided(
-                (*mlead, self.nb, self.b, self.L),
-                (*full.stride()[:-2], (sq + sk) * self.b, sq, sk),
-            )  # (..., nb, b, L)
-        if math.prod(mlead) == 1:
-            return t.reshape(1, *t.shape[-3:])
-        return t.expand(*lead, *t.shape[-3:]).reshape(-1, *t.shape[-3:])
-
-
-def _fused(q: Tensor, k: Tensor, v: Tensor, geo: _Geometry, user: Tensor | None) -> Tensor:
+def _fused(q: Tensor, k: Tensor, v: Tensor, geo: Geometry, user: Tensor | None) -> Tensor:
     """SDPA on the interior blocks (in runs of CHUNK_QUERIES) with the shared band mask, and
     on each edge run with its own mask.
     q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv) -> context (G, Tq, Dv)."""
@@ -286,7 +217,7 @@ def _sdpa_zero_empty_rows(q: Tensor, k: Tensor, v: Tensor, m: Tensor, check: boo
 
 
 def _explicit(
-    q: Tensor, k: Tensor, v: Tensor, geo: _Geometry, user: Tensor | None
+    q: Tensor, k: Tensor, v: Tensor, geo: Geometry, user: Tensor | None
 ) -> tuple[Tensor, Tensor]:
     """One pass that also returns the weights: scores per tile in float32, masked softmax,
     weighted sum. -> context (G, Tq, Dv), band weights (G, Tq, W)."""
@@ -304,22 +235,6 @@ def _explicit(
     band = w.as_strided((g, nb, b, geo.width), (nb * b * L, b * L, L + 1, 1))  # (G,nb,b,W)
     ctx = ctx.reshape(g, nb * b, -1)[:, : geo.tq]  # (G, Tq, Dv)
     return ctx, band.reshape(g, nb * b, geo.width)[:, : geo.tq]
-
-
-def _full_rank(mask: Tensor, lead: torch.Size) -> Tensor:
-    """A mask broadcastable to (*lead, Tq, Tk) with its missing leading dims as 1s."""
-    return mask.reshape((1,) * (len(lead) + 2 - mask.dim()) + tuple(mask.shape))
-
-
-def _window(x: Tensor, lo: int, hi: int, value: float | bool = 0.0) -> Tensor:
-    """Rows [lo, hi) of x (..., T, D), rows outside [0, T) filled with ``value``: a view when
-    the range lies inside, else one small padded copy."""
-    t = x.shape[-2]
-    inside = x[..., max(lo, 0) : min(hi, t), :]
-    if lo >= 0 and hi <= t:
-        return inside
-    before, after = max(-lo, 0), max(hi - max(t, lo), 0)
-    return F.pad(inside, (0, 0, before, after), value=value)
 
 
 __all__ = ["DEFAULT_BLOCK", "LocalResult", "sliding_window_attention"]

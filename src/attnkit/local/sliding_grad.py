@@ -32,13 +32,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import Tensor
 
-if TYPE_CHECKING:
-    from .sliding import _Geometry
+from .tiles import Geometry
 
 # the backward pass holds one run's (G, nr, L, D) key and value tile gradients: runs of this
 # many queries keep them near 2 · 8 · 10 · 704 · 64 · 4 B = 28 MiB at H = 8, r = 256, b = 192,
@@ -54,12 +53,11 @@ _flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
 _flash_back = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
 
 
-def backward_block(width: int) -> int:
+def backward_block(width: int, smallest: int) -> int:
     """The backward pass's query block for a band of ``width`` keys: about the width (a block
-    of b reaches b + W - 1 keys), between ``sliding.DEFAULT_BLOCK`` and ``BACKWARD_BLOCK``."""
-    from . import sliding
-
-    return max(sliding.DEFAULT_BLOCK, min(BACKWARD_BLOCK, width - 1))
+    of b reaches b + W - 1 keys), between ``smallest`` (the forward pass's block,
+    ``sliding.DEFAULT_BLOCK``) and ``BACKWARD_BLOCK``."""
+    return max(smallest, min(BACKWARD_BLOCK, width - 1))
 
 
 @dataclass
@@ -68,11 +66,12 @@ class Plan:
     geometry (``back``, may be ``fwd`` itself), and the user mask with the inputs' leading
     shape to tile it for ``back`` when the backward pass runs."""
 
-    fwd: _Geometry
+    fwd: Geometry
     user: Tensor | None  # (1|G, nb, b|1, L|1) tiles of the forward geometry
-    back: _Geometry
+    back: Geometry
     mask: Tensor | None  # broadcastable to (*lead, Tq, Tk)
     lead: torch.Size
+    chunk: int  # the forward pass's run of queries (``sliding.CHUNK_QUERIES``)
 
     def back_user(self) -> Tensor | None:
         """User-mask tiles of the backward geometry."""
@@ -91,7 +90,7 @@ class Plan:
         return rows.view(g, back.nb, back.b)
 
 
-def runs(geo: _Geometry, queries: int) -> list[tuple[int, int, bool]]:
+def runs(geo: Geometry, queries: int) -> list[tuple[int, int, bool]]:
     """(start, stop, interior) block runs: the edge runs, and the interior in runs of about
     ``queries`` queries."""
     step = max(1, queries // geo.b)
@@ -100,7 +99,7 @@ def runs(geo: _Geometry, queries: int) -> list[tuple[int, int, bool]]:
 
 
 def run_mask(
-    geo: _Geometry, start: int, stop: int, interior: bool, user: Tensor | None, device: Any
+    geo: Geometry, start: int, stop: int, interior: bool, user: Tensor | None, device: Any
 ) -> Tensor:
     """Bool "may attend" of blocks [start, stop): (b, L) shared, or (1|G, nr, b, L)."""
     m = geo.band.to(device) if interior else geo.edge_mask(start, stop, device)
@@ -109,7 +108,7 @@ def run_mask(
     return m & (user if user.shape[1] == 1 else user[:, start:stop])  # 1: broadcast blocks
 
 
-def place_rows(context: Tensor, out: Tensor, geo: _Geometry, start: int, stop: int) -> None:
+def place_rows(context: Tensor, out: Tensor, geo: Geometry, start: int, stop: int) -> None:
     """context (G, Tq, Dv)[rows of blocks [start, stop)] = out (G, nr, b, Dv): one strided
     copy (the kernel's output is laid out (G, b, nr, Dv)), the padded rows dropped."""
     rows = min(geo.tq, stop * geo.b) - start * geo.b
@@ -141,7 +140,7 @@ class SlidingWindowFunction(torch.autograd.Function):
         context = v.new_empty(q.shape[0], geo.tq, v.shape[-1])  # (G, Tq, Dv)
         scale, width = 1.0 / math.sqrt(q.shape[-1]), max(q.shape[-1], v.shape[-1])
         qw, kw, vw = (_widen(x, width) for x in (q, k, v))  # the fused kernel wants D == Dv
-        for start, stop, interior in runs(geo, _chunk_queries()):
+        for start, stop, interior in runs(geo, plan.chunk):
             m = run_mask(geo, start, stop, interior, user, q.device)
             bias, ok = _bias(m, not interior or user is not None, q.dtype)  # (b, L) | (.., L)
             qt = geo.query_tiles(qw, start, stop)  # (G, nr, b, D)
@@ -172,15 +171,9 @@ def _widen(x: Tensor, width: int) -> Tensor:
     return x if x.shape[-1] == width else torch.nn.functional.pad(x, (0, width - x.shape[-1]))
 
 
-def _chunk_queries() -> int:
-    from . import sliding  # the forward's run length lives there (tests patch it)
-
-    return sliding.CHUNK_QUERIES
-
-
 def _backward(
     q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse: Tensor, do: Tensor,
-    geo: _Geometry, user: Tensor | None,
+    geo: Geometry, user: Tensor | None,
 ) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
     """(dQ, dK, dV) of the saved q, k, v (G, T, .), context o (G, Tq, Dv), lse (G, nb, b)
     for the incoming gradient do (G, Tq, Dv): the fused CPU flash backward, run by run."""
@@ -208,7 +201,7 @@ def _backward(
     return dq[..., : q.shape[-1]], dk, dv
 
 
-def _fold_add(acc: Tensor, tiles: Tensor, geo: _Geometry, start: int) -> None:
+def _fold_add(acc: Tensor, tiles: Tensor, geo: Geometry, start: int) -> None:
     """acc (G, padded, D) += the overlapping tiles (G, nr, L, D) of blocks from ``start``:
     tile i covers padded rows [(start + i)·b, (start + i)·b + L). Slice j (rows j·b .. of
     every tile) lands on disjoint rows, so each is one strided in-place add."""
@@ -220,7 +213,7 @@ def _fold_add(acc: Tensor, tiles: Tensor, geo: _Geometry, start: int) -> None:
         view.add_(tiles[:, :, j : j + w])
 
 
-def _unpad(x: Tensor, geo: _Geometry) -> Tensor:
+def _unpad(x: Tensor, geo: Geometry) -> Tensor:
     """Padded key rows (G, padded, D) -> (G, Tk, D): row r is key 0; keys past the last
     tile's reach get zero."""
     rows = x[:, geo.r : geo.r + geo.tk]
