@@ -447,3 +447,42 @@ def test_quick_run_on_toy_ko_trains_dengs_rows(tmp_path: Path) -> None:
     assert set(result["reported"]["toy-ko"]["entropy_order"]) == set(s)
     m = checkpoint.load(tmp_path / "toy-ko" / "exact" / "seed1" / "last").model
     assert (m.config.softness, m.config.decoder) == ("exact", "deng")
+
+
+# -- multi30k: De→En from ../shared/data/multi30k, skipped when absent -------------------------
+
+
+def test_multi30k_runs_dengs_rows_on_the_shared_subset(tmp_path: Path) -> None:
+    from attnkit.experiments.softness import QUICK, run_experiment
+    from attnkit.experiments.softness_multi30k import SOURCE
+
+    if not SOURCE.is_dir():
+        pytest.skip(f"{SOURCE} absent (the shared data sits beside the project root)")
+    cfg = SoftnessConfig(**{**QUICK, "tasks": "multi30k", "rows": "soft,exact",
+                            "multi30k_dir": str(tmp_path / "data")})  # fmt: skip
+    result = run_experiment(cfg, tmp_path / "run", say=lambda *_: None)
+    s = result["summary"]["multi30k"]
+    assert list(s) == ["soft", "exact"] and result["task_updates"]["multi30k"] == 2
+    assert all(s[r]["ppl"] > 1 and s[r]["aer"] is None and s[r]["entropy"] > 0 for r in s)
+    assert [c["name"].split(":")[0] for c in result["checks"]] == ["multi30k"] * 4
+    de = (tmp_path / "data" / "train.de").read_text(encoding="utf-8").splitlines()
+    en = (tmp_path / "data" / "train.en").read_text(encoding="utf-8").splitlines()
+    assert len(de) == len(en) == 16 and de[0] != en[0]  # De → En, the first 2 x 8 pairs
+
+
+def test_multi30k_absent_is_skipped_with_a_message(tmp_path: Path, monkeypatch) -> None:
+    import attnkit.experiments.softness as sx
+    from attnkit.experiments.softness_multi30k import write_subset
+
+    cfg = SoftnessConfig(**{**sx.QUICK, "tasks": "multi30k", "multi30k_dir": str(tmp_path)})
+    with pytest.raises(FileNotFoundError, match="not found: the Multi30K setting reads"):
+        write_subset(cfg, source=tmp_path / "nowhere")
+
+    def absent(cfg):
+        return write_subset(cfg, source=tmp_path / "nowhere")
+
+    monkeypatch.setattr(sx, "write_subset", absent)
+    said: list[str] = []
+    with pytest.raises(FileNotFoundError, match="no task left to run"):
+        sx.run_experiment(cfg, tmp_path / "run", say=said.append)
+    assert any(s.startswith("multi30k skipped:") for s in said)
