@@ -160,6 +160,7 @@ def test_every_row_has_the_same_widths_data_and_updates(tmp_path: Path) -> None:
         (dict(baseline="learned"), "--baseline"),
         (dict(caption_epochs=0), "--caption-epochs"),
         (dict(caption_train_size=0), "--caption-train-size"),
+        (dict(decoder="bahdanau"), "--decoder"),
     ],
 )
 def test_bad_config_fails_clearly(bad, match) -> None:
@@ -301,3 +302,187 @@ def test_every_softness_is_timed_over_the_padded_targets(monkeypatch: pytest.Mon
     step_seconds(m, b, 1)
     gradient_variance(m, b, 2)
     assert calls == []
+
+
+# -- toy-ko on the experiment contract: Deng 2018 Table 1's rows and checks ------------------
+
+
+def records(ppl: dict[str, list[float]], task: str = "toy-ko") -> list[dict]:
+    """Per-seed records of a task from per-row perplexities, one per seed."""
+    return [{"task": task, "row": r, "seed": s, "ppl": p, "bleu": 90.0 + s}
+            for r, ps in ppl.items() for s, p in enumerate(ps)]  # fmt: skip
+
+
+CLEAN = {"soft": [1.40, 1.42, 1.38, 1.41], "exact": [1.30, 1.31, 1.29, 1.30],
+         "variational": [1.28, 1.30, 1.27, 1.29], "hard": [1.60, 1.65, 1.58, 1.62],
+         "variational-sample": [1.35, 1.50, 1.33, 1.36]}  # fmt: skip
+
+
+def test_a_clean_order_is_reproduced() -> None:
+    from attnkit.experiments.evidence import exit_code, verdict_of
+    from attnkit.experiments.softness_checks import translation_checks
+
+    checks = translation_checks(records(CLEAN), "toy-ko")
+    assert [c.kind for c in checks] == ["design", "claim", "claim", "claim"]
+    assert [c.outcome for c in checks] == ["pass"] * 4
+    assert verdict_of(checks) == "REPRODUCED" and exit_code(verdict_of(checks)) == 0
+    # the interval by hand: gaps soft − exact = (0.10, 0.11, 0.09, 0.11), t_{3, .975} = 3.182
+    gaps = [0.10, 0.11, 0.09, 0.11]
+    mean = sum(gaps) / 4
+    sd = math.sqrt(sum((g - mean) ** 2 for g in gaps) / 3)
+    half = 3.182446305284263 * sd / 2
+    exact = checks[1]
+    assert exact.value == pytest.approx(mean)
+    assert exact.ci == pytest.approx((mean - half, mean + half))
+    assert "exact marginal ≤ soft" in exact.name and exact.threshold == 0.0
+
+
+def test_a_reversed_order_with_a_tight_interval_is_not_reproduced() -> None:
+    from attnkit.experiments.evidence import exit_code, verdict_of
+    from attnkit.experiments.softness_checks import translation_checks
+
+    rev = {"soft": [1.30, 1.31, 1.29], "exact": [1.40, 1.42, 1.41],
+           "variational": [1.45, 1.44, 1.46], "hard": [1.20, 1.21, 1.19]}  # fmt: skip
+    checks = translation_checks(records(rev), "toy-ko")
+    assert [c.outcome for c in checks] == ["pass", "fail", "fail", "fail"]
+    v = verdict_of(checks)
+    assert v.startswith("NOT REPRODUCED: toy-ko: PPL soft − exact") and exit_code(v) == 1
+
+
+def test_a_floor_is_inconclusive_whatever_the_order() -> None:
+    """Every perplexity within 0.05 of 1: the claims read the wrong way round, tightly, and
+    still the verdict is INCONCLUSIVE, never NOT REPRODUCED."""
+    from attnkit.experiments.evidence import exit_code, verdict_of
+    from attnkit.experiments.softness_checks import PPL_FLOOR_EPS, translation_checks
+
+    assert PPL_FLOOR_EPS == 0.05  # fixed before the run (softness_checks.py)
+    floor = {"soft": [1.001, 1.002, 1.001], "exact": [1.010, 1.011, 1.012],
+             "variational": [1.020, 1.021, 1.020], "hard": [1.000, 1.000, 1.000]}  # fmt: skip
+    checks = translation_checks(records(floor), "toy-ko")
+    assert checks[0].kind == "design" and checks[0].outcome == "inconclusive"
+    assert "every arm at the floor" in checks[0].reason
+    assert any(c.outcome == "fail" for c in checks[1:])
+    v = verdict_of(checks)
+    assert v.startswith("INCONCLUSIVE: toy-ko: perplexity above its floor") and exit_code(v) == 2
+    # one row off the floor: the design can tell again
+    off = dict(floor, hard=[1.2, 1.3, 1.25])
+    assert translation_checks(records(off), "toy-ko")[0].outcome == "pass"
+
+
+def test_a_straddling_interval_one_seed_or_a_missing_row_is_inconclusive() -> None:
+    from attnkit.experiments.evidence import verdict_of
+    from attnkit.experiments.softness_checks import translation_checks
+
+    wide = dict(CLEAN, exact=[1.20, 1.60, 1.25, 1.55])  # gaps 0.2, -0.18, 0.13, -0.14
+    checks = translation_checks(records(wide), "toy-ko")
+    assert checks[1].outcome == "inconclusive" and checks[1].ci[0] < 0 < checks[1].ci[1]
+    assert verdict_of(checks).startswith("INCONCLUSIVE")
+    one = translation_checks(records({r: v[:1] for r, v in CLEAN.items()}), "toy-ko")
+    assert [c.outcome for c in one[1:]] == ["inconclusive"] * 3
+    assert "an interval needs 2" in one[1].reason
+    no_exact = translation_checks(records({r: v for r, v in CLEAN.items() if r != "exact"}),
+                                  "toy-ko")  # fmt: skip
+    assert no_exact[1].outcome == "inconclusive" and "needs the soft and exact rows" in \
+        no_exact[1].reason
+    assert [c.outcome for c in no_exact[2:]] == ["pass", "pass"]
+
+
+def test_reported_not_checked_entropy_order_and_gaps() -> None:
+    from attnkit.experiments.softness_checks import entropy_order, paired_gaps
+
+    summ = {"soft": {"entropy": 0.5}, "hard": {"entropy": 0.2}, "variational": {"entropy": 0.1},
+            "exact": {"entropy": None}}  # fmt: skip
+    assert entropy_order(summ) == ["variational", "hard", "soft"]
+    g = paired_gaps(records(CLEAN), "toy-ko", "ppl")["hard"]
+    assert g["gaps"] == pytest.approx([0.20, 0.23, 0.20, 0.21])
+    assert g["ci"][0] < g["mean"] < g["ci"][1]
+
+
+def test_combined_verdict_of_the_two_tasks() -> None:
+    from attnkit.experiments.softness_checks import combined_verdict
+
+    ok, no, unsure = "REPRODUCED", "NOT REPRODUCED: x", "INCONCLUSIVE: y"
+    assert combined_verdict({"toy-ko": ok, "digit-captions": ok}) == ok
+    assert combined_verdict({"toy-ko": unsure}) == unsure
+    assert combined_verdict({"toy-ko": unsure, "digit-captions": no}) == (
+        "NOT REPRODUCED: [toy-ko] INCONCLUSIVE: y; [digit-captions] NOT REPRODUCED: x")
+    assert combined_verdict({"toy-ko": unsure, "digit-captions": ok}) == (
+        "INCONCLUSIVE: [toy-ko] INCONCLUSIVE: y")
+
+
+def test_rows_default_to_each_tasks_own() -> None:
+    from attnkit.experiments.softness import DENG_ROWS
+    from attnkit.experiments.softness_caption import CAPTION_ROWS
+
+    cfg = SoftnessConfig(tasks="toy-ko,digit-captions")
+    assert cfg.rows_of("toy-ko") == list(DENG_ROWS) == ["soft", "exact", "hard", "variational",
+                                                         "variational-sample"]  # fmt: skip
+    assert cfg.rows_of("digit-captions") == list(CAPTION_ROWS)
+    cfg = SoftnessConfig(tasks="toy-ko,digit-captions", rows="mean,exact,soft")
+    assert cfg.rows_of("toy-ko") == ["mean", "exact", "soft"]
+    assert cfg.rows_of("digit-captions") == ["mean", "soft"]  # no exact row for captions
+    assert model_options(SoftnessConfig(), "exact")["decoder"] == "deng"
+    luong = model_options(SoftnessConfig(model="luong"), "hard")
+    assert luong["input_feeding"] is False and luong["decoder"] == "deng"
+    assert "input_feeding" not in model_options(SoftnessConfig(model="luong", decoder="context"),
+                                                "hard")  # fmt: skip
+
+
+def test_quick_run_on_toy_ko_trains_dengs_rows(tmp_path: Path) -> None:
+    """--quick with two seeds: Deng's five rows with Deng's decoder, the checks as the
+    contract writes them, and a verdict the exit code can read."""
+    from attnkit.experiments.evidence import exit_code
+    from attnkit.experiments.softness import QUICK, run_experiment
+    from attnkit.train import checkpoint
+
+    cfg = SoftnessConfig(**{**QUICK, "seeds": 2})
+    result = run_experiment(cfg, tmp_path, say=lambda *_: None)
+    s = result["summary"]["toy-ko"]
+    assert list(s) == ["soft", "exact", "hard", "variational", "variational-sample"]
+    assert all(s[r]["seeds"] == 2 and s[r]["ppl"] > 1 for r in s)
+    assert [c["kind"] for c in result["checks"]] == ["design", "claim", "claim", "claim"]
+    assert all(set(c) >= {"name", "value", "ci", "threshold", "outcome", "kind"}
+               for c in result["checks"])  # fmt: skip
+    assert exit_code(result["verdict"]) in (0, 1, 2)
+    assert set(result["reported"]["toy-ko"]["entropy_order"]) == set(s)
+    m = checkpoint.load(tmp_path / "toy-ko" / "exact" / "seed1" / "last").model
+    assert (m.config.softness, m.config.decoder) == ("exact", "deng")
+
+
+# -- multi30k: De→En from ../shared/data/multi30k, skipped when absent -------------------------
+
+
+def test_multi30k_runs_dengs_rows_on_the_shared_subset(tmp_path: Path) -> None:
+    from attnkit.experiments.softness import QUICK, run_experiment
+    from attnkit.experiments.softness_multi30k import SOURCE
+
+    if not SOURCE.is_dir():
+        pytest.skip(f"{SOURCE} absent (the shared data sits beside the project root)")
+    cfg = SoftnessConfig(**{**QUICK, "tasks": "multi30k", "rows": "soft,exact",
+                            "multi30k_dir": str(tmp_path / "data")})  # fmt: skip
+    result = run_experiment(cfg, tmp_path / "run", say=lambda *_: None)
+    s = result["summary"]["multi30k"]
+    assert list(s) == ["soft", "exact"] and result["task_updates"]["multi30k"] == 2
+    assert all(s[r]["ppl"] > 1 and s[r]["aer"] is None and s[r]["entropy"] > 0 for r in s)
+    assert [c["name"].split(":")[0] for c in result["checks"]] == ["multi30k"] * 4
+    de = (tmp_path / "data" / "train.de").read_text(encoding="utf-8").splitlines()
+    en = (tmp_path / "data" / "train.en").read_text(encoding="utf-8").splitlines()
+    assert len(de) == len(en) == 16 and de[0] != en[0]  # De → En, the first 2 x 8 pairs
+
+
+def test_multi30k_absent_is_skipped_with_a_message(tmp_path: Path, monkeypatch) -> None:
+    import attnkit.experiments.softness as sx
+    from attnkit.experiments.softness_multi30k import write_subset
+
+    cfg = SoftnessConfig(**{**sx.QUICK, "tasks": "multi30k", "multi30k_dir": str(tmp_path)})
+    with pytest.raises(FileNotFoundError, match="not found: the Multi30K setting reads"):
+        write_subset(cfg, source=tmp_path / "nowhere")
+
+    def absent(cfg):
+        return write_subset(cfg, source=tmp_path / "nowhere")
+
+    monkeypatch.setattr(sx, "write_subset", absent)
+    said: list[str] = []
+    with pytest.raises(FileNotFoundError, match="no task left to run"):
+        sx.run_experiment(cfg, tmp_path / "run", say=said.append)
+    assert any(s.startswith("multi30k skipped:") for s in said)

@@ -101,8 +101,9 @@ MODEL_HELP = {
     "dec_hidden": "rnnsearch/rnnencdec: decoder width",
     "attn_hidden": "rnnsearch: additive score width",
     "maxout": "rnnsearch/rnnencdec: deep output",
-    "softness": "rnnsearch/luong: soft (default) | mean | hard | gumbel | variational "
-    "(docs/softness.md; at test hard and gumbel take the argmax, variational the prior p)",
+    "softness": "rnnsearch/luong: soft (default) | mean | exact | hard | gumbel | variational "
+    "(docs/softness.md; exact trains on the marginal over the alignment by enumeration; at "
+    "test hard and gumbel take the argmax, exact and variational the marginal under the prior p)",
     "estimator": "variational: enumerate (exact, default) | sample (REINFORCE + baseline)",
     "tau_start": "gumbel: temperature at the first update (default 1.0)",
     "tau_end": "gumbel: temperature after --tau-steps updates (default 0.5)",

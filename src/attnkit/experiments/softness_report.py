@@ -77,21 +77,43 @@ def verdict_line(result: dict[str, Any]) -> str:
     return f"verdict: {result['verdict']}"
 
 
+def _ci(g: dict[str, Any], fmt: str) -> str:
+    if g["mean"] is None:
+        return "—"
+    ci = "" if g["ci"] is None else f" [{g['ci'][0]:{fmt}}, {g['ci'][1]:{fmt}}]"
+    return f"{g['mean']:{fmt}}{ci}"
+
+
+def check_lines(result: dict[str, Any]) -> list[str]:
+    """The contract's checks (each with its interval and outcome) and what is reported beside
+    them: the entropy order, and each row's paired gaps to soft in BLEU and perplexity."""
+    lines = [f"check ({c['kind']}, {c['outcome']}): {c['reason']}" for c in result["checks"]]
+    for task, rep in result.get("reported", {}).items():
+        lines.append(f"{task}: entropy order (reported, not checked), sharpest first: "
+                     + " < ".join(rep["entropy_order"]))  # fmt: skip
+        for key, label, fmt in (("ppl_gaps_vs_soft", "PPL", ".4f"),
+                                ("bleu_gaps_vs_soft", "BLEU", ".2f")):  # fmt: skip
+            gaps = rep[key]
+            lines.append(f"{task}: {label} − soft's, per-seed paired, mean [95% t interval]: "
+                         + "; ".join(f"{r} {_ci(g, fmt)}" for r, g in gaps.items()))  # fmt: skip
+    return lines
+
+
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     """Print a table per task, the reduction's cost and the verdict; write
     softness.{csv,json,png}."""
     say(f"{len(result['seeds'])} seeds {result['seeds']}; toy-ko PPL exact (the marginal over "
-        "the alignment for hard, gumbel, variational); digit-captions PPL exact for soft, mean, "
-        "variational, for hard and gumbel the marginal over the step's patch with the argmax "
-        "history (softness_caption.py); entropy in nats of the force-decoded attention (the "
-        "prior p); α on named digit = attention mass on the digit's cell when it was named "
-        "right; grad rel. var = Σ Var / Σ mean² of the attention parameters' gradient over "
-        "draws on one batch")  # fmt: skip
+        "the alignment for exact, hard, gumbel, variational); digit-captions PPL exact for "
+        "soft, mean, variational, for hard and gumbel the marginal over the step's patch with "
+        "the argmax history (softness_caption.py); entropy in nats of the force-decoded "
+        "attention (the prior p); α on named digit = attention mass on the digit's cell when it"
+        " was named right; grad rel. var = Σ Var / Σ mean² of the attention parameters' "
+        "gradient over draws on one batch")  # fmt: skip
     updates = result.get("task_updates", {})
     for task in result["summary"]:
         say(f"\n{task} ({updates.get(task, result['updates'])} updates per run):")
         say(text_table(result, task))
-    for line in cost_lines(result):
+    for line in cost_lines(result) + check_lines(result):
         say(line)
     paths = write_outputs("softness", rows(result), result, plot, out, say)
     say(f"total {result['total_seconds']:.0f}s (training and scoring)")
@@ -130,4 +152,4 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     return path
 
 
-__all__ = ["cost_lines", "plot", "report", "rows", "text_table", "verdict_line"]
+__all__ = ["check_lines", "cost_lines", "plot", "report", "rows", "text_table", "verdict_line"]

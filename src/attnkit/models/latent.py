@@ -1,4 +1,5 @@
-"""The softness of a recurrent decoder's attention: soft, mean, hard, gumbel, variational.
+"""The softness of a recurrent decoder's attention: soft, mean, exact, hard, gumbel,
+variational.
 
 RNNsearch and Luong compute, at every step, the attention α_t (B, S) over the annotations
 h_s, the soft context c̄_t = Σ_s α_ts h_s, the next decoder state (fed c̄_t, in every
@@ -8,6 +9,9 @@ reads:
 
     soft         c̄_t                                                    (Bahdanau 2015)
     mean         c̄_t with α uniform over the source: mean pooling, the no-attention baseline
+    exact        z_t latent with prior α_t, trained on the exact marginal likelihood by
+                 enumeration, −log p(y_t | x, y<t) = −log Σ_z α_tz p(y_t | h_z, ...)
+                 (Deng 2018, Table 1, "Exact Marginal Likelihood"); the same marginal at test
     hard         h_z with z ~ Categorical(α_t) in training, trained by REINFORCE with a
                  baseline and an entropy bonus (Xu 2015, §4.1, eq. 12; the reward of z_t is
                  log p(y_t | z_t)); z = argmax α_t at test
@@ -71,15 +75,17 @@ from .base import Memory, Seq2Seq, Seq2SeqOutput, State
 from .encoders import GRUEncoder
 from .packed import packed_cross_entropy, rejoined
 
-SOFTNESS = ("soft", "mean", "hard", "gumbel", "variational")
+SOFTNESS = ("soft", "mean", "exact", "hard", "gumbel", "variational")
 ESTIMATORS = ("enumerate", "sample")
 BASELINES = ("average", "soft")
 DECODERS = ("context", "deng")  # what the recurrence reads besides y_{t-1} (SoftnessConfig)
 STOCHASTIC = ("hard", "gumbel", "variational")  # hold an update counter and a baseline
+MARGINAL = ("exact", "variational")  # the output reads every annotation: Σ_z p(z) p(y | z)
 PACKABLE = ("soft", "mean")  # plain cross-entropy: packed targets give the same loss
 AT_TEST = {
     "soft": "the soft context",
     "mean": "the mean of the annotations",
+    "exact": "the exact marginal over the prior p (as in training)",
     "hard": "argmax of the attention (deterministic)",
     "gumbel": "argmax of the attention (deterministic)",
     "variational": "the exact marginal over the prior p (the bound uses q)",
@@ -91,7 +97,7 @@ class SoftnessConfig:
     """The softness fields of RNNSearchConfig and LuongConfig (checked by ``check_softness``;
     keyword-only, after each model's own fields)."""
 
-    softness: str = "soft"  # soft | mean | hard | gumbel | variational
+    softness: str = "soft"  # soft | mean | exact | hard | gumbel | variational
     estimator: str = "enumerate"  # variational: enumerate | sample
     tau_start: float = 1.0  # gumbel: temperature at the first update ...
     tau_end: float = 0.5  # ... annealed to this one ...
@@ -206,16 +212,21 @@ def _pick(values: Tensor, index: Tensor) -> Tensor:
     return values[torch.arange(values.shape[0], device=values.device), index]
 
 
+def _wide(x: Tensor) -> Tensor:
+    """x in float32 at least: half and bfloat16 logits are widened, float64 kept (gradcheck)."""
+    return x if x.dtype == torch.float64 else x.float()
+
+
 def _gold(logits: Tensor, y: Tensor) -> Tensor:
     """log p(y) under logits (B, [T,] [K,] V) for gold ids y (B, [T]) -> (B, [T,] [K])."""
-    logp = torch.log_softmax(logits.float(), -1)  # (B, [T,] [K,] V)
+    logp = torch.log_softmax(_wide(logits), -1)  # (B, [T,] [K,] V)
     idx = y.view(*y.shape, *([1] * (logits.dim() - y.dim())))  # (B, [T,] [1,] 1)
     return logp.gather(-1, idx.expand(*logp.shape[:-1], 1))[..., 0]
 
 
 def _mixture(log_w: Tensor, mask: Tensor, logits: Tensor) -> Tensor:
     """log Σ_z w_z softmax(logits_z): log_w, mask (..., S), logits (..., S, V) -> (..., V)."""
-    logp = torch.log_softmax(logits.float(), -1)  # (..., S, V)
+    logp = torch.log_softmax(_wide(logits), -1)  # (..., S, V)
     return torch.logsumexp((log_w + (~mask) * -1e30)[..., None] + logp, -2)
 
 
@@ -229,10 +240,10 @@ def chooser(model: Any, sample_hard: bool, q_log: Tensor | None = None) -> Choos
     argmax; gumbel, the straight-through sample in training else the argmax; variational
     with ``q_log`` (B, T, S) and the "sample" estimator, z̃ ~ q. It runs inside the recurrent
     loop so that samples are drawn in the order of the per-step path. None: the output reads
-    the soft context (soft, mean) or every annotation (variational)."""
+    the soft context (soft, mean) or every annotation (exact, variational)."""
     cfg = model.config
     mode = cfg.softness
-    if mode in ("soft", "mean") or (mode == "variational" and q_log is None):
+    if mode in ("soft", "mean", "exact") or (mode == "variational" and q_log is None):
         return None
     if mode == "variational":
         if cfg.estimator == "enumerate":
@@ -269,9 +280,10 @@ def chooser(model: Any, sample_hard: bool, q_log: Tensor | None = None) -> Choos
 
 def step_output(model: Any, parts: StepParts) -> tuple[Tensor, Tensor, State]:
     """``step`` of a model with a softness: (logits (B, V), weights α (B, S), next state).
-    Variational returns the exact marginal log p(y_t | ...) over the prior as its logits."""
+    Exact and variational return the exact marginal log p(y_t | ...) over the prior as their
+    logits."""
     alpha, mask = parts.alpha, parts.mask
-    if model.config.softness == "variational":
+    if model.config.softness in MARGINAL:
         logits = _mixture(log_normalise(alpha, mask), mask, parts.readout(parts.values))  # (B, V)
         return logits, alpha, parts.state
     choose = chooser(model, sample_hard=False)
@@ -351,7 +363,7 @@ def teacher_forced(model: Any, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> 
     first and the output layer once over all positions. logits (B, T, V), weights (B, T, S)."""
     memory = model.encode(src, src_len)
     run = unroll(model, memory, tgt_in, chooser(model, sample_hard=False))
-    if model.config.softness == "variational":  # the exact marginal over the prior
+    if model.config.softness in MARGINAL:  # the exact marginal over the prior
         p_log = log_normalise(run.alpha, run.mask)  # (B, T, S)
         logits = _mixture(p_log, run.mask, run.readout(run.every_value()))  # (B, T, V)
     else:
@@ -370,9 +382,10 @@ def training_loss(
 ) -> tuple[Tensor, Seq2SeqOutput]:
     """The token-mean training loss of ``model``'s softness (see the module docstring) and
     the teacher-forced output. soft, mean, gumbel: cross-entropy; hard: cross-entropy of the
-    sampled alignment + the REINFORCE surrogate; variational: −ELBO (label smoothing is not
-    applied to it). In training mode it counts the update (the Gumbel schedule and the
-    baseline read the count). The recurrence runs first, then the output layer once over
+    sampled alignment + the REINFORCE surrogate; exact: −log Σ_z p(z_t) p(y_t | z_t), the
+    exact marginal by enumeration; variational: −ELBO (label smoothing is applied to
+    neither). In training mode it counts the update (the Gumbel schedule and the baseline
+    read the count). The recurrence runs first, then the output layer once over
     all positions (``unroll``). ``packed`` (soft and mean; default: when the targets are on
     the CPU): the recurrence and the output layer skip the positions after each target's
     end (``packed.packed_cross_entropy``; the same loss and gradients, the output zero
@@ -397,6 +410,9 @@ def training_loss(
     if q_log is not None:
         logits, loss = _variational_loss(model, run, q_log, tgt_out, real, first)
         return loss, Seq2SeqOutput(logits, run.alpha)
+    if mode == "exact":
+        logits, nll = exact_marginal_loss(run, tgt_out)
+        return nll[real].mean(), Seq2SeqOutput(logits, run.alpha)
     logits = run.readout(run.context if run.chosen is None else run.chosen)  # (B, T, V)
     ce = F.cross_entropy(
         logits.flatten(0, 1), tgt_out.flatten(), ignore_index=0,
@@ -415,6 +431,20 @@ def training_loss(
         entropy=-(p * p_log).sum(-1)[real], entropy_weight=cfg.entropy_weight,
     )  # fmt: skip
     return ce + rl, out
+
+
+def exact_marginal_loss(run: Unrolled, y: Tensor) -> tuple[Tensor, Tensor]:
+    """The exact-marginal row (Deng 2018, Table 1): per position the negative log of
+    p(y_t | x, y<t) = Σ_z p(z_t = z) p(y_t | h_z, ...), enumerated over the S annotations,
+
+        nll_t = −logsumexp_z (log α_tz + log p(y_t | z))
+
+    with its gradient exact (no sampling). -> (the marginal's log-probabilities over the
+    vocabulary (B, T, V), nll (B, T); padded positions are the caller's to drop)."""
+    p_log = log_normalise(run.alpha, run.mask)  # (B, T, S)
+    all_logits = run.readout(run.every_value())  # (B, T, S, V)
+    nll = -log_marginal(p_log, _gold(all_logits, y), run.mask)  # (B, T)
+    return _mixture(p_log, run.mask, all_logits), nll
 
 
 def _soft_log_lik(run: Unrolled, y: Tensor) -> Tensor:
@@ -464,7 +494,7 @@ def token_scores(
     model: Any, src: Tensor, src_len: Tensor, tgt_in: Tensor, tgt_out: Tensor
 ) -> tuple[Tensor, Tensor | None]:
     """Exact per-token log p(y_t | x, y<t) (B, T) under the model's test-time model: soft and
-    mean from the soft context; hard, gumbel and variational the marginal Σ_z p(z) p(y_t|z)
+    mean from the soft context; exact, hard, gumbel and variational the marginal Σ_z p(z) p(y_t|z)
     enumerated over the prior. Variational also returns the ELBO under q (B, T), its bound."""
     was = model.training
     model.eval()
@@ -525,6 +555,7 @@ __all__ = [
     "broadcast_feature",
     "chooser",
     "add_softness",
+    "exact_marginal_loss",
     "check_softness",
     "step_output",
     "tau_at",

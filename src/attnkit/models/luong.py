@@ -16,7 +16,7 @@ from attnkit's registry (build_score / build_alignment, names checked by registr
 and modules.Attention; a decoding step is a single query, passed with its position t (the
 step) so local-m centres its window on p_t = t.
 
-``softness`` (soft | mean | hard | gumbel | variational, models/latent.py) picks the context
+``softness`` (soft | mean | exact | hard | gumbel | variational, models/latent.py) picks the context
 that h̃_t reads for the output; input feeding always feeds the soft h̃_t.
 
 Legend: B batch, S source length, L layers, n hidden width, E embedding width.

@@ -9,8 +9,8 @@ annotations with the additive score, queried by the previous decoder state.
     p(y_i | ...) = softmax(W_o maxout(U_o s_i + V_o E y_{i-1} + C_o c_i))  (App. A.2.2)
 
 The paper's appendix feeds s_{i-1} to the deep output while eq. 4 writes g(y_{i-1}, s_i, c_i);
-this follows eq. 4. ``softness`` (soft | mean | hard | gumbel | variational, models/latent.py)
-picks the context the deep output reads; the GRU is always fed the soft c_i.
+this follows eq. 4. ``softness`` (soft | mean | exact | hard | gumbel | variational,
+models/latent.py) picks the context the deep output reads; the GRU is always fed the soft c_i.
 Legend: B batch, S source length, n encoder width, m decoder width.
 """
 
