@@ -321,7 +321,7 @@ class SelfAttention(MultiHeadAttention):
         # every cached key is at or before t: a global alignment, no mask; a position stage
         # sees the query at t, the keys at 0 .. t
         at = None if self.position is None else torch.full((1,), k.shape[2] - 1, device=x.device)
-        return self.attend_heads(q, k, v, _EVERY_KEY, None, need_weights, positions=at), (k, v)
+        return self.attend_heads(q, k, v, _EVERY_KEY, None, need_weights, False, at), (k, v)
 
     def empty_cache(self, batch: int, like: Tensor) -> tuple[Tensor, Tensor]:
         """The ``step`` cache of t = 0: keys and values (B, H, 0, Dh), ``like``'s dtype/device."""
