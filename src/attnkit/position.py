@@ -246,6 +246,7 @@ class BiasPosition(Position):
     qk_transform = False
 
     def bias(self, query: Tensor, keys: Tensor, q_pos: Tensor, k_pos: Tensor) -> Tensor:
+        """The bias added to the scores: (..., H, Tq, Tk), or broadcastable to the scores."""
         raise NotImplementedError
 
     def forward(self, query: Tensor, keys: Tensor, q_pos: Tensor, k_pos: Tensor) -> Positioned:
@@ -266,6 +267,7 @@ class ALiBi(BiasPosition):
         self.register_buffer("slopes", alibi_slopes(heads).float(), persistent=False)
 
     def bias(self, query: Tensor, keys: Tensor, q_pos: Tensor, k_pos: Tensor) -> Tensor:
+        """-m_h |i - j| (..., H, Tq, Tk) (``alibi_bias``)."""
         return alibi_bias(q_pos, k_pos, self.slopes.to(query.dtype))  # slopes (H,)
 
 
@@ -289,6 +291,7 @@ class T5Bias(BiasPosition):
         self.max_distance, self.bidirectional = max_distance, bidirectional
 
     def bias(self, query: Tensor, keys: Tensor, q_pos: Tensor, k_pos: Tensor) -> Tensor:
+        """b_h(bucket(j - i)) (..., H, Tq, Tk) (``t5_bias``)."""
         return t5_bias(q_pos, k_pos, self.table, self.max_distance, self.bidirectional)
 
     def extra_repr(self) -> str:
@@ -311,6 +314,7 @@ class ShawPosition(BiasPosition):
         self.scale = head_dim**-0.5 if scale is None else scale
 
     def bias(self, query: Tensor, keys: Tensor, q_pos: Tensor, k_pos: Tensor) -> Tensor:
+        """q_i w^K_clip(j - i, K)ᵀ / √d (..., Tq, Tk) (``shaw_bias``)."""
         rel = relative(q_pos, k_pos)  # (..., Tq, Tk)
         return shaw_bias(query, rel, self.table.to(query.dtype), self.scale)
 
@@ -323,7 +327,7 @@ class XLPosition(BiasPosition):
     W_k,R (per head), global content bias u and global position bias v (per head)."""
 
     name = "xl"
-    formula = "A_ij = q_iᵀk_j + q_iᵀW_RR_{i-j} + uᵀk_j + vᵀW_RR_{i-j}, / √d"
+    formula = "e_ij = (q_iᵀk_j + q_iᵀW_R R_{i-j} + uᵀk_j + vᵀW_R R_{i-j}) / √d"
 
     def __init__(self, heads: int, head_dim: int, rel_dim: int | None = None) -> None:
         super().__init__()
@@ -336,6 +340,7 @@ class XLPosition(BiasPosition):
         self.scale = head_dim**-0.5
 
     def bias(self, query: Tensor, keys: Tensor, q_pos: Tensor, k_pos: Tensor) -> Tensor:
+        """Terms (b), (c), (d) over √d, (..., H, Tq, Tk) (``xl_bias``)."""
         rel = -relative(q_pos, k_pos)  # i - j (..., Tq, Tk)
         w_r, u, v = (p.to(query.dtype) for p in (self.w_r, self.u, self.v))
         return xl_bias(query, keys, rel, w_r, u, v, self.scale)
