@@ -259,6 +259,14 @@ def test_fused_paths_are_taken() -> None:
             with only_path("sliding"):
                 fast = attend(q, k, v, align=band, mask=mask, position=stage, need_weights=False)
             torch.testing.assert_close(fast.context, ref, atol=1e-5, rtol=1e-5)
+    small = q[:, :, :5]  # 5 x 5 scores without autograd: a decoder's column path, rotated
+    rope = build_position("rope", 2, 8)
+    with only_path("reference"):  # with autograd on: the reference path
+        ref = attend(small, small, small, position=rope).context
+    with torch.no_grad():
+        with only_path("column"):
+            fast = attend(small, small, small, position=rope, need_weights=False)
+    torch.testing.assert_close(fast.context, ref, atol=1e-5, rtol=1e-5)
 
 
 def test_build_with_position() -> None:
@@ -290,3 +298,48 @@ def test_build_with_position() -> None:
     with pytest.raises(ValueError, match="key_positions"):
         attend(x, x, x, key_positions=torch.arange(6))
     assert math.isclose(float(build_position("alibi", 8, 4).slopes[0]), 0.5)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_batched_positions_reach_every_head(name) -> None:
+    """MultiHeadAttention with positions (B, Tq) (per sentence, a heads dim added inside)
+    equals the default positions when they are 0 .. T-1, and the reference at an offset."""
+    torch.manual_seed(0)
+    mha = attnkit.build(dim=8, heads=2, position=name).double()
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    at = torch.arange(5).expand(2, 5)
+    torch.testing.assert_close(mha(x, positions=at).weights, mha(x).weights)
+    q, k, v = mha.project_qkv(x)
+    got = mha(x, positions=at + 3).weights
+    want = attend(q, k, v, position=mha.position, positions=torch.arange(3, 8)).weights
+    torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("name", ["alibi", "rope", "t5"])
+def test_drop_in_multihead_attention_with_position(name) -> None:
+    """attnkit.nn.MultiheadAttention(position=...): PyTorch's in/out projections around the
+    position stage, equal to the float64 reference on projections done by hand; PyTorch's
+    key_padding_mask (True = ignore) composes; extra keys without a place are refused."""
+    from attnkit.nn import MultiheadAttention
+
+    torch.manual_seed(0)
+    stage = _stage(name, 2, 4)
+    mha = MultiheadAttention(8, 2, batch_first=True, position=stage).double()
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    ignore = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])  # (B, S)
+    out, weights = mha(x, x, x, key_padding_mask=ignore, average_attn_weights=False)
+    w_q, w_k, w_v = mha.in_proj_weight.detach().split(8)
+    b_q, b_k, b_v = mha.in_proj_bias.detach().split(8)
+
+    def heads(t):  # (B, T, 8) -> (B, 2, T, 4)
+        return t.reshape(2, 5, 2, 4).transpose(1, 2)
+
+    q, k, v = heads(x @ w_q.T + b_q), heads(x @ w_k.T + b_k), heads(x @ w_v.T + b_v)
+    pos = torch.arange(5)
+    allowed = (~ignore).numpy()[:, None, None, :]
+    ctx, ref_w = _ref_attention(_ref_scores(name, stage, q, k, pos, pos), allowed, v.numpy())
+    np.testing.assert_allclose(weights.detach().numpy(), ref_w, atol=1e-10)
+    merged = torch.from_numpy(ctx).transpose(1, 2).reshape(2, 5, 8)
+    torch.testing.assert_close(out, mha.out_proj(merged))
+    with pytest.raises(ValueError, match="add_bias_kv"):
+        MultiheadAttention(8, 2, add_bias_kv=True, position=stage)
