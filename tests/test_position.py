@@ -23,7 +23,7 @@ from _reference import softmax_row
 from hypothesis import given, settings
 
 import attnkit
-from attnkit import CausalAlignment, SelfAttention, SlidingWindow, attend
+from attnkit import CausalAlignment, LocalM, SelfAttention, SlidingWindow, attend
 from attnkit.position import (
     alibi_slopes,
     learned_offsets,
@@ -202,17 +202,19 @@ def test_pure_functions_gradcheck() -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_attend_gradcheck(name) -> None:
-    """Through attend, both paths (reference with weights, fused without), with a mask."""
+    """Through attend, with a mask: the reference path (weights), the fused one (causal, no
+    weights) and the O(n·w) kernels (sliding window, no weights)."""
     g = torch.Generator().manual_seed(2)
     q, k, v = (torch.randn(2, 2, 4, 4, generator=g, dtype=torch.float64) for _ in range(3))
     for x in (q, k, v):
         x.requires_grad_(True)
     mask = attnkit.padding_mask(torch.tensor([4, 2]))[:, None]  # (B, 1, 1, Tk)
     stage = _stage(name, 2, 4)
-    for need in (True, False):
+    for need, align in ((True, CausalAlignment()), (False, CausalAlignment()),
+                        (False, SlidingWindow(1))):  # fmt: skip
         assert torch.autograd.gradcheck(
-            lambda q, k, v, need=need: attend(
-                q, k, v, align=CausalAlignment(), mask=mask, position=stage, need_weights=need
+            lambda q, k, v, need=need, align=align: attend(
+                q, k, v, align=align, mask=mask, position=stage, need_weights=need
             ).context,
             (q, k, v),
         )
@@ -252,11 +254,13 @@ def test_fused_paths_are_taken() -> None:
             with only_path("sdpa"):
                 fast = attend(q, k, v, align=align, mask=mask, position=stage, need_weights=False)
             torch.testing.assert_close(fast.context, ref, atol=1e-5, rtol=1e-5)
-        if name in ("rope", "learned"):  # a transform of q and k: the O(n·w) band kernel
-            band = SlidingWindow(3)
+        # a transform of q and k: the O(n·w) band kernel; a bias at gathered keys: the
+        # gathered window; XL's bias (it reads every key for uᵀk_j): SDPA with a dense mask
+        kernel = {"rope": "sliding", "learned": "sliding", "xl": "sdpa"}.get(name, "gather")
+        for band in (SlidingWindow(3), SlidingWindow(3, causal=True), LocalM(2)):
             with only_path("reference"):
                 ref = attend(q, k, v, align=band, mask=mask, position=stage).context
-            with only_path("sliding"):
+            with only_path(kernel):  # local-m at t: the band |s - t| <= D
                 fast = attend(q, k, v, align=band, mask=mask, position=stage, need_weights=False)
             torch.testing.assert_close(fast.context, ref, atol=1e-5, rtol=1e-5)
     small = q[:, :, :5]  # 5 x 5 scores without autograd: a decoder's column path, rotated
@@ -343,3 +347,45 @@ def test_drop_in_multihead_attention_with_position(name) -> None:
     torch.testing.assert_close(out, mha.out_proj(merged))
     with pytest.raises(ValueError, match="add_bias_kv"):
         MultiheadAttention(8, 2, add_bias_kv=True, position=stage)
+
+
+def test_window_kernel_makes_no_dense_bias(monkeypatch) -> None:
+    """With a sliding window and no weights asked, ALiBi's bias is made at the gathered keys
+    only: its dense (Tq, Tk) form (``forward``) is never called."""
+    from attnkit.position import ALiBi
+
+    stage = ALiBi(2)
+    q = torch.randn(1, 2, 40, 4)
+    want = attend(q, q, q, align=SlidingWindow(2), position=stage).context
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the dense bias was built")
+
+    monkeypatch.setattr(ALiBi, "forward", refuse)
+    got = attend(q, q, q, align=SlidingWindow(2), position=stage, need_weights=False).context
+    torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("name", ["alibi", "t5", "shaw"])
+def test_window_kernel_in_small_query_blocks(name, monkeypatch) -> None:
+    """The band in query blocks of a few queries each (``WINDOW_ELEMENTS`` shrunk), with a
+    mask that differs per query, equals the reference path; so do its gradients."""
+    import attnkit.local.dispatch as dispatch
+
+    monkeypatch.setattr(dispatch, "WINDOW_ELEMENTS", 200)
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(2, 2, 11, 4, generator=g, dtype=torch.float64) for _ in range(3))
+    for x in (q, k, v):
+        x.requires_grad_(True)
+    mask = torch.rand(2, 1, 11, 11, generator=g) < 0.7  # (B, 1, Tq, Tk), rows differ
+    stage = _stage(name, 2, 4, 5)
+    for align in (SlidingWindow(2), SlidingWindow(3, causal=True)):
+        from _spies import only_path
+
+        with only_path("gather") as calls:
+            fast = attend(q, k, v, align=align, mask=mask, position=stage, need_weights=False)
+        assert calls["gather"] > 2  # several blocks
+        ref = attend(q, k, v, align=align, mask=mask, position=stage).context
+        torch.testing.assert_close(fast.context, ref)
+        grads = torch.autograd.grad(fast.context.sum(), (q, k, v))
+        torch.testing.assert_close(grads, torch.autograd.grad(ref.sum(), (q, k, v)))

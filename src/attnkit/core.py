@@ -189,15 +189,16 @@ def attend(
     lead = tuple(query.shape[:-2])  # check_qkv made it equal to the keys' and values' dims
     check_mask(mask, (*lead, query.shape[-2], keys.shape[-2]), query.device)
     check_positions(positions, (*lead, query.shape[-2]))
-    bias = None
-    if position is not None:
-        query, keys, bias = _place(position, query, keys, positions, key_positions, lead)
-    elif key_positions is not None:
+    # a bias stage's dense (..., Tq, Tk) bias is made only where a dense path needs it
+    biased = not is_qk_transform(position)
+    if position is not None and not biased:  # RoPE, learned: q and k transformed here
+        query, keys, _ = _place(position, query, keys, positions, key_positions, lead)
+    elif position is None and key_positions is not None:
         raise ValueError("key_positions apply to a position stage; pass position=... too")
     if (
         not check_finite
         and weights_layout == "dense"
-        and bias is None
+        and not biased
         and positions is None
         and is_global(align)
         and is_plain_sdpa(score, normaliser, reduce)
@@ -211,22 +212,25 @@ def attend(
     if weights_layout not in ("dense", "band"):
         raise ValueError(f"weights_layout={weights_layout!r}; choose 'dense' or 'band'")
     if weights_layout == "band":
-        if bias is not None:
+        if biased:
             raise ValueError(
                 'weights_layout="band" takes no position bias; use RoPE or learned positions '
                 "(a transform of q and k), or dense weights"
             )
         return _band(query, keys, values, score, align, normaliser, reduce, mask, positions,
                      (q_work, k_work), check_finite)  # fmt: skip
-    if align is not None and not need_weights and is_qk_transform(position):  # attnkit.local
+    if align is not None and not need_weights and (not biased or key_positions is None):
         fast = fast_local(
             query, keys, values, score, align, normaliser, reduce, mask, positions,
-            work=(q_work, k_work),
+            work=(q_work, k_work), position=position if biased else None,
         )  # fmt: skip
         if fast is not None:
             return _finite(AttentionResult(fast.context, None, extras=fast.extras), check_finite)
-    if need_weights or not is_plain_sdpa(score, normaliser, reduce):  # before any (Tq, Tk) mask
+    if need_weights or biased or not is_plain_sdpa(score, normaliser, reduce):  # dense ahead
         check_dense_budget((*lead, query.shape[-2], keys.shape[-2]), work, need_weights, align)
+    bias = None
+    if biased and position is not None:  # ALiBi, T5, Shaw, XL: the dense bias (.., Tq, Tk)
+        bias = _place(position, query, keys, positions, key_positions, lead)[2]
     if align is None:
         spec = AlignSpec(mask)
     elif positions is None:

@@ -9,9 +9,11 @@ Every position stage has one signature,
 ``attend`` scores ``score(query', keys') + bias``; the alignment sees query' and keys'.
 A stage that only transforms q and k (RoPE, learned absolute) declares ``qk_transform``
 (``attnkit.capabilities``): every fast path then runs on the transformed q and k. A bias
-goes to SDPA as its float mask. Per-head parameters have a leading heads dim H (1 for
-single-head attention): the bias is (..., H, Tq, Tk), where the positions' leading dims carry
-a size-1 heads dim (``modules.heads_positions``).
+goes to SDPA as its float mask; a stage that can give its bias at gathered key indices
+declares ``bias_at(query, q_pos, s)`` (ALiBi, T5, Shaw) and runs with the sliding and
+local-m alignments in the O(n·window) gathered-window kernel. Per-head parameters have a
+leading heads dim H (1 for single-head attention): the bias is (..., H, Tq, Tk), where the
+positions' leading dims carry a size-1 heads dim (``modules.heads_positions``).
 
 Legend: B batch, H heads, Tq queries, Tk keys, Dh head width, R relative-encoding width,
 K clipping distance (Shaw), N buckets (T5).
@@ -270,6 +272,12 @@ class ALiBi(BiasPosition):
         """-m_h |i - j| (..., H, Tq, Tk) (``alibi_bias``)."""
         return alibi_bias(q_pos, k_pos, self.slopes.to(query.dtype))  # slopes (H,)
 
+    def bias_at(self, query: Tensor, q_pos: Tensor, s: Tensor) -> Tensor:
+        """The bias at key indices s (..., Tq, W), key j at position j (the gathered-window
+        kernel): -m_h |i - s| (..., H, Tq, W)."""
+        dist = (s - q_pos[..., None]).abs().to(query.dtype)  # (..., Tq, W)
+        return -self.slopes.to(query.dtype)[:, None, None] * dist  # (..., H, Tq, W)
+
 
 class T5Bias(BiasPosition):
     """T5's bucketed relative bias (Raffel et al. 2020, §2.1): b_h(bucket(j - i)), a learned
@@ -294,6 +302,14 @@ class T5Bias(BiasPosition):
         """b_h(bucket(j - i)) (..., H, Tq, Tk) (``t5_bias``)."""
         return t5_bias(q_pos, k_pos, self.table, self.max_distance, self.bidirectional)
 
+    def bias_at(self, query: Tensor, q_pos: Tensor, s: Tensor) -> Tensor:
+        """The bias at key indices s (..., Tq, W) (the gathered-window kernel):
+        b_h(bucket(s - i)) (..., H, Tq, W)."""
+        heads, buckets = self.table.shape
+        rel = s - q_pos[..., None]  # (..., Tq, W)
+        bucket = t5_bucket(rel, buckets, self.max_distance, self.bidirectional)
+        return self.table.to(query.dtype)[_heads(heads, s.device), bucket]  # (..., H, Tq, W)
+
     def extra_repr(self) -> str:
         return f"buckets={self.table.shape[1]}, max_distance={self.max_distance}, " \
                f"bidirectional={self.bidirectional}"  # fmt: skip
@@ -316,6 +332,12 @@ class ShawPosition(BiasPosition):
     def bias(self, query: Tensor, keys: Tensor, q_pos: Tensor, k_pos: Tensor) -> Tensor:
         """q_i w^K_clip(j - i, K)ᵀ / √d (..., Tq, Tk) (``shaw_bias``)."""
         rel = relative(q_pos, k_pos)  # (..., Tq, Tk)
+        return shaw_bias(query, rel, self.table.to(query.dtype), self.scale)
+
+    def bias_at(self, query: Tensor, q_pos: Tensor, s: Tensor) -> Tensor:
+        """The bias at key indices s (..., Tq, W) (the gathered-window kernel):
+        q_i w^K_clip(s - i, K)ᵀ / √d (..., Tq, W)."""
+        rel = s - q_pos[..., None]  # (..., Tq, W)
         return shaw_bias(query, rel, self.table.to(query.dtype), self.scale)
 
     def extra_repr(self) -> str:
