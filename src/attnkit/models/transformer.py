@@ -65,7 +65,8 @@ class TransformerConfig:
 
     def __post_init__(self) -> None:
         check_ranges(
-            self, positive=("src_vocab", "tgt_vocab", "dim", "enc_layers", "dec_layers", "ff")
+            self,
+            positive=("src_vocab", "tgt_vocab", "dim", "enc_layers", "dec_layers", "ff", "max_len"),
         )
         check_heads(self.dim, self.heads)
         if self.dim % 2:
