@@ -389,3 +389,20 @@ def test_window_kernel_in_small_query_blocks(name, monkeypatch) -> None:
         torch.testing.assert_close(fast.context, ref)
         grads = torch.autograd.grad(fast.context.sum(), (q, k, v))
         torch.testing.assert_close(grads, torch.autograd.grad(ref.sum(), (q, k, v)))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_half_inputs_keep_their_dtype(name) -> None:
+    """bfloat16 / float16 inputs on every path: the context comes back in their dtype, close
+    to the float32 result (positions and scores are computed in float32)."""
+    g = torch.Generator().manual_seed(4)
+    q = torch.randn(2, 2, 20, 8, generator=g)
+    stage = build_position(name, 2, 8, max_len=32)
+    for align in (None, CausalAlignment(), SlidingWindow(3)):
+        want = attend(q, q, q, position=stage, align=align).context
+        for dtype, tol in ((torch.bfloat16, 5e-2), (torch.float16, 1e-2)):
+            h = q.to(dtype)
+            for need in (True, False):
+                got = attend(h, h, h, position=stage, align=align, need_weights=need).context
+                assert got.dtype == dtype
+                torch.testing.assert_close(got.float(), want, atol=tol, rtol=tol)
