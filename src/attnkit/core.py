@@ -74,7 +74,8 @@ def sdpa_context(
     row_ok = mask.any(dim=-1, keepdim=True)  # (..., Tq, 1)
     safe = mask | ~row_ok  # a fully masked row attends everywhere, then is zeroed
     if attn is not None:
-        safe = torch.where(safe, attn, torch.tensor(-math.inf, dtype=attn.dtype))  # (.., Tq, Tk)
+        low = torch.tensor(-math.inf, dtype=attn.dtype, device=attn.device)
+        safe = torch.where(safe, attn, low)  # (..., Tq, Tk)
     out = F.scaled_dot_product_attention(query, keys, values, attn_mask=safe)  # (..., Tq, Dv)
     return torch.where(row_ok, out, torch.zeros((), dtype=out.dtype, device=out.device))
 
