@@ -12,6 +12,7 @@ from attnkit.registry import (
     ALIGNMENTS,
     NORMALISERS,
     OUTPUTS,
+    POSITIONS,
     REDUCTIONS,
     SCORES,
     VARIANTS,
@@ -89,9 +90,8 @@ def test_normaliser_and_alignment_names() -> None:
 
 def test_every_variant_is_registered_with_a_paper() -> None:
     names = {v.name for v in VARIANTS}
-    assert names == set(SCORES) | set(ALIGNMENTS) | set(NORMALISERS) | set(REDUCTIONS) | set(
-        OUTPUTS
-    )
+    tables = (SCORES, ALIGNMENTS, NORMALISERS, REDUCTIONS, OUTPUTS, POSITIONS)
+    assert names == set().union(*tables)
     assert all(v.paper and v.formula for v in VARIANTS)
 
 

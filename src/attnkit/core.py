@@ -22,9 +22,10 @@ from torch import Tensor
 
 from ._checks import check_mask, check_positions, check_qkv, finite_wanted
 from .local.dispatch import fast_local
-from .stages.alignment import AlignSpec
-from .stages.capabilities import is_global, is_plain_sdpa
+from .stages.alignment import AlignSpec, query_positions
+from .stages.capabilities import is_global, is_plain_sdpa, is_qk_transform
 from .stages.normalisers import compute_dtype, softmax
+from .stages.position import Positioned
 from .stages.reduction import Reduced, ReduceFn, weighted_sum
 from .stages.scores import scaled_dot_score
 
@@ -35,6 +36,10 @@ ScoreFn = Callable[[Tensor, Tensor], Tensor]
 AlignFn = Callable[..., AlignSpec]
 """An alignment: ``align(query, keys, mask[, positions]) -> AlignSpec(mask, prior)``
 (alignment.py): which keys each query may attend, with which prior."""
+PositionFn = Callable[[Tensor, Tensor, Tensor, Tensor], Positioned]
+"""A position stage: ``position(query, keys, q_pos (..., Tq), k_pos (..., Tk)) ->
+Positioned(query, keys, bias)`` (position.py): q and k transformed (RoPE) and/or a bias
+(..., Tq, Tk) added to the scores (ALiBi, T5, Shaw, Transformer-XL)."""
 NormaliseFn = Callable[[Tensor, "Tensor | None"], Tensor]
 """A normaliser: ``normalise(scores (..., Tq, Tk), mask) -> weights (..., Tq, Tk)``, zero on
 masked keys (normalisers.py)."""
@@ -56,14 +61,21 @@ class AttentionResult:
     extras: dict[str, Any] = field(default_factory=dict)
 
 
-def sdpa_context(query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
-    """Fused softmax(qkᵀ/√d) v through ``F.scaled_dot_product_attention``; a fully masked row
-    gives a zero context (SDPA alone would give NaN). Shapes as ``attend``. The same ops
-    whether or not a row is fully masked: no host synchronisation to ask."""
+def sdpa_context(
+    query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None, bias: Tensor | None = None
+) -> Tensor:
+    """Fused softmax(qkᵀ/√d [+ bias]) v through ``F.scaled_dot_product_attention``; a fully
+    masked row gives a zero context (SDPA alone would give NaN). Shapes as ``attend``; bias
+    broadcastable to (..., Tq, Tk) (a position stage's) goes in as SDPA's float mask, -inf on
+    masked keys. The same ops whether or not a row is fully masked: no host synchronisation."""
+    attn = None if bias is None else bias.to(query.dtype)  # (..., Tq, Tk)
     if mask is None:
-        return F.scaled_dot_product_attention(query, keys, values)
+        return F.scaled_dot_product_attention(query, keys, values, attn_mask=attn)
     row_ok = mask.any(dim=-1, keepdim=True)  # (..., Tq, 1)
     safe = mask | ~row_ok  # a fully masked row attends everywhere, then is zeroed
+    if attn is not None:
+        low = torch.tensor(-math.inf, dtype=attn.dtype, device=attn.device)
+        safe = torch.where(safe, attn, low)  # (..., Tq, Tk)
     out = F.scaled_dot_product_attention(query, keys, values, attn_mask=safe)  # (..., Tq, Dv)
     return torch.where(row_ok, out, torch.zeros((), dtype=out.dtype, device=out.device))
 
@@ -138,13 +150,16 @@ def attend(
     reduce: ReduceFn = weighted_sum,
     mask: Tensor | None = None,
     positions: Tensor | None = None,
+    position: PositionFn | None = None,
+    key_positions: Tensor | None = None,
     need_weights: bool = True,
     weights_layout: str = "dense",
     check_finite: bool | None = None,
 ) -> AttentionResult:
     """Attention over keys for every query.
 
-        e = score(query, keys)                       # (..., Tq, Tk)
+        q, k, b = position(query, keys, q_pos, k_pos)   # optional: transformed q, k; a bias
+        e = score(q, k) [+ b]                        # (..., Tq, Tk)
         m, prior = align(query, keys, mask, positions)   # which keys, with which prior
         a = normaliser(e, m) [* prior]               # (..., Tq, Tk)
         c = reduce(a, values)                        # (..., Tq, Dv)
@@ -152,7 +167,10 @@ def attend(
     query (..., Tq, Dq), keys (..., Tk, Dk), values (..., Tk, Dv); mask bool broadcastable to
     (..., Tq, Tk), True = may attend; positions (..., Tq), integer or real, where each query
     stands in its sequence (None: 0 .. Tq-1): an incremental decoder passes its step t, so
-    causal, sliding and local-m alignments give it row t of the full pass. Half-precision
+    causal, sliding and local-m alignments give it row t of the full pass. ``position``: a
+    position stage (``attnkit.stages.position``: RoPE, ALiBi, T5, Shaw, Transformer-XL, learned)
+    seeing the query positions and ``key_positions`` (..., Tk) (None: 0 .. Tk-1); the
+    alignment sees its q and k, a bias goes to SDPA as a float mask. Half-precision
     inputs are scored and normalised in float32; the context comes back in the input dtype.
     With ``need_weights=False`` and plain
     scaled-dot softmax attention, the fused ``F.scaled_dot_product_attention`` is used, and
@@ -172,9 +190,16 @@ def attend(
     lead = tuple(query.shape[:-2])  # check_qkv made it equal to the keys' and values' dims
     check_mask(mask, (*lead, query.shape[-2], keys.shape[-2]), query.device)
     check_positions(positions, (*lead, query.shape[-2]))
+    # a bias stage's dense (..., Tq, Tk) bias is made only where a dense path needs it
+    biased = not is_qk_transform(position)
+    if position is not None and not biased:  # RoPE, learned: q and k transformed here
+        query, keys, _ = _place(position, query, keys, positions, key_positions, lead)
+    elif position is None and key_positions is not None:
+        raise ValueError("key_positions apply to a position stage; pass position=... too")
     if (
         not check_finite
         and weights_layout == "dense"
+        and not biased
         and positions is None
         and is_global(align)
         and is_plain_sdpa(score, normaliser, reduce)
@@ -188,17 +213,25 @@ def attend(
     if weights_layout not in ("dense", "band"):
         raise ValueError(f"weights_layout={weights_layout!r}; choose 'dense' or 'band'")
     if weights_layout == "band":
+        if biased:
+            raise ValueError(
+                'weights_layout="band" takes no position bias; use RoPE or learned positions '
+                "(a transform of q and k), or dense weights"
+            )
         return _band(query, keys, values, score, align, normaliser, reduce, mask, positions,
                      (q_work, k_work), check_finite)  # fmt: skip
-    if align is not None and not need_weights:  # O(n·window) kernels: attnkit.local
+    if align is not None and not need_weights and (not biased or key_positions is None):
         fast = fast_local(
             query, keys, values, score, align, normaliser, reduce, mask, positions,
-            work=(q_work, k_work),
+            work=(q_work, k_work), position=position if biased else None,
         )  # fmt: skip
         if fast is not None:
             return _finite(AttentionResult(fast.context, None, extras=fast.extras), check_finite)
-    if need_weights or not is_plain_sdpa(score, normaliser, reduce):  # before any (Tq, Tk) mask
+    if need_weights or biased or not is_plain_sdpa(score, normaliser, reduce):  # dense ahead
         check_dense_budget((*lead, query.shape[-2], keys.shape[-2]), work, need_weights, align)
+    bias = None
+    if biased and position is not None:  # ALiBi, T5, Shaw, XL: the dense bias (.., Tq, Tk)
+        bias = _place(position, query, keys, positions, key_positions, lead)[2]
     if align is None:
         spec = AlignSpec(mask)
     elif positions is None:
@@ -207,10 +240,41 @@ def attend(
         spec = align(q_work, k_work, mask, positions)
 
     if not need_weights and spec.prior is None and is_plain_sdpa(score, normaliser, reduce):
-        ctx = sdpa_context(query, keys, values, spec.mask)
+        ctx = sdpa_context(query, keys, values, spec.mask, bias)
         return _finite(AttentionResult(ctx, None, extras=_position(spec)), check_finite)
-    result = reference_attention(q_work, k_work, values, spec, score, normaliser, reduce)
+    scored = score if bias is None else BiasedScore(score, bias)
+    result = reference_attention(q_work, k_work, values, spec, scored, normaliser, reduce)
     return _finite(result, check_finite)
+
+
+@dataclass(frozen=True)
+class BiasedScore:
+    """score(q, k) + bias: a score with a position stage's bias (..., Tq, Tk) added."""
+
+    score: ScoreFn
+    bias: Tensor
+
+    def __call__(self, query: Tensor, keys: Tensor) -> Tensor:
+        return self.score(query, keys) + self.bias.to(query.dtype)  # (..., Tq, Tk)
+
+
+def _place(
+    position: PositionFn, query: Tensor, keys: Tensor, positions: Tensor | None,
+    key_positions: Tensor | None, lead: tuple[int, ...],
+) -> tuple[Tensor, Tensor, Tensor | None]:  # fmt: skip
+    """The position stage at the query positions (default 0 .. Tq-1) and key positions
+    (default 0 .. Tk-1), run in the compute dtype: q and k (in their dtypes) and a bias."""
+    check_positions(key_positions, (*lead, keys.shape[-2]))
+    work = compute_dtype(query.dtype)
+    q_pos = query_positions(query, positions)  # (..., Tq)
+    k_pos = query_positions(keys, key_positions)  # (..., Tk)
+    placed = position(query.to(work), keys.to(work), q_pos, k_pos)
+    if placed.bias is not None and is_qk_transform(position):
+        raise TypeError(
+            f"{type(position).__name__} declares qk_transform but returned a bias; set "
+            "qk_transform = False on it so that attend adds the bias on every path"
+        )
+    return placed.query.to(query.dtype), placed.keys.to(keys.dtype), placed.bias
 
 
 def dense_budget_gib() -> float:
@@ -310,7 +374,9 @@ __all__ = [
     "COLUMN_SCORES",
     "AlignFn",
     "AttentionResult",
+    "BiasedScore",
     "NormaliseFn",
+    "PositionFn",
     "ReduceFn",
     "Reduced",
     "ScoreFn",

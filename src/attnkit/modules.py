@@ -13,6 +13,7 @@ from ._checks import check_dtype
 from .core import AttentionResult, NormaliseFn, Reduced, ReduceFn, attend, weighted_sum
 from .stages.alignment import Alignment, CausalAlignment
 from .stages.normalisers import softmax
+from .stages.position import Position
 from .stages.scores import ScaledDotScore, Score
 
 _EVERY_KEY = Alignment()  # parameter-free: one shared instance, not one per decoding step
@@ -77,12 +78,14 @@ class Attention(nn.Module):
         align: Alignment | None = None,
         normaliser: NormaliseFn = softmax,
         reduce: ReduceFn = weighted_sum,
+        position: Position | None = None,
     ) -> None:
         super().__init__()
         self.score = ScaledDotScore() if score is None else score
         self.align = Alignment() if align is None else align
         self.normaliser = normaliser
         self.reduce = reduce
+        self.position = position
 
     def forward(
         self,
@@ -105,6 +108,7 @@ class Attention(nn.Module):
             reduce=self.reduce,
             mask=mask,
             positions=positions,
+            position=self.position,
             need_weights=need_weights,
         )
 
@@ -114,7 +118,8 @@ class MultiHeadAttention(nn.Module):
 
         MultiHead(Q, K, V) = Concat(head_1..head_H) W^O,  head_i = Attn(Q W_i^Q, K W_i^K, V W_i^V)
 
-    The per-head attention is any score / alignment / normaliser (built for width Dh).
+    The per-head attention is any score / alignment / normaliser (built for width Dh), with
+    an optional position stage (``attnkit.stages.position``, built for H heads of width Dh).
     ``key_dim`` defaults to ``dim``, ``value_dim`` to ``key_dim`` (values default to keys).
     forward(query (B, Tq, D), keys (B, Tk, Dk) = query, values (B, Tk, Dv) = keys, mask,
     positions (B, Tq) or (Tq,) = 0 .. Tq-1)
@@ -133,6 +138,7 @@ class MultiHeadAttention(nn.Module):
         normaliser: NormaliseFn = softmax,
         bias: bool = True,
         dropout: float = 0.0,
+        position: Position | None = None,
     ) -> None:
         super().__init__()
         self.heads = heads
@@ -147,6 +153,7 @@ class MultiHeadAttention(nn.Module):
         self.align = Alignment() if align is None else align
         self.normaliser = normaliser
         self.dropout = nn.Dropout(dropout)
+        self.position = position
 
     def forward(
         self,
@@ -271,6 +278,7 @@ class MultiHeadAttention(nn.Module):
             reduce=DropoutReduce(self.dropout) if use_dropout else weighted_sum,
             mask=heads_mask(mask),
             positions=heads_positions(positions),
+            position=self.position,
             need_weights=need_weights,
         )
         context = self.out_proj(result.context.transpose(1, 2).flatten(2))  # (B, Tq, D)
@@ -310,8 +318,10 @@ class SelfAttention(MultiHeadAttention):
             k_new, v_new = self.project_keys(x)  # (B, H, 1, Dh)
         k = torch.cat([cache[0], k_new], dim=2)  # (B, H, t+1, Dh)
         v = torch.cat([cache[1], v_new], dim=2)  # (B, H, t+1, Dh)
-        # every cached key is at or before t: a global alignment, no mask
-        return self.attend_heads(q, k, v, _EVERY_KEY, None, need_weights), (k, v)
+        # every cached key is at or before t: a global alignment, no mask; a position stage
+        # sees the query at t, the keys at 0 .. t
+        at = None if self.position is None else torch.full((1,), k.shape[2] - 1, device=x.device)
+        return self.attend_heads(q, k, v, _EVERY_KEY, None, need_weights, False, at), (k, v)
 
     def empty_cache(self, batch: int, like: Tensor) -> tuple[Tensor, Tensor]:
         """The ``step`` cache of t = 0: keys and values (B, H, 0, Dh), ``like``'s dtype/device."""

@@ -24,6 +24,15 @@ from .stages.alignment import (
     SlidingWindow,
 )
 from .stages.normalisers import Entmax15, Softmax, Sparsemax
+from .stages.position import (
+    ALiBi,
+    LearnedPosition,
+    Position,
+    RotaryPosition,
+    ShawPosition,
+    T5Bias,
+    XLPosition,
+)
 from .stages.scores import (
     AdditiveScore,
     CosineScore,
@@ -120,6 +129,18 @@ NORMALISER_ALIASES = {
     "gumbel-softmax": "gumbel",
 }
 
+POSITIONS: dict[str, Callable[[int, int, int, bool], Position]] = {
+    "learned": lambda h, d, n, causal: LearnedPosition(h, d, n),
+    "shaw": lambda h, d, n, causal: ShawPosition(d),
+    "t5": lambda h, d, n, causal: T5Bias(h, bidirectional=not causal),
+    "alibi": lambda h, d, n, causal: ALiBi(h),
+    "rope": lambda h, d, n, causal: RotaryPosition(d),
+    "xl": lambda h, d, n, causal: XLPosition(h, d),
+}
+"""Position stages by name: ``POSITIONS[name](heads, head_dim, max_len, causal)``; ``causal``
+gives T5 its one-directional buckets."""
+POSITION_ALIASES = {"rotary": "rope", "relative": "shaw", "transformer-xl": "xl"}
+
 # what one attention computation gives out per (query, key): one weight, or one per feature
 OUTPUTS: dict[str, str] = {
     "scalar": "weights (..., Tq, Tk)",
@@ -135,6 +156,7 @@ STAGES: dict[str, tuple[dict, dict[str, str]]] = {
     "alignment": (ALIGNMENTS, {}),
     "normaliser": (NORMALISERS, NORMALISER_ALIASES),
     "reduction": (REDUCTIONS, REDUCTION_ALIASES),
+    "position": (POSITIONS, POSITION_ALIASES),
     "output": (OUTPUTS, OUTPUT_ALIASES),
 }
 """Stage kind -> (its table by name, aliases): the one table of names (``canonical``,
@@ -176,6 +198,12 @@ VARIANTS: list[Variant] = [
     ),
     Variant("weighted_sum", "reduction", "Bahdanau et al. 2015", "c = Σ_j α_j v_j"),
     Variant("sample", "reduction", "Xu et al. 2015 (hard attention)", "z ~ Cat(α), c = v_z"),
+    Variant("learned", "position", "Gehring et al. 2017", LearnedPosition.formula),
+    Variant("shaw", "position", "Shaw et al. 2018", ShawPosition.formula),
+    Variant("t5", "position", "Raffel et al. 2020", T5Bias.formula),
+    Variant("alibi", "position", "Press et al. 2022", ALiBi.formula),
+    Variant("rope", "position", "Su et al. 2021", RotaryPosition.formula),
+    Variant("xl", "position", "Dai et al. 2019", XLPosition.formula),
     Variant("scalar", "output", "Bahdanau et al. 2015", "one weight a_ij per key"),
     Variant(
         "multi-dimensional",
@@ -264,6 +292,14 @@ def build_normaliser(name: str, temperature: float = 1.0) -> NormaliseFn:
     return NORMALISERS[key](temperature)
 
 
+def build_position(
+    name: str, heads: int, head_dim: int, *, max_len: int = 512, causal: bool = False
+) -> Position:
+    """A position stage by name (aliases allowed) for ``heads`` heads of width ``head_dim``;
+    ``max_len`` for learned positions, ``causal`` for T5's one-directional buckets."""
+    return POSITIONS[canonical("position", name)](heads, head_dim, max_len, causal)
+
+
 def build(
     score: str = "scaled_dot",
     *,
@@ -280,6 +316,8 @@ def build(
     dropout: float = 0.0,
     reduce: str = "weighted_sum",
     output: str = "scalar",
+    position: str | None = None,
+    max_len: int = 512,
 ) -> nn.Module:
     """An attention module from names.
 
@@ -288,12 +326,18 @@ def build(
     ``MultiHeadAttention`` with projections, the score working on width dim / H per head.
     ``output="multi-dimensional"``: ``MultiDimensionalAttention`` (Shen 2018), one weight per
     key and value feature, its own feature-wise additive score of width ``hidden``.
+    ``position``: a position stage by name (``POSITIONS``: learned, shaw, t5, alibi, rope,
+    xl), per head of width dim / H (one head of width ``dim`` without heads); ``max_len``
+    bounds the learned positions.
     """
     check_size("dim", dim)
     for name, width in (("key_dim", key_dim), ("value_dim", value_dim), ("hidden", hidden),
                         ("max_keys", max_keys)):  # fmt: skip
         check_size(name, width, optional=True)
+    causal = canonical("alignment", align) in ("causal", "sliding-causal")
     if canonical("output", output) == "multi-dimensional":
+        if position is not None:
+            raise ValueError("output='multi-dimensional' takes no position stage; drop position")
         return _multidim(score, heads, align, reduce, normaliser, temperature,
                          dim=dim, key_dim=key_dim, value_dim=value_dim, hidden=hidden)  # fmt: skip
     red = REDUCTIONS[canonical("reduction", reduce)]()
@@ -304,9 +348,11 @@ def build(
         )
     if heads is None:
         sc = build_score(score, dim, key_dim, hidden=hidden, max_keys=max_keys)
+        pos = _position(position, 1, dim, key_dim, max_len, causal)
         return Attention(
-            sc, build_alignment(align, dim, window), build_normaliser(normaliser, temperature), red
-        )
+            sc, build_alignment(align, dim, window), build_normaliser(normaliser, temperature), red,
+            position=pos,
+        )  # fmt: skip
     if red is not weighted_sum:
         raise ValueError(
             f"reduce={reduce!r} is built for single-head attention; leave heads=None, or use "
@@ -323,7 +369,23 @@ def build(
         align=build_alignment(align, head_dim, window),
         normaliser=build_normaliser(normaliser, temperature),
         dropout=dropout,
+        position=_position(position, heads, head_dim, None, max_len, causal),
     )
+
+
+def _position(
+    name: str | None, heads: int, width: int, key_dim: int | None, max_len: int, causal: bool
+) -> Position | None:
+    """``build``'s position stage, or None; it needs queries and keys of one width."""
+    if name is None:
+        return None
+    if key_dim is not None and key_dim != width:
+        raise ValueError(
+            f"position={name!r} needs queries and keys of one width, got {width} and "
+            f"{key_dim}; drop key_dim or the position stage"
+        )
+    check_size("max_len", max_len)
+    return build_position(name, heads, width, max_len=max_len, causal=causal)
 
 
 def _multidim(
@@ -359,6 +421,7 @@ def _multidim(
 __all__ = [
     "ALIGNMENTS",
     "OUTPUTS",
+    "POSITIONS",
     "NORMALISERS",
     "REDUCTIONS",
     "SCORES",
@@ -369,6 +432,7 @@ __all__ = [
     "build",
     "build_alignment",
     "build_normaliser",
+    "build_position",
     "build_score",
     "canonical",
     "check_window_for",

@@ -11,7 +11,7 @@ from attnkit.models import MODELS, make_config
 SIZES = {
     "rnnsearch": ("src_vocab", "tgt_vocab", "emb", "enc_hidden", "dec_hidden", "attn_hidden"),
     "rnnencdec": ("src_vocab", "tgt_vocab", "emb", "enc_hidden", "dec_hidden", "context"),
-    "transformer": ("src_vocab", "tgt_vocab", "dim", "enc_layers", "dec_layers", "ff"),
+    "transformer": ("src_vocab", "tgt_vocab", "dim", "enc_layers", "dec_layers", "ff", "max_len"),
     "luong": ("src_vocab", "tgt_vocab", "emb", "hidden", "layers", "max_src_len"),
     "han": ("src_vocab", "tgt_vocab", "emb", "hidden", "attn"),
     "digit-qa": ("src_vocab", "tgt_vocab", "dim", "hidden", "channels", "max_grid"),

@@ -27,6 +27,7 @@ MODEL_OPTIONS: dict[str, type] = {
     "dec_layers": int,
     "norm": str,
     "share": str,
+    "position": str,
     "dropout": float,
     "softness": str,
     "estimator": str,
@@ -96,6 +97,8 @@ MODEL_HELP = {
     "ff": "transformer: feed-forward width",
     "norm": "transformer: post (the paper) | pre",
     "share": "transformer: none | output | all (embedding sharing)",
+    "position": "transformer: sinusoidal (the paper's, default) | learned | shaw | t5 | alibi | "
+    "rope | xl (docs/position.md)",
     "dropout": "dropout probability",
     "enc_hidden": "rnnsearch/rnnencdec: encoder width",
     "dec_hidden": "rnnsearch/rnnencdec: decoder width",

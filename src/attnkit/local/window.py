@@ -91,10 +91,12 @@ def attend_window(
     score: Callable[[Tensor, Tensor], Tensor],
     normaliser: Callable[[Tensor, Tensor | None], Tensor],
     mask: Tensor | None,
+    bias: Callable[[Tensor], Tensor] | None = None,
 ) -> WindowResult:
     """The kernel: gather the window's keys, score, normalise over the keys ``admit`` allows,
     multiply by its prior, sum the values. Inputs as ``local_window_attention`` (query and keys
-    already in the compute dtype); the context comes back in the values' dtype."""
+    already in the compute dtype); the context comes back in the values' dtype. ``bias(s)``:
+    a position stage's bias at the key indices s (..., Tq, W), added to the scores."""
     tq, tk = query.shape[-2], keys.shape[-2]
     lead = query.shape[:-2]
     width = window.width
@@ -110,6 +112,8 @@ def attend_window(
     kg = _gather_rows(keys.to(work), s)  # (..., Tq, W, Dk)
     vg = _gather_rows(values, s)  # (..., Tq, W, Dv)
     scores = score(query.to(work)[..., None, :], kg)[..., 0, :]  # (..., Tq, W)
+    if bias is not None:
+        scores = scores + bias(s)  # (..., Tq, W)
     weights = normaliser(scores, allowed)  # (..., Tq, W)
     if prior is not None:
         weights = weights * prior.to(weights.dtype)

@@ -8,6 +8,11 @@ eq. 1 and §3.2.2) with CausalAlignment for the decoder's self-attention.
     FFN(x) = max(0, x W_1 + b_1) W_2 + b_2                                                (eq. 2)
     logits = x_L W_out, with W_out = E_tgt (tied, §3.4) or its own matrix
 
+Positions: ``position="sinusoidal"`` (default, the paper's §3.5: PE added to the embeddings)
+or a position stage of ``attnkit.stages.position`` by registry name (learned, shaw, t5, alibi, rope,
+xl) in every self-attention module, per head, with no PE added to the embeddings (the
+cross-attention sees no positions); docs/position.md.
+
 Attention scores: ``score="scaled_dot"`` (default, the paper's eq. 1: qᵀk / √d_k) or
 ``score="dot"`` (the unscaled qᵀk, for the √d_k ablation of §3.2.1), in every attention
 module, with d_k = dim / heads.
@@ -32,7 +37,9 @@ from torch import Tensor, nn
 
 from .._checks import check_ranges
 from ..modules import CrossAttention, SelfAttention, check_heads
+from ..registry import build_position, canonical, names
 from ..stages.alignment import CausalAlignment
+from ..stages.position import Position
 from ..stages.scores import DotScore, ScaledDotScore, Score
 from .base import Memory, Seq2Seq, Seq2SeqOutput, State, dropped, source_mask
 
@@ -53,10 +60,13 @@ class TransformerConfig:
     norm: str = "post"  # post (paper) | pre
     share: str = "output"  # none | output (tie E_tgt and W_out) | all (also E_src; same vocab)
     score: str = "scaled_dot"  # scaled_dot (eq. 1, qᵀk/√d_k) | dot (unscaled qᵀk, an ablation)
+    position: str = "sinusoidal"  # sinusoidal (§3.5) | learned | shaw | t5 | alibi | rope | xl
+    max_len: int = 512  # position="learned": the most positions a sequence may have
 
     def __post_init__(self) -> None:
         check_ranges(
-            self, positive=("src_vocab", "tgt_vocab", "dim", "enc_layers", "dec_layers", "ff")
+            self,
+            positive=("src_vocab", "tgt_vocab", "dim", "enc_layers", "dec_layers", "ff", "max_len"),
         )
         check_heads(self.dim, self.heads)
         if self.dim % 2:
@@ -69,6 +79,19 @@ class TransformerConfig:
             raise ValueError(
                 f"TransformerConfig.score={self.score!r}; choose one of {SCORES} (qᵀk/√d_k or qᵀk)"
             )
+        if self.position != "sinusoidal":
+            try:
+                self.position = canonical("position", self.position)
+            except ValueError:
+                raise ValueError(
+                    f"TransformerConfig.position={self.position!r}; choose 'sinusoidal' (the "
+                    f"paper's) or a position stage: {', '.join(names('position'))}"
+                ) from None
+            if self.position == "rope" and (self.dim // self.heads) % 2:
+                raise ValueError(
+                    f"position='rope' rotates pairs: head width dim/heads = "
+                    f"{self.dim // self.heads} is odd; pick dim and heads with an even ratio"
+                )
         if self.share == "all" and self.src_vocab != self.tgt_vocab:
             raise ValueError(
                 f"share='all' needs one joint vocabulary, but src_vocab={self.src_vocab} != "
@@ -103,6 +126,14 @@ def make_score(c: TransformerConfig) -> Score:
     """A fresh score module of ``c.score`` for one attention module (per head, width
     dim / heads): ScaledDotScore() (qᵀk / √d_k) or DotScore() (qᵀk)."""
     return ScaledDotScore() if c.score == "scaled_dot" else DotScore()
+
+
+def make_position(c: TransformerConfig, causal: bool) -> Position | None:
+    """A fresh position stage for one self-attention module (per head, width dim / heads), or
+    None with ``position="sinusoidal"`` (the embeddings carry PE)."""
+    if c.position == "sinusoidal":
+        return None
+    return build_position(c.position, c.heads, c.dim // c.heads, max_len=c.max_len, causal=causal)
 
 
 class Residual(nn.Module):
@@ -142,7 +173,8 @@ class EncoderLayer(nn.Module):
     def __init__(self, c: TransformerConfig) -> None:
         super().__init__()
         pre = c.norm == "pre"
-        self.attn = SelfAttention(c.dim, c.heads, score=make_score(c), dropout=c.dropout)
+        self.attn = SelfAttention(c.dim, c.heads, score=make_score(c), dropout=c.dropout,
+                                  position=make_position(c, causal=False))  # fmt: skip
         self.ffn = FeedForward(c.dim, c.ff, c.dropout)
         self.res1, self.res2 = Residual(c.dim, c.dropout, pre), Residual(c.dim, c.dropout, pre)
 
@@ -166,8 +198,9 @@ class DecoderLayer(nn.Module):
         super().__init__()
         pre = c.norm == "pre"
         self.self_attn = SelfAttention(
-            c.dim, c.heads, score=make_score(c), align=CausalAlignment(), dropout=c.dropout
-        )
+            c.dim, c.heads, score=make_score(c), align=CausalAlignment(), dropout=c.dropout,
+            position=make_position(c, causal=True),
+        )  # fmt: skip
         self.cross_attn = CrossAttention(c.dim, c.heads, score=make_score(c), dropout=c.dropout)
         self.ffn = FeedForward(c.dim, c.ff, c.dropout)
         self.res = nn.ModuleList(Residual(c.dim, c.dropout, pre) for _ in range(3))
@@ -254,8 +287,10 @@ class Transformer(Seq2Seq):
 
     def embed(self, emb: nn.Embedding, ids: Tensor) -> Tensor:
         """ids (B, T) -> (B, T, D): sqrt(D) E[ids] + PE (§3.4, §3.5); a decoding step adds
-        its one row with ``position``."""
+        its one row with ``position``. No PE when a position stage is in the attention."""
         x = emb(ids) * math.sqrt(self.config.dim)  # (B, T, D)
+        if self.config.position != "sinusoidal":
+            return dropped(self.drop, x)
         pe = sinusoids(ids.shape[1], self.config.dim, ids.device)  # (T, D)
         return dropped(self.drop, x + pe.to(x.dtype))
 
@@ -366,7 +401,9 @@ class Transformer(Seq2Seq):
                 f"memory's {mask.shape[0]} sentences (K hypotheses each, see beam_memory)"
             )
         y = self.tgt_emb(prev)[:, None] * math.sqrt(self.config.dim)  # (N, 1, D)
-        y = dropped(self.drop, y + self.position(t, y))  # (N, 1, D)
+        if self.config.position == "sinusoidal":  # else the self-attention's stage sees t
+            y = y + self.position(t, y)  # (N, 1, D)
+        y = dropped(self.drop, y)
         new_state: list[Tensor] = []
         weights = None
         last = len(self.dec) - 1

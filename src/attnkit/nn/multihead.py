@@ -24,6 +24,7 @@ from ..masks import and_masks, causal_mask
 from ..modules import DropoutReduce, check_heads
 from ..stages.alignment import Alignment
 from ..stages.normalisers import softmax
+from ..stages.position import Position
 from ..stages.scores import ScaledDotScore, Score
 
 
@@ -42,8 +43,11 @@ class MultiheadAttention(nn.Module):
     """``torch.nn.MultiheadAttention`` with swappable attention (Vaswani 2017, §3.2.2).
 
     Extra keyword-only arguments: ``score`` (a Score built for width E / num_heads),
-    ``align`` and ``normaliser``. Scores with parameters add state_dict keys; load a PyTorch
-    state_dict with ``strict=False`` then.
+    ``align``, ``normaliser`` and ``position`` (a position stage of ``attnkit.stages.position`` for
+    num_heads heads of width E / num_heads: queries at 0 .. L-1, keys at 0 .. S-1; not with
+    ``add_bias_kv`` or ``add_zero_attn``, whose extra keys have no position). Scores and
+    stages with parameters add state_dict keys; load a PyTorch state_dict with
+    ``strict=False`` then.
     """
 
     in_proj_weight: nn.Parameter | None
@@ -71,8 +75,15 @@ class MultiheadAttention(nn.Module):
         score: Score | None = None,
         align: Alignment | None = None,
         normaliser: NormaliseFn = softmax,
+        position: Position | None = None,
     ) -> None:
         super().__init__()
+        if position is not None and (add_bias_kv or add_zero_attn):
+            raise ValueError(
+                "position=... gives each key its place 0 .. S-1; the extra keys of "
+                "add_bias_kv / add_zero_attn have none: drop one or the other"
+            )
+        self.position = position
         factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.embed_dim = embed_dim
         self.kdim = embed_dim if kdim is None else kdim
@@ -275,6 +286,7 @@ class MultiheadAttention(nn.Module):
             normaliser=self.normaliser,
             reduce=DropoutReduce(self._drop) if use_dropout else weighted_sum,
             mask=allowed,
+            position=self.position,
             need_weights=need_weights,
         )
         out = self.out_proj(rearrange(result.context, "b h l d -> b l (h d)"))  # (B, L, E)

@@ -11,6 +11,11 @@ An alignment declares (``attnkit.stages.alignment``)
     ``sliding_band(query) -> Band | None``: the sliding-window kernel (attnkit.local.sliding);
     ``key_window(query, keys, mask, positions) -> KeyWindow | None``: the gathered-window
         kernel (attnkit.local.window).
+A position stage declares ``qk_transform`` (bool): it only transforms q and k and never adds
+a bias (RoPE, learned absolute), so every fast path runs on the transformed q and k; a stage
+with a bias reaches the fused kernel as SDPA's float mask (``attnkit.stages.position``), and the
+gathered-window kernel when it declares ``bias_at(query, q_pos, s)`` (its bias at gathered
+key indices s (..., Tq, W)).
 Plain functions carry the flags as attributes (see ``scores.scaled_dot_score``); a callable
 that declares nothing takes the reference path.
 
@@ -53,6 +58,17 @@ def is_plain_sdpa(score: Any, normaliser: Any, reduce: Any) -> bool:
     return is_plain_scaled_dot(score) and is_plain_softmax(normaliser) and is_weighted_sum(reduce)
 
 
+def is_qk_transform(position: Any) -> bool:
+    """The position stage only transforms q and k (no bias): None, or it declares so."""
+    return position is None or bool(getattr(position, "qk_transform", False))
+
+
+def bias_at(position: Any) -> Any:
+    """A position stage's ``bias_at(query, q_pos, s)``: its bias at gathered key indices s
+    (..., Tq, W), keys at their index (the gathered-window kernel), or None."""
+    return getattr(position, "bias_at", None)
+
+
 def is_global(align: Any) -> bool:
     """Every key the mask allows, no prior: None, or an alignment that keeps the base class's
     ``forward`` (``AlignSpec(mask)``) and declares no band or key window."""
@@ -80,9 +96,11 @@ def key_window(
 
 
 __all__ = [
+    "bias_at",
     "is_gatherable",
     "is_global",
     "is_plain_scaled_dot",
+    "is_qk_transform",
     "is_plain_sdpa",
     "is_plain_softmax",
     "is_weighted_sum",
