@@ -91,7 +91,8 @@ def plot(result: dict[str, Any], path: Path) -> Path:
         v = result["scores"][m]["mase"]
         ax.bar(i, float(np.mean(v)), color=f"C{i}", alpha=0.6)
         ax.plot([i] * len(v), v, "k.", ms=6)
-    ax.set_xticks(range(len(LABELS)), list(LABELS.values()), fontsize=9)
+    names = [v.replace(", ", ",\n") for v in LABELS.values()]
+    ax.set_xticks(range(len(LABELS)), names, fontsize=8)
     ax.set_ylabel("test MASE (lower is better)")
     ax.set_title(f"{len(result['seeds'])} seeds, early stopping", fontsize=10)
     for i, (p, w) in enumerate(result["weight_by_lag"].items()):
