@@ -1,6 +1,7 @@
 """``attnkit experiment scaling``: the softmax statistics against hand computation from the
-formulas, the captured queries/keys against the model's own attention weights, the verdict on
-synthetic numbers, and clear errors for bad settings."""
+formulas, the captured queries/keys against the model's own attention weights, the checks and
+verdict on hand-made numbers (clean, contrary, straddling, unlearned), the --quick run, and
+clear errors for bad settings."""
 
 import math
 from pathlib import Path
@@ -8,11 +9,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from attnkit.experiments import evidence as ev
 from attnkit.experiments.scaling import (
     ScalingConfig,
+    checks_of,
     parse_ints,
     parse_widths,
-    verdict,
 )
 from attnkit.experiments.scaling_measure import (
     capture,
@@ -116,55 +118,88 @@ def test_captured_queries_and_keys_give_the_models_own_weights() -> None:
     assert enc.rows.tolist()[2] == [True, True, True, False, False]  # example 2, head 1
 
 
-def _random(ent: list[float], grad: list[float], s_ent: float, s_grad: float) -> dict:
+def _random(grad: list[float], scaled: float, noise: float = 0.0) -> dict:
+    """Five draws of (a) at d_k 4, 16, 64, 1024: the unscaled median gradients ``grad`` (each
+    draw times 1 ± noise), the scaled one flat at ``scaled``."""
     return {
-        d: {
-            "dot": {"entropy_frac": e, "grad_scores_median": g},
-            "scaled_dot": {"entropy_frac": s_ent, "grad_scores_median": s_grad},
+        s: {
+            d: {"dot": {"grad_scores_median": g * (1 + noise * (s - 2))},
+                "scaled_dot": {"grad_scores_median": scaled * (1 + 0.01 * (s - 2))}}
+            for d, g in zip((4, 16, 64, 1024), grad, strict=True)
         }
-        for d, e, g in zip((4, 64, 1024), ent, grad, strict=True)
-    }
+        for s in range(5)
+    }  # fmt: skip
 
 
-def _trained(b_ent: tuple[float, float], loss: tuple[float, float]) -> list[dict]:
-    """Two widths; b_ent = the scaled models' unscaled entropy (small, large d_k); loss =
-    valid loss (unscaled, scaled) at the large width."""
+def _trained(gap: float, spread: float, bleu: float = 50.0) -> list[dict]:
+    """Three seeds at two widths; at the large one the unscaled arm's per-example test loss
+    is the scaled one's + gap (± spread, alternating over 40 examples)."""
     out = []
-    for d, e in zip((8, 64), b_ent, strict=True):
+    for seed in range(3):
+        base = [1.0 + 0.01 * i for i in range(40)]
         for s in ("dot", "scaled_dot"):
-            lo = dict(zip(("dot", "scaled_dot"), loss, strict=True))[s] if d == 64 else 1.0
-            qk = {"dot": {"entropy_frac": e, "grad_scores_median": e / 10}}
-            out.append({"d_k": d, "score": s, "valid_loss": lo, "qk": qk})
+            shift = [gap + spread * (-1) ** i for i in range(40)] if s == "dot" else [0.0] * 40
+            for d in (8, 64):
+                losses = [b + x for b, x in zip(base, shift, strict=True)] if d == 64 else base
+                out.append({"d_k": d, "score": s, "seed": seed, "test_losses": losses,
+                            "test_bleu": bleu})  # fmt: skip
     return out
 
 
-def test_verdict_reproduced() -> None:
-    reasons, checks = verdict(
-        _random([0.7, 0.2, 0.03], [0.2, 0.1, 1e-4], 0.88, 0.17), _trained((0.8, 0.3), (2.0, 1.0))
-    )
-    assert reasons == [], reasons
-    assert checks["A2_ratio_to_scaled_at_largest"] == pytest.approx(1e-4 / 0.17)
-    assert all(checks[f"{c}_ok"] for c in ("A1", "A2", "A3", "B", "C"))
+def test_a_clean_result_reproduces() -> None:
+    """The gradient rises from d_k 4 to 16 (as any softmax does) and falls from 16 on: the
+    fall is checked from d_k 16 only, so the rise does not count."""
+    checks = checks_of(_random([0.21, 0.22, 0.11, 1e-4], 0.17, noise=0.02), _trained(0.5, 0.1))
+    assert [c.name for c in checks if c.name.startswith("A ")] == [
+        "A unscaled median gradient falls, d_k 16 -> 64 (log ratio)",
+        "A unscaled median gradient falls, d_k 64 -> 1024 (log ratio)"]  # fmt: skip
+    assert all(c.outcome == ev.PASS for c in checks), [c.reason for c in checks]
+    a2 = next(c for c in checks if c.name.startswith("A2"))
+    assert a2.value == pytest.approx(1e-4 / 0.17, rel=1e-3) and a2.threshold == 0.1
+    assert ev.verdict_of(checks) == ev.REPRODUCED
+    assert all(set(c.as_json()) >= {"name", "value", "ci", "threshold", "outcome"}
+               for c in checks)  # fmt: skip
 
 
-def test_verdict_not_reproduced_names_each_failed_check() -> None:
-    reasons, checks = verdict(
-        _random([0.7, 0.3, 0.15], [0.2, 0.25, 0.1], 0.88, 0.17), _trained((0.3, 0.5), (1.0, 1.2))
-    )
-    text = "; ".join(reasons)
-    assert "A1 unscaled entropy/log Tk at d_k=1024 is 0.150 (> 0.1)" in text
-    assert "A2 unscaled median gradient does not fall at every d_k" in text
-    assert "A2 unscaled/scaled median gradient at d_k=1024" in text
-    assert "B trained q, k" in text and "C at d_k=64" in text
-    assert checks["A3_ok"] and not checks["A1_ok"]  # the scaled side is flat here
-    flat_fail = verdict(
-        {4: {"dot": {"entropy_frac": 0.5, "grad_scores_median": 0.2},
-             "scaled_dot": {"entropy_frac": 0.9, "grad_scores_median": 0.2}},
-         64: {"dot": {"entropy_frac": 0.05, "grad_scores_median": 1e-3},
-              "scaled_dot": {"entropy_frac": 0.5, "grad_scores_median": 0.2}}},
-        _trained((0.8, 0.3), (2.0, 1.0)),
-    )[0]  # fmt: skip
-    assert len(flat_fail) == 1 and flat_fail[0].startswith("A3 scaled varies over d_k")
+def test_a_clean_contrary_result_is_not_reproduced() -> None:
+    """The unscaled gradient does not fall, stays near the scaled one, and the unscaled
+    Transformer is ahead: every claim fails on its interval."""
+    checks = checks_of(_random([0.21, 0.11, 0.15, 0.16], 0.17, noise=0.02), _trained(-0.5, 0.1))
+    got = {c.name: c.outcome for c in checks}
+    assert got["A unscaled median gradient falls, d_k 64 -> 1024 (log ratio)"] == ev.FAIL
+    assert got["A2 unscaled / scaled median gradient at d_k 1024"] == ev.FAIL
+    assert got["C test loss unscaled - scaled at d_k 64"] == ev.FAIL
+    verdict = ev.verdict_of(checks)
+    assert verdict.startswith("NOT REPRODUCED: A unscaled median gradient falls, d_k 16")
+    assert ev.exit_code(verdict) == 1
+
+
+def test_a_straddling_gap_or_an_unlearned_task_is_inconclusive() -> None:
+    """A trained gap whose interval holds 0, or arms that never learned the task (BLEU below
+    20), give INCONCLUSIVE, never NOT REPRODUCED."""
+    random = _random([0.21, 0.22, 0.11, 1e-4], 0.17, noise=0.02)
+    straddle = checks_of(random, _trained(0.01, 1.0))
+    c = next(c for c in straddle if c.name.startswith("C "))
+    assert c.outcome == ev.INCONCLUSIVE and c.ci[0] < 0 < c.ci[1]
+    assert ev.verdict_of(straddle).startswith("INCONCLUSIVE: C test loss")
+    floor = checks_of(random, _trained(-0.5, 0.1, bleu=3.0))  # C fails, but nothing learned
+    verdict = ev.verdict_of(floor)
+    assert verdict.startswith("INCONCLUSIVE: L best arm's mean test BLEU") and \
+        ev.exit_code(verdict) == 2  # fmt: skip
+
+
+def test_the_quick_run_writes_its_checks(tmp_path: Path) -> None:
+    from attnkit.experiments.scaling import QUICK, run_experiment
+
+    result = run_experiment(ScalingConfig(**QUICK), tmp_path, say=lambda _: None)
+    names = [c["name"] for c in result["checks"]]
+    assert names[0] == "A unscaled median gradient falls, d_k 16 -> 64 (log ratio)"
+    assert {c["outcome"] for c in result["checks"]} <= {ev.PASS, ev.FAIL, ev.INCONCLUSIVE}
+    assert all(len(c["ci"]) == 2 and c["ci"][0] <= c["value"] <= c["ci"][1]
+               for c in result["checks"])  # fmt: skip
+    assert ev.exit_code(result["verdict"]) in (0, 1, 2)
+    assert {r["seed"] for r in result["trained"]} == {0, 1} and len(result["trained"]) == 8
+    assert sorted(result["random_seeds"]) == ["0", "1"]
 
 
 def test_settings_parse_and_bad_settings_fail_clearly() -> None:
@@ -186,15 +221,23 @@ def test_settings_parse_and_bad_settings_fail_clearly() -> None:
         ScalingConfig(task="toy-ko")
     with pytest.raises(ValueError, match="--steps"):
         ScalingConfig(steps=0)
+    with pytest.raises(ValueError, match="two or more d_k >= 16"):
+        ScalingConfig(dims="4,8,16")
+    with pytest.raises(ValueError, match="--seeds must be at least 2"):
+        ScalingConfig(seeds=1)
+    with pytest.raises(ValueError, match="not a multiple of --epoch-steps"):
+        ScalingConfig(steps=650)
 
 
 def test_the_two_runs_differ_only_in_the_score(tmp_path: Path) -> None:
     from attnkit.experiments.scaling_models import train_config
 
     cfg = ScalingConfig()
-    a = train_config(cfg, 2, 64, "dot", tmp_path).to_json()
-    b = train_config(cfg, 2, 64, "scaled_dot", tmp_path).to_json()
+    a = train_config(cfg, 2, 64, "dot", 1, tmp_path).to_json()
+    b = train_config(cfg, 2, 64, "scaled_dot", 1, tmp_path).to_json()
     assert a["model"]["options"].pop("score") == "dot"
     assert b["model"]["options"].pop("score") == "scaled_dot"
     assert a == b and a["model"]["options"]["dim"] == 128
-    assert a["data"]["train_size"] == cfg.steps * cfg.batch_size and a["train"]["epochs"] == 1
+    assert a["data"]["train_size"] == cfg.epoch_steps * cfg.batch_size
+    assert a["train"]["epochs"] * cfg.epoch_steps == cfg.steps  # the same cap for both
+    assert a["train"]["patience"] == cfg.patience > 0 and a["train"]["seed"] == 1

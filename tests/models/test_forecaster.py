@@ -53,3 +53,50 @@ def test_bad_configs_say_what_to_do():
         ForecasterConfig(read="x")
     with pytest.raises(ValueError, match="location"):
         ForecasterConfig(attention="location")
+
+
+def test_seasonal_value_is_the_seasonal_naive_forecast():
+    """seasonal_value against attnkit.eval.forecast.seasonal_naive's numpy indexing, for
+    periods shorter and longer than the horizon."""
+    import numpy as np
+
+    from attnkit.eval.forecast import seasonal_naive
+    from attnkit.models.forecaster import seasonal_value
+
+    past = torch.randn(4, 10, dtype=torch.float64)  # (B, W)
+    period = torch.tensor([1, 3, 7, 10])
+    got = torch.cat([seasonal_value(past, period, k) for k in range(1, 13)], dim=1)  # (B, K)
+    want = seasonal_naive(past.numpy(), period.numpy(), 12)
+    assert np.array_equal(got.numpy(), want)
+    assert got[1, 0] == past[1, 7] and got[1, 3] == past[1, 7]  # m = 3: x_{W-3}, again at k=4
+    with pytest.raises(ValueError, match="must be in 1..W"):
+        seasonal_value(past, torch.tensor([1, 3, 7, 11]), 1)
+
+
+def test_the_seasonal_baseline_reads_the_value_one_season_back_without_attention():
+    """ŷ_k = w_oᵀ [s_k; x_{W+k−m⌈k/m⌉}] + b_o, written out by hand in float64 over two steps
+    (the second step's state reads ŷ_1); the same parameter count as the dot model; a
+    float64 gradcheck; and a clear error without the period."""
+    torch.manual_seed(2)
+    model = build_model("forecaster", preset="tiny", src_vocab=1, tgt_vocab=1,
+                        attention="seasonal").double()  # fmt: skip
+    dot = build_model("forecaster", preset="tiny", src_vocab=1, tgt_vocab=1)
+    assert sum(p.numel() for p in model.parameters()) == sum(p.numel() for p in dot.parameters())
+    past = torch.randn(2, 8, dtype=torch.float64)  # (B, W)
+    period = torch.tensor([3, 5])
+    out = model(past, 2, period)
+    assert out.weights is None
+    with torch.no_grad():
+        _, h = model.rnn(past[..., None])  # (1, B, H)
+        w, b = model.out.weight[0], model.out.bias[0]
+        y1 = [float(w @ torch.cat([h[0, i], past[i, 8 - int(period[i])][None]]) + b)
+              for i in range(2)]  # fmt: skip
+        _, h2 = model.rnn(torch.tensor(y1, dtype=torch.float64)[:, None, None], h)
+        y2 = [float(w @ torch.cat([h2[0, i], past[i, 9 - int(period[i])][None]]) + b)
+              for i in range(2)]  # fmt: skip
+    torch.testing.assert_close(out.forecast.detach(),
+                               torch.tensor([y1, y2], dtype=torch.float64).T)  # fmt: skip
+    x = past.clone().requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda p: model(p, 4, period).forecast, (x,))
+    with pytest.raises(ValueError, match="pass period"):
+        model(past, 2)

@@ -30,7 +30,7 @@ def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
             for m in LABELS:
                 row[f"{m}_mean"] = round(mean[m][i], 4)
                 row[f"{m}_std"] = round(std[m][i], 4)
-            row["gap"] = round(result["checks"]["gap"][t][i], 6)
+            row["gap"] = round(result["gap"][t][i], 6)
             row["attention_on_digit_cell"] = "" if on_cell is None else round(on_cell[i], 4)
             out.append(row)
     return out
@@ -62,7 +62,7 @@ def text_table(result: dict[str, Any]) -> str:
 
 
 def catch_up_text(result: dict[str, Any]) -> str:
-    c = result["checks"]["catch_up"]
+    c = result["catch_up"]
     return "; ".join(
         f"{t}: attention "
         + ("never catches up" if c[t] is None else f"catches up from {c[t]:.0%} of the data on")
@@ -70,14 +70,20 @@ def catch_up_text(result: dict[str, Any]) -> str:
     )
 
 
+def checks_table(result: dict[str, Any]) -> str:
+    """One row per check: its value, 95% interval, threshold and outcome."""
+    return markdown_table(
+        ["check", "kind", "value", "95% interval", "threshold", "outcome"],
+        [[c["name"], c["kind"], f"{c['value']:.4g}",
+          f"[{c['ci'][0]:.4g}, {c['ci'][1]:.4g}]", f"{c['threshold']:.4g}", c["outcome"]]
+         for c in result["checks"]],
+    )  # fmt: skip
+
+
 def verdict_line(result: dict[str, Any]) -> str:
-    c = result["checks"]
-    small = ", ".join(f"{t} {100 * g:+.1f}" for t in result["tasks"] for g in c["gap"][t][:2])
-    fr = " and ".join(f"{f:.0%}" for f in c["small_fractions"])
     return (
-        f"verdict: {result['verdict']}. CNN − attention at {fr} (points): {small}; "
-        f"{catch_up_text(result)} (caught up = the gap stays below "
-        f"{100 * c['thresholds']['catch_up_gap']:.0f} points from there on)"
+        f"reported: {catch_up_text(result)} (caught up = the mean gap stays below 2 points "
+        f"from there on)\nverdict: {result['verdict']}"
     )
 
 
@@ -94,6 +100,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
         + ", ".join(f"{t} {n}" for t, n in result["test_images"].items())
     )
     say(text_table(result))
+    say(checks_table(result))
     paths = write_outputs(
         NAME,
         rows(result),
@@ -189,4 +196,5 @@ def plot_maps(result: dict[str, Any], path: Path) -> Path:
     return path
 
 
-__all__ = ["catch_up_text", "plot", "plot_maps", "report", "rows", "text_table", "verdict_line"]
+__all__ = ["catch_up_text", "checks_table", "plot", "plot_maps", "report", "rows", "text_table",
+           "verdict_line"]

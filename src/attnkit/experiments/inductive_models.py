@@ -51,7 +51,7 @@ class SmallCNN(nn.Module):
         h = F.max_pool2d(F.relu(self.conv1(x[:, None])), 2)  # (B, c, S/2, S/2)
         h = F.max_pool2d(F.relu(self.conv2(h)), 2)  # (B, 2c, S/4, S/4)
         h = F.relu(self.conv3(h))  # (B, 2c, S/4, S/4)
-        return self.head(h.amax(dim=(-2, -1)))  # (B, 2c) -> (B, C)
+        return self.head(h.mean(dim=(-2, -1)))  # global average pooling: (B, 2c) -> (B, C)
 
 
 class PatchAttention(nn.Module):

@@ -1,6 +1,6 @@
-"""The scaling experiment's outputs: three Markdown tables ((a) random q, k, (b) trained q, k,
-(c) trained models), scaling.csv, scaling.json and scaling.png (entropy and gradient against
-d_k, valid loss by width)."""
+"""The scaling experiment's outputs: four Markdown tables ((a) random q, k, (b) trained q, k,
+(c) trained models, the checks), scaling.csv, scaling.json and scaling.png (entropy and
+gradient against d_k, test loss by width)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ LABEL = {"dot": "unscaled qᵀk", "scaled_dot": "scaled qᵀk/√d_k"}
 COLOR = {"dot": "C3", "scaled_dot": "C0"}
 STATS = ("score_std", "entropy", "entropy_frac", "max_weight", "grad_scores_mean",
          "grad_scores_median", "grad_queries_mean", "grad_queries_median")  # fmt: skip
-MODEL = ("parameters", "updates", "valid_loss", "valid_exact", "test_bleu", "test_exact")
+MODEL = ("parameters", "updates", "valid_loss", "test_loss", "test_bleu", "test_exact")
 
 
 def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -24,11 +24,13 @@ def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for d, by_score in result["random"].items():
         for s in SCORES:
-            row = {"part": "random", "heads": "", "d_k": int(d), "model": "", "score": s}
+            row = {"part": "random", "seed": "", "heads": "", "d_k": int(d), "model": "",
+                   "score": s}  # fmt: skip
             out.append(row | {k: by_score[s][k] for k in STATS} | dict.fromkeys(MODEL, ""))
     for r in result["trained"]:
         for s in SCORES:
-            row = {"part": "trained", "heads": r["heads"], "d_k": r["d_k"], "model": r["score"]}
+            row = {"part": "trained", "seed": r["seed"], "heads": r["heads"], "d_k": r["d_k"],
+                   "model": r["score"]}  # fmt: skip
             own = {k: r[k] if s == r["score"] else "" for k in MODEL}
             out.append(row | {"score": s} | {k: r["qk"][s][k] for k in STATS} | own)
     return out
@@ -51,24 +53,26 @@ def tables(result: dict[str, Any]) -> str:
         + [_g(v[s]["grad_queries_median"]) for s in SCORES]
         for d, v in result["random"].items()
     ]
-    b_head = ["heads x d_k", "q, k of", "std qᵀk", "H/log Tk unscaled", "H/log Tk scaled",
+    b_head = ["heads x d_k", "seed", "q, k of", "std qᵀk", "H/log Tk unscaled", "H/log Tk scaled",
               "median ‖∂L/∂s‖ unscaled", "median ‖∂L/∂s‖ scaled"]  # fmt: skip
     b = [
-        [f"{r['heads']}x{r['d_k']}", f"{r['score']} model", _g(r["qk"]["dot"]["score_std"])]
+        [f"{r['heads']}x{r['d_k']}", str(r["seed"]), f"{r['score']} model",
+         _g(r["qk"]["dot"]["score_std"])]
         + [f"{r['qk'][s]['entropy_frac']:.3f}" for s in SCORES]
         + [_g(r["qk"][s]["grad_scores_median"]) for s in SCORES]
         for r in result["trained"]
     ]
-    c_head = ["heads x d_k", "score", "parameters", "updates", "valid loss", "valid exact %",
-              "test BLEU", "test exact %"]  # fmt: skip
+    c_head = ["heads x d_k", "seed", "score", "parameters", "updates", "best valid loss",
+              "test loss", "test BLEU", "test exact %"]  # fmt: skip
     c = [
         [
             f"{r['heads']}x{r['d_k']}",
+            str(r["seed"]),
             r["score"],
             f"{r['parameters']:,}",
             str(r["updates"]),
             f"{r['valid_loss']:.3f}",
-            f"{100 * r['valid_exact']:.1f}",
+            f"{r['test_loss']:.3f}",
             f"{r['test_bleu']:.1f}",
             f"{r['test_exact']:.1f}",
         ]  # fmt: skip
@@ -76,14 +80,26 @@ def tables(result: dict[str, Any]) -> str:
     ]
     return "\n\n".join(
         [
-            "(a) random q, k with N(0, 1) components (H = softmax entropy, mean over rows)",
+            "(a) random q, k with N(0, 1) components (H = softmax entropy, mean over rows; "
+            "the first draw)",
             markdown_table(a_head, [[str(x) for x in row] for row in a]),
             "(b) trained q, k (encoder self- and decoder cross-attention, all heads)",
             markdown_table(b_head, b),
-            "(c) Transformers trained both ways (same data, batches, init, seed, updates)",
+            "(c) Transformers trained both ways (same data, batches, init, seed, stopping rule)",
             markdown_table(c_head, c),
+            "checks (95% intervals)",
+            checks_table(result["checks"]),
         ]
     )
+
+
+def checks_table(checks: list[dict[str, Any]]) -> str:
+    """One row per check: its value, interval, threshold and outcome."""
+    return markdown_table(
+        ["check", "kind", "value", "95% interval", "threshold", "outcome"],
+        [[c["name"], c["kind"], _g(c["value"]), f"[{_g(c['ci'][0])}, {_g(c['ci'][1])}]",
+          _g(c["threshold"]), c["outcome"]] for c in checks],
+    )  # fmt: skip
 
 
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
@@ -97,7 +113,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
 
 def plot(result: dict[str, Any], path: Path) -> Path:
     """Entropy / log Tk and median gradient against d_k (random: lines; trained q, k of the
-    scaled models: markers), and final valid loss by width for both scores."""
+    scaled models of the first seed: markers), and test loss by width for both scores."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -105,7 +121,8 @@ def plot(result: dict[str, Any], path: Path) -> Path:
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 4))
     dims = [int(d) for d in result["random"]]
-    trained = [r for r in result["trained"] if r["score"] == "scaled_dot"]
+    first = result["config"]["seed"]
+    trained = [r for r in result["trained"] if r["score"] == "scaled_dot" and r["seed"] == first]
     for ax, key, title in (
         (axes[0], "entropy_frac", "softmax entropy / log Tk"),
         (axes[1], "grad_scores_median", "median ‖∂L/∂scores‖"),
@@ -124,12 +141,17 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     axes[0].legend(fontsize=7)
     for s, style in zip(SCORES, ("o-", "s-"), strict=True):
         rs = [r for r in result["trained"] if r["score"] == s]
-        axes[2].plot([r["d_k"] for r in rs], [r["valid_loss"] for r in rs], style, color=COLOR[s],
-                     label=LABEL[s])  # fmt: skip
+        ds = sorted({r["d_k"] for r in rs})
+        for r in rs:
+            axes[2].plot(r["d_k"], r["test_loss"], style[0], color=COLOR[s], alpha=0.4)
+        means = [sum(r["test_loss"] for r in rs if r["d_k"] == d)
+                 / sum(r["d_k"] == d for r in rs) for d in ds]  # fmt: skip
+        axes[2].plot(ds, means, style, color=COLOR[s], label=f"{LABEL[s]} (mean over seeds)")
     axes[2].set_xscale("log", base=2)
     axes[2].set_xlabel("d_k (heads x d_k Transformer)")
     cfg = result["config"]
-    axes[2].set_title(f"final valid loss, {cfg['steps']} updates, {cfg['task']}", fontsize=10)
+    axes[2].set_title(f"test loss, early stopping (cap {cfg['steps']}), {cfg['task']}",
+                      fontsize=10)  # fmt: skip
     axes[2].grid(alpha=0.3)
     axes[2].legend(fontsize=8)
     fig.suptitle("Why √d_k (Vaswani et al. 2017, Sec. 3.2.1)", fontsize=11)

@@ -11,7 +11,8 @@ import numpy as np
 
 from .base import Say, markdown_table, write_outputs
 
-LABELS = {"attention": "attention", "none": "no attention", "naive": "seasonal naive"}
+LABELS = {"attention": "attention", "seasonal": "no attention, lag-p input",
+          "naive": "seasonal naive"}  # fmt: skip
 
 
 def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -45,22 +46,31 @@ def hits_table(result: dict[str, Any]) -> str:
     )
 
 
+def checks_table(result: dict[str, Any]) -> str:
+    """One row per check: its value, 95% interval, threshold and outcome."""
+    return markdown_table(
+        ["check", "kind", "value", "95% interval", "threshold", "outcome"],
+        [[c["name"], c["kind"], f"{c['value']:.4g}",
+          f"[{c['ci'][0]:.4g}, {c['ci'][1]:.4g}]", f"{c['threshold']:.4g}", c["outcome"]]
+         for c in result["checks"]],
+    )  # fmt: skip
+
+
 def verdict_line(result: dict[str, Any]) -> str:
-    c = result["checks"]
-    nums = (f"mean MASE attention {c['mase_attention']:.3f} vs no attention "
-            f"{c['mase_none']:.3f}; {100 * c['steps_peaking_at_season']:.0f}% of forecast steps "
-            "peak at a multiple of the period in most windows")  # fmt: skip
-    return f"verdict: {result['verdict']}. {nums}"
+    return f"verdict: {result['verdict']}"
 
 
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     secs = result["train_seconds"]
+    ups = ", ".join(f"{n} {u}" for n, u in result["updates"].items())
     say(
-        f"trained {len(secs)} models, {result['updates']} updates each, in "
-        f"{sum(secs.values()):.0f}s of training; {result['test_windows']} test windows"
+        f"trained {len(secs)} models in {sum(secs.values()):.0f}s of training, stopped early "
+        f"(cap {result['cap_updates']}) after {ups} updates; {result['test_windows']} test "
+        "windows"
     )
     say(text_table(result))
     say(hits_table(result))
+    say(checks_table(result))
     paths = write_outputs("series", rows(result), result, plot, out, say,
                           extra=[lambda o: example(result, o)])  # fmt: skip
     say(f"total {result['total_seconds']:.0f}s (training and scoring)")
@@ -81,9 +91,10 @@ def plot(result: dict[str, Any], path: Path) -> Path:
         v = result["scores"][m]["mase"]
         ax.bar(i, float(np.mean(v)), color=f"C{i}", alpha=0.6)
         ax.plot([i] * len(v), v, "k.", ms=6)
-    ax.set_xticks(range(len(LABELS)), list(LABELS.values()), fontsize=9)
+    names = [v.replace(", ", ",\n") for v in LABELS.values()]
+    ax.set_xticks(range(len(LABELS)), names, fontsize=8)
     ax.set_ylabel("test MASE (lower is better)")
-    ax.set_title(f"{len(result['seeds'])} seeds, {result['updates']} updates each", fontsize=10)
+    ax.set_title(f"{len(result['seeds'])} seeds, early stopping", fontsize=10)
     for i, (p, w) in enumerate(result["weight_by_lag"].items()):
         lags = np.arange(1, len(w) + 1)
         bx.plot(lags, w, color=f"C{i}", label=f"period {p}")
@@ -113,9 +124,9 @@ def example(result: dict[str, Any], out: Path) -> Path:
     else:
         from ..data.tasks import load_task
 
-        test = load_task("series", seed=seed, train_size=cfg.steps * cfg.batch_size,
+        test = load_task("series", seed=seed, train_size=cfg.epoch_steps * cfg.batch_size,
                          valid_size=cfg.valid_size, test_size=cfg.test_size).test  # fmt: skip
-    ck = checkpoint.load(out / f"attention-s{seed}" / "last")
+    ck = checkpoint.load(out / f"attention-s{seed}" / "best")
     forecast, weights = predict(ck.model, test[:1])
     assert weights is not None
     path = out / "series_example.png"
@@ -124,4 +135,4 @@ def example(result: dict[str, Any], out: Path) -> Path:
     return path
 
 
-__all__ = ["hits_table", "plot", "report", "rows", "text_table", "verdict_line"]
+__all__ = ["checks_table", "hits_table", "plot", "report", "rows", "text_table", "verdict_line"]

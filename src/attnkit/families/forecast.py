@@ -33,10 +33,12 @@ class ForecastBatch:
     mu: Tensor  # (B, 1)
     sd: Tensor  # (B, 1)
     index: list[int]
+    period: Tensor  # (B,) each window's seasonal period (for attention="seasonal")
 
     def to(self, device: Any) -> ForecastBatch:
-        past, future, mu, sd = (t.to(device) for t in (self.past, self.future, self.mu, self.sd))
-        return ForecastBatch(past, future, mu, sd, self.index)
+        past, future, mu, sd, period = (
+            t.to(device) for t in (self.past, self.future, self.mu, self.sd, self.period))
+        return ForecastBatch(past, future, mu, sd, self.index, period)
 
     @property
     def tokens(self) -> int:
@@ -53,6 +55,7 @@ def collate(windows: Sequence[Window], index: list[int]) -> ForecastBatch:
         f32([[p[2]] for p in parts]),  # (B, 1)
         f32([[p[3]] for p in parts]),  # (B, 1)
         list(index),
+        torch.tensor([windows[i].period for i in index], dtype=torch.long),  # (B,)
     )
 
 
@@ -70,13 +73,13 @@ def batches(
 def loss_of(model: nn.Module, b: ForecastBatch, label_smoothing: float = 0.0) -> tuple[Tensor, Any]:
     """Mean squared error of the normalised forecast: (1/BK) Σ (ŷ − y)²."""
     b = b.to(device_of(model))
-    out = model(b.past, b.future.shape[1])
+    out = model(b.past, b.future.shape[1], b.period)
     return F.mse_loss(out.forecast, b.future), out
 
 
 def eval_loss(model: nn.Module, b: ForecastBatch) -> tuple[float, int]:
     b = b.to(device_of(model))
-    out = model(b.past, b.future.shape[1])
+    out = model(b.past, b.future.shape[1], b.period)
     return float(F.mse_loss(out.forecast, b.future, reduction="sum")), b.tokens
 
 
@@ -90,7 +93,7 @@ def predict(
     preds, weights = [], []
     for b in batches(windows, Vocab.build([]), Vocab.build([]), size, None):
         b = b.to(device_of(model))
-        out = model(b.past, b.future.shape[1])
+        out = model(b.past, b.future.shape[1], b.period)
         preds.append((out.forecast * b.sd + b.mu).double().cpu().numpy())
         if out.weights is not None:
             weights.append(out.weights.double().cpu().numpy())
