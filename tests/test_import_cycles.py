@@ -10,12 +10,6 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "attnkit"
 
-# cycles left to untie, each named so that a new one fails this test (issue 27 lists them)
-KNOWN: list[set[str]] = [
-    {"attnkit.experiments.heads", "attnkit.experiments.heads_jobs"},
-    {"attnkit.experiments.scaling", "attnkit.experiments.scaling_models"},
-    {"attnkit.experiments.softness", "attnkit.experiments.softness_caption"},
-]
 
 
 def module_name(path: Path) -> str:
@@ -89,9 +83,9 @@ def cycles(graph: dict[str, set[str]]) -> list[set[str]]:
     return found
 
 
-def test_no_new_import_cycle() -> None:
-    new = [c for c in cycles(import_graph()) if c not in KNOWN]
-    assert not new, f"import cycles: {new}"
+def test_no_import_cycle() -> None:
+    found = cycles(import_graph())
+    assert not found, f"import cycles: {found}"
 
 
 def test_the_finder_finds_a_cycle() -> None:

@@ -28,12 +28,13 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from .base import Experiment, Say, report_of
 from .base import verdict as verdict_text
+from .heads_config import HeadsConfig
 from .heads_jobs import Job, make_jobs
 from .pool import train_all
 
@@ -42,74 +43,8 @@ NOISE_SIGMAS = 2.0  # and the gap must exceed 2 σ of the seed noise
 MIN_BLEU = 50.0  # the best h must have learnt the task
 
 
-def _opt(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
 
 
-@dataclass
-class HeadsConfig:
-    heads: str = _opt("1,2,4,8,16", "head counts compared, comma-separated")
-    dim: int = _opt(64, "d_model of every model, divisible by every head count")
-    layers: int = _opt(2, "encoder layers, and as many decoder layers")
-    ff: int = _opt(128, "feed-forward width d_ff")
-    dropout: float = _opt(0.0, "dropout P_drop")
-    steps: int = _opt(300, "updates per model, the shared budget")
-    batch_size: int = _opt(32, "sentences per update")
-    lr: float = _opt(1e-3, "Adam learning rate")
-    valid_size: int = _opt(100, "validation sentences")
-    test_size: int = _opt(500, "test sentences scored")
-    seeds: int = _opt(3, "seeds seed, seed+1, ...: data and initialisation")
-    seed: int = _opt(0, "first seed")
-    multi30k: int = _opt(
-        0,
-        "also train every model for N updates on the first N x batch-size Multi30K En-De "
-        "pairs from ../shared/data/multi30k, e.g. 600 (0: toy-ko only)",
-    )
-    jobs: int = _opt(2, "models trained at once, in a process pool")
-    threads: int = _opt(1, "torch threads per training process")
-
-    def __post_init__(self) -> None:
-        counts = self.head_counts  # raises on a malformed list
-        if 1 not in counts or len(counts) < 2 or len(set(counts)) != len(counts):
-            raise ValueError(
-                f"--heads {self.heads!r}: list distinct counts, 1 and at least "
-                "one more, e.g. 1,2,4,8,16"
-            )
-        bad = [h for h in counts if h < 1 or self.dim % h]
-        if bad or self.dim % 2:
-            raise ValueError(
-                f"--dim {self.dim} must be even and divisible by every head "
-                f"count (not by {bad}); e.g. --dim 64 for 1,2,4,8,16"
-            )
-        for name in (
-            "layers",
-            "ff",
-            "steps",
-            "batch_size",
-            "valid_size",
-            "test_size",
-            "seeds",
-            "jobs",
-            "threads",
-        ):
-            if getattr(self, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
-        if self.multi30k < 0:
-            raise ValueError(f"--multi30k {self.multi30k}: a number of updates, or 0 for none")
-        if not self.lr > 0 or not 0 <= self.dropout < 1:
-            raise ValueError(f"--lr {self.lr} must be positive, --dropout {self.dropout} in [0, 1)")
-
-    @property
-    def head_counts(self) -> list[int]:
-        try:
-            return [int(x) for x in self.heads.split(",")]
-        except ValueError:
-            msg = f"--heads {self.heads!r}: comma-separated integers, e.g. 1,2,4,8,16"
-            raise ValueError(msg) from None
-
-    @property
-    def seed_list(self) -> list[int]:
-        return list(range(self.seed, self.seed + self.seeds))
 
 
 QUICK = dict(

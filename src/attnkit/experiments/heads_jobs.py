@@ -7,13 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from .base import Say
-
-if TYPE_CHECKING:
-    from .heads import HeadsConfig
+from .heads_config import HeadsConfig
 
 MULTI30K = Path("../shared/data/multi30k")  # from the project root, as the tests read it
 

@@ -41,109 +41,33 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from . import evidence as ev
 from .base import Experiment, Say, report_of
+from .scaling_config import (
+    FALL_FROM,
+    SCORES,
+    ScalingConfig,
+    parse_ints,
+    parse_widths,
+    run_name,
+)
 from .scaling_measure import random_stats
 
-SCORES = ("dot", "scaled_dot")  # unscaled, scaled
-FALL_FROM = 16  # A: the monotone fall is checked from this d_k on
 GRAD_RATIO_MAX = 0.1  # A2
 FLAT_MAX = 1.25  # A3
 LEARNED_BLEU = 20.0  # L
 
 
-def _opt(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
 
 
-def parse_ints(text: str, name: str) -> list[int]:
-    """ "4,16,64" -> [4, 16, 64] (each >= 1, increasing)."""
-    try:
-        xs = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(
-            f"--{name} {text!r}: give comma-separated integers, e.g. 4,16,64"
-        ) from None
-    if len(xs) < 2 or min(xs) < 1 or xs != sorted(set(xs)):
-        raise ValueError(f"--{name} {text!r}: give two or more increasing integers >= 1")
-    return xs
 
 
-def parse_widths(text: str) -> list[tuple[int, int]]:
-    """ "2x16,2x64" -> [(heads 2, d_k 16), (2, 64)], d_k increasing."""
-    out = []
-    for part in (p.strip() for p in text.split(",") if p.strip()):
-        h, sep, d = part.partition("x")
-        if not (sep and h.isdigit() and d.isdigit() and int(h) >= 1 and int(d) >= 1):
-            raise ValueError(f"--widths {text!r}: give HEADSxD_K pairs, e.g. 2x16,2x64")
-        if int(h) * int(d) % 2:
-            raise ValueError(f"--widths {part}: heads x d_k must be even (sinusoid widths)")
-        out.append((int(h), int(d)))
-    if len(out) < 2 or [d for _, d in out] != sorted({d for _, d in out}):
-        raise ValueError(f"--widths {text!r}: give two or more widths with increasing d_k")
-    return out
 
 
-@dataclass
-class ScalingConfig:
-    """The settings of (a) random q, k, (c) the Transformers and their shared stopping rule;
-    every field is a flag of ``attnkit experiment scaling``."""
-
-    dims: str = _opt("4,16,64,256,1024", "d_k values of the random q, k")
-    rows: int = _opt(2048, "query rows measured per d_k")
-    keys: int = _opt(64, "keys per row, Tk")
-    queries: int = _opt(32, "queries sharing one set of keys")
-    random_seeds: int = _opt(5, "draws of the random q, k, g (seed, seed+1, ...)")
-    widths: str = _opt(
-        "2x16,2x32,2x64",
-        "Transformer widths HEADSxD_K, d_model = heads x d_k",
-    )
-    layers: int = _opt(1, "encoder and decoder layers; d_ff = 2 d_model, no dropout")
-    task: str = _opt("reverse", "copy | reverse | sort")
-    min_len: int = _opt(4, "shortest source")
-    max_len: int = _opt(12, "longest source")
-    seeds: int = _opt(3, "seeds of the trained part (data and initialisation: seed, seed+1, ...)")
-    steps: int = _opt(600, "cap on the updates per model, the same for all")
-    epoch_steps: int = _opt(100, "updates between two validations")
-    patience: int = _opt(2, "validations without a lower valid loss before stopping")
-    batch_size: int = _opt(32, "pairs per update")
-    lr: float = _opt(1e-3, "Adam learning rate, constant")
-    valid_size: int = _opt(200, "validation pairs")
-    test_size: int = _opt(200, "test pairs")
-    seed: int = _opt(0, "first seed of the random q, k, g, the data and the initialisation")
-    jobs: int = _opt(2, "models trained at once, in a process pool")
-    threads: int = _opt(1, "torch threads per training process")
-
-    def __post_init__(self) -> None:
-        dims = parse_ints(self.dims, "dims")
-        if sum(d >= FALL_FROM for d in dims) < 2:
-            raise ValueError(f"--dims {self.dims!r}: give two or more d_k >= {FALL_FROM} (the "
-                             "fall is checked from there)")  # fmt: skip
-        parse_widths(self.widths)
-        if self.task not in ("copy", "reverse", "sort"):
-            raise ValueError(f"--task {self.task!r}; choose copy, reverse or sort")
-        if not 1 <= self.min_len <= self.max_len:
-            raise ValueError(f"lengths {self.min_len}..{self.max_len}: need 1 <= min <= max")
-        if self.keys < 2:
-            raise ValueError(f"--keys {self.keys}: a softmax over one key is always one-hot")
-        for name in ("rows", "queries", "layers", "steps", "epoch_steps", "batch_size",
-                     "valid_size", "test_size", "jobs", "threads"):  # fmt: skip
-            if getattr(self, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
-        for name in ("seeds", "random_seeds"):
-            if getattr(self, name) < 2:
-                raise ValueError(f"--{name.replace('_', '-')} must be at least 2 (an interval)")
-        if self.steps % self.epoch_steps:
-            raise ValueError(f"--steps {self.steps} is not a multiple of --epoch-steps "
-                             f"{self.epoch_steps}")  # fmt: skip
-        if self.patience < 0:
-            raise ValueError("--patience must not be negative (0: never stop early)")
-        if not (math.isfinite(self.lr) and self.lr > 0):
-            raise ValueError(f"--lr {self.lr}; it must be positive")
 
 
 QUICK = dict(dims="4,16,64", rows=64, keys=16, queries=8, random_seeds=2, widths="1x4,1x8",
@@ -151,9 +75,6 @@ QUICK = dict(dims="4,16,64", rows=64, keys=16, queries=8, random_seeds=2, widths
              jobs=1)  # fmt: skip
 
 
-def run_name(heads: int, d_k: int, score: str, seed: int) -> str:
-    """The folder of one trained model, e.g. ``2x64-dot-s0``."""
-    return f"{heads}x{d_k}-{score}-s{seed}"
 
 
 def checks_of(

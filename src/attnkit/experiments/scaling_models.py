@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from .base import Say
-from .scaling import SCORES, ScalingConfig, parse_widths, run_name
+from .scaling_config import SCORES, ScalingConfig, parse_widths, run_name
 from .scaling_measure import capture, trained_stats
 
 

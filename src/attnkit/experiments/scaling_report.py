@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import Say, markdown_table, write_outputs
-from .scaling import SCORES
+from .scaling_config import SCORES
 
 LABEL = {"dot": "unscaled qᵀk", "scaled_dot": "scaled qᵀk/√d_k"}
 COLOR = {"dot": "C3", "scaled_dot": "C0"}

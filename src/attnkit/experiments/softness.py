@@ -58,19 +58,7 @@ from .pool import steps_done, train_all
 from .softness_caption import CAPTION_ROWS, caption_data, caption_options, score_caption
 from .softness_checks import combined_verdict, entropy_order, paired_gaps, translation_checks
 from .softness_multi30k import multi30k_data, write_subset
-
-ROWS: dict[str, dict[str, str]] = {
-    "mean": {"softness": "mean"},
-    "soft": {"softness": "soft"},
-    "exact": {"softness": "exact"},
-    "hard": {"softness": "hard"},
-    "gumbel": {"softness": "gumbel"},
-    "variational": {"softness": "variational", "estimator": "enumerate"},
-    "variational-sample": {"softness": "variational", "estimator": "sample"},
-}
-VARIATIONAL = ("variational", "variational-sample")
-# Deng 2018 Table 1's rows (variational = the enumerated estimator): toy-ko's default
-DENG_ROWS = ("soft", "exact", "hard", "variational", "variational-sample")
+from .softness_rows import DENG_ROWS, ROWS, VARIATIONAL
 
 
 def _opt(default: Any, help: str) -> Any:

@@ -26,32 +26,45 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from torch import Tensor
 
 from ..train.config import DataConfig
+from .softness_rows import ROWS
 
-if TYPE_CHECKING:
-    from .softness import SoftnessConfig
+
+class CaptionSettings(Protocol):
+    """What the caption part reads of the experiment's settings (softness.SoftnessConfig
+    has them all; typed here by shape, so that this module never imports softness.py)."""
+
+    seed: int
+    caption_train_size: int
+    valid_size: int
+    test_size: int
+    batch_size: int
+    hidden: int
+    emb: int
+    tau_start: float
+    tau_end: float
+    timing_reps: int
+    draws: int
 
 # the captioner has the enumerated ELBO only (docs/captioning.md): no variational-sample row
 CAPTION_ROWS = ("mean", "soft", "hard", "gumbel", "variational")
 
 
-def caption_data(cfg: SoftnessConfig) -> DataConfig:
+def caption_data(cfg: CaptionSettings) -> DataConfig:
     return DataConfig(task="digit-captions", task_seed=cfg.seed,
                       train_size=cfg.caption_train_size, valid_size=cfg.valid_size,
                       test_size=cfg.test_size)  # fmt: skip
 
 
-def caption_options(cfg: SoftnessConfig, row: str, updates: int) -> dict[str, Any]:
+def caption_options(cfg: CaptionSettings, row: str, updates: int) -> dict[str, Any]:
     """The captioner's options of ``row``: the same widths for every row (CNN channels,
     patch features, score and decoder widths = ``hidden``, embeddings = ``emb``); only the
     softness differs (Gumbel's τ reaches tau_end at the last update)."""
-    from .softness import ROWS
-
     return {"channels": cfg.hidden, "feat": cfg.hidden, "emb": cfg.emb,
             "dec_hidden": cfg.hidden, "attn_hidden": cfg.hidden, "q_hidden": cfg.hidden,
             "softness": ROWS[row]["softness"], "dropout": 0.0, "tau_start": cfg.tau_start,
@@ -149,7 +162,7 @@ def caption_scores(model: Any, examples: list[Any], tgt_vocab: Any) -> dict[str,
             "entropy": ent / steps, "tokens": tokens}  # fmt: skip
 
 
-def score_caption(cfg: SoftnessConfig, out: Path) -> dict[str, Any]:
+def score_caption(cfg: CaptionSettings, out: Path) -> dict[str, Any]:
     """Every number of one captioner run (checkpoint ``out/last``) on the test canvases."""
     from ..data import digit_captions as dc
     from ..data.example import Example
