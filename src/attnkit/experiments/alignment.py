@@ -30,14 +30,14 @@ import math
 import statistics
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from ..data.example import Example
 from ..eval.alignment import GoldAlignment, Link, corpus_aer
 from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
-from .base import Experiment, Say, report_of
+from .base import Experiment, Say, option, report_of
 from .base import verdict as verdict_text
 from .pool import steps_done, train_all
 
@@ -67,31 +67,28 @@ MIN_REORDERED = 0.5  # check 1: at least half the test sentences need reordering
 BLEU_FLOOR = 80.0  # check 3: mean greedy BLEU of every model
 
 
-def _opt(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
-
 
 @dataclass
 class AlignmentConfig:
     """The flags of ``attnkit experiment alignment`` (one per field)."""
 
-    models: str = _opt(",".join(ROWS), f"comma-separated rows, of {', '.join(ROWS)} "
+    models: str = option(",".join(ROWS), f"comma-separated rows, of {', '.join(ROWS)} "
                        f"({GLOBAL} and a local row are needed for the verdict)")
-    seeds: int = _opt(3, "training seeds per model: --seed, --seed+1, ...")
-    train_size: int = _opt(3200, "toy-ko training pairs")
-    epochs: int = _opt(6, "passes over them; updates = epochs * ceil(train_size / batch_size), "
+    seeds: int = option(3, "training seeds per model: --seed, --seed+1, ...")
+    train_size: int = option(3200, "toy-ko training pairs")
+    epochs: int = option(6, "passes over them; updates = epochs * ceil(train_size / batch_size), "
                        "the same for every model (6: 600 updates)")
-    batch_size: int = _opt(32, "pairs per update")
-    emb: int = _opt(32, "embedding width of every model")
-    hidden: int = _opt(64, "hidden width of every model: luong encoder/decoder, RNNsearch "
+    batch_size: int = option(32, "pairs per update")
+    emb: int = option(32, "embedding width of every model")
+    hidden: int = option(64, "hidden width of every model: luong encoder/decoder, RNNsearch "
                        "encoder (per direction), decoder, attention and maxout")
-    window: int = _opt(3, "D, half-width of the local-m/local-p window")
-    lr: float = _opt(5e-3, "Adam learning rate")
-    valid_size: int = _opt(100, "validation pairs")
-    test_size: int = _opt(500, "test pairs scored for AER and BLEU")
-    seed: int = _opt(0, "data seed and first training seed")
-    jobs: int = _opt(2, "models trained at once, in a process pool")
-    threads: int = _opt(1, "torch threads per training process")
+    window: int = option(3, "D, half-width of the local-m/local-p window")
+    lr: float = option(5e-3, "Adam learning rate")
+    valid_size: int = option(100, "validation pairs")
+    test_size: int = option(500, "test pairs scored for AER and BLEU")
+    seed: int = option(0, "data seed and first training seed")
+    jobs: int = option(2, "models trained at once, in a process pool")
+    threads: int = option(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.rows if m not in ROWS]

@@ -20,7 +20,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,12 @@ class Tally:
         """The next run begins: say ``what`` with its number."""
         elapsed = time.perf_counter() - self.t0
         self.say(f"  [{elapsed:4.0f}s] {what} ({self.done + 1}/{self.total}) ...")
+
+
+def option(default: Any, help: str) -> Any:
+    """A field of an experiment's config that is a command-line flag: its default and its
+    help text (``attnkit experiment NAME --help`` shows both)."""
+    return field(default=default, metadata={"help": help})
 
 
 REPRODUCED = "REPRODUCED"
@@ -166,6 +172,7 @@ __all__ = [
     "Say",
     "Tally",
     "markdown_table",
+    "option",
     "no_nan",
     "power_exponent",
     "report_of",

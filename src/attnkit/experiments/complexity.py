@@ -43,13 +43,13 @@ log-log least-squares slopes over the largest three n of the grid, "large n"):
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from .base import Experiment, Say, report_of
+from .base import Experiment, Say, option, report_of
 from .base import verdict as verdict_text
 from .complexity_checks import summarise, verdict
 from .complexity_layers import (
@@ -66,10 +66,6 @@ from .complexity_layers import (
 )
 
 
-def _opt(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
-
-
 def ints(text: str, name: str) -> list[int]:
     """A comma-separated list of positive ints, sorted ascending, no repeats."""
     try:
@@ -83,18 +79,18 @@ def ints(text: str, name: str) -> list[int]:
 
 @dataclass
 class ComplexityConfig:
-    ns: str = _opt("32,64,128,256,512,1024,2048,4096", "sequence lengths n, comma-separated")
-    ds: str = _opt("64,128,256", "model widths d, comma-separated (each divisible by --heads)")
-    batch: int = _opt(4, "sequences per pass")
-    heads: int = _opt(4, "attention heads")
-    kernel: int = _opt(3, "convolution kernel k")
-    radius: int = _opt(16, "restricted self-attention radius r, |i - j| <= r")
-    repeats: int = _opt(5, "timed fwd+bwd passes per point after one warm-up; the fastest "
+    ns: str = option("32,64,128,256,512,1024,2048,4096", "sequence lengths n, comma-separated")
+    ds: str = option("64,128,256", "model widths d, comma-separated (each divisible by --heads)")
+    batch: int = option(4, "sequences per pass")
+    heads: int = option(4, "attention heads")
+    kernel: int = option(3, "convolution kernel k")
+    radius: int = option(16, "restricted self-attention radius r, |i - j| <= r")
+    repeats: int = option(5, "timed fwd+bwd passes per point after one warm-up; the fastest "
                         "counts")  # fmt: skip
-    path_n: int = _opt(64, "sequence length of the path-length stacks")
-    path_d: int = _opt(8, "width of the path-length stacks")
-    threads: int = _opt(1, "torch threads")
-    seed: int = _opt(0, "initialisation and input seed")
+    path_n: int = option(64, "sequence length of the path-length stacks")
+    path_d: int = option(8, "width of the path-length stacks")
+    threads: int = option(1, "torch threads")
+    seed: int = option(0, "initialisation and input seed")
 
     def __post_init__(self) -> None:
         ns, ds = ints(self.ns, "ns"), ints(self.ds, "ds")

@@ -33,7 +33,7 @@ The LSTM's accuracy is measured and reported, not checked.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ import torch
 
 from ..data.coref import famous, held_out, items
 from ..train.classify import accuracy, fit_classifier
-from .base import Experiment, Tally, report_of
+from .base import Experiment, Tally, option, report_of
 from .base import verdict as verdict_text
 from .coref_model import best_head, build_encoder, encode, mass_table
 from .distance_task import generator
@@ -51,26 +51,23 @@ from .sequence_models import Sizes, build, closest_width, parameters
 MODELS = ("transformer", "lstm")
 
 
-def _opt(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
-
 
 @dataclass
 class CorefConfig:
-    seeds: int = _opt(3, "models trained per kind, seeds --seed, --seed + 1, ...")
-    dim: int = _opt(64, "Transformer width = embedding width of both models")
-    heads: int = _opt(4, "Transformer heads")
-    layers: int = _opt(2, "Transformer layers; sets the shared parameter budget")
-    ff: int = _opt(128, "Transformer feed-forward width")
-    steps: int = _opt(1500, "updates per model, the shared budget")
-    batch_size: int = _opt(64, "sentences per update")
-    lr: float = _opt(2e-3, "Adam learning rate of every model")
-    clip: float = _opt(1.0, "gradient-norm clipping of every model")
-    test_fraction: float = _opt(0.2, "share of (frame, nouns, adjective) combinations held "
+    seeds: int = option(3, "models trained per kind, seeds --seed, --seed + 1, ...")
+    dim: int = option(64, "Transformer width = embedding width of both models")
+    heads: int = option(4, "Transformer heads")
+    layers: int = option(2, "Transformer layers; sets the shared parameter budget")
+    ff: int = option(128, "Transformer feed-forward width")
+    steps: int = option(1500, "updates per model, the shared budget")
+    batch_size: int = option(64, "sentences per update")
+    lr: float = option(2e-3, "Adam learning rate of every model")
+    clip: float = option(1.0, "gradient-norm clipping of every model")
+    test_fraction: float = option(0.2, "share of (frame, nouns, adjective) combinations held "
                                 "out for the test")  # fmt: skip
-    seed: int = _opt(0, "split seed and first model seed")
-    jobs: int = _opt(2, "seeds trained at once, in a process pool")
-    threads: int = _opt(1, "torch threads per training process")
+    seed: int = option(0, "split seed and first model seed")
+    jobs: int = option(2, "seeds trained at once, in a process pool")
+    threads: int = option(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
         for name in ("seeds", "dim", "heads", "layers", "ff", "steps", "batch_size", "jobs",

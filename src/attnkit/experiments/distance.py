@@ -32,49 +32,45 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from ..train.classify import accuracy, fit_classifier
-from .base import Experiment, Tally, report_of
+from .base import Experiment, Tally, option, report_of
 from .base import verdict as verdict_text
 from .distance_task import generator, recall_batch, vocab_size
 from .pool import QuietPool
 from .sequence_models import MODELS, Sizes, budget_widths, build, input_gradient_norms, parameters
 
 
-def _opt(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
-
-
 @dataclass
 class DistanceConfig:
-    deltas: str = _opt(
+    deltas: str = option(
         "1,5,10,25,50,100,200",
         "distances Δ scored, comma-separated; the "
         "largest sets the length T = Δmax + 1 and the training range 1..Δmax",
     )
-    mix: str = _opt(
+    mix: str = option(
         "grid",
         "training distances: grid (each Δ of --deltas equally "
         "often) or range (Δ uniform in 1..Δmax)",
     )
-    symbols: int = _opt(8, "symbols K to recall (chance 1/K)")
-    dim: int = _opt(32, "embedding width of every model and the attention width")
-    heads: int = _opt(2, "attention heads")
-    layers: int = _opt(2, "attention layers; sets the shared parameter budget")
-    steps: int = _opt(400, "updates per model, the shared budget")
-    batch_size: int = _opt(32, "sequences per update")
-    lr: float = _opt(3e-3, "Adam learning rate of every model")
-    clip: float = _opt(1.0, "gradient-norm clipping of every model")
-    eval_size: int = _opt(256, "test sequences per Δ")
-    grad_size: int = _opt(64, "sequences per Δ for the gradient norms")
-    seed: int = _opt(0, "data and initialisation seed")
-    jobs: int = _opt(2, "models trained at once, in a process pool")
-    threads: int = _opt(1, "torch threads per training process")
+    symbols: int = option(8, "symbols K to recall (chance 1/K)")
+    dim: int = option(32, "embedding width of every model and the attention width")
+    heads: int = option(2, "attention heads")
+    layers: int = option(2, "attention layers; sets the shared parameter budget")
+    steps: int = option(400, "updates per model, the shared budget")
+    batch_size: int = option(32, "sequences per update")
+    lr: float = option(3e-3, "Adam learning rate of every model")
+    clip: float = option(1.0, "gradient-norm clipping of every model")
+    eval_size: int = option(256, "test sequences per Δ")
+    grad_size: int = option(64, "sequences per Δ for the gradient norms")
+    seed: int = option(0, "data and initialisation seed")
+    jobs: int = option(2, "models trained at once, in a process pool")
+    threads: int = option(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
         grid = self.grid  # raises on a malformed list

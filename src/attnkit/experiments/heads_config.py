@@ -3,35 +3,32 @@ experiment heads``; apart so that the jobs (heads_jobs.py) read them without a l
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-
-def _opt(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
+from .base import option
 
 
 @dataclass
 class HeadsConfig:
-    heads: str = _opt("1,2,4,8,16", "head counts compared, comma-separated")
-    dim: int = _opt(64, "d_model of every model, divisible by every head count")
-    layers: int = _opt(2, "encoder layers, and as many decoder layers")
-    ff: int = _opt(128, "feed-forward width d_ff")
-    dropout: float = _opt(0.0, "dropout P_drop")
-    steps: int = _opt(300, "updates per model, the shared budget")
-    batch_size: int = _opt(32, "sentences per update")
-    lr: float = _opt(1e-3, "Adam learning rate")
-    valid_size: int = _opt(100, "validation sentences")
-    test_size: int = _opt(500, "test sentences scored")
-    seeds: int = _opt(3, "seeds seed, seed+1, ...: data and initialisation")
-    seed: int = _opt(0, "first seed")
-    multi30k: int = _opt(
+    heads: str = option("1,2,4,8,16", "head counts compared, comma-separated")
+    dim: int = option(64, "d_model of every model, divisible by every head count")
+    layers: int = option(2, "encoder layers, and as many decoder layers")
+    ff: int = option(128, "feed-forward width d_ff")
+    dropout: float = option(0.0, "dropout P_drop")
+    steps: int = option(300, "updates per model, the shared budget")
+    batch_size: int = option(32, "sentences per update")
+    lr: float = option(1e-3, "Adam learning rate")
+    valid_size: int = option(100, "validation sentences")
+    test_size: int = option(500, "test sentences scored")
+    seeds: int = option(3, "seeds seed, seed+1, ...: data and initialisation")
+    seed: int = option(0, "first seed")
+    multi30k: int = option(
         0,
         "also train every model for N updates on the first N x batch-size Multi30K En-De "
         "pairs from ../shared/data/multi30k, e.g. 600 (0: toy-ko only)",
     )
-    jobs: int = _opt(2, "models trained at once, in a process pool")
-    threads: int = _opt(1, "torch threads per training process")
+    jobs: int = option(2, "models trained at once, in a process pool")
+    threads: int = option(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
         counts = self.head_counts  # raises on a malformed list

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,7 @@ import torch
 
 from ..train.classify import accuracy, fit_classifier
 from . import evidence as ev
-from .base import Experiment, Say, Tally, report_of
+from .base import Experiment, Say, Tally, option, report_of
 from .inductive_data import (
     CANVAS_CELLS,
     TASKS,
@@ -70,35 +70,32 @@ EDGE = 0.02  # the ceiling / floor margin of the design check
 LEARNED = 0.80  # the better arm at the largest fraction
 
 
-def _opt(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
-
 
 @dataclass
 class InductiveConfig:
-    tasks: str = _opt(
+    tasks: str = option(
         "digits,canvas",
         "tasks, comma-separated: digits (one 8x8 digit) and/or "
         "canvas (one digit in a random cell of a 3x3 canvas)",
     )
-    fractions: str = _opt(
+    fractions: str = option(
         "0.01,0.05,0.1,0.25,0.5,1",
         "fractions of the training images, comma-separated, each in (0, 1]",
     )
-    seeds: int = _opt(5, "seeds per point: --seed, --seed+1, ... (an interval needs 2)")
-    steps: int = _opt(400, "updates per model at every fraction, the shared budget")
-    batch_size: int = _opt(64, "images per update, drawn from the subset")
-    lr: float = _opt(3e-3, "Adam learning rate of every model")
-    clip: float = _opt(1.0, "gradient-norm clipping of every model")
-    dim: int = _opt(32, "attention model width D; sets the parameter budget")
-    heads: int = _opt(2, "attention heads")
-    layers: int = _opt(2, "attention layers")
-    patch: int = _opt(4, "patch side on both tasks (4: 2x2 patches of a digit, 6x6 of a canvas)")
-    test_cells: int = _opt(9, "canvas cells each held-out digit is tested in (1..9)")
-    maps: int = _opt(6, "test images whose attention maps are drawn, per task")
-    seed: int = _opt(0, "image split and first seed")
-    jobs: int = _opt(2, "models trained at once, in a process pool")
-    threads: int = _opt(1, "torch threads per training process")
+    seeds: int = option(5, "seeds per point: --seed, --seed+1, ... (an interval needs 2)")
+    steps: int = option(400, "updates per model at every fraction, the shared budget")
+    batch_size: int = option(64, "images per update, drawn from the subset")
+    lr: float = option(3e-3, "Adam learning rate of every model")
+    clip: float = option(1.0, "gradient-norm clipping of every model")
+    dim: int = option(32, "attention model width D; sets the parameter budget")
+    heads: int = option(2, "attention heads")
+    layers: int = option(2, "attention layers")
+    patch: int = option(4, "patch side on both tasks (4: 2x2 patches of a digit, 6x6 of a canvas)")
+    test_cells: int = option(9, "canvas cells each held-out digit is tested in (1..9)")
+    maps: int = option(6, "test images whose attention maps are drawn, per task")
+    seed: int = option(0, "image split and first seed")
+    jobs: int = option(2, "models trained at once, in a process pool")
+    threads: int = option(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
         _ = (self.task_list, self.fraction_list)  # each raises on a malformed list

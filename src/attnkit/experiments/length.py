@@ -22,34 +22,31 @@ from typing import Any
 from ..data.example import Example
 from ..data.synthetic import check_max_len
 from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
-from .base import Experiment, report_of
+from .base import Experiment, option, report_of
 from .base import verdict as verdict_text
 from .pool import train_all
 
 MODELS = ("rnnencdec", "rnnsearch")  # without, with attention
 
 
-def _opt(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
-
 
 @dataclass
 class LengthConfig:
-    task: str = _opt("copy", "copy | reverse | sort: a fixed-size vector must hold every symbol")
-    min_len: int = _opt(5, "shortest source")
-    max_len: int = _opt(50, "longest source")
-    steps: int = _opt(800, "updates per model, the shared budget")
-    batch_size: int = _opt(32, "pairs per update")
-    emb: int = _opt(32, "embedding width of both models")
-    hidden: int = _opt(64, "every hidden width of both models: encoder (per direction), "
+    task: str = option("copy", "copy | reverse | sort: a fixed-size vector must hold every symbol")
+    min_len: int = option(5, "shortest source")
+    max_len: int = option(50, "longest source")
+    steps: int = option(800, "updates per model, the shared budget")
+    batch_size: int = option(32, "pairs per update")
+    emb: int = option(32, "embedding width of both models")
+    hidden: int = option(64, "every hidden width of both models: encoder (per direction), "
                        "decoder, attention and summary")
-    lr: float = _opt(3e-3, "Adam learning rate")
-    valid_size: int = _opt(64, "validation pairs")
-    test_size: int = _opt(540, "test pairs scored by length")
-    bin_width: int = _opt(5, "source lengths per bin")
-    seed: int = _opt(0, "data and initialisation seed")
-    jobs: int = _opt(2, "models trained at once, in a process pool")
-    threads: int = _opt(1, "torch threads per training process")
+    lr: float = option(3e-3, "Adam learning rate")
+    valid_size: int = option(64, "validation pairs")
+    test_size: int = option(540, "test pairs scored by length")
+    bin_width: int = option(5, "source lengths per bin")
+    seed: int = option(0, "data and initialisation seed")
+    jobs: int = option(2, "models trained at once, in a process pool")
+    threads: int = option(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
         if self.task not in ("copy", "reverse", "sort"):

@@ -42,7 +42,7 @@ import math
 import statistics
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,32 +52,31 @@ from ..data.batching import Batch
 from ..models import Seq2Seq, build_model
 from ..train.config import TrainConfig
 from ..train.loop import Trainer, loss_of, train_step
-from .base import Experiment, report_of
+from .base import Experiment, option, report_of
 from .base import verdict as verdict_text
 from .parallel_measure import count_cell_calls, graph_depth, power_exponent, time_steps
 
 MODELS = ("rnnsearch", "transformer")  # recurrent, self-attention
 
 
-def _opt(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
-
 
 @dataclass
 class ParallelConfig:
-    lengths: str = _opt("8,16,32,64,128,256", "sentence lengths n, comma-separated")
-    batch_size: int = _opt(32, "sentences per step, the same at every n")
-    vocab: int = _opt(32, "vocabulary of the random tokens")
-    emb: int = _opt(32, "RNNsearch embedding width")
-    hidden: int = _opt(64, "RNNsearch widths: encoder (per direction), decoder, attention, maxout")
-    dim: int = _opt(48, "Transformer model width d")
-    ff: int = _opt(192, "Transformer feed-forward width")
-    heads: int = _opt(4, "Transformer heads")
-    layers: int = _opt(2, "Transformer layers, encoder and decoder each")
-    warmup: int = _opt(2, "untimed steps per model and length")
-    repeats: int = _opt(5, "timed steps per model and length")
-    threads: int = _opt(2, "torch intra-op threads")
-    seed: int = _opt(0, "initialisation and token seed")
+    lengths: str = option("8,16,32,64,128,256", "sentence lengths n, comma-separated")
+    batch_size: int = option(32, "sentences per step, the same at every n")
+    vocab: int = option(32, "vocabulary of the random tokens")
+    emb: int = option(32, "RNNsearch embedding width")
+    hidden: int = option(
+        64, "RNNsearch widths: encoder (per direction), decoder, attention, maxout"
+    )
+    dim: int = option(48, "Transformer model width d")
+    ff: int = option(192, "Transformer feed-forward width")
+    heads: int = option(4, "Transformer heads")
+    layers: int = option(2, "Transformer layers, encoder and decoder each")
+    warmup: int = option(2, "untimed steps per model and length")
+    repeats: int = option(5, "timed steps per model and length")
+    threads: int = option(2, "torch intra-op threads")
+    seed: int = option(0, "initialisation and token seed")
 
     def __post_init__(self) -> None:
         ns = self.ns  # parses, or raises

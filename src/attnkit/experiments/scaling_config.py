@@ -4,17 +4,15 @@ the trained part (scaling_models.py) reads them without an import loop."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+
+from .base import option
 
 SCORES = ("dot", "scaled_dot")  # unscaled, scaled
 
 
 FALL_FROM = 16  # A: the monotone fall is checked from this d_k on
 
-
-def _opt(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
 
 
 def parse_ints(text: str, name: str) -> list[int]:
@@ -50,30 +48,30 @@ class ScalingConfig:
     """The settings of (a) random q, k, (c) the Transformers and their shared stopping rule;
     every field is a flag of ``attnkit experiment scaling``."""
 
-    dims: str = _opt("4,16,64,256,1024", "d_k values of the random q, k")
-    rows: int = _opt(2048, "query rows measured per d_k")
-    keys: int = _opt(64, "keys per row, Tk")
-    queries: int = _opt(32, "queries sharing one set of keys")
-    random_seeds: int = _opt(5, "draws of the random q, k, g (seed, seed+1, ...)")
-    widths: str = _opt(
+    dims: str = option("4,16,64,256,1024", "d_k values of the random q, k")
+    rows: int = option(2048, "query rows measured per d_k")
+    keys: int = option(64, "keys per row, Tk")
+    queries: int = option(32, "queries sharing one set of keys")
+    random_seeds: int = option(5, "draws of the random q, k, g (seed, seed+1, ...)")
+    widths: str = option(
         "2x16,2x32,2x64",
         "Transformer widths HEADSxD_K, d_model = heads x d_k",
     )
-    layers: int = _opt(1, "encoder and decoder layers; d_ff = 2 d_model, no dropout")
-    task: str = _opt("reverse", "copy | reverse | sort")
-    min_len: int = _opt(4, "shortest source")
-    max_len: int = _opt(12, "longest source")
-    seeds: int = _opt(3, "seeds of the trained part (data and initialisation: seed, seed+1, ...)")
-    steps: int = _opt(600, "cap on the updates per model, the same for all")
-    epoch_steps: int = _opt(100, "updates between two validations")
-    patience: int = _opt(2, "validations without a lower valid loss before stopping")
-    batch_size: int = _opt(32, "pairs per update")
-    lr: float = _opt(1e-3, "Adam learning rate, constant")
-    valid_size: int = _opt(200, "validation pairs")
-    test_size: int = _opt(200, "test pairs")
-    seed: int = _opt(0, "first seed of the random q, k, g, the data and the initialisation")
-    jobs: int = _opt(2, "models trained at once, in a process pool")
-    threads: int = _opt(1, "torch threads per training process")
+    layers: int = option(1, "encoder and decoder layers; d_ff = 2 d_model, no dropout")
+    task: str = option("reverse", "copy | reverse | sort")
+    min_len: int = option(4, "shortest source")
+    max_len: int = option(12, "longest source")
+    seeds: int = option(3, "seeds of the trained part (data and initialisation: seed, seed+1, ...)")
+    steps: int = option(600, "cap on the updates per model, the same for all")
+    epoch_steps: int = option(100, "updates between two validations")
+    patience: int = option(2, "validations without a lower valid loss before stopping")
+    batch_size: int = option(32, "pairs per update")
+    lr: float = option(1e-3, "Adam learning rate, constant")
+    valid_size: int = option(200, "validation pairs")
+    test_size: int = option(200, "test pairs")
+    seed: int = option(0, "first seed of the random q, k, g, the data and the initialisation")
+    jobs: int = option(2, "models trained at once, in a process pool")
+    threads: int = option(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
         dims = parse_ints(self.dims, "dims")

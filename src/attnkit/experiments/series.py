@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ import numpy as np
 
 from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from . import evidence as ev
-from .base import Experiment, report_of
+from .base import Experiment, option, report_of
 from .pool import train_all
 
 MODELS = ("attention", "seasonal")  # attention over the window; the lag-p-input baseline
@@ -51,34 +51,31 @@ HIT_SHARE = 0.5  # most forecasts peak at a multiple of the period
 LEARNED_MASE = 1.5  # the better arm's mean MASE at most this (design check)
 
 
-def _opt(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
-
 
 @dataclass
 class SeriesConfig:
-    runs: int = _opt(3, "seeds seed, seed+1, ...: each a new data set and initialisation")
-    steps: int = _opt(4000, "cap on the updates per model, the same for both")
-    epoch_steps: int = _opt(250, "updates between two validations (generated data)")
-    patience: int = _opt(3, "validations without a lower valid loss before stopping")
-    batch_size: int = _opt(32, "windows per update")
-    hidden: int = _opt(32, "recurrent width of both models")
-    cell: str = _opt("gru", "gru | lstm")
-    score: str = _opt("dot", "the attention model's score: dot, general, additive")
-    read: str = _opt(
+    runs: int = option(3, "seeds seed, seed+1, ...: each a new data set and initialisation")
+    steps: int = option(4000, "cap on the updates per model, the same for both")
+    epoch_steps: int = option(250, "updates between two validations (generated data)")
+    patience: int = option(3, "validations without a lower valid loss before stopping")
+    batch_size: int = option(32, "windows per update")
+    hidden: int = option(32, "recurrent width of both models")
+    cell: str = option("gru", "gru | lstm")
+    score: str = option("dot", "the attention model's score: dot, general, additive")
+    read: str = option(
         "value", "what attention reads: value (the past value x_j) | state ([h_j; x_j])"
     )
-    lr: float = _opt(3e-3, "Adam learning rate")
-    valid_size: int = _opt(200, "validation windows")
-    test_size: int = _opt(1000, "test windows")
-    csv: str = _opt("", "a real series: CSV file with a header row (default: generated)")
-    column: str = _opt(
+    lr: float = option(3e-3, "Adam learning rate")
+    valid_size: int = option(200, "validation windows")
+    test_size: int = option(1000, "test windows")
+    csv: str = option("", "a real series: CSV file with a header row (default: generated)")
+    column: str = option(
         "", "with --csv: the column, a header name or 0-based index (default the last)"
     )
-    period: int = _opt(0, "with --csv: the series' seasonal period (required)")
-    seed: int = _opt(0, "first seed")
-    jobs: int = _opt(2, "models trained at once, in a process pool")
-    threads: int = _opt(1, "torch threads per training process")
+    period: int = option(0, "with --csv: the series' seasonal period (required)")
+    seed: int = option(0, "first seed")
+    jobs: int = option(2, "models trained at once, in a process pool")
+    threads: int = option(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
         for name in ("runs", "steps", "epoch_steps", "batch_size", "hidden", "valid_size",

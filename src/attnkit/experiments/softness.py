@@ -46,12 +46,12 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
-from .base import Experiment, Say, report_of
+from .base import Experiment, Say, option, report_of
 from .base import verdict as verdict_text
 from .evidence import verdict_of
 from .pool import steps_done, train_all
@@ -61,53 +61,49 @@ from .softness_multi30k import multi30k_data, write_subset
 from .softness_rows import DENG_ROWS, ROWS, VARIATIONAL
 
 
-def _opt(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
-
-
 @dataclass
 class SoftnessConfig:
     """The flags of ``attnkit experiment softness`` (one per field)."""
 
-    tasks: str = _opt("toy-ko", "comma-separated tasks, of: toy-ko, multi30k (De-En subset "
+    tasks: str = option("toy-ko", "comma-separated tasks, of: toy-ko, multi30k (De-En subset "
                       "from ../shared/data/multi30k; skipped with a message when absent), "
                       "digit-captions (the captioner; no variational-sample row)")
-    rows: str = _opt("", f"comma-separated rows, of {', '.join(ROWS)} (default: each "
+    rows: str = option("", f"comma-separated rows, of {', '.join(ROWS)} (default: each "
                      f"task's own: toy-ko {','.join(DENG_ROWS)}, Deng 2018 Table 1 "
                      "(variational = enumerated); digit-captions "
                      f"{','.join(CAPTION_ROWS)})")
-    model: str = _opt("rnnsearch", "rnnsearch | luong: the decoder every row shares")
-    decoder: str = _opt("deng", "toy-ko: deng (Deng 2018: no attention context in the "
+    model: str = option("rnnsearch", "rnnsearch | luong: the decoder every row shares")
+    decoder: str = option("deng", "toy-ko: deng (Deng 2018: no attention context in the "
                         "recurrence; Luong without input feeding) | context (it feeds the "
                         "recurrence)")
-    seeds: int = _opt(8, "training seeds per row: --seed, --seed+1, ... (8: a t interval "
+    seeds: int = option(8, "training seeds per row: --seed, --seed+1, ... (8: a t interval "
                       "over 8 paired gaps; 3 seeds gave intervals 0.1 PPL wide on toy-ko)")
-    train_size: int = _opt(3200, "training pairs")
-    epochs: int = _opt(4, "passes over them: the same updates for every row (4: 400 updates)")
-    multi30k: int = _opt(300, "multi30k: updates, on the first updates x batch-size "
+    train_size: int = option(3200, "training pairs")
+    epochs: int = option(4, "passes over them: the same updates for every row (4: 400 updates)")
+    multi30k: int = option(300, "multi30k: updates, on the first updates x batch-size "
                          "training pairs (one epoch)")
-    multi30k_spm: int = _opt(2000, "multi30k: SentencePiece subwords a language, learnt from "
+    multi30k_spm: int = option(2000, "multi30k: SentencePiece subwords a language, learnt from "
                              "the training subset")
-    multi30k_dir: str = _opt("runs/softness-multi30k-data", "multi30k: where the subset's "
+    multi30k_dir: str = option("runs/softness-multi30k-data", "multi30k: where the subset's "
                              "text files are written")
-    caption_train_size: int = _opt(2000, "digit-captions: training canvases")
-    caption_epochs: int = _opt(16, "digit-captions: passes over them (16: 1008 updates)")
-    batch_size: int = _opt(32, "pairs (canvases) per update")
-    emb: int = _opt(32, "embedding width")
-    hidden: int = _opt(32, "every hidden width: encoder, decoder, score, maxout")
-    lr: float = _opt(5e-3, "Adam learning rate")
-    tau_start: float = _opt(1.0, "gumbel: first temperature")
-    tau_end: float = _opt(0.5, "gumbel: temperature reached at the last update")
-    baseline: str = _opt("soft", "REINFORCE baseline of hard and variational-sample: soft "
+    caption_train_size: int = option(2000, "digit-captions: training canvases")
+    caption_epochs: int = option(16, "digit-captions: passes over them (16: 1008 updates)")
+    batch_size: int = option(32, "pairs (canvases) per update")
+    emb: int = option(32, "embedding width")
+    hidden: int = option(32, "every hidden width: encoder, decoder, score, maxout")
+    lr: float = option(5e-3, "Adam learning rate")
+    tau_start: float = option(1.0, "gumbel: first temperature")
+    tau_end: float = option(0.5, "gumbel: temperature reached at the last update")
+    baseline: str = option("soft", "REINFORCE baseline of hard and variational-sample: soft "
                          "(log p(y_t | soft context), Deng 2018 §4) | average (moving "
                          "average, Xu 2015)")
-    valid_size: int = _opt(100, "validation pairs")
-    test_size: int = _opt(400, "test pairs scored")
-    draws: int = _opt(8, "gradient draws for the gradient variance")
-    timing_reps: int = _opt(5, "repetitions of each timing (the median counts)")
-    seed: int = _opt(0, "data seed and first training seed")
-    jobs: int = _opt(2, "models trained at once, in a process pool")
-    threads: int = _opt(1, "torch threads per process")
+    valid_size: int = option(100, "validation pairs")
+    test_size: int = option(400, "test pairs scored")
+    draws: int = option(8, "gradient draws for the gradient variance")
+    timing_reps: int = option(5, "repetitions of each timing (the median counts)")
+    seed: int = option(0, "data seed and first training seed")
+    jobs: int = option(2, "models trained at once, in a process pool")
+    threads: int = option(1, "torch threads per process")
 
     def __post_init__(self) -> None:
         for name, items, known in (("tasks", self.task_list, TASKS), ("rows", self.row_list, ROWS)):

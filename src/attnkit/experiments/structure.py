@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .base import Experiment, Say, report_of
+from .base import Experiment, Say, option, report_of
 from .base import verdict as verdict_text
 
 MARGIN = 0.01  # one accuracy point
@@ -42,18 +42,15 @@ QA_BASELINE = "none"  # digit-qa's model without co-attention (structure_qa.py)
 Measure = Callable[[list[int], int, bool, Say], list[dict[str, Any]]]
 
 
-def _opt(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
-
 
 @dataclass
 class StructureConfig:
-    steps: int = _opt(250, "updates per docs model, the same for every docs model")
-    qa_steps: int = _opt(1500, "updates per digit-qa model, the same for each")
-    seeds: int = _opt(3, "seeds per model: seed, seed+1, ...")
-    seed: int = _opt(0, "first seed of data and initialisation")
-    threads: int = _opt(1, "torch CPU threads")
-    tiny: int = _opt(0, "1 = tiny models and data (what --quick sets: a smoke run)")
+    steps: int = option(250, "updates per docs model, the same for every docs model")
+    qa_steps: int = option(1500, "updates per digit-qa model, the same for each")
+    seeds: int = option(3, "seeds per model: seed, seed+1, ...")
+    seed: int = option(0, "first seed of data and initialisation")
+    threads: int = option(1, "torch CPU threads")
+    tiny: int = option(0, "1 = tiny models and data (what --quick sets: a smoke run)")
 
     def __post_init__(self) -> None:
         for name in ("steps", "qa_steps", "seeds", "threads"):
