@@ -8,9 +8,10 @@ asks the stages' capabilities (``attnkit.stages.capabilities``), never their cla
   query positions -> the sliding-window kernel (``sliding_window_attention``);
 * a ``gatherable`` score and an alignment with a ``key_window`` -> the gathered-window kernel
   (``attend_window``);
-* plain scaled-dot softmax attention, an alignment that declares a heads-split
-  ``factorised`` pattern (the Sparse Transformer's), the default positions, as many keys as
-  queries and at most a key-padding mask -> the factorised kernel (``factorised_attention``);
+* plain scaled-dot softmax attention, an alignment that declares a ``factorised`` pattern
+  (the Sparse Transformer's, merged or split across heads), the default positions, as many
+  keys as queries and at most a key-padding mask -> the factorised kernel
+  (``factorised_attention``);
 * a position stage with a bias that declares ``bias_at`` (ALiBi, T5, Shaw), a ``gatherable``
   score, and an alignment with a ``key_window`` or (at the default positions) a
   ``sliding_band`` -> the gathered-window kernel with the bias at the gathered keys.
@@ -174,12 +175,10 @@ def _band_blocks(
 
 
 def _factorisable(spec: Any, query: Tensor, keys: Tensor, mask: Tensor | None) -> bool:
-    """The factorised kernel computes this call: a heads-split pattern, queries (..., H, n, D)
-    with H >= 2, n keys, and no mask or a key-padding mask (..., 1, n)."""
+    """The factorised kernel computes this call: a merged pattern, or a heads-split one on
+    queries (..., H, n, D) with H >= 2; n keys; no mask or a key-padding mask (..., 1, n)."""
     return (
-        spec.split_heads
-        and query.dim() >= 4
-        and query.shape[-3] >= 2
+        (not spec.split_heads or (query.dim() >= 4 and query.shape[-3] >= 2))
         and keys.shape[-2] == query.shape[-2]
         and keys.shape[:-2] == query.shape[:-2]
         and (mask is None or (2 <= mask.dim() <= query.dim() and mask.shape[-2] == 1))

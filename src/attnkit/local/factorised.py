@@ -1,7 +1,8 @@
-"""The Sparse Transformer's factorised patterns split across heads (Child et al. 2019, §4.2-4.3)
-in O(n·√n) time and memory for a stride l ≈ √n: only the blocks each part reaches are
-computed, no (Tq, Tk) tensor is built. Equal to ``attend(..., align=FactorisedAlignment(spec))``
-on its dense path (``attnkit.stages.sparse``), at the default positions 0 .. n-1 with Tq = Tk.
+"""The Sparse Transformer's factorised patterns split across heads (Child et al. 2019, §4.2-4.3;
+the merged ones: ``attnkit.local.factorised_merged``) in O(n·√n) time and memory for a stride
+l ≈ √n: only the blocks each part reaches are computed, no (Tq, Tk) tensor is built. Equal
+to ``attend(..., align=FactorisedAlignment(spec))`` on its dense path
+(``attnkit.stages.sparse``), at the default positions 0 .. n-1 with Tq = Tk.
 
 Head h attends A⁽¹⁾ when h is even and A⁽²⁾ when it is odd:
 
@@ -32,6 +33,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..stages.sparse import PatternSpec
+from .factorised_merged import merged_attention
 from .sliding import sliding_window_attention
 
 
@@ -39,12 +41,10 @@ def factorised_attention(
     query: Tensor, keys: Tensor, values: Tensor, spec: PatternSpec, mask: Tensor | None = None
 ) -> Tensor:
     """Context (..., H, n, Dv) of the heads-split pattern ``spec`` (``spec.split_heads``):
-    even heads through A⁽¹⁾, odd heads through A⁽²⁾ (see the module docstring)."""
+    even heads through A⁽¹⁾, odd heads through A⁽²⁾ (see the module docstring); a merged
+    pattern goes to ``attnkit.local.factorised_merged`` (query (..., n, D), any heads)."""
     if not spec.split_heads:
-        raise ValueError(
-            "factorised_attention runs the heads-split patterns; pass split_heads=True, or "
-            "use attend's dense path for the merged pattern"
-        )
+        return merged_attention(query, keys, values, spec, mask)
     n, heads = query.shape[-2], query.shape[-3]
     if query.dim() < 4 or heads < 2 or keys.shape[-2] != n:
         raise ValueError(

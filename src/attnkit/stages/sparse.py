@@ -19,9 +19,9 @@ needs the queries' heads dimension (..., H, Tq, D), H >= 2.
 
 Queries stand at ``positions`` (default 0 .. Tq-1, an incremental decoder passes its step),
 keys at 0 .. Tk-1. They declare ``factorised(query) -> PatternSpec`` (capabilities): at the
-default positions, ``attend(..., need_weights=False)`` with plain scaled-dot softmax runs the
-heads-split patterns on ``attnkit.local.factorised`` in O(n·√n); the merged patterns, weights
-or any other score take the dense path (a (Tq, Tk) mask).
+default positions, ``attend(..., need_weights=False)`` with plain scaled-dot softmax runs them
+on ``attnkit.local.factorised`` in O(n·√n); weights, other positions or any other score take
+the dense path (a (Tq, Tk) mask).
 
 Legend: H heads, Tq queries, Tk keys, D width, l stride, c summary columns.
 """
