@@ -1,5 +1,5 @@
-"""The Sparse Transformer's heads-split patterns, no weights: the factorised kernel
-(``attnkit.local.factorised.factorised_attention``, what
+"""The Sparse Transformer's patterns (split across heads, and merged), no weights: the
+factorised kernel (``attnkit.local.factorised.factorised_attention``, what
 ``attend(..., align=<name>, need_weights=False)`` calls) against
 SDPA with the dense (n, n) pattern mask (attend's dense path: the alignment's mask, then
 ``sdpa_context``). Forward pass, no autograd; B = 1, H = 8, d = 64, stride l = √n (rounded),
@@ -27,7 +27,8 @@ from attnkit.local.factorised import factorised_attention
 from attnkit.registry import build_alignment
 from attnkit.stages.sparse import FactorisedAlignment
 
-NAMES = ("strided-heads", "strided-causal-heads", "fixed-heads", "fixed-causal-heads")
+NAMES = ("strided-heads", "strided-causal-heads", "fixed-heads", "fixed-causal-heads",
+         "strided", "strided-causal", "fixed", "fixed-causal")  # fmt: skip
 
 
 def run(device: str, n: int, name: str, kind: str) -> str:
