@@ -98,7 +98,7 @@ def fast_local(
                 extras["band_offset"] = out.offset
             return FastResult(out.context, extras, out.weights)
         spec = None if band_weights else factorised(align, q_work)
-        if spec is not None and _factorisable(spec, query, keys, mask):
+        if spec is not None and _factorisable(spec, query, keys, values, mask):
             return FastResult(factorised_attention(query, keys, values, spec, mask))
     if band_weights:
         return None
@@ -174,13 +174,16 @@ def _band_blocks(
     return torch.cat(out, dim=-2)  # (..., Tq, Dv)
 
 
-def _factorisable(spec: Any, query: Tensor, keys: Tensor, mask: Tensor | None) -> bool:
+def _factorisable(
+    spec: Any, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None
+) -> bool:
     """The factorised kernel computes this call: a merged pattern, or a heads-split one on
-    queries (..., H, n, D) with H >= 2; n keys; no mask or a key-padding mask (..., 1, n)."""
+    queries (..., H, n, D) with H >= 2; n keys and values with the queries' leading dims; no
+    mask or a key-padding mask (..., 1, n)."""
     return (
         (not spec.split_heads or (query.dim() >= 4 and query.shape[-3] >= 2))
         and keys.shape[-2] == query.shape[-2]
-        and keys.shape[:-2] == query.shape[:-2]
+        and keys.shape[:-2] == query.shape[:-2] == values.shape[:-2]
         and (mask is None or (2 <= mask.dim() <= query.dim() and mask.shape[-2] == 1))
     )
 
