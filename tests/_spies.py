@@ -21,6 +21,7 @@ import attnkit.local.dispatch
 PATHS = {
     "sliding": (attnkit.local.dispatch, "sliding_window_attention"),  # O(n·r) band kernel
     "gather": (attnkit.local.dispatch, "attend_window"),  # local-m / local-p gathered window
+    "factorised": (attnkit.local.dispatch, "factorised_attention"),  # Sparse Transformer, split
     "sdpa": (attnkit.core, "sdpa_context"),  # fused F.scaled_dot_product_attention
     "column": (attnkit.core, "column_attention"),  # few queries and keys on a CPU
     "reference": (attnkit.core, "reference_attention"),  # explicit scores and weights

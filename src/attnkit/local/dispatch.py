@@ -8,6 +8,10 @@ asks the stages' capabilities (``attnkit.stages.capabilities``), never their cla
   query positions -> the sliding-window kernel (``sliding_window_attention``);
 * a ``gatherable`` score and an alignment with a ``key_window`` -> the gathered-window kernel
   (``attend_window``);
+* plain scaled-dot softmax attention, an alignment that declares a ``factorised`` pattern
+  (the Sparse Transformer's, merged or split across heads), the default positions, as many
+  keys as queries and at most a key-padding mask -> the factorised kernel
+  (``factorised_attention``);
 * a position stage with a bias that declares ``bias_at`` (ALiBi, T5, Shaw), a ``gatherable``
   score, and an alignment with a ``key_window`` or (at the default positions) a
   ``sliding_band`` -> the gathered-window kernel with the bias at the gathered keys.
@@ -28,6 +32,7 @@ from ..masks import window_mask
 from ..stages.alignment import KeyWindow, query_positions
 from ..stages.capabilities import (
     bias_at,
+    factorised,
     is_gatherable,
     is_plain_sdpa,
     is_qk_transform,
@@ -36,6 +41,7 @@ from ..stages.capabilities import (
     sliding_band,
 )
 from ..stages.normalisers import compute_dtype
+from .factorised import factorised_attention
 from .sliding import sliding_window_attention
 from .window import attend_window
 
@@ -91,6 +97,9 @@ def fast_local(
             if band_weights:
                 extras["band_offset"] = out.offset
             return FastResult(out.context, extras, out.weights)
+        spec = None if band_weights else factorised(align, q_work)
+        if spec is not None and _factorisable(spec, query, keys, values, mask):
+            return FastResult(factorised_attention(query, keys, values, spec, mask))
     if band_weights:
         return None
     if is_gatherable(score):
@@ -163,6 +172,20 @@ def _band_blocks(
         )
         out.append(win.context)  # (..., b, Dv)
     return torch.cat(out, dim=-2)  # (..., Tq, Dv)
+
+
+def _factorisable(
+    spec: Any, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None
+) -> bool:
+    """The factorised kernel computes this call: a merged pattern, or a heads-split one on
+    queries (..., H, n, D) with H >= 2; n keys and values with the queries' leading dims; no
+    mask or a key-padding mask (..., 1, n)."""
+    return (
+        (not spec.split_heads or (query.dim() >= 4 and query.shape[-3] >= 2))
+        and keys.shape[-2] == query.shape[-2]
+        and keys.shape[:-2] == query.shape[:-2] == values.shape[:-2]
+        and (mask is None or (2 <= mask.dim() <= query.dim() and mask.shape[-2] == 1))
+    )
 
 
 def _position(position: Tensor | None) -> dict[str, Any]:

@@ -10,7 +10,10 @@ A score declares
 An alignment declares (``attnkit.stages.alignment``)
     ``sliding_band(query) -> Band | None``: the sliding-window kernel (attnkit.local.sliding);
     ``key_window(query, keys, mask, positions) -> KeyWindow | None``: the gathered-window
-        kernel (attnkit.local.window).
+        kernel (attnkit.local.window);
+    ``factorised(query) -> PatternSpec | None``: the Sparse Transformer pattern it is at the
+        default positions 0 .. Tq-1 (attnkit.stages.sparse), for the factorised kernel
+        (attnkit.local.factorised).
 A position stage declares ``qk_transform`` (bool): it only transforms q and k and never adds
 a bias (RoPE, learned absolute), so every fast path runs on the transformed q and k; a stage
 with a bias reaches the fused kernel as SDPA's float mask (``attnkit.stages.position``), and the
@@ -87,6 +90,13 @@ def sliding_band(align: Any, query: Tensor) -> Band | None:
     return None if ask is None else ask(query)
 
 
+def factorised(align: Any, query: Tensor) -> Any:
+    """The factorised pattern (a ``PatternSpec``) an alignment is at the default positions,
+    or None."""
+    ask = getattr(align, "factorised", None)
+    return None if ask is None else ask(query)
+
+
 def key_window(
     align: Any, query: Tensor, keys: Tensor, mask: Tensor | None, positions: Tensor | None
 ) -> KeyWindow | None:
@@ -97,6 +107,7 @@ def key_window(
 
 __all__ = [
     "bias_at",
+    "factorised",
     "is_gatherable",
     "is_global",
     "is_plain_scaled_dot",

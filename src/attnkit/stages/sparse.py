@@ -18,8 +18,10 @@ needs the queries' heads dimension (..., H, Tq, D), H >= 2.
         -> AlignSpec(mask: the user's mask AND the pattern (..., [H,] Tq, Tk))
 
 Queries stand at ``positions`` (default 0 .. Tq-1, an incremental decoder passes its step),
-keys at 0 .. Tk-1. These alignments take the dense path (a (Tq, Tk) mask); they declare no
-fast-path capability yet.
+keys at 0 .. Tk-1. They declare ``factorised(query) -> PatternSpec`` (capabilities): at the
+default positions, ``attend(..., need_weights=False)`` with plain scaled-dot softmax runs them
+on ``attnkit.local.factorised`` in O(n·√n); weights, other positions or any other score take
+the dense path (a (Tq, Tk) mask).
 
 Legend: H heads, Tq queries, Tk keys, D width, l stride, c summary columns.
 """
@@ -138,6 +140,10 @@ class FactorisedAlignment(Alignment):
                 pos = pos.squeeze(-2)  # (B, Tq): the pattern adds its own heads dim
         allowed = pattern_mask(self.spec, pos, keys.shape[-2], heads)
         return AlignSpec(and_masks(mask, allowed))
+
+    def factorised(self, query: Tensor) -> PatternSpec:
+        """Capability: the pattern this alignment is at the default positions 0 .. Tq-1."""
+        return self.spec
 
     def extra_repr(self) -> str:
         s = self.spec

@@ -1,0 +1,172 @@
+"""The Sparse Transformer's factorised patterns split across heads (Child et al. 2019, §4.2-4.3;
+the merged ones: ``attnkit.local.factorised_merged``) in O(n·√n) time and memory for a stride
+l ≈ √n: only the blocks each part reaches are computed, no (Tq, Tk) tensor is built. Equal
+to ``attend(..., align=FactorisedAlignment(spec))`` on its dense path
+(``attnkit.stages.sparse``), at the default positions 0 .. n-1 with Tq = Tk.
+
+Head h attends A⁽¹⁾ when h is even and A⁽²⁾ when it is odd:
+
+    strided A⁽¹⁾  0 <= i - j <= l (causal) or |i - j| <= l: the sliding-window kernel, radius l
+    strided A⁽²⁾  (i - j) mod l = 0 (causal: j <= i): pad n to a multiple of l, view the
+                  sequence as (n/l, l) and transpose, so each residue class is a row of n/l
+                  positions, and run SDPA along the rows: O(n·n/l)
+    fixed   A⁽¹⁾  ⌊j/l⌋ = ⌊i/l⌋ (causal: j <= i): SDPA inside each block of l: O(n·l)
+    fixed   A⁽²⁾  j mod l >= l - c (causal: j <= i): the n/l·c summary keys gathered once,
+                  every query attends them: O(n·c·n/l)
+
+    factorised_attention(query (..., H, n, D), keys (..., H, n, D), values (..., H, n, Dv),
+                         spec, mask (..., 1, n) or None) -> context (..., H, n, Dv)
+
+The mask is a key-padding mask, True = may attend; a query with no allowed key gets a zero
+context (as ``attend``'s fused path: ``sdpa_context``), never NaN.
+
+Legend: H heads, n positions (queries = keys), D width, Dv value width, l stride,
+c summary columns, N n padded to a multiple of l, R = N / l rows of l.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ..stages.sparse import PatternSpec
+from .factorised_merged import merged_attention
+from .sliding import sliding_window_attention
+
+
+def factorised_attention(
+    query: Tensor, keys: Tensor, values: Tensor, spec: PatternSpec, mask: Tensor | None = None
+) -> Tensor:
+    """Context (..., H, n, Dv) of the heads-split pattern ``spec`` (``spec.split_heads``):
+    even heads through A⁽¹⁾, odd heads through A⁽²⁾ (see the module docstring); a merged
+    pattern goes to ``attnkit.local.factorised_merged`` (query (..., n, D), any heads)."""
+    if not spec.split_heads:
+        return merged_attention(query, keys, values, spec, mask)
+    n, heads = query.shape[-2], query.shape[-3]
+    if query.dim() < 4 or heads < 2 or keys.shape[-2] != n:
+        raise ValueError(
+            f"query {tuple(query.shape)}, keys {tuple(keys.shape)}: the heads split needs "
+            "(..., H, n, D) with H >= 2 and as many keys as queries"
+        )
+    key_ok = None
+    if mask is not None:
+        if mask.shape[-2] != 1:
+            raise ValueError(f"mask {tuple(mask.shape)}: pass a key-padding mask (..., 1, n)")
+        key_ok = mask.expand(*query.shape[:-2], 1, n)  # (..., H, 1, n)
+    first, second = _parts(spec)
+    even = slice(0, heads, 2)
+    odd = slice(1, heads, 2)
+
+    def heads_of(x: Tensor | None, part: slice) -> Tensor | None:
+        return None if x is None else x[..., part, :, :]
+
+    out_even = first(query[..., even, :, :], keys[..., even, :, :], values[..., even, :, :],
+                     spec, heads_of(key_ok, even))  # fmt: skip
+    out_odd = second(query[..., odd, :, :], keys[..., odd, :, :], values[..., odd, :, :],
+                     spec, heads_of(key_ok, odd))  # fmt: skip
+    # even heads (..., ⌈H/2⌉, n, Dv), odd heads (..., ⌊H/2⌋, n, Dv), interleaved back
+    out = torch.empty(*query.shape[:-1], values.shape[-1], dtype=out_even.dtype,
+                      device=query.device)  # fmt: skip
+    out[..., even, :, :] = out_even
+    out[..., odd, :, :] = out_odd
+    return out
+
+
+Part = Callable[[Tensor, Tensor, Tensor, PatternSpec, "Tensor | None"], Tensor]
+
+
+def _parts(spec: PatternSpec) -> tuple[Part, Part]:
+    if spec.pattern == "strided":
+        return _strided_local, _strided_classes
+    return _fixed_blocks, _fixed_summary
+
+
+def _strided_local(q: Tensor, k: Tensor, v: Tensor, spec: PatternSpec,
+                   key_ok: Tensor | None) -> Tensor:  # fmt: skip
+    """A⁽¹⁾ of strided: the band of radius l, by the sliding-window kernel."""
+    return sliding_window_attention(q, k, v, spec.stride, spec.causal, key_ok).context
+
+
+def _strided_classes(q: Tensor, k: Tensor, v: Tensor, spec: PatternSpec,
+                     key_ok: Tensor | None) -> Tensor:  # fmt: skip
+    """A⁽²⁾ of strided: i and j in the same residue class mod l; class r is the row
+    r, r + l, r + 2l, .. of the transposed (R, l) view, and j <= i is is_causal along it."""
+    n, step = q.shape[-2], spec.stride
+    rows = -(-n // step)  # R
+
+    def by_class(x: Tensor) -> Tensor:  # (..., n, E) -> (..., l, R, E)
+        x = F.pad(x, (0, 0, 0, rows * step - n))  # (..., N, E)
+        return x.unflatten(-2, (rows, step)).transpose(-3, -2)  # (..., l, R, E)
+
+    qc, kc, vc = by_class(q), by_class(k), by_class(v)  # (..., l, R, ·)
+    allowed = _keys_allowed(key_ok, n, rows * step, q.device)  # (..., 1, N) or None
+    if allowed is not None:
+        allowed = allowed.unflatten(-1, (rows, step)).movedim(-1, -3)  # (..., l, 1, R)
+    if spec.causal:
+        # padded positions close each class: a real query never reaches them under j <= i
+        earlier = torch.ones(rows, rows, dtype=torch.bool, device=q.device).tril()  # (R, R)
+        allowed = earlier if allowed is None else allowed & earlier  # (..., l, R, R)
+    out = _sdpa(qc, kc, vc, allowed)  # (..., l, R, Dv)
+    return out.transpose(-3, -2).flatten(-3, -2)[..., :n, :]  # (..., n, Dv)
+
+
+def _fixed_blocks(q: Tensor, k: Tensor, v: Tensor, spec: PatternSpec,
+                  key_ok: Tensor | None) -> Tensor:  # fmt: skip
+    """A⁽¹⁾ of fixed: SDPA inside each block of l (j <= i within it when causal)."""
+    n, step = q.shape[-2], spec.stride
+    rows = -(-n // step)  # R blocks
+
+    def by_block(x: Tensor) -> Tensor:  # (..., n, E) -> (..., R, l, E)
+        return F.pad(x, (0, 0, 0, rows * step - n)).unflatten(-2, (rows, step))
+
+    allowed = _keys_allowed(key_ok, n, rows * step, q.device)  # (..., 1, N) or None
+    if allowed is not None:
+        allowed = allowed.unflatten(-1, (rows, step)).transpose(-3, -2)  # (..., R, 1, l)
+    if spec.causal:
+        earlier = torch.ones(step, step, dtype=torch.bool, device=q.device).tril()  # (l, l)
+        allowed = earlier if allowed is None else allowed & earlier  # (..., R, l, l)
+    out = _sdpa(by_block(q), by_block(k), by_block(v), allowed)  # (..., R, l, Dv)
+    return out.flatten(-3, -2)[..., :n, :]  # (..., n, Dv)
+
+
+def _fixed_summary(q: Tensor, k: Tensor, v: Tensor, spec: PatternSpec,
+                   key_ok: Tensor | None) -> Tensor:  # fmt: skip
+    """A⁽²⁾ of fixed: the summary keys S = {j < n : j mod l >= l - c}, gathered once."""
+    n, step = q.shape[-2], spec.stride
+    cols = torch.arange(n, device=q.device)  # (n,)
+    cols = cols[cols % step >= step - spec.summary]  # (S,)
+    allowed = None if key_ok is None else key_ok[..., cols]  # (..., 1, S)
+    if spec.causal:
+        before = cols <= torch.arange(n, device=q.device)[:, None]  # (n, S)
+        allowed = before if allowed is None else allowed & before  # (..., n, S)
+    return _sdpa(q, k[..., cols, :], v[..., cols, :], allowed)  # (..., n, Dv)
+
+
+def _keys_allowed(
+    key_ok: Tensor | None, n: int, padded: int, device: torch.device
+) -> Tensor | None:
+    """The key-padding mask (..., 1, n) extended with False to N keys, or None when no key
+    is masked and none is padded."""
+    if key_ok is None and padded == n:
+        return None
+    if key_ok is None:
+        ok = torch.ones(n, dtype=torch.bool, device=device)
+        return F.pad(ok, (0, padded - n), value=False)[None]  # (1, N)
+    return F.pad(key_ok, (0, padded - n), value=False)  # (..., 1, N)
+
+
+def _sdpa(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor | None) -> Tensor:
+    """softmax(qkᵀ/√d) v over the allowed keys; a query with none gets a zero context (the
+    rule of ``attnkit.core.sdpa_context``)."""
+    if allowed is None:
+        return F.scaled_dot_product_attention(q, k, v)
+    row_ok = allowed.any(dim=-1, keepdim=True)  # (..., Tq, 1)
+    safe = allowed | ~row_ok  # a fully masked row attends everywhere, then is zeroed
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=safe)  # (..., Tq, Dv)
+    return torch.where(row_ok, out, torch.zeros((), dtype=out.dtype, device=out.device))
+
+
+__all__ = ["factorised_attention"]

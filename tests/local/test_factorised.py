@@ -1,0 +1,163 @@
+"""The factorised kernel (attnkit.local.factorised, .factorised_merged) for the Sparse
+Transformer's patterns (Child et al. 2019, §4.2-4.3), split across heads and merged:
+``attend(..., need_weights=False)`` takes it (a spy proves it, and that no (Tq, Tk) pattern
+mask is built), and its context and gradients equal attend's dense path and a float64 softmax
+over the keys of the paper's sets, written with loops (tests/_reference.py
+``factorised_sets``)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from _reference import factorised_sets, sdpa_ref
+from _spies import only_path
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import attnkit
+import attnkit.stages.sparse as sparse
+from attnkit.core import attend
+from attnkit.local.factorised import factorised_attention
+from attnkit.registry import build_alignment
+from attnkit.stages.sparse import FactorisedAlignment, PatternSpec
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+HEADS_NAMES = ["strided-heads", "strided-causal-heads", "fixed-heads", "fixed-causal-heads"]
+NAMES = HEADS_NAMES + [name.removesuffix("-heads") for name in HEADS_NAMES]
+
+
+def allowed_ref(spec: PatternSpec, n: int, heads: int, lengths: list[int]) -> torch.Tensor:
+    """(B, H, n, n) bool with loops: head h takes A⁽¹⁾ (h even) or A⁽²⁾ (h odd) of query i,
+    or A⁽¹⁾ ∪ A⁽²⁾ when merged, keys j < the sentence's length."""
+    out = torch.zeros(len(lengths), heads, n, n, dtype=torch.bool)
+    for b, length in enumerate(lengths):
+        for i in range(n):
+            parts = factorised_sets(spec.pattern, i, n, spec.stride, spec.summary, spec.causal)
+            for h in range(heads):
+                for j in parts[h % 2] if spec.split_heads else parts[0] | parts[1]:
+                    out[b, h, i, j] = j < length
+    return out
+
+
+def _qkv(b: int, h: int, n: int, d: int = 6, seed: int = 0, grad: bool = False):  # type: ignore[no-untyped-def]
+    g = torch.Generator().manual_seed(seed)
+    return tuple(torch.randn(b, h, n, d, generator=g, dtype=torch.float64).requires_grad_(grad)
+                 for _ in range(3))  # fmt: skip
+
+
+@pytest.mark.parametrize("padded", [False, True], ids=["no-mask", "padding"])
+@pytest.mark.parametrize("name", NAMES)
+def test_fast_path_equals_the_dense_path_and_the_papers_sets(name: str, padded: bool) -> None:
+    n, heads, lengths = 23, 4, [23, 14]  # n = 23 is no multiple of l = 5
+    align = build_alignment(name, 6, window=5)
+    assert isinstance(align, FactorisedAlignment)
+    assert align.spec.split_heads == name.endswith("-heads")
+    q, k, v = _qkv(2, heads, n)
+    mask = attnkit.padding_mask(torch.tensor(lengths))[:, None] if padded else None  # (B,1,1,n)
+    with only_path("factorised"):
+        fast = attend(q, k, v, align=align, mask=mask, need_weights=False)
+    with only_path("reference"):
+        dense = attend(q, k, v, align=align, mask=mask, need_weights=True)
+    torch.testing.assert_close(fast.context, dense.context, rtol=1e-12, atol=1e-12)
+    want, _ = sdpa_ref(q, k, v, allowed_ref(align.spec, n, heads, lengths if padded else [n, n]))
+    torch.testing.assert_close(fast.context, want, rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(pattern=st.sampled_from(["strided", "fixed"]), causal=st.booleans(), split=st.booleans(),
+       n=st.integers(1, 19), l=st.integers(1, 8), heads=st.integers(2, 5), data=st.data())
+def test_any_shape_and_padding_equals_the_papers_sets(pattern, causal, split, n, l, heads,
+                                                      data) -> None:  # fmt: skip
+    c = data.draw(st.integers(1, l))
+    lengths = data.draw(st.lists(st.integers(0, n), min_size=2, max_size=2))  # 0: all masked
+    spec = PatternSpec(pattern, l, c, causal=causal, split_heads=split)
+    q, k, v = _qkv(2, heads, n, seed=n * 31 + l)
+    mask = attnkit.padding_mask(torch.tensor(lengths), n)[:, None]  # (B, 1, 1, n)
+    got = factorised_attention(q, k, v, spec, mask)
+    want, _ = sdpa_ref(q, k, v, allowed_ref(spec, n, heads, lengths))
+    assert torch.isfinite(got).all()  # a query with no allowed key: a zero row, never NaN
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_gradients_equal_the_dense_paths(name: str) -> None:
+    align = build_alignment(name, 6, window=4)
+    mask = attnkit.padding_mask(torch.tensor([18, 11]))[:, None]  # (B, 1, 1, n)
+    grads = []
+    for need_weights, path in ((False, "factorised"), (True, "reference")):
+        q, k, v = _qkv(2, 4, 18, grad=True)
+        with only_path(path):
+            out = attend(q, k, v, align=align, mask=mask, need_weights=need_weights).context
+        (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
+        grads.append([x.grad for x in (q, k, v)])
+    for fast, dense in zip(*grads, strict=True):
+        torch.testing.assert_close(fast, dense, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("split", [True, False], ids=["heads", "merged"])
+@pytest.mark.parametrize("pattern", ["strided", "fixed"])
+def test_gradcheck_the_kernel(pattern: str, split: bool) -> None:
+    spec = PatternSpec(pattern, 3, 2, causal=True, split_heads=split)
+    mask = attnkit.padding_mask(torch.tensor([10, 6]))[:, None]  # (B, 1, 1, n)
+    q, k, v = _qkv(2, 2, 10, d=3, grad=True)
+    assert torch.autograd.gradcheck(lambda q, k, v: factorised_attention(q, k, v, spec, mask),
+                                    (q, k, v))  # fmt: skip
+
+
+def test_no_dense_pattern_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    """n = 4096: the dense path would build the (n, n) pattern mask through ``pattern_mask``;
+    the fast path never calls it."""
+
+    def refuse(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("pattern_mask called: a dense (Tq, Tk) pattern was built")
+
+    monkeypatch.setattr(sparse, "pattern_mask", refuse)
+    n = 4096
+    q, k, v = (torch.randn(1, 2, n, 4) for _ in range(3))
+    for name in NAMES:
+        with only_path("factorised"):
+            out = attend(q, k, v, align=build_alignment(name, 4, window=64), need_weights=False)
+        assert out.context.shape == (1, 2, n, 4) and torch.isfinite(out.context).all()
+    with pytest.raises(AssertionError, match="pattern_mask called"):  # the spy can fail
+        attend(q[..., :8, :], k[..., :8, :], v[..., :8, :],
+               align=build_alignment("strided-heads", 4, window=2), need_weights=True)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "case,path",
+    [
+        ("query-mask", "sdpa"),  # a mask that depends on the query
+        ("positions", "sdpa"),  # an incremental decoder's positions
+        ("weights", "reference"),
+        ("no-heads", "reference"),  # (Tq, D) queries: the dense path raises its error
+    ],
+)
+def test_other_calls_keep_the_dense_path(case: str, path: str) -> None:
+    n = 9
+    q, k, v = _qkv(1, 2, n)
+    spec = PatternSpec("strided", 3, causal=True, split_heads=True)
+    kw: dict = dict(align=FactorisedAlignment(spec), need_weights=case == "weights")
+    if case == "query-mask":
+        kw["mask"] = torch.rand(n, n, generator=torch.Generator().manual_seed(1)) < 0.8
+    if case == "positions":
+        kw["positions"] = torch.arange(n)
+    if case == "no-heads":
+        with pytest.raises(ValueError, match="heads dimension"):
+            attend(q[0, 0], k[0, 0], v[0, 0], **kw)
+        return
+    with only_path(path):
+        attend(q, k, v, **kw)
+
+
+@pytest.mark.parametrize("name", ["strided", "fixed-causal"])
+def test_merged_without_a_heads_dim_takes_the_kernel(name: str) -> None:
+    """Queries (B, n, D): a merged pattern needs no heads; the keys both parts hold (j = i,
+    j = i ± l, a block's own summary columns) count once, as in the dense softmax."""
+    q, k, v = (x[:, 0] for x in _qkv(2, 1, 17))  # (B, n, D)
+    align = build_alignment(name, 6, window=4)
+    mask = attnkit.padding_mask(torch.tensor([17, 9]))  # (B, 1, n)
+    with only_path("factorised"):
+        fast = attend(q, k, v, align=align, mask=mask, need_weights=False)
+    want, _ = sdpa_ref(q, k, v, allowed_ref(align.spec, 17, 1, [17, 9])[:, 0])
+    torch.testing.assert_close(fast.context, want, rtol=1e-12, atol=1e-12)
