@@ -97,7 +97,10 @@ def fast_local(
             if band_weights:
                 extras["band_offset"] = out.offset
             return FastResult(out.context, extras, out.weights)
-        spec = None if band_weights else factorised(align, q_work)
+        # under torch.compile the dense path: the factorised kernel's blocks have sizes that
+        # depend on the data (fullgraph=True would break on them)
+        compiling = torch.compiler.is_compiling()
+        spec = None if band_weights or compiling else factorised(align, q_work)
         if spec is not None and _factorisable(spec, query, keys, values, mask):
             return FastResult(factorised_attention(query, keys, values, spec, mask))
     if band_weights:
