@@ -88,3 +88,10 @@ def test_outcomes_partition_by_where_the_interval_lies(xs: list[float], threshol
         ev.INCONCLUSIVE  # fmt: skip
     assert outcome == expected
     assert iv.lo <= iv.value <= iv.hi
+
+
+def test_the_checks_table_shows_each_check_with_its_interval() -> None:
+    check = ev.on_interval("gap", ev.Interval(0.2, 0.1, 0.3, 5), 0.0).as_json()
+    lines = ev.checks_table([check], digits=3).splitlines()
+    assert lines[0] == "| check | kind | value | 95% interval | threshold | outcome |"
+    assert lines[2] == "| gap | claim | 0.2 | [0.1, 0.3] | 0 | pass |"

@@ -29,6 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .base import markdown_table
+
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 REPRODUCED = "REPRODUCED"
 EXIT_CODES = {REPRODUCED: 0, "NOT REPRODUCED": 1, "INCONCLUSIVE": 2}
@@ -188,6 +190,17 @@ def verdict_of(checks: Sequence[Check]) -> str:
     return REPRODUCED
 
 
+def checks_table(checks: Sequence[dict[str, Any]], digits: int = 4) -> str:
+    """The checks of an experiment's JSON (``Check.as_json``) as a Markdown table: one row per
+    check, its value, 95% interval, threshold and outcome, to ``digits`` significant digits."""
+    g = f"{{:.{digits}g}}".format
+    return markdown_table(
+        ["check", "kind", "value", "95% interval", "threshold", "outcome"],
+        [[c["name"], c["kind"], g(c["value"]), f"[{g(c['ci'][0])}, {g(c['ci'][1])}]",
+          g(c["threshold"]), c["outcome"]] for c in checks],
+    )  # fmt: skip
+
+
 def exit_code(verdict: str) -> int:
     """0 REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE."""
     for head, code in EXIT_CODES.items():
@@ -205,6 +218,7 @@ __all__ = [
     "Check",
     "Interval",
     "ceiling",
+    "checks_table",
     "exit_code",
     "learned",
     "on_interval",

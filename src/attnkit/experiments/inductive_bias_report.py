@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import Say, markdown_table, write_outputs
+from .evidence import checks_table
 from .inductive_data import upsample
 
 NAME = "inductive-bias"
@@ -70,15 +71,6 @@ def catch_up_text(result: dict[str, Any]) -> str:
     )
 
 
-def checks_table(result: dict[str, Any]) -> str:
-    """One row per check: its value, 95% interval, threshold and outcome."""
-    return markdown_table(
-        ["check", "kind", "value", "95% interval", "threshold", "outcome"],
-        [[c["name"], c["kind"], f"{c['value']:.4g}",
-          f"[{c['ci'][0]:.4g}, {c['ci'][1]:.4g}]", f"{c['threshold']:.4g}", c["outcome"]]
-         for c in result["checks"]],
-    )  # fmt: skip
-
 
 def verdict_line(result: dict[str, Any]) -> str:
     return (
@@ -100,7 +92,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
         + ", ".join(f"{t} {n}" for t, n in result["test_images"].items())
     )
     say(text_table(result))
-    say(checks_table(result))
+    say(checks_table(result["checks"]))
     paths = write_outputs(
         NAME,
         rows(result),
@@ -196,5 +188,5 @@ def plot_maps(result: dict[str, Any], path: Path) -> Path:
     return path
 
 
-__all__ = ["catch_up_text", "checks_table", "plot", "plot_maps", "report", "rows", "text_table",
+__all__ = ["catch_up_text", "plot", "plot_maps", "report", "rows", "text_table",
            "verdict_line"]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import Say, markdown_table, write_outputs
+from .evidence import checks_table
 from .scaling_config import SCORES
 
 LABEL = {"dot": "unscaled qᵀk", "scaled_dot": "scaled qᵀk/√d_k"}
@@ -88,18 +89,10 @@ def tables(result: dict[str, Any]) -> str:
             "(c) Transformers trained both ways (same data, batches, init, seed, stopping rule)",
             markdown_table(c_head, c),
             "checks (95% intervals)",
-            checks_table(result["checks"]),
+            checks_table(result["checks"], digits=3),
         ]
     )
 
-
-def checks_table(checks: list[dict[str, Any]]) -> str:
-    """One row per check: its value, interval, threshold and outcome."""
-    return markdown_table(
-        ["check", "kind", "value", "95% interval", "threshold", "outcome"],
-        [[c["name"], c["kind"], _g(c["value"]), f"[{_g(c['ci'][0])}, {_g(c['ci'][1])}]",
-          _g(c["threshold"]), c["outcome"]] for c in checks],
-    )  # fmt: skip
 
 
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:

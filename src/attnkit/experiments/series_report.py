@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .base import Say, markdown_table, write_outputs
+from .evidence import checks_table
 
 LABELS = {"attention": "attention", "seasonal": "no attention, lag-p input",
           "naive": "seasonal naive"}  # fmt: skip
@@ -46,15 +47,6 @@ def hits_table(result: dict[str, Any]) -> str:
     )
 
 
-def checks_table(result: dict[str, Any]) -> str:
-    """One row per check: its value, 95% interval, threshold and outcome."""
-    return markdown_table(
-        ["check", "kind", "value", "95% interval", "threshold", "outcome"],
-        [[c["name"], c["kind"], f"{c['value']:.4g}",
-          f"[{c['ci'][0]:.4g}, {c['ci'][1]:.4g}]", f"{c['threshold']:.4g}", c["outcome"]]
-         for c in result["checks"]],
-    )  # fmt: skip
-
 
 def verdict_line(result: dict[str, Any]) -> str:
     return f"verdict: {result['verdict']}"
@@ -70,7 +62,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     )
     say(text_table(result))
     say(hits_table(result))
-    say(checks_table(result))
+    say(checks_table(result["checks"]))
     paths = write_outputs("series", rows(result), result, plot, out, say,
                           extra=[lambda o: example(result, o)])  # fmt: skip
     say(f"total {result['total_seconds']:.0f}s (training and scoring)")
@@ -135,4 +127,4 @@ def example(result: dict[str, Any], out: Path) -> Path:
     return path
 
 
-__all__ = ["checks_table", "hits_table", "plot", "report", "rows", "text_table", "verdict_line"]
+__all__ = ["hits_table", "plot", "report", "rows", "text_table", "verdict_line"]
