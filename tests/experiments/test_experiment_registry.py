@@ -86,3 +86,16 @@ def test_every_experiment_keeps_the_contract(
     assert result["config"]["seed"] == 1
     assert (out / f"{name}.csv").read_text().count("\n") >= 2  # a header and a row
     assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_inconclusive_verdict_exits_2(coin: None, tmp_path: Path, monkeypatch) -> None:
+    """The three outcomes reach the shell: 0 REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE."""
+    def at_ceiling(cfg: CoinConfig, out: Path, say) -> dict:
+        return {"rate": 1.0, "verdict": "INCONCLUSIVE: every arm at the ceiling"}
+
+    import dataclasses
+
+    module = sys.modules["fake_coin"]
+    inconclusive = dataclasses.replace(module.EXPERIMENT, run=at_ceiling)
+    monkeypatch.setattr(module, "EXPERIMENT", inconclusive)
+    assert main(["experiment", "coin", "--out", str(tmp_path)]) == 2
