@@ -16,7 +16,8 @@ MOVED = {
     "multidim": "mechanisms.multidim", "coattention": "mechanisms.coattention",
     "hierarchical": "mechanisms.hierarchical", "disan": "mechanisms.disan",
     "stepwise": "mechanisms.stepwise", "hf_attention": "interop.hf_attention",
-    "hf": "interop.hf",
+    "hf": "interop.hf", "families.caption": "tasks.caption", "families.docs": "tasks.docs",
+    "families.forecast": "tasks.forecast", "families.qa": "tasks.qa",
 }  # fmt: skip
 
 
@@ -51,3 +52,13 @@ def test_a_plain_import_reaches_the_old_names() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120).stdout.split()  # fmt: skip
     assert out == ["attnkit.stages.scores", "attnkit.mechanisms.hard"]
+
+
+def test_the_old_families_package_still_imports() -> None:
+    """``from attnkit.families.caption import CAPTION``, as experiments and users wrote it."""
+    import attnkit.families
+    import attnkit.tasks
+    from attnkit.families.caption import CAPTION
+    from attnkit.tasks.caption import CAPTION as moved
+
+    assert CAPTION is moved and attnkit.families.caption is attnkit.tasks.caption

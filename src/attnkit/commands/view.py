@@ -182,13 +182,13 @@ def _from_checkpoint(args: argparse.Namespace, head: int | str | None) -> list[s
     from ..data.source import tokenisers_for
     from ..eval.alignment import parse_pharaoh
     from ..train import checkpoint
-    from ..train.family import model_family
+    from ..train.family import family, model_family
     from ..viz.from_checkpoint import select_map, sentence_maps
     from ..viz.outputs import show
 
     loaded = checkpoint.load(args.checkpoint)
     name = model_family(loaded.model_name)
-    if name != "translate":
+    if not family(name).translates:
         return _from_family(args, loaded, name)
     if args.example is not None:
         raise ValueError("--example goes with models that do not translate; pass a sentence")

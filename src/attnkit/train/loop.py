@@ -36,7 +36,7 @@ from ..models import Seq2Seq
 from . import checkpoint, stopping
 from .config import TrainConfig
 from .distributed import DistContext
-from .family import TRANSLATE, Family
+from .family import Family, translation
 
 Log = Callable[[str], None]
 
@@ -66,14 +66,16 @@ class LoopState:
 
 
 def loss_of(model: Seq2Seq, b: Batch, label_smoothing: float = 0.0) -> tuple[torch.Tensor, Any]:
-    """The translate family's training loss (see family.py), kept here for its callers."""
-    return TRANSLATE.loss_of(model, b, label_smoothing)
+    """The translate family's training loss (tasks/translate.py), kept here for its callers."""
+    return translation().loss_of(model, b, label_smoothing)
 
 
 @torch.no_grad()
-def valid_loss(model: torch.nn.Module, data: list[Any], fam: Family = TRANSLATE) -> float:
+def valid_loss(model: torch.nn.Module, data: list[Any], fam: Family | None = None) -> float:
     """Mean validation loss per unit (target token, example, ...) over ``data``: plain
-    cross-entropy for translation, no label smoothing and no training-only terms."""
+    cross-entropy for translation (the family without ``fam``), no label smoothing and no
+    training-only terms."""
+    fam = fam or translation()
     model.eval()
     total, count = 0.0, 0
     for b in data:
@@ -114,7 +116,7 @@ class Trainer:
     dist: DistContext | None = None
     ddp: torch.nn.Module | None = None
     out: Path = Path(".")  # the run folder (for messages)
-    family: Family = TRANSLATE
+    family: Family = field(default_factory=translation)
 
 
 def train_step(t: Trainer, b: Batch, step: int) -> float:
@@ -198,13 +200,14 @@ def train(
     meta: dict[str, Any] | None = None,
     log: Log | None = None,
     dist: DistContext | None = None,
-    family: Family = TRANSLATE,
+    family: Family | None = None,
 ) -> TrainResult:
     """Train ``model`` and write ``out/best`` (lowest valid loss), ``out/last`` (resumable)
     and ``out/history.json``. ``resume`` continues from ``resume_from`` (default: the last
     checkpoint in ``out``). With ``dist`` (see distributed.py) each global batch is split
     across the ranks and only rank 0 writes files and logs. ``family`` (family.py) says how
-    the examples batch, what the loss is and how validation scores them."""
+    the examples batch, what the loss is and how validation scores them (default: translate)."""
+    family = family or translation()
     out = Path(out)
     if dist is not None and not family.data_parallel:
         raise ValueError(
