@@ -62,3 +62,17 @@ def test_the_old_families_package_still_imports() -> None:
     from attnkit.tasks.caption import CAPTION as moved
 
     assert CAPTION is moved and attnkit.families.caption is attnkit.tasks.caption
+
+
+@pytest.mark.parametrize("where", ["attnkit", "attnkit.nn", "attnkit.modules"])
+def test_multiheadattention_is_attentionheads_with_a_warning(where: str) -> None:
+    """attnkit's own multi-head module is ``AttentionHeads`` (not to be mistaken for
+    ``attnkit.nn.MultiheadAttention``, PyTorch's drop-in); the old name works for one release."""
+    module = importlib.import_module(where)
+    with pytest.warns(DeprecationWarning, match=r"MultiHeadAttention is now .*AttentionHeads"):
+        old = module.MultiHeadAttention
+    assert old is module.AttentionHeads is importlib.import_module("attnkit").AttentionHeads
+    assert "MultiHeadAttention" not in module.__all__
+    assert importlib.import_module("attnkit.nn").MultiheadAttention is not old
+    with pytest.raises(AttributeError):
+        module.NotAName  # noqa: B018

@@ -282,7 +282,7 @@ def _heatmap_text(
         record.tgt_tokens,
         record.src_tokens,
         layer=-1 if args.layer is None else args.layer,
-        head=head if isinstance(head, int) else None,
+        heads=head if isinstance(head, int) else None,
     )
 
 
