@@ -83,8 +83,9 @@ def check_tensor(name: str, x: object, *, min_dim: int = 2) -> Tensor:
 
 def check_finite(name: str, x: Tensor) -> None:
     # one reduction first: a NaN or Inf anywhere makes the sum non-finite, so a finite sum
-    # proves the tensor finite (~100x cheaper than isfinite().all() under load); only a
-    # non-finite sum (or an overflow) pays for the exact elementwise check
+    # proves the tensor finite without the elementwise pass and its bool tensor
+    # (docs/performance.md, "Figures behind the code's choices"); only a non-finite sum (or
+    # an overflow) pays for the exact elementwise check
     if bool(torch.isfinite(x.sum())):
         return
     if not bool(torch.isfinite(x).all()):
@@ -139,7 +140,8 @@ def broadcasts_to(shape: tuple[int, ...] | torch.Size, target: tuple[int, ...]) 
     if len(shape) > len(target):
         return False
     # each trailing-aligned dim is 1 or the target's: torch.broadcast_shapes(shape, target)
-    # == target, without its generic helper (~60 µs a call, once per decoding step and layer)
+    # == target, without its generic helper (slow next to a decoding step, which calls this
+    # once per layer; docs/performance.md, "Figures behind the code's choices")
     tail = target[len(target) - len(shape) :]
     return all(s == 1 or s == t for s, t in zip(shape, tail, strict=True))
 
