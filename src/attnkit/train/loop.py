@@ -9,6 +9,9 @@ parameters as one never stopped. Ctrl-C finishes the current update, writes ``la
     train_step(...)     one update
     validate(...)       valid loss and greedy exact match
 
+The update and the loop over an epoch's updates are the core it shares with classify.py's
+``fit_classifier`` (updates.py).
+
 Legend: B batch, T target length, V target vocabulary.
 """
 
@@ -37,6 +40,7 @@ from . import checkpoint, stopping
 from .config import TrainConfig
 from .distributed import DistContext
 from .family import Family, translation
+from .updates import run_updates, update
 
 Log = Callable[[str], None]
 
@@ -130,11 +134,7 @@ def train_step(t: Trainer, b: Batch, step: int) -> float:
         loss = t.family.loss_of(t.model, b, ls)[0]
     else:
         loss = t.dist.loss(t.ddp, b, ls)
-    t.opt.zero_grad(set_to_none=True)
-    loss.backward()
-    if t.cfg.clip > 0:
-        torch.nn.utils.clip_grad_norm_(t.model.parameters(), t.cfg.clip)
-    t.opt.step()
+    update(t.model, t.opt, loss, t.cfg.clip)
     return float(loss.detach()) if t.dist is None else t.dist.mean_loss(loss)
 
 
@@ -334,10 +334,9 @@ def _train_epoch(
     report = Progress(desc, unit="updates", total=len(train_batches), done=state.step_in_epoch,
                       every=cfg.report_every, seconds=cfg.report_seconds, log=log)  # fmt: skip
     tokens, t0, run_loss = 0, time.perf_counter(), 0.0
-    reason = None
-    for i in range(state.step_in_epoch, len(train_batches)):
-        b = train_batches[i]
-        lv = train_step(t, b, state.global_step + 1)
+
+    def after(i: int, lv: float, b: Any) -> str | None:
+        nonlocal tokens, run_loss
         if not math.isfinite(lv):  # already on the host; under DDP the mean over ranks
             raise diverged(f"the training loss is {lv}", state.global_step + 1, cfg, t.out)
         state.step_in_epoch, state.global_step = i + 1, state.global_step + 1
@@ -356,8 +355,15 @@ def _train_epoch(
             reason = stopping.TIME_LIMIT if t.dist.any(reason is not None) else None
         if interrupted[0]:
             reason = stopping.INTERRUPTED
-        if reason is not None:
-            break
+        return reason
+
+    reason = run_updates(
+        state.step_in_epoch,
+        len(train_batches),
+        train_batches.__getitem__,
+        lambda i, b: train_step(t, b, state.global_step + 1),
+        after,
+    )
     bar.close()
     return reason, run_loss
 
