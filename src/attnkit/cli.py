@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -134,6 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         check_integers(args)
         return int(args.run(args) or 0)
+    except BrokenPipeError:  # the reader stopped reading (`attnkit info | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return 0
     except (ValueError, FileNotFoundError) as err:  # bad input: attnkit says what to change
         print(f"attnkit {args.command}: error: {in_flags(err, args)}", file=sys.stderr)
         return 2
