@@ -148,6 +148,7 @@ FAMILIES: dict[str, str] = {
     "docs": "attnkit.families.docs:DOCS",
     "qa": "attnkit.families.qa:QA",
     "caption": "attnkit.families.caption:CAPTION",
+    "lm": "attnkit.families.lm:LM",
 }
 """Family name -> ``"module:attribute"`` of its ``Family`` (imported by ``family(name)``)."""
 
