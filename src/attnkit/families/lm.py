@@ -13,7 +13,8 @@ starts its first batch without memory.
 
 Metrics: the loss is cross-entropy in nats per character; ``attnkit evaluate`` reports
 bits per character, bpc = nats / ln 2, and perplexity exp(nats), over the split's
-characters (each but the first predicted once).
+characters (each but the first predicted once), read in as many streams as training's
+batches had rows (each stream's first segment has no memory: fewer streams, more memory).
 
 Legend: B streams (rows), L segment length, V vocabulary, N layers, M memory length.
 """
@@ -34,7 +35,7 @@ from ..data.lm_text import Segment
 from ..data.vocab import Vocab
 from ..train.family import Family, device_of
 
-EVAL_STREAMS = 16  # streams ``attnkit evaluate`` reads a split in
+EVAL_STREAMS = 16  # streams ``attnkit evaluate`` reads a split in, when no run says otherwise
 
 
 @dataclass
@@ -154,11 +155,15 @@ def _check_segments(examples: Sequence[Any]) -> None:
 
 
 def evaluate(loaded: Any, segs: list[Segment]) -> dict[str, float]:
-    """Bits per character and perplexity of the split, memory carried across segments."""
+    """Bits per character and perplexity of the split, memory carried across segments, read
+    in as many streams as the run's batches had rows (so that the validation split scores
+    as it did in training)."""
     if not segs:
         raise ValueError("no text to score")
     _check_segments(segs)
-    nats, count = text_nll(loaded.model, segs, loaded.tgt_vocab)
+    streams = int((getattr(loaded, "meta", None) or {}).get("train", {}).get("batch_size")
+                  or EVAL_STREAMS)  # fmt: skip
+    nats, count = text_nll(loaded.model, segs, loaded.tgt_vocab, streams)
     per = nats / count
     return {"bpc": per / math.log(2), "perplexity": math.exp(per), "nll": per,
             "characters": float(count)}  # fmt: skip
@@ -206,10 +211,13 @@ def show(
     _check_segments(segs[index : index + 1])
     weights, queries, keys = segment_attention(loaded, segs, index)
     memory = len(keys) - len(queries)
-    title = (f"{loaded.model_name}: segment {index} (characters {segs[index].start}..), "
-             f"{memory} memory keys")  # fmt: skip
-    return list(show_map(weights.double().cpu().numpy(), queries, keys, out=out, png=png,
-                         terminal=not (out or png), title=title))  # fmt: skip
+    title = f"{loaded.model_name}: segment {index} (characters {segs[index].start}..)"
+    head = (f"{title}: {len(queries)} queries over {memory} memory keys"
+            + (f" (m0 .. m{memory - 1}, oldest first)" if memory else "")
+            + f" and the segment's {len(queries)} keys")  # fmt: skip
+    lines = show_map(weights.double().cpu().numpy(), queries, keys, out=out, png=png,
+                     terminal=not (out or png), title=title)  # fmt: skip
+    return [head, *lines]
 
 
 LM = Family(

@@ -103,6 +103,13 @@ class DataConfig:
             raise ValueError("--valid-text goes with --train-text FILE (the text to train on)")
         if self.segment is not None and self.segment < 1:
             raise ValueError(f"--segment {self.segment}; it must be at least 1")
+        for k in ("train_text", "valid_text"):  # before any work (the bytes are read later)
+            name = getattr(self, k)
+            if name and not Path(name).is_file():
+                what = "no such file" if not Path(name).exists() else "not a file"
+                raise FileNotFoundError(
+                    f"--{k.replace('_', '-')} {name}: {what}; name a UTF-8 text file"
+                )
         sized = [k for k in ("train_size", "valid_size", "test_size") if getattr(self, k)]
         if self.train_text and sized:
             raise ValueError(
