@@ -93,6 +93,7 @@ PRESETS: dict[str, dict[str, float | int | str]] = {
 """Sizes shared by both models (the vocabulary comes from the data)."""
 XL_PRESETS = {k: {**v, "memory": {"tiny": 32, "small": 64, "base": 128}[k]}
               for k, v in PRESETS.items()}  # fmt: skip
+"""Transformer-XL's presets: the shared sizes and a memory length M."""
 
 
 def xl_extra_ff(dim: int, heads: int) -> int:
@@ -183,9 +184,11 @@ class DecoderLM(nn.Module):
         self.drop = nn.Dropout(c.dropout)
 
     def make_position(self) -> Position | None:
+        """A fresh position stage for one layer's attention (None: positions in ``embed``)."""
         return None
 
     def extra_ff(self) -> int:
+        """Feed-forward units added to ``config.ff`` in every layer."""
         return 0
 
     def embed(self, ids: Tensor) -> Tensor:
@@ -193,6 +196,7 @@ class DecoderLM(nn.Module):
         return self.emb(ids) * math.sqrt(self.config.dim)
 
     def memory_length(self, memory: int | None) -> int:
+        """How many hidden states per layer to keep for the next segment (0: no memory)."""
         return 0
 
     def forward(
@@ -229,9 +233,11 @@ class TransformerXL(DecoderLM):
     config: TransformerXLConfig
 
     def make_position(self) -> Position | None:
+        """The ``xl`` stage (W_k,R, u, v) for one layer, H heads of width D / H."""
         return XLPosition(self.config.heads, self.config.dim // self.config.heads)
 
     def memory_length(self, memory: int | None) -> int:
+        """``memory`` when given (an evaluation may keep more than training did), else M."""
         length = self.config.memory if memory is None else memory
         if length < 0:
             raise ValueError(f"memory={length}; it must be >= 0")
@@ -247,9 +253,11 @@ class TransformerLM(DecoderLM):
     config: TransformerLMConfig
 
     def extra_ff(self) -> int:
+        """``xl_extra_ff(dim, heads)`` with ``match_xl`` (equal parameters), else 0."""
         return xl_extra_ff(self.config.dim, self.config.heads) if self.config.match_xl else 0
 
     def embed(self, ids: Tensor) -> Tensor:
+        """ids (B, L) -> √D E[ids] + PE(0 .. L-1) (B, L, D) (Vaswani 2017, §3.5)."""
         x = super().embed(ids)  # (B, L, D)
         return x + sinusoids(ids.shape[1], self.config.dim, ids.device).to(x.dtype)
 
