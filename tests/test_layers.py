@@ -57,3 +57,51 @@ def imported_packages(package: str) -> set[tuple[str, str]]:
 def test_package_does_not_import(package: str, forbidden: set[str]) -> None:
     bad = sorted((f, p) for f, p in imported_packages(package) if p in forbidden)
     assert not bad, f"attnkit/{package} imports {bad}"
+
+
+def _absolute_imports(path: Path) -> set[str]:
+    """Every module ``path`` imports (relative ones resolved), at any depth in the file."""
+    package = list(path.relative_to(SRC.parent).parts[:-1])  # the file's package
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            found.add(module)
+            if not node.module:  # from . import x: x may be a module
+                found |= {f"{module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+    return found
+
+
+EXPERIMENT_DIRS = sorted(p for p in (SRC / "experiments").iterdir() if (p / "__init__.py").exists())
+SHARED = {"attnkit.experiments", "attnkit.experiments.base", "attnkit.experiments.pool",
+          "attnkit.experiments.evidence"}  # fmt: skip
+
+
+@pytest.mark.parametrize("folder", EXPERIMENT_DIRS, ids=lambda p: p.name)
+def test_an_experiment_imports_only_its_own_files_and_the_shared_helpers(folder: Path) -> None:
+    """One folder per experiment (README, "The tree, room by room"): an experiment's files
+    import the library, the shared helpers and each other, never another experiment."""
+    own = f"attnkit.experiments.{folder.name}"
+    bad = sorted(
+        (path.name, m) for path in folder.rglob("*.py") for m in _absolute_imports(path)
+        if m.startswith("attnkit.experiments") and m not in SHARED
+        and m != own and not m.startswith(own + ".")
+    )  # fmt: skip
+    assert not bad, f"experiments/{folder.name} imports another experiment: {bad}"
+
+
+def test_every_experiment_is_a_package_and_the_cli_imports_only_its_entry() -> None:
+    from attnkit.experiments import EXPERIMENTS
+
+    loose = sorted(p.name for p in (SRC / "experiments").glob("*.py")
+                   if p.stem not in {"__init__", "base", "pool", "evidence"})  # fmt: skip
+    assert not loose, f"experiment files outside a package of their own: {loose}"
+    assert {m.rsplit(".", 1)[1] for m in EXPERIMENTS.values()} == {p.name for p in EXPERIMENT_DIRS}
+    for path in [SRC / "cli.py", *(SRC / "commands").rglob("*.py")]:
+        if path.exists():
+            reach = {m for m in _absolute_imports(path) if m.startswith("attnkit.experiments")}
+            allowed = {"attnkit.experiments", "attnkit.experiments.evidence"}  # + exit_code
+            assert reach <= allowed, f"{path.name} imports {reach}"

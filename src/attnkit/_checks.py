@@ -257,11 +257,13 @@ def check_ranges(
     positive: Iterable[str] = (),
     non_negative: Iterable[str] = (),
     fractions: Iterable[str] = ("dropout",),
+    as_flags: bool = False,
 ) -> None:
     """The range checks of a config dataclass's ``__post_init__``: each field named in
     ``positive`` is >= 1, in ``non_negative`` >= 0, in ``fractions`` in [0, 1) (dropout).
     The first field out of range raises a ValueError that names it:
-    ``RNNSearchConfig.emb=0; it must be >= 1``."""
+    ``RNNSearchConfig.emb=0; it must be >= 1``; with ``as_flags`` (a config whose fields are
+    command-line flags, as an experiment's) it names the flag: ``--seeds 0; it must be >= 1``."""
     cls = type(config).__name__
     for names, ok, rule in (
         (positive, lambda v: v >= 1, ">= 1"),
@@ -271,4 +273,6 @@ def check_ranges(
         for name in names:
             value = getattr(config, name)
             if not ok(value):
-                raise ValueError(f"{cls}.{name}={value}; it must be {rule}")
+                flag = f"--{name.replace('_', '-')} {value}"
+                subject = flag if as_flags else f"{cls}.{name}={value}"
+                raise ValueError(f"{subject}; it must be {rule}")

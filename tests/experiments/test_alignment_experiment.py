@@ -105,7 +105,7 @@ def test_bad_settings_fail_clearly() -> None:
         AlignmentConfig(models="global,local-m")
     with pytest.raises(ValueError, match="names a row twice"):
         AlignmentConfig(models="local-m,local-m")
-    with pytest.raises(ValueError, match="--seeds must be at least 1"):
+    with pytest.raises(ValueError, match="--seeds 0; it must be >= 1"):
         AlignmentConfig(seeds=0)
     with pytest.raises(ValueError, match="--lr"):
         AlignmentConfig(lr=0.0)

@@ -10,8 +10,8 @@ import torch
 from _spies import only_path
 
 from attnkit.experiments.complexity import ComplexityConfig
-from attnkit.experiments.complexity_checks import crossover, slope, verdict
-from attnkit.experiments.complexity_layers import (
+from attnkit.experiments.complexity.checks import crossover, slope, verdict
+from attnkit.experiments.complexity.models import (
     LAYERS,
     CausalConv,
     Recurrent,

@@ -18,7 +18,7 @@ from attnkit.experiments.coref import (
     run_experiment,
     verdict,
 )
-from attnkit.experiments.coref_model import (
+from attnkit.experiments.coref.models import (
     best_head,
     build_encoder,
     encode,
@@ -26,7 +26,7 @@ from attnkit.experiments.coref_model import (
     positions,
     pronoun_mass,
 )
-from attnkit.experiments.coref_report import report
+from attnkit.experiments.coref.report import report
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
 

@@ -17,8 +17,9 @@ from attnkit.experiments.distance import (
     train_batch,
     verdict,
 )
-from attnkit.experiments.distance_task import generator, recall_batch, vocab_size
-from attnkit.experiments.sequence_models import (
+from attnkit.experiments.distance.data import recall_batch, vocab_size
+from attnkit.experiments.pool import generator
+from attnkit.models.sequence_classifiers import (
     MODELS,
     SequenceClassifier,
     Sizes,

@@ -99,3 +99,19 @@ def test_an_inconclusive_verdict_exits_2(coin: None, tmp_path: Path, monkeypatch
     inconclusive = dataclasses.replace(module.EXPERIMENT, run=at_ceiling)
     monkeypatch.setattr(module, "EXPERIMENT", inconclusive)
     assert main(["experiment", "coin", "--out", str(tmp_path)]) == 2
+
+
+@pytest.mark.parametrize("name", sorted(experiments.EXPERIMENTS))
+def test_a_count_flag_below_one_names_the_flag(name: str) -> None:
+    """Every experiment's counts go through one range check (``_checks.check_ranges``) that
+    names the flag a user typed: ``--seeds 0; it must be >= 1``."""
+    import dataclasses
+
+    config = experiments.get(name).config
+    counts = [f.name for f in dataclasses.fields(config)
+              if f.type in (int, "int") and f.name in ("steps", "threads", "jobs", "batch_size",
+                                                        "repeats")]  # fmt: skip
+    assert counts, f"{name} has none of the usual count flags"
+    flag = counts[0]
+    with pytest.raises(ValueError, match=rf"^--{flag.replace('_', '-')} 0; it must be >= 1$"):
+        config(**{flag: 0})

@@ -11,8 +11,8 @@ import torch
 
 from attnkit.data.example import Example
 from attnkit.experiments.heads import MARGIN, QUICK, HeadsConfig, verdict
-from attnkit.experiments.heads_jobs import fit_config, multi30k_subset, toy_ko_data
-from attnkit.experiments.heads_measure import (
+from attnkit.experiments.heads.jobs import fit_config, multi30k_subset, toy_ko_data
+from attnkit.experiments.heads.measure import (
     example_index,
     js_divergence,
     mean_pairwise_js,

@@ -24,7 +24,7 @@ from attnkit.experiments.inductive_bias import (
     train_one,
     training_subset,
 )
-from attnkit.experiments.inductive_data import (
+from attnkit.experiments.inductive_bias.data import (
     balanced_order,
     held_out_pools,
     load_task,
@@ -33,7 +33,7 @@ from attnkit.experiments.inductive_data import (
     unpatchify,
     upsample,
 )
-from attnkit.experiments.inductive_models import (
+from attnkit.experiments.inductive_bias.models import (
     PatchAttention,
     SmallCNN,
     build,

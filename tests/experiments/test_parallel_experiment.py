@@ -20,7 +20,7 @@ from attnkit.experiments.parallel import (
     sequential_ops,
     verdict,
 )
-from attnkit.experiments.parallel_measure import (
+from attnkit.experiments.parallel.measure import (
     count_cell_calls,
     graph_depth,
     power_exponent,
@@ -164,7 +164,7 @@ def test_bad_settings_fail_clearly() -> None:
         ParallelConfig(lengths="8")
     with pytest.raises(ValueError, match="comma-separated integers"):
         ParallelConfig(lengths="8,x")
-    with pytest.raises(ValueError, match="--batch-size must be at least 1"):
+    with pytest.raises(ValueError, match="--batch-size 0; it must be >= 1"):
         ParallelConfig(batch_size=0)
     with pytest.raises(ValueError, match="divisible by --heads"):
         ParallelConfig(dim=50, heads=4)
@@ -173,7 +173,7 @@ def test_bad_settings_fail_clearly() -> None:
 
 
 def test_a_tiny_run_records_depths_calls_and_writes_its_files(tmp_path: Path) -> None:
-    from attnkit.experiments.parallel_report import report
+    from attnkit.experiments.parallel.report import report
 
     cfg = ParallelConfig(**{**QUICK, "lengths": "2,4"})
     result = run_experiment(cfg, tmp_path, say=lambda s: None)

@@ -16,7 +16,7 @@ from attnkit.experiments.scaling import (
     parse_ints,
     parse_widths,
 )
-from attnkit.experiments.scaling_measure import (
+from attnkit.experiments.scaling.measure import (
     capture,
     random_case,
     row_stats,
@@ -230,7 +230,7 @@ def test_settings_parse_and_bad_settings_fail_clearly() -> None:
 
 
 def test_the_two_runs_differ_only_in_the_score(tmp_path: Path) -> None:
-    from attnkit.experiments.scaling_models import train_config
+    from attnkit.experiments.scaling.jobs import train_config
 
     cfg = ScalingConfig()
     a = train_config(cfg, 2, 64, "dot", 1, tmp_path).to_json()

@@ -16,7 +16,7 @@ from attnkit.experiments.softness import (
     train_config,
     verdict,
 )
-from attnkit.experiments.softness_measure import (
+from attnkit.experiments.softness.measure import (
     exact_scores,
     gradient_variance,
     reduction_cost,
@@ -207,7 +207,7 @@ def tiny_captioner(softness: str, updates: int = 3):
 
 
 def test_caption_perplexity_of_soft_is_the_family_eval_loss() -> None:
-    from attnkit.experiments.softness_caption import caption_scores
+    from attnkit.experiments.softness.captions import caption_scores
     from attnkit.families.caption import caption_eval_loss
 
     m, test, tv, b = tiny_captioner("soft")
@@ -220,7 +220,7 @@ def test_caption_perplexity_of_soft_is_the_family_eval_loss() -> None:
 
 def test_caption_hard_marginal_against_a_loop_over_patches() -> None:
     """Σ_z α_z p(y_t | a_z, h) one patch at a time, the history along the argmax path."""
-    from attnkit.experiments.softness_caption import caption_token_scores
+    from attnkit.experiments.softness.captions import caption_token_scores
 
     m, _, _, b = tiny_captioner("hard")
     ll, elbo = caption_token_scores(m, b)  # (B, T)
@@ -246,7 +246,7 @@ def test_caption_hard_marginal_against_a_loop_over_patches() -> None:
 
 
 def test_caption_variational_bound_mean_entropy_and_scores(tmp_path: Path) -> None:
-    from attnkit.experiments.softness_caption import caption_entropy, caption_scores
+    from attnkit.experiments.softness.captions import caption_entropy, caption_scores
 
     m, test, tv, b = tiny_captioner("variational")
     got = caption_scores(m, test, tv)
@@ -258,7 +258,7 @@ def test_caption_variational_bound_mean_entropy_and_scores(tmp_path: Path) -> No
 
 def test_caption_rows_have_the_same_widths_data_and_updates(tmp_path: Path) -> None:
     from attnkit.experiments.softness import TASKS
-    from attnkit.experiments.softness_caption import CAPTION_ROWS
+    from attnkit.experiments.softness.captions import CAPTION_ROWS
 
     cfg = SoftnessConfig(tasks="toy-ko,digit-captions")
     assert TASKS["digit-captions"].rows == CAPTION_ROWS and cfg.caption_updates == 1008
@@ -291,7 +291,7 @@ def test_every_softness_is_timed_over_the_padded_targets(monkeypatch: pytest.Mon
     from attnkit.data.batching import batches
     from attnkit.data.toy_ko import generate
     from attnkit.data.vocab import Vocab
-    from attnkit.experiments.softness_measure import step_seconds
+    from attnkit.experiments.softness.measure import step_seconds
     from attnkit.models import build_model
 
     calls = packed_calls(monkeypatch)
@@ -320,7 +320,7 @@ CLEAN = {"soft": [1.40, 1.42, 1.38, 1.41], "exact": [1.30, 1.31, 1.29, 1.30],
 
 def test_a_clean_order_is_reproduced() -> None:
     from attnkit.experiments.evidence import exit_code, verdict_of
-    from attnkit.experiments.softness_checks import translation_checks
+    from attnkit.experiments.softness.checks import translation_checks
 
     checks = translation_checks(records(CLEAN), "toy-ko")
     assert [c.kind for c in checks] == ["design", "claim", "claim", "claim"]
@@ -339,7 +339,7 @@ def test_a_clean_order_is_reproduced() -> None:
 
 def test_a_reversed_order_with_a_tight_interval_is_not_reproduced() -> None:
     from attnkit.experiments.evidence import exit_code, verdict_of
-    from attnkit.experiments.softness_checks import translation_checks
+    from attnkit.experiments.softness.checks import translation_checks
 
     rev = {"soft": [1.30, 1.31, 1.29], "exact": [1.40, 1.42, 1.41],
            "variational": [1.45, 1.44, 1.46], "hard": [1.20, 1.21, 1.19]}  # fmt: skip
@@ -353,7 +353,7 @@ def test_a_floor_is_inconclusive_whatever_the_order() -> None:
     """Every perplexity within 0.05 of 1: the claims read the wrong way round, tightly, and
     still the verdict is INCONCLUSIVE, never NOT REPRODUCED."""
     from attnkit.experiments.evidence import exit_code, verdict_of
-    from attnkit.experiments.softness_checks import PPL_FLOOR_EPS, translation_checks
+    from attnkit.experiments.softness.checks import PPL_FLOOR_EPS, translation_checks
 
     assert PPL_FLOOR_EPS == 0.05  # fixed before the run (softness_checks.py)
     floor = {"soft": [1.001, 1.002, 1.001], "exact": [1.010, 1.011, 1.012],
@@ -371,7 +371,7 @@ def test_a_floor_is_inconclusive_whatever_the_order() -> None:
 
 def test_a_straddling_interval_one_seed_or_a_missing_row_is_inconclusive() -> None:
     from attnkit.experiments.evidence import verdict_of
-    from attnkit.experiments.softness_checks import translation_checks
+    from attnkit.experiments.softness.checks import translation_checks
 
     wide = dict(CLEAN, exact=[1.20, 1.60, 1.25, 1.55])  # gaps 0.2, -0.18, 0.13, -0.14
     checks = translation_checks(records(wide), "toy-ko")
@@ -388,7 +388,7 @@ def test_a_straddling_interval_one_seed_or_a_missing_row_is_inconclusive() -> No
 
 
 def test_reported_not_checked_entropy_order_and_gaps() -> None:
-    from attnkit.experiments.softness_checks import entropy_order, paired_gaps
+    from attnkit.experiments.softness.checks import entropy_order, paired_gaps
 
     summ = {"soft": {"entropy": 0.5}, "hard": {"entropy": 0.2}, "variational": {"entropy": 0.1},
             "exact": {"entropy": None}}  # fmt: skip
@@ -399,7 +399,7 @@ def test_reported_not_checked_entropy_order_and_gaps() -> None:
 
 
 def test_combined_verdict_of_the_two_tasks() -> None:
-    from attnkit.experiments.softness_checks import combined_verdict
+    from attnkit.experiments.softness.checks import combined_verdict
 
     ok, no, unsure = "REPRODUCED", "NOT REPRODUCED: x", "INCONCLUSIVE: y"
     assert combined_verdict({"toy-ko": ok, "digit-captions": ok}) == ok
@@ -412,7 +412,7 @@ def test_combined_verdict_of_the_two_tasks() -> None:
 
 def test_rows_default_to_each_tasks_own() -> None:
     from attnkit.experiments.softness import DENG_ROWS
-    from attnkit.experiments.softness_caption import CAPTION_ROWS
+    from attnkit.experiments.softness.captions import CAPTION_ROWS
 
     cfg = SoftnessConfig(tasks="toy-ko,digit-captions")
     assert cfg.rows_of("toy-ko") == list(DENG_ROWS) == ["soft", "exact", "hard", "variational",
@@ -454,7 +454,7 @@ def test_quick_run_on_toy_ko_trains_dengs_rows(tmp_path: Path) -> None:
 
 def test_multi30k_runs_dengs_rows_on_the_shared_subset(tmp_path: Path) -> None:
     from attnkit.experiments.softness import QUICK, run_experiment
-    from attnkit.experiments.softness_multi30k import SOURCE
+    from attnkit.experiments.softness.multi30k import SOURCE
 
     if not SOURCE.is_dir():
         pytest.skip(f"{SOURCE} absent (the shared data sits beside the project root)")
@@ -472,7 +472,7 @@ def test_multi30k_runs_dengs_rows_on_the_shared_subset(tmp_path: Path) -> None:
 
 def test_multi30k_absent_is_skipped_with_a_message(tmp_path: Path, monkeypatch) -> None:
     import attnkit.experiments.softness as sx
-    from attnkit.experiments.softness_multi30k import write_subset
+    from attnkit.experiments.softness.multi30k import write_subset
 
     cfg = SoftnessConfig(**{**sx.QUICK, "tasks": "multi30k", "multi30k_dir": str(tmp_path)})
     with pytest.raises(FileNotFoundError, match="not found: the Multi30K setting reads"):

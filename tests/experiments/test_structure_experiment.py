@@ -4,9 +4,10 @@ an independent parameter count and a tiny run, bad config values."""
 
 import pytest
 
-from attnkit.experiments import structure, structure_docs
+from attnkit.experiments import structure
 from attnkit.experiments.structure import StructureConfig, means, verdict
-from attnkit.experiments.structure_report import csv_rows, summary
+from attnkit.experiments.structure import docs as structure_docs
+from attnkit.experiments.structure.report import csv_rows, summary
 from attnkit.models import build_model
 
 

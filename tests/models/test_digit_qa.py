@@ -11,7 +11,7 @@ import torch
 
 import attnkit
 from attnkit.cli import main
-from attnkit.experiments.structure_qa import measure
+from attnkit.experiments.structure.qa import measure
 from attnkit.families.qa import accuracies
 from attnkit.models import build_model
 from attnkit.models.digit_qa import DigitQAConfig

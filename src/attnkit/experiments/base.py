@@ -140,11 +140,11 @@ def write_outputs(
 
 
 def report_of(module: str) -> Callable[[dict[str, Any], Path, Say], list[Path]]:
-    """``report`` of ``attnkit.experiments.<module>``, imported when it runs (so that listing
-    the experiments for ``--help`` never imports matplotlib)."""
+    """``report`` of the experiment package ``module`` (its ``report.py``), imported when it
+    runs (so that listing the experiments for ``--help`` never imports matplotlib)."""
 
     def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
-        return importlib.import_module(f"attnkit.experiments.{module}").report(result, out, say)
+        return importlib.import_module(f"{module}.report").report(result, out, say)
 
     return report
 

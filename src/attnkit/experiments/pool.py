@@ -20,6 +20,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from pathlib import Path
 from typing import Any, TypeVar
 
+import torch
+
 from ..train.checkpoint import find_checkpoint
 from ..train.config import FitConfig
 from ..train.fit import fit
@@ -126,4 +128,13 @@ def train_all(
     return seconds
 
 
-__all__ = ["QuietPool", "fit_logged", "steps_done", "train_all"]
+
+def generator(*key: int) -> torch.Generator:
+    """A torch generator seeded by a tuple of ints (seed, stream, step ...), so that every
+    batch is a pure function of its key."""
+    seed = 0
+    for k in key:
+        seed = (seed * 1_000_003 + k) % (2**63 - 1)
+    return torch.Generator().manual_seed(seed)
+
+__all__ = ["generator", "QuietPool", "fit_logged", "steps_done", "train_all"]

@@ -1,0 +1,215 @@
+"""Vaswani et al. (2017), Table 1, measured instead of quoted: "Maximum path lengths,
+per-layer complexity and minimum number of sequential operations for different layer types".
+
+    layer            complexity per layer   sequential ops   maximum path length
+    self-attention   O(n²·d)                O(1)             O(1)
+    recurrent        O(n·d²)                O(n)             O(n)
+    convolutional    O(k·n·d²)              O(1)             O(log_k n) dilated, O(n/k) contiguous
+    restricted       O(r·n·d)               O(1)             O(n/r)
+
+and, from §4: "self-attention layers are faster than recurrent layers when the sequence
+length n is smaller than the representation dimensionality d".
+
+Each layer (``models.py``: a GRU, a causal conv, attnkit's MultiheadAttention on its
+fused path, and the same with ``SlidingWindow(r)`` on the O(n·r) band kernel) is run forward
+and backward over a grid of n and d (same batch, same d, the layers' own parameter counts).
+Measured: the FLOPs (``FlopCounterMode``), checked against the hand formula; bytes autograd
+saves for backward; the depth of the autograd graph (operations that must run in sequence);
+the least CPU time (``time.process_time``, one torch thread) of ``repeats`` fwd+bwd passes
+after a warm-up, and their least wall-clock time; the maximum path length of a stack.
+CPU time, not wall-clock, feeds the fits: on a shared machine it leaves out the time the
+process waits for a core.
+
+Checks (``checks.py``; thresholds fixed from the claim before any run; exponents are
+log-log least-squares slopes over the largest three n of the grid, "large n"):
+
+* FLOPs: counted forward FLOPs equal the formula within 1% at every grid point; the exponents
+  of the table's term (recurrence, convolution, attention kernel) in n and in d are within
+  0.1 of the table's: (1, 2), (1, 2), (2, 1), (1, 1);
+* the restricted layer took the band kernel: its attention FLOPs are the band formula's, not
+  the dense 4·n²·d;
+* time: the exponent in n is within [0.7, 1.3] for recurrent, convolution and restricted at
+  every d, and >= 1.5 (closer to 2 than to 1) for self-attention at every d whose fitted n
+  are all >= 4d (where the n²·d term leads);
+* sequential operations: the autograd depth grows with n for the recurrent layer (exponent
+  over the n grid >= 0.9) and not for the others (<= 0.1);
+* path length: the measured number of layers equals the table's for every stack exactly,
+  and the recurrent path runs through n-1 steps;
+* crossover: self-attention is faster than the recurrent layer at every grid n < d (the
+  claim's direction), and the counted-FLOP crossover lies within [d/2, 2d]. The timed
+  crossover n* per d is reported, with n*/d, but not required to be near d.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..._checks import check_ranges
+from ..base import Experiment, Say, option, report_of
+from ..base import verdict as verdict_text
+from .checks import summarise, verdict
+from .models import (
+    LAYERS,
+    STACKS,
+    expected_path,
+    forward_flops,
+    make_layer,
+    make_stack_layer,
+    measure,
+    mixing_flops,
+    path_length,
+    recurrent_steps,
+)
+
+
+def ints(text: str, name: str) -> list[int]:
+    """A comma-separated list of positive ints, sorted ascending, no repeats."""
+    try:
+        values = sorted({int(v) for v in text.split(",") if v.strip()})
+    except ValueError:
+        raise ValueError(f"--{name} {text!r}: give comma-separated integers, e.g. 64,128") from None
+    if not values or values[0] < 1:
+        raise ValueError(f"--{name} {text!r}: give at least one integer, all >= 1")
+    return values
+
+
+@dataclass
+class ComplexityConfig:
+    ns: str = option("32,64,128,256,512,1024,2048,4096", "sequence lengths n, comma-separated")
+    ds: str = option("64,128,256", "model widths d, comma-separated (each divisible by --heads)")
+    batch: int = option(4, "sequences per pass")
+    heads: int = option(4, "attention heads")
+    kernel: int = option(3, "convolution kernel k")
+    radius: int = option(16, "restricted self-attention radius r, |i - j| <= r")
+    repeats: int = option(5, "timed fwd+bwd passes per point after one warm-up; the fastest "
+                        "counts")  # fmt: skip
+    path_n: int = option(64, "sequence length of the path-length stacks")
+    path_d: int = option(8, "width of the path-length stacks")
+    threads: int = option(1, "torch threads")
+    seed: int = option(0, "initialisation and input seed")
+
+    def __post_init__(self) -> None:
+        ns, ds = ints(self.ns, "ns"), ints(self.ds, "ds")
+        if len(ns) < 2:
+            raise ValueError(f"--ns {self.ns!r}: need at least two lengths to fit an exponent")
+        if self.heads < 1 or any(d % self.heads for d in ds):
+            raise ValueError(f"--ds {self.ds!r}: every d must be divisible by --heads {self.heads}")
+        if self.kernel < 2:
+            raise ValueError(f"--kernel {self.kernel}: a kernel of at least 2 connects positions")
+        check_ranges(self, fractions=(), as_flags=True, positive=(
+            "batch", "radius", "repeats", "path_d", "threads"
+        ))  # fmt: skip
+        if self.path_n < 2:
+            raise ValueError(f"--path-n {self.path_n}: need at least 2 positions")
+
+    @property
+    def n_grid(self) -> list[int]:
+        return ints(self.ns, "ns")
+
+    @property
+    def d_grid(self) -> list[int]:
+        return ints(self.ds, "ds")
+
+
+QUICK = dict(ns="16,32,64", ds="32", batch=2, repeats=1, path_n=16, radius=4)
+
+
+def run_experiment(cfg: ComplexityConfig, out: Path, say: Say = print) -> dict[str, Any]:
+    """Measure every layer on the grid and the path lengths; returns the JSON-able result."""
+    ns, ds = cfg.n_grid, cfg.d_grid
+    say(
+        f"complexity experiment: {', '.join(LAYERS)}; n {ns}, d {ds}, batch {cfg.batch}, "
+        f"k {cfg.kernel}, r {cfg.radius}, {cfg.heads} heads, least CPU time of "
+        f"{cfg.repeats} fwd+bwd after a warm-up, {cfg.threads} thread(s); output in {out}/"
+    )
+    before = torch.get_num_threads()
+    torch.set_num_threads(cfg.threads)
+    t0 = time.perf_counter()
+    try:
+        rows = []
+        for i, d in enumerate(ds, start=1):
+            for n in ns:
+                for kind in LAYERS:
+                    torch.manual_seed(cfg.seed)
+                    layer = make_layer(kind, d, heads=cfg.heads, kernel=cfg.kernel,
+                                       radius=cfg.radius)  # fmt: skip
+                    x = torch.randn(cfg.batch, n, d, requires_grad=True)  # (B, n, d)
+                    m = measure(layer, x, cfg.repeats)
+                    rows.append(_row(cfg, kind, n, d, m, layer))
+            say(f"  [{time.perf_counter() - t0:5.0f}s] d={d} done ({i}/{len(ds)})")
+        paths = measure_paths(cfg)
+    finally:
+        torch.set_num_threads(before)
+    numbers = summarise(rows, ns, ds)
+    numbers["paths"] = paths
+    reasons, checks = verdict(numbers)
+    return {
+        "config": asdict(cfg),
+        "held_equal": "per (n, d): the same input x (B, n, d), seed and width d for every "
+        "layer; each layer has its own parameter count (listed per row)",
+        "rows": rows,
+        **numbers,
+        "seconds": round(time.perf_counter() - t0, 1),
+        "checks": checks,
+        "verdict": verdict_text(reasons),
+    }
+
+
+def _row(cfg: ComplexityConfig, kind: str, n: int, d: int, m: Any, layer: Any) -> dict:
+    formula = forward_flops(kind, cfg.batch, n, d, cfg.kernel, cfg.radius)
+    term = m.flops_attention if kind in ("self_attention", "restricted") else m.flops_forward
+    return {
+        "layer": kind, "n": n, "d": d,
+        "params": sum(p.numel() for p in layer.parameters()),
+        "ms": round(1000 * m.cpu_seconds, 3),  # CPU time: what the fits and crossovers use
+        "wall_ms": round(1000 * m.wall_seconds, 3),
+        "flops_forward": m.flops_forward, "flops_formula": formula,
+        "flops_term": term,
+        "flops_term_formula": mixing_flops(kind, cfg.batch, n, d, cfg.kernel, cfg.radius),
+        "flops_total": m.flops_total, "saved_bytes": m.saved_bytes, "depth": m.depth,
+    }  # fmt: skip
+
+
+def measure_paths(cfg: ComplexityConfig) -> dict[str, dict[str, Any]]:
+    """Layers needed to connect position 0 to n-1 in each stack, measured and Table 1's."""
+    n = cfg.path_n
+    out: dict[str, dict[str, Any]] = {}
+    for kind in STACKS:
+        torch.manual_seed(cfg.seed)
+        expected = expected_path(kind, n, cfg.kernel, cfg.radius)
+
+        def make(i: int, kind: str = kind) -> Any:
+            return make_stack_layer(kind, i, cfg.path_d, heads=1, kernel=cfg.kernel,
+                                    radius=cfg.radius)  # fmt: skip
+
+        out[kind] = {"layers": path_length(make, n, cfg.path_d, max(n, 2 * expected)),
+                     "expected": expected}  # fmt: skip
+    out["recurrent"]["steps"] = recurrent_steps(cfg.path_d, n)
+    out["recurrent"]["expected_steps"] = n - 1
+    return out
+
+
+
+EXPERIMENT = Experiment(
+    name="complexity",
+    help="per-layer cost, sequential ops, path length: recurrent vs conv vs self-attention "
+    "(Vaswani 2017, Table 1)",
+    typical="about 2 min of CPU; 5.7 min on a busy 2-core CPU",
+    description="Time forward+backward, count FLOPs, bytes saved for backward and autograd "
+    "depth of a GRU, a causal conv, self-attention and restricted (sliding-window) "
+    "self-attention over a grid of n and d; measure the layers a stack needs to connect "
+    "position 0 to n-1; check the fitted exponents and path lengths against Table 1 and "
+    "report where self-attention stops being faster than the GRU. Writes "
+    "OUT/complexity.{csv,json,png}; exits 1 when a check fails.",
+    config=ComplexityConfig,
+    quick=QUICK,
+    run=run_experiment,
+    report=report_of(__name__),
+)
+
+__all__ = ["EXPERIMENT", "QUICK", "ComplexityConfig", "ints", "run_experiment"]

@@ -1,0 +1,98 @@
+"""Measurements of the parallel experiment that know nothing of its models: the longest
+path of an autograd graph, recurrent cell calls counted by forward hooks, steps timed in
+turn, and the exponent of a power law fitted in log-log.
+
+Legend: B batch, T time steps.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from torch import Tensor, nn
+
+from ..base import power_exponent
+
+
+def graph_depth(root: Tensor) -> tuple[int, int]:
+    """(longest path, number of nodes) of the autograd graph under ``root``: nodes on the
+    path from ``root.grad_fn`` to the deepest leaf (AccumulateGrad) inclusive, walking
+    ``grad_fn.next_functions`` with memoisation (each node once: linear in the graph, not
+    in its paths); iterative, as an RNN's graph is thousands of nodes deep."""
+    if root.grad_fn is None:
+        return 0, 0
+    depth: dict[Any, int] = {}
+    stack: list[tuple[Any, bool]] = [(root.grad_fn, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if node in depth:
+            continue
+        kids = [k for k, _ in node.next_functions if k is not None]
+        if expanded:
+            depth[node] = 1 + max((depth[k] for k in kids), default=0)
+        else:
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids if k not in depth)
+    return depth[root.grad_fn], len(depth)
+
+
+def _steps_of(module: nn.Module, inputs: tuple[Any, ...]) -> int:
+    """Cell calls of one call of ``module``: 1 for a cell (GRUCell, LSTMCell, RNNCell); for a
+    whole-sequence RNN (GRU, LSTM, RNN) its loop's length: the time steps of its input
+    (packed: ``len(batch_sizes)``) x layers x directions."""
+    if isinstance(module, nn.RNNCellBase):
+        return 1
+    assert isinstance(module, nn.RNNBase)
+    x = inputs[0]
+    if isinstance(x, nn.utils.rnn.PackedSequence):
+        steps = len(x.batch_sizes)
+    else:
+        steps = x.shape[1 if module.batch_first else 0] if x.dim() == 3 else x.shape[0]
+    return steps * module.num_layers * (2 if module.bidirectional else 1)
+
+
+@contextmanager
+def count_cell_calls(model: nn.Module) -> Iterator[list[int]]:
+    """``with count_cell_calls(model) as calls:`` ... ``calls[0]``: recurrent cell
+    applications made inside (forward hooks on every recurrent module of ``model``)."""
+    calls = [0]
+
+    def hook(module: nn.Module, inputs: tuple[Any, ...], output: Any) -> None:
+        calls[0] += _steps_of(module, inputs)
+
+    handles = [
+        m.register_forward_hook(hook)
+        for m in model.modules()
+        if isinstance(m, nn.RNNCellBase | nn.RNNBase)
+    ]
+    try:
+        yield calls
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def time_steps(
+    steps: Sequence[Callable[[], object]], warmup: int, repeats: int
+) -> list[list[float]]:
+    """Seconds of ``repeats`` calls of each step after ``warmup`` untimed ones; at each
+    repeat the steps run in turn (so a burst of load hits all of them, not one)."""
+    for step in steps:
+        for _ in range(warmup):
+            step()
+    times: list[list[float]] = [[] for _ in steps]
+    gc.collect()
+    for _ in range(repeats):
+        for i, step in enumerate(steps):
+            t0 = time.perf_counter()
+            step()
+            times[i].append(time.perf_counter() - t0)
+    return times
+
+
+
+__all__ = ["count_cell_calls", "graph_depth", "power_exponent", "time_steps"]

@@ -1,0 +1,155 @@
+"""The softness experiment's outputs: a Markdown table per task (Deng 2018 / Xu 2015 Table 1
+style), the reduction's cost, CSV, JSON and a PNG of quality, perplexity and entropy per row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..base import Say, markdown_table, write_outputs
+
+
+def _num(x: Any, fmt: str) -> str:
+    return "—" if x is None else format(x, fmt)
+
+
+def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """One CSV row per task and row: every measure's mean and seed std, and the budgets."""
+    out = []
+    for task, summary in result["summary"].items():
+        for row, s in summary.items():
+            out.append({"task": task, "row": row, "metric": result["metrics"][task],
+                        **{k: s[k] for k in s if k not in ("updates",)},
+                        "updates": "/".join(map(str, s["updates"]))})  # fmt: skip
+    return out
+
+
+def _ms(x: Any, fmt: str) -> str:
+    return _num(None if x is None else 1e3 * x, fmt)
+
+
+def text_table(result: dict[str, Any], task: str) -> str:
+    """The task's table; a column no row has a number for (AER on captions, attention on the
+    named digit on toy-ko, BLEU twice) is left out."""
+    metric = result["metrics"][task]
+    summary = result["summary"][task]
+    cols: list[tuple[str, str, Any]] = [
+        ("row", "", None),
+        (metric, "quality", lambda s: f"{_num(s['quality'], '.1f')} ± "
+                                      f"{_num(s['quality_std'], '.1f')}"),
+        ("exact %", "exact", lambda s: _num(s["exact"], ".1f")),
+        ("BLEU", "bleu", lambda s: _num(s.get("bleu"), ".1f")),
+        ("PPL", "ppl", lambda s: f"{_num(s['ppl'], '.3f')} ± {_num(s['ppl_std'], '.3f')}"),
+        ("PPL bound (q)", "ppl_bound", lambda s: _num(s["ppl_bound"], ".3f")),
+        ("entropy", "entropy", lambda s: f"{_num(s['entropy'], '.3f')} ± "
+                                         f"{_num(s['entropy_std'], '.3f')}"),
+        ("AER", "aer", lambda s: _num(s["aer"], ".3f")),
+        ("α on named digit", "in_cell", lambda s: _num(s.get("in_cell"), ".3f")),
+        ("ms / update", "step_seconds", lambda s: _ms(s["step_seconds"], ".1f")),
+        ("ms / sentence", "decode_seconds", lambda s: _ms(s["decode_seconds"], ".2f")),
+        ("grad rel. var", "grad_variance", lambda s: _num(s["grad_variance"], ".3g")),
+        ("parameters", "", lambda s: f"{s['parameters']:,}"),
+        ("updates", "", lambda s: "/".join(map(str, s["updates"]))),
+    ]  # fmt: skip
+    twice = {"BLEU": "bleu", "exact %": "exact"}.get(metric)  # the metric's column is there
+    keep = [(h, k, f) for h, k, f in cols
+            if k != twice and not (h != metric and k and k not in ("ppl_bound", "grad_variance")
+                                   and all(s.get(k) is None for s in summary.values()))]
+    body = [[row] + [f(s) for _, _, f in keep[1:]] for row, s in summary.items()]
+    return markdown_table([h for h, _, _ in keep], body)
+
+
+def cost_lines(result: dict[str, Any]) -> list[str]:
+    """What hard attention's reduction saves and what the scores still cost, measured."""
+    c = result["reduction_cost"]
+    s, f = c["seconds"], c["flops"]
+    return [
+        f"one decoder step, B={c['batch']} S={c['keys']} D={c['dim']} A={c['width']}: scores "
+        f"{f['scores']:,} FLOPs ({1e6 * s['scores']:.0f} µs, every softness); soft reduction "
+        f"{f['soft']:,} FLOPs, {c['values_read']['soft']:,} value vectors read "
+        f"({1e6 * s['soft_reduce']:.0f} µs); hard reduction by gather 0 FLOPs, "
+        f"{c['values_read']['hard']:,} vectors ({1e6 * s['hard_gather']:.0f} µs); hard as "
+        f"one_hot @ V (attnkit.mechanisms.hard.SampleReduce) {1e6 * s['hard_one_hot']:.0f} µs",
+    ]
+
+
+def verdict_line(result: dict[str, Any]) -> str:
+    return f"verdict: {result['verdict']}"
+
+
+def _ci(g: dict[str, Any], fmt: str) -> str:
+    if g["mean"] is None:
+        return "—"
+    ci = "" if g["ci"] is None else f" [{g['ci'][0]:{fmt}}, {g['ci'][1]:{fmt}}]"
+    return f"{g['mean']:{fmt}}{ci}"
+
+
+def check_lines(result: dict[str, Any]) -> list[str]:
+    """The contract's checks (each with its interval and outcome) and what is reported beside
+    them: the entropy order, and each row's paired gaps to soft in BLEU and perplexity."""
+    lines = [f"check ({c['kind']}, {c['outcome']}): {c['reason']}" for c in result["checks"]]
+    for task, rep in result.get("reported", {}).items():
+        lines.append(f"{task}: entropy order (reported, not checked), sharpest first: "
+                     + " < ".join(rep["entropy_order"]))  # fmt: skip
+        for key, label, fmt in (("ppl_gaps_vs_soft", "PPL", ".4f"),
+                                ("bleu_gaps_vs_soft", "BLEU", ".2f")):  # fmt: skip
+            gaps = rep[key]
+            lines.append(f"{task}: {label} − soft's, per-seed paired, mean [95% t interval]: "
+                         + "; ".join(f"{r} {_ci(g, fmt)}" for r, g in gaps.items()))  # fmt: skip
+    return lines
+
+
+def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
+    """Print a table per task, the reduction's cost and the verdict; write
+    softness.{csv,json,png}."""
+    say(f"{len(result['seeds'])} seeds {result['seeds']}; toy-ko PPL exact (the marginal over "
+        "the alignment for exact, hard, gumbel, variational); digit-captions PPL exact for "
+        "soft, mean, variational, for hard and gumbel the marginal over the step's patch with "
+        "the argmax history (captions.py); entropy in nats of the force-decoded "
+        "attention (the prior p); α on named digit = attention mass on the digit's cell when it"
+        " was named right; grad rel. var = Σ Var / Σ mean² of the attention parameters' "
+        "gradient over draws on one batch")  # fmt: skip
+    updates = result.get("task_updates", {})
+    for task in result["summary"]:
+        say(f"\n{task} ({updates.get(task, result['updates'])} updates per run):")
+        say(text_table(result, task))
+    for line in cost_lines(result) + check_lines(result):
+        say(line)
+    paths = write_outputs("softness", rows(result), result, plot, out, say)
+    say(f"total {result['total_seconds']:.0f}s (training and scoring)")
+    say(verdict_line(result))
+    return paths
+
+
+def plot(result: dict[str, Any], path: Path) -> Path:
+    """Three panels per task row: quality, perplexity and entropy (mean ± seed std)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = list(result["summary"])
+    fig, axes = plt.subplots(len(tasks), 3, figsize=(13, 3.6 * len(tasks)), squeeze=False)
+    for i, task in enumerate(tasks):
+        summary = result["summary"][task]
+        names = list(summary)
+        for j, (key, label) in enumerate(
+            (("quality", result["metrics"][task]), ("ppl", "test perplexity (exact)"),
+             ("entropy", "attention entropy (nats)"))  # fmt: skip
+        ):
+            ax = axes[i][j]
+            vals = [summary[n][key] or 0.0 for n in names]
+            errs = [summary[n][f"{key}_std"] or 0.0 for n in names]
+            ax.bar(range(len(names)), vals, yerr=errs, color="tab:blue", capsize=3)
+            ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
+            ax.set_title(f"{task}: {label}")
+    title = f"softness ({result['config']['model']}, {result['updates']} updates, "
+    title += f"{len(result['seeds'])} seeds): {result['verdict'][:90]}"
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+__all__ = ["check_lines", "cost_lines", "plot", "report", "rows", "text_table", "verdict_line"]
