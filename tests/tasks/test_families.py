@@ -12,7 +12,7 @@ import pytest
 
 from attnkit.train import family as fam_mod
 
-COMMANDS = Path(__file__).resolve().parents[2] / "src" / "attnkit" / "commands"
+COMMANDS = Path(__file__).resolve().parents[2] / "src" / "attnkit" / "cli"
 
 
 def test_every_family_lives_in_tasks_and_only_translate_translates() -> None:

@@ -1,4 +1,4 @@
-"""The ``attnkit`` command. Each subcommand lives in ``attnkit.commands.<name>`` and exposes
+"""The ``attnkit`` command. Each subcommand lives in ``attnkit.cli.<name>`` and exposes
 ``add_parser(subparsers)``; modules are imported only when their command runs... except for
 their small ``add_parser``, which every invocation needs to build the help. Every parser is a
 ``Parser``, whose ``HelpFormatter`` shows each option's default.
@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import __version__
+from .. import __version__
 
 COMMANDS = [
     "demo",
@@ -78,7 +78,7 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"attnkit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        module = importlib.import_module(f"attnkit.commands.{name.replace('-', '_')}")
+        module = importlib.import_module(f"attnkit.cli.{name.replace('-', '_')}")
         if name == "experiment":
             module.add_parser(sub, only=_named_experiment(argv))
         else:
