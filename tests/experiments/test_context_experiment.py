@@ -21,8 +21,8 @@ from attnkit.experiments.context.measure import (
     xl_segment_bits,
 )
 from attnkit.experiments.evidence import verdict_of
-from attnkit.families.lm import text_nll
 from attnkit.models import build_model
+from attnkit.tasks.lm import text_nll
 
 
 def tiny(name: str, vocab: Vocab, **kw):  # type: ignore[no-untyped-def]

@@ -309,7 +309,7 @@ def test_build_with_position() -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_batched_positions_reach_every_head(name) -> None:
-    """MultiHeadAttention with positions (B, Tq) (per sentence, a heads dim added inside)
+    """AttentionHeads with positions (B, Tq) (per sentence, a heads dim added inside)
     equals the default positions when they are 0 .. T-1, and the reference at an offset."""
     torch.manual_seed(0)
     mha = attnkit.build(dim=8, heads=2, position=name).double()

@@ -33,7 +33,7 @@ from torch import Tensor, nn
 
 from .._checks import check_ranges
 from ..core import AttentionResult
-from ..modules import MultiHeadAttention, check_heads
+from ..modules import AttentionHeads, check_heads
 from ..stages.alignment import CausalAlignment
 from ..stages.position import Position, XLPosition
 from .base import dropped
@@ -127,7 +127,7 @@ def update_memory(mems: Sequence[Tensor] | None, hids: Sequence[Tensor], length:
     return [torch.cat([m, h], dim=1)[:, -length:].detach() for m, h in zip(mems, hids, strict=True)]
 
 
-def attend_with_memory(attn: MultiHeadAttention, h: Tensor, mem: Tensor | None,
+def attend_with_memory(attn: AttentionHeads, h: Tensor, mem: Tensor | None,
                        need_weights: bool = False) -> AttentionResult:  # fmt: skip
     """Self-attention of a segment h (B, L, D) over [mem ∘ h] ((B, M, D) memory first):
     queries at positions M .. M + L - 1, keys at 0 .. M + L - 1, so that a causal alignment
@@ -147,7 +147,7 @@ class LMLayer(nn.Module):
     def __init__(self, c: LMConfig, ff: int, position: Position | None) -> None:
         super().__init__()
         pre = c.norm == "pre"
-        self.attn = MultiHeadAttention(c.dim, c.heads, align=CausalAlignment(),
+        self.attn = AttentionHeads(c.dim, c.heads, align=CausalAlignment(),
                                        dropout=c.dropout, position=position)  # fmt: skip
         self.ffn = FeedForward(c.dim, ff, c.dropout)
         self.res1, self.res2 = Residual(c.dim, c.dropout, pre), Residual(c.dim, c.dropout, pre)

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from ...data.lm_text import Segment
 from ...data.vocab import Vocab
-from ...families.lm import batches, run
+from ...tasks.lm import batches, run
 
 LN2 = math.log(2)
 

@@ -1,4 +1,4 @@
-"""The ``lm`` task family (families/lm.py, data/lm_text.py): texts cut into segments, the
+"""The ``lm`` task family (tasks/lm.py, data/lm_text.py): texts cut into segments, the
 segments dealt into streams, the memory carried from batch to batch in training and
 evaluation, bits per character, and the command line end to end (train, evaluate, view),
 with the errors a bad text file gets."""
@@ -18,9 +18,9 @@ from torch import nn
 from attnkit.cli import main
 from attnkit.data.lm_text import Segment, generate_text, hold_out, lm_splits, read_text, segments
 from attnkit.data.vocab import Vocab
-from attnkit.families.lm import LM, batches, evaluate, run, stream_order, text_nll
 from attnkit.models import build_model
 from attnkit.models.lm import LMOutput
+from attnkit.tasks.lm import LM, batches, evaluate, run, stream_order, text_nll
 
 MULTI30K = Path(__file__).parents[3] / "shared" / "data" / "multi30k" / "train.en.gz"
 
