@@ -176,7 +176,7 @@ def test_train_evaluate_and_view_from_the_command_line(tmp_path, capsys):
     assert "over 0 memory keys and" in capsys.readouterr().out
 
 
-def test_the_vanilla_lm_trains_on_the_generated_text(tmp_path):
+def test_the_vanilla_lm_trains_on_the_generated_text(tmp_path, capsys):
     args = ["train", "--task", "lm", "--model", "transformer-lm", "--preset", "tiny",
             "--train-size", "3000", "--valid-size", "500", "--test-size", "500", "--segment",
             "16", "--epochs", "2", "--batch-size", "8", "--no-progress", "--out",
@@ -184,6 +184,9 @@ def test_the_vanilla_lm_trains_on_the_generated_text(tmp_path):
     assert main(args) == 0
     history = json.loads((tmp_path / "run" / "history.json").read_text())
     assert history[-1]["valid_loss"] < history[0]["valid_loss"]
+    capsys.readouterr()
+    assert main(["view", "--checkpoint", str(tmp_path / "run"), "--example", "1"]) == 0
+    assert "16 queries over 0 memory keys and the segment's 16 keys" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -231,3 +234,15 @@ def test_the_multi30k_english_side_reads_as_a_corpus():
     assert len(splits.valid) == math.ceil((len(text) - round(len(text) * 0.95) - 1) / 128)
     assert all(isinstance(s, Segment) for s in splits.train[:3])
     assert "".join(splits.train[0].tokens).startswith(text[:129])
+
+
+def test_a_valid_file_is_the_validation_and_test_text(tmp_path):
+    train = write(tmp_path / "train.txt", "abcdefghij" * 10)
+    valid = write(tmp_path / "valid.txt", "jihgfedcba")
+    splits = lm_splits({"task": "lm", "train_text": train, "valid_text": valid, "segment": 4})
+    assert "".join(splits.train[0].tokens) == "abcde" and len(splits.train) == 25  # all of it
+    assert ["".join(s.tokens) for s in splits.valid] == ["jihgf", "fedcb", "ba"]
+    assert splits.test == splits.valid
+    (tmp_path / "bad.txt").write_bytes(b"\xff\xfe")
+    with pytest.raises(ValueError, match=r"^--valid-text .*bad.txt is not UTF-8"):
+        lm_splits({"task": "lm", "train_text": train, "valid_text": str(tmp_path / "bad.txt")})

@@ -215,8 +215,8 @@ def show(
     head = (f"{title}: {len(queries)} queries over {memory} memory keys"
             + (f" (m0 .. m{memory - 1}, oldest first)" if memory else "")
             + f" and the segment's {len(queries)} keys")  # fmt: skip
-    lines = show_map(weights.double().cpu().numpy(), queries, keys, page_path=out, png_path=png,
-                     terminal=not (out or png), title=title)  # fmt: skip
+    lines = show_map(weights.double().cpu().numpy(), queries, keys, page_path=out,
+                     png_path=png, terminal=not (out or png), title=title)  # fmt: skip
     return [head, *lines]
 
 

@@ -162,7 +162,7 @@ EXPERIMENT = Experiment(
     name="context",
     help="Transformer-XL's memory: bpc vs the vanilla LM, by evaluation memory, and "
     "evaluation speed vs recomputation (Dai 2019, Tables 2, 6, 9)",
-    typical="about 6 min on a busy 2-core CPU (measured, docs/experiments/context.md)",
+    typical="about 4.5 min with --jobs 2 on a busy 2-core CPU (256 s measured)",
     description="Train Transformer-XL and a vanilla Transformer LM (absolute positions, no "
     "memory, equal parameters) on the generated text of --task lm for several seeds; measure "
     "bits per character on the test text (XL with its memory at several lengths, the vanilla "
