@@ -26,7 +26,7 @@ def add_parser(sub: Any) -> None:
         "stored in a checkpoint, and checks each file's sha256 against the one recorded)"
     )
     for key in ("train_tsv", "train_src", "train_tgt", "valid_src", "valid_tgt", "test_src",
-                "test_tgt", "docs_csv"):  # fmt: skip
+                "test_tgt", "docs_csv", "train_text", "valid_text"):  # fmt: skip
         flag = "--" + key.replace("_", "-")
         g.add_argument(flag, default=None, metavar="FILE", help=f"{flag} of the training run")
     p.add_argument("--split", default="test", help="train | valid | test")

@@ -94,6 +94,9 @@ def add_parser(sub: Any) -> None:
         metavar="FILE",
         help="with --example: the documents file the model was trained on (checked by sha256)",
     )
+    for flag in ("--train-text", "--valid-text"):
+        p.add_argument(flag, default=None, metavar="FILE",
+                       help=f"with --example: the {flag} the language model was trained on")
     p.set_defaults(run=run)
 
 

@@ -1,8 +1,8 @@
 """Every model built from attnkit's attention, one file each, in one registry (``MODELS``)
 of models of every task family (``attnkit.tasks``): translation's sequence-to-sequence models
-(RNNsearch, RNNencdec, Luong, the Transformer; ``Seq2Seq``), the forecaster, HAN, DigitQA and
-the captioner. A model class names the family it learns (its ``family`` attribute, default
-``"translate"``).
+(RNNsearch, RNNencdec, Luong, the Transformer; ``Seq2Seq``), the forecaster, HAN, DigitQA, the
+captioner and the language models (Transformer-XL, the vanilla Transformer LM). A model class
+names the family it learns (its ``family`` attribute, default ``"translate"``).
 
 build_model("rnnsearch", src_vocab=120, tgt_vocab=200, preset="small", emb=32)
 """
@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from torch import nn
 
-from . import captioner, digit_qa, forecaster, han, luong, rnnencdec, rnnsearch, transformer
+from . import captioner, digit_qa, forecaster, han, lm, luong, rnnencdec, rnnsearch, transformer
 from .base import Seq2Seq, Seq2SeqOutput
 
 
@@ -43,6 +43,8 @@ MODELS: ModelRegistry = {
     "han": ModelEntry(han.HAN, han.HANConfig, han.PRESETS),
     "digit-qa": ModelEntry(digit_qa.DigitQA, digit_qa.DigitQAConfig, digit_qa.PRESETS),
     "captioner": ModelEntry(captioner.Captioner, captioner.CaptionerConfig, captioner.PRESETS),
+    "transformer-xl": ModelEntry(lm.TransformerXL, lm.TransformerXLConfig, lm.XL_PRESETS),
+    "transformer-lm": ModelEntry(lm.TransformerLM, lm.TransformerLMConfig, lm.PRESETS),
 }
 """Model name -> (model class, its config dataclass, its named presets): ``--model NAME``."""
 

@@ -60,6 +60,9 @@ class DataConfig:
     test_src: str | None = None
     test_tgt: str | None = None
     docs_csv: str | None = None  # task docs: real (label, text) documents instead of generated
+    train_text: str | None = None  # task lm: a UTF-8 text to train on (data/lm_text.py)
+    valid_text: str | None = None  # task lm: held-out text (default: the last 5% of train_text)
+    segment: int | None = None  # task lm: characters per training segment (default 64)
     tokenise: str = "word"  # corpora: word | char | spm
     spm_vocab: int = 8000
     strict: bool = False
@@ -68,6 +71,7 @@ class DataConfig:
     min_freq: int = 1  # vocabulary minimum frequency
 
     def __post_init__(self) -> None:
+        self._check_text()
         if self.docs_csv and self.task != "docs":
             raise _error(self, "{docs_csv} goes with {task} docs (documents with a label)")
         files = [getattr(self, k) for k in CORPUS_KEYS]
@@ -93,6 +97,32 @@ class DataConfig:
             if not 0 <= value < 1:
                 raise _error(self, f"{{{name}=}}; it must be in [0, 1)")
 
+    def _check_text(self) -> None:
+        """The lm task's options: a --train-text alone names the task; they go with it only."""
+        if (self.train_text or self.valid_text) and self.task is None:
+            self.task = "lm"
+        given = [f"--{k.replace('_', '-')}" for k in ("train_text", "valid_text", "segment")
+                 if getattr(self, k) is not None]  # fmt: skip
+        if given and self.task != "lm":
+            raise ValueError(f"{', '.join(given)} go(es) with --task lm (language modelling)")
+        if self.valid_text and not self.train_text:
+            raise ValueError("--valid-text goes with --train-text FILE (the text to train on)")
+        if self.segment is not None and self.segment < 1:
+            raise ValueError(f"--segment {self.segment}; it must be at least 1")
+        for k in ("train_text", "valid_text"):  # before any work (the bytes are read later)
+            name = getattr(self, k)
+            if name and not Path(name).is_file():
+                what = "no such file" if not Path(name).exists() else "not a file"
+                raise FileNotFoundError(
+                    f"--{k.replace('_', '-')} {name}: {what}; name a UTF-8 text file"
+                )
+        sized = [k for k in ("train_size", "valid_size", "test_size") if getattr(self, k)]
+        if self.train_text and sized:
+            raise ValueError(
+                f"--{sized[0].replace('_', '-')} sizes the generated text; with --train-text "
+                "the file is the data (its last 5% held out, or --valid-text FILE)"
+            )
+
     def spec(self) -> dict[str, Any]:
         """The JSON-able description stored in the checkpoint (see data/source.py)."""
         if self.task:
@@ -101,6 +131,13 @@ class DataConfig:
             }
             if self.docs_csv:
                 spec["docs_csv"] = str(Path(self.docs_csv).resolve())
+            if self.task == "lm":
+                from ..data.lm_text import DEFAULT_SEGMENT
+
+                spec["segment"] = self.segment or DEFAULT_SEGMENT
+                for k in ("train_text", "valid_text"):
+                    if getattr(self, k):
+                        spec[k] = str(Path(getattr(self, k)).resolve())
             return spec
         spec = {
             "tokenise": self.tokenise,

@@ -89,6 +89,7 @@ FAMILIES: dict[str, str] = {
     "docs": "attnkit.tasks.docs:DOCS",
     "qa": "attnkit.tasks.qa:QA",
     "caption": "attnkit.tasks.caption:CAPTION",
+    "lm": "attnkit.tasks.lm:LM",
 }
 """Family name -> ``"module:attribute"`` of its ``Family`` (imported by ``family(name)``)."""
 
