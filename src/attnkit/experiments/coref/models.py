@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ...models.transformer import Transformer, TransformerConfig
+from ...train.updates import update
 from .data import PAD, Batch, source_ids, target_ids
 
 
@@ -56,11 +57,7 @@ def fit_translation(
         b = make_batch(step)
         out = logits(model, b)  # (B, S, V)
         loss = F.cross_entropy(out.flatten(0, 1), b.tgt_out.flatten(), ignore_index=PAD)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if clip > 0:
-            nn.utils.clip_grad_norm_(model.parameters(), clip)
-        opt.step()
+        update(model, opt, loss, clip)
         losses.append(float(loss.detach()))
     model.eval()
     return losses
