@@ -16,7 +16,7 @@ from .models import build, fit_translation, hits_of, maps, parameters
 
 if TYPE_CHECKING:
     from ...models.transformer import Transformer
-    from . import CorefConfig
+    from .config import CorefConfig
 
 
 def split(cfg: CorefConfig) -> dict[str, Any]:
