@@ -109,3 +109,19 @@ def test_a_field_error_survives_pickling_and_names_only_flags_the_command_has() 
     assert str(again) == str(err.value) == "epochs=0, batch_size=64; both must be >= 1"
     flags = {"epochs": "--epochs"}  # a command with --epochs only
     assert again.say(flags.get) == "--epochs 0, batch_size=64; both must be >= 1"
+
+
+def test_the_lm_options_name_fields_and_the_cli_says_flags(tmp_path, capsys) -> None:
+    from attnkit.cli import main
+
+    text = tmp_path / "t.txt"
+    text.write_text("abc" * 50)
+    with pytest.raises(ValueError, match=r"^train_text go\(es\) with task lm"):
+        DataConfig(task="toy-ko", train_text=str(text))
+    with pytest.raises(ValueError, match=r"^train_size sizes the generated text; with train_text"):
+        DataConfig(task="lm", train_text=str(text), train_size=9)
+    argv = ["train", "--task", "lm", "--train-text", str(text), "--train-size", "9", "--out",
+            str(tmp_path / "r")]  # fmt: skip
+    assert main(argv) == 2
+    assert "error: --train-size sizes the generated text; with --train-text the file is the data " \
+           "(its last 5% held out, or --valid-text)" in capsys.readouterr().err

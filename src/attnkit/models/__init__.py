@@ -1,8 +1,8 @@
 """Every model built from attnkit's attention, one file each, in one registry (``MODELS``)
 of models of every task family (``attnkit.tasks``): translation's sequence-to-sequence models
-(RNNsearch, RNNencdec, Luong, the Transformer; ``Seq2Seq``), the forecaster, HAN, DigitQA,
-the captioner and the language models. A model class names the family it learns (its
-``family`` attribute, default ``"translate"``).
+(RNNsearch, RNNencdec, Luong, the Transformer; ``Seq2Seq``), the forecaster, HAN, DigitQA, the
+captioner and the language models (Transformer-XL, the vanilla Transformer LM). A model class
+names the family it learns (its ``family`` attribute, default ``"translate"``).
 
 build_model("rnnsearch", src_vocab=120, tgt_vocab=200, preset="small", emb=32)
 """

@@ -98,17 +98,17 @@ class DataConfig:
                 raise _error(self, f"{{{name}=}}; it must be in [0, 1)")
 
     def _check_text(self) -> None:
-        """The lm task's options: a --train-text alone names the task; they go with it only."""
+        """The lm task's options: a train_text alone names the task; they go with it only."""
         if (self.train_text or self.valid_text) and self.task is None:
             self.task = "lm"
-        given = [f"--{k.replace('_', '-')}" for k in ("train_text", "valid_text", "segment")
+        given = [f"{{{k}}}" for k in ("train_text", "valid_text", "segment")
                  if getattr(self, k) is not None]  # fmt: skip
         if given and self.task != "lm":
-            raise ValueError(f"{', '.join(given)} go(es) with --task lm (language modelling)")
+            raise _error(self, f"{', '.join(given)} go(es) with {{task}} lm (language modelling)")
         if self.valid_text and not self.train_text:
-            raise ValueError("--valid-text goes with --train-text FILE (the text to train on)")
+            raise _error(self, "{valid_text} goes with {train_text} (the text to train on)")
         if self.segment is not None and self.segment < 1:
-            raise ValueError(f"--segment {self.segment}; it must be at least 1")
+            raise _error(self, "{segment=}; it must be at least 1")
         for k in ("train_text", "valid_text"):  # before any work (the bytes are read later)
             name = getattr(self, k)
             if name and not Path(name).is_file():
@@ -118,10 +118,10 @@ class DataConfig:
                 )
         sized = [k for k in ("train_size", "valid_size", "test_size") if getattr(self, k)]
         if self.train_text and sized:
-            raise ValueError(
-                f"--{sized[0].replace('_', '-')} sizes the generated text; with --train-text "
-                "the file is the data (its last 5% held out, or --valid-text FILE)"
-            )
+            raise _error(
+                self, f"{{{sized[0]}}} sizes the generated text; with {{train_text}} the file is "
+                "the data (its last 5% held out, or {valid_text})",
+            )  # fmt: skip
 
     def spec(self) -> dict[str, Any]:
         """The JSON-able description stored in the checkpoint (see data/source.py)."""
