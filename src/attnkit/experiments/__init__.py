@@ -27,6 +27,7 @@ EXPERIMENTS: dict[str, str] = {
     "inductive-bias": "attnkit.experiments.inductive_bias",  # Dosovitskiy 2021: CNN vs ViT by data
     "context": "attnkit.experiments.context",  # Dai 2019: Transformer-XL's memory and speed
     "extrapolation": "attnkit.experiments.extrapolation",  # Press 2022: train short, test long
+    "sparse": "attnkit.experiments.sparse",  # Child 2019: factorised attention vs dense
 }
 """Experiment name -> its module (imported by ``get``), for ``attnkit experiment NAME``."""
 

@@ -34,8 +34,8 @@ from torch import Tensor, nn
 from .._checks import check_ranges
 from ..core import AttentionResult
 from ..modules import AttentionHeads, check_heads
-from ..registry import build_position, canonical
-from ..stages.alignment import CausalAlignment
+from ..registry import build_alignment, build_position, canonical
+from ..stages.alignment import Alignment, CausalAlignment
 from ..stages.position import Position, XLPosition
 from .base import dropped
 from .transformer import FeedForward, Residual, sinusoids
@@ -84,17 +84,41 @@ class TransformerLMConfig(LMConfig):
     parameters equal Transformer-XL's at the same sizes. ``position``: "sinusoidal" (the
     sinusoid PE added to the embeddings, the default) or a position stage in every attention
     (``attnkit.registry.POSITIONS``: learned, shaw, t5, alibi, rope, xl; T5 with causal
-    buckets); ``max_len`` bounds the learned positions (a longer input is an error)."""
+    buckets); ``max_len`` bounds the learned positions (a longer input is an error).
+    ``align``: the attention's alignment, one of ``CAUSAL_ALIGNMENTS`` (default "causal",
+    dense; the Sparse Transformer's strided / fixed patterns, Child et al. 2019, merged or
+    split across heads; a causal sliding window), with ``window`` its stride l (strided,
+    fixed) or radius (sliding-causal), required by all but "causal"."""
 
     match_xl: bool = True
     position: str = "sinusoidal"
     max_len: int = 512
+    align: str = "causal"
+    window: int = 0
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_ranges(self, positive=("max_len",), fractions=())
+        check_ranges(self, positive=("max_len",), non_negative=("window",), fractions=())
         if self.position != "sinusoidal":
             canonical("position", self.position)  # a ValueError naming the known ones
+        if self.align not in CAUSAL_ALIGNMENTS:
+            raise ValueError(
+                f"{type(self).__name__}.align={self.align!r}: a language model needs a causal "
+                f"alignment; choose one of {', '.join(CAUSAL_ALIGNMENTS)}"
+            )
+        if self.align != "causal" and self.window < 1:
+            raise ValueError(
+                f"{type(self).__name__}: align={self.align!r} needs window >= 1 (the stride l "
+                f"of strided / fixed, the radius of sliding-causal; got {self.window})"
+            )
+        if self.align.endswith("-heads") and self.heads < 2:
+            raise ValueError(f"{type(self).__name__}: align={self.align!r} splits its two "
+                             f"parts across heads; use heads >= 2 (got {self.heads})")  # fmt: skip
+
+
+CAUSAL_ALIGNMENTS = ("causal", "sliding-causal", "strided-causal", "fixed-causal",
+                     "strided-causal-heads", "fixed-causal-heads")  # fmt: skip
+"""The alignments a language model may use (no position sees a later one)."""
 
 
 PRESETS: dict[str, dict[str, float | int | str]] = {
@@ -156,10 +180,12 @@ def attend_with_memory(attn: AttentionHeads, h: Tensor, mem: Tensor | None,
 class LMLayer(nn.Module):
     """Causal self-attention (over the memory and the segment) and a feed-forward sublayer."""
 
-    def __init__(self, c: LMConfig, ff: int, position: Position | None) -> None:
+    def __init__(self, c: LMConfig, ff: int, position: Position | None,
+                 align: Alignment | None = None) -> None:  # fmt: skip
         super().__init__()
         pre = c.norm == "pre"
-        self.attn = AttentionHeads(c.dim, c.heads, align=CausalAlignment(),
+        align = CausalAlignment() if align is None else align
+        self.attn = AttentionHeads(c.dim, c.heads, align=align,
                                        dropout=c.dropout, position=position)  # fmt: skip
         self.ffn = FeedForward(c.dim, ff, c.dropout)
         self.res1, self.res2 = Residual(c.dim, c.dropout, pre), Residual(c.dim, c.dropout, pre)
@@ -190,7 +216,8 @@ class DecoderLM(nn.Module):
         self.emb = nn.Embedding(c.tgt_vocab, c.dim, padding_idx=0)
         nn.init.normal_(self.emb.weight, std=c.dim**-0.5)
         ff = c.ff + self.extra_ff()
-        self.layers = nn.ModuleList(LMLayer(c, ff, self.make_position()) for _ in range(c.layers))
+        self.layers = nn.ModuleList(LMLayer(c, ff, self.make_position(), self.make_alignment())
+                                    for _ in range(c.layers))  # fmt: skip
         self.norm = nn.LayerNorm(c.dim) if c.norm == "pre" else nn.Identity()
         self.out_bias = nn.Parameter(torch.zeros(c.tgt_vocab))
         self.drop = nn.Dropout(c.dropout)
@@ -198,6 +225,10 @@ class DecoderLM(nn.Module):
     def make_position(self) -> Position | None:
         """A fresh position stage for one layer's attention (None: positions in ``embed``)."""
         return None
+
+    def make_alignment(self) -> Alignment:
+        """A fresh alignment for one layer's attention: causal (j <= i)."""
+        return CausalAlignment()
 
     def extra_ff(self) -> int:
         """Feed-forward units added to ``config.ff`` in every layer."""
@@ -274,6 +305,13 @@ class TransformerLM(DecoderLM):
         return build_position(c.position, c.heads, c.dim // c.heads, max_len=c.max_len,
                               causal=True)  # fmt: skip
 
+    def make_alignment(self) -> Alignment:
+        """The config's ``align`` (default causal) with its ``window``, for one layer."""
+        c = self.config
+        if c.align == "causal":
+            return CausalAlignment()
+        return build_alignment(c.align, c.dim // c.heads, c.window)
+
     def extra_ff(self) -> int:
         """``xl_extra_ff(dim, heads)`` with ``match_xl`` (equal parameters), else 0."""
         return xl_extra_ff(self.config.dim, self.config.heads) if self.config.match_xl else 0
@@ -288,6 +326,7 @@ class TransformerLM(DecoderLM):
 
 
 __all__ = [
+    "CAUSAL_ALIGNMENTS",
     "PRESETS",
     "DecoderLM",
     "LMConfig",

@@ -1,0 +1,110 @@
+"""The settings of the sparse experiment (sparse/__init__.py); every field is a flag of
+``attnkit experiment sparse``."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..._checks import check_ranges
+from ..base import option
+
+ARMS = {"dense": "causal", "strided": "strided-causal", "fixed": "fixed-causal",
+        "sliding": "sliding-causal"}  # fmt: skip
+"""Arm -> the transformer-lm alignment it trains with (models/lm.py ``align=``)."""
+CLAIMED = ("dense", "strided", "fixed")  # the arms the claim is about
+
+
+def parse_ints(text: str, flag: str) -> list[int]:
+    """ "1024,2048" -> [1024, 2048]: increasing positive integers, two at least."""
+    try:
+        xs = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--{flag} {text!r}: give comma-separated integers") from None
+    if len(xs) < 2 or xs != sorted(set(xs)) or xs[0] < 2:
+        raise ValueError(f"--{flag} {text!r}: give two or more increasing integers >= 2, "
+                         "e.g. 1024,2048,4096,8192")  # fmt: skip
+    return xs
+
+
+def parse_arms(text: str) -> list[str]:
+    """ "dense,strided" -> the arms, each one of ``ARMS``, the claimed ones required."""
+    xs = [x.strip() for x in text.split(",") if x.strip()]
+    unknown = [x for x in xs if x not in ARMS]
+    if unknown or len(set(xs)) != len(xs):
+        raise ValueError(f"--arms {text!r}: give distinct names from {', '.join(ARMS)}")
+    missing = [a for a in CLAIMED if a not in xs]
+    if missing:
+        raise ValueError(f"--arms {text!r} lacks {', '.join(missing)}: the claim compares the "
+                         "strided and fixed patterns with dense attention")  # fmt: skip
+    return xs
+
+
+def stride_of(n: int) -> int:
+    """The stride l = round(√n) (Child 2019, §4.2: l ≈ √n)."""
+    return max(1, round(math.sqrt(n)))
+
+
+@dataclass
+class SparseConfig:
+    """The generated text, the arms (one transformer-lm per alignment, equal sizes and
+    parameters), their training at length n, and the cost grid of one attention layer."""
+
+    train_size: int = option(140_000, "characters of generated training text")
+    valid_size: int = option(2_100, "characters of validation text")
+    test_size: int = option(16_385, "characters of test text (bpc is measured on it)")
+    segment: int = option(1024, "training and evaluation length n (characters per segment)")
+    arms: str = option("dense,strided,fixed,sliding",
+                       "alignments: dense (causal), strided, fixed, sliding (causal window); "
+                       "dense, strided and fixed are required (the claim)")  # fmt: skip
+    dim: int = option(64, "model width")
+    heads: int = option(4, "attention heads")
+    layers: int = option(2, "layers")
+    ff: int = option(128, "feed-forward width")
+    epochs: int = option(3, "passes over the training text (no early stopping)")
+    batch_size: int = option(3, "segments per update")
+    lr: float = option(2e-3, "Adam learning rate, constant")
+    seeds: int = option(3, "seeds seed, seed+1, ...: each a new text and initialisation")
+    seed: int = option(0, "first seed of the text, the initialisation and the batches")
+    cost_n: str = option("1024,2048,4096,8192", "lengths n of the one-layer cost grid")
+    repeats: int = option(3, "timed forward+backward passes per (arm, n)")
+    jobs: int = option(2, "models trained at once, in a process pool")
+    threads: int = option(1, "torch threads for the measurements and per training process")
+
+    def __post_init__(self) -> None:
+        check_ranges(self, positive=(
+            "train_size", "valid_size", "test_size", "segment", "dim", "heads", "layers", "ff",
+            "epochs", "batch_size", "seeds", "repeats", "jobs", "threads"), fractions=(),
+            as_flags=True)  # fmt: skip
+        parse_arms(self.arms)
+        parse_ints(self.cost_n, "cost-n")
+        if self.dim % self.heads or (self.dim // self.heads) % 2:
+            raise ValueError(f"--dim {self.dim} --heads {self.heads}: give a dim divisible by "
+                             "heads with an even head width")  # fmt: skip
+        if self.segment + 1 > self.test_size:
+            raise ValueError(f"--test-size {self.test_size}: the evaluation at n = "
+                             f"{self.segment} needs at least {self.segment + 1} characters "
+                             "(aim for 16 segments)")  # fmt: skip
+
+    @property
+    def arm_list(self) -> list[str]:
+        """The arms, in the order given."""
+        return parse_arms(self.arms)
+
+    @property
+    def n_list(self) -> list[int]:
+        """The lengths of the cost grid."""
+        return parse_ints(self.cost_n, "cost-n")
+
+    @property
+    def stride(self) -> int:
+        """The stride l (and the sliding window's radius) at the training length."""
+        return stride_of(self.segment)
+
+    @property
+    def seed_list(self) -> list[int]:
+        """The seeds: seed, seed + 1, ..."""
+        return list(range(self.seed, self.seed + self.seeds))
+
+
+__all__ = ["ARMS", "CLAIMED", "SparseConfig", "parse_arms", "parse_ints", "stride_of"]
