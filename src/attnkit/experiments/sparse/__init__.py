@@ -105,7 +105,7 @@ EXPERIMENT = Experiment(
     name="sparse",
     help="strided and fixed factorised attention vs dense: bpc at n = 1,024 and cost vs n "
     "(Child 2019)",
-    typical="about 10 min with --jobs 2 on a 2-core CPU",
+    typical="about 7 min with --jobs 2 on a 2-core CPU shared with other jobs (411 s measured)",
     description="Train character Transformer LMs with dense causal attention, the Sparse "
     "Transformer's strided and fixed patterns (l = √n) and a causal sliding window at length "
     "n on the generated text of --task lm for several seeds; measure test bits per character "
