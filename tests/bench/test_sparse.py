@@ -162,19 +162,21 @@ def test_targets_from_hand_made_rows() -> None:
     rows += [
         row("attnkit", 16384, 100.0, 20.0, peak_mib=80.0),
         row("flex", 16384, 400.0, 5.0),
-        row("attnkit", 16384, 400.0, 15.0, mode="fwd+bwd", peak_mib=80.0),
+        row("attnkit", 16384, 400.0, 30.0, mode="fwd+bwd", peak_mib=80.0),
         row("sdpa-mask", 16384, 1800.0, 4.0, mode="fwd+bwd"),
     ]
-    got = targets(rows)[-7:]
+    got = targets(rows)[-8:]
     assert got[0]["target"].startswith("sparse n=16384 fwd: attnkit <= Flex")
     values = [(t["measured"], t["met"]) for t in got]
     assert values[0] == (pytest.approx(100 / 400), True)  # attnkit / flex time
     assert values[1] == (pytest.approx(5 / 20), True)  # %mm(flex) / %mm(attnkit)
     assert values[2] == (pytest.approx(1800 / 400), False)  # 4.5x < 5
-    assert values[3] == (pytest.approx(15 / 4), False)  # load-corrected 3.75x
+    assert values[3] == (pytest.approx(30 / 4), True)  # load-corrected 7.5x (the load moved)
     assert values[4] == (pytest.approx(1.5), True)  # fwd peaks: n^1.5 exactly
     assert values[5] == (None, None)  # fwd+bwd: only n = 16384 measured
     assert values[6] == (pytest.approx(2 * 20 * 100 / 300), False)  # 13.3% < 35
+    # in matmul units: fwd+bwd 3F / 30, fwd F / 20, so the backward's 2F at 2 / (3/30 - 1/20)
+    assert values[7] == (pytest.approx(2 / (3 / 30 - 1 / 20)), True)  # 40% >= 35
     assert not any(t["target"].startswith("sparse") for t in targets(rows[:0]))
 
 
