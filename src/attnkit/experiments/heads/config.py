@@ -23,7 +23,7 @@ class HeadsConfig:
     batch_size: int = option(32, "sentences per update")
     lr: float = option(1e-3, "Adam learning rate")
     patience: int = option(3, "early stopping: epochs without a lower valid loss, every arm")
-    max_epochs: int = option(60, "the cap, the same for every arm; a run stopped by it fails "
+    max_epochs: int = option(150, "the cap, the same for every arm; a run stopped by it fails "
                              "the convergence check")  # fmt: skip
     tasks: str = option("toy-ko,multi30k", "settings run, comma-separated: toy-ko, multi30k")
     toy_train: int = option(500, "toy-ko training pairs (few, so that BLEU is off its ceiling)")
