@@ -76,6 +76,10 @@ FAMILY: tuple[Branch, ...] = (
     _b("model", "RNN encoder-decoder with attention", "Bahdanau 2015; Luong 2015",
        "model:rnnsearch", "model:luong"),  # fmt: skip
     _b("model", "Transformer", "Vaswani 2017", "model:transformer"),
+    _b("model", "Transformer-XL: segment-level memory, relative positions", "Dai 2019",
+       "model:transformer-xl", "registry:position/xl"),  # fmt: skip
+    _b("model", "Transformer language model (absolute positions, no memory)", "Vaswani 2017",
+       "model:transformer-lm"),  # fmt: skip
 )
 """Every branch of the family, in the order ``attnkit info`` prints them."""
 
