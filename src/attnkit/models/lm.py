@@ -34,6 +34,7 @@ from torch import Tensor, nn
 from .._checks import check_ranges
 from ..core import AttentionResult
 from ..modules import AttentionHeads, check_heads
+from ..registry import build_position, canonical
 from ..stages.alignment import CausalAlignment
 from ..stages.position import Position, XLPosition
 from .base import dropped
@@ -80,9 +81,20 @@ class TransformerXLConfig(LMConfig):
 @dataclass
 class TransformerLMConfig(LMConfig):
     """``match_xl``: widen the feed-forward layers by ``xl_extra_ff`` units, so that the
-    parameters equal Transformer-XL's at the same sizes."""
+    parameters equal Transformer-XL's at the same sizes. ``position``: "sinusoidal" (the
+    sinusoid PE added to the embeddings, the default) or a position stage in every attention
+    (``attnkit.registry.POSITIONS``: learned, shaw, t5, alibi, rope, xl; T5 with causal
+    buckets); ``max_len`` bounds the learned positions (a longer input is an error)."""
 
     match_xl: bool = True
+    position: str = "sinusoidal"
+    max_len: int = 512
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_ranges(self, positive=("max_len",), fractions=())
+        if self.position != "sinusoidal":
+            canonical("position", self.position)  # a ValueError naming the known ones
 
 
 PRESETS: dict[str, dict[str, float | int | str]] = {
@@ -246,19 +258,32 @@ class TransformerXL(DecoderLM):
 
 class TransformerLM(DecoderLM):
     """The vanilla Transformer LM: absolute sinusoid positions 0 .. L-1 added to each
-    segment's embeddings, attention within the segment, no memory (``config.memory`` unused);
-    with ``match_xl`` its feed-forward width is ff + ``xl_extra_ff`` (equal parameters)."""
+    segment's embeddings (or the ``position`` stage of its config in every attention),
+    attention within the segment, no memory (``config.memory`` unused); with ``match_xl``
+    its feed-forward width is ff + ``xl_extra_ff`` (equal parameters)."""
 
     name = "transformer-lm"
     config: TransformerLMConfig
+
+    def make_position(self) -> Position | None:
+        """None with ``position="sinusoidal"`` (PE in ``embed``), else the named stage for
+        one layer's attention, H heads of width D / H, causal (T5's one-directional buckets)."""
+        c = self.config
+        if c.position == "sinusoidal":
+            return None
+        return build_position(c.position, c.heads, c.dim // c.heads, max_len=c.max_len,
+                              causal=True)  # fmt: skip
 
     def extra_ff(self) -> int:
         """``xl_extra_ff(dim, heads)`` with ``match_xl`` (equal parameters), else 0."""
         return xl_extra_ff(self.config.dim, self.config.heads) if self.config.match_xl else 0
 
     def embed(self, ids: Tensor) -> Tensor:
-        """ids (B, L) -> √D E[ids] + PE(0 .. L-1) (B, L, D) (Vaswani 2017, §3.5)."""
+        """ids (B, L) -> √D E[ids] + PE(0 .. L-1) (B, L, D) (Vaswani 2017, §3.5); without PE
+        when a position stage in the attention carries the positions."""
         x = super().embed(ids)  # (B, L, D)
+        if self.config.position != "sinusoidal":
+            return x
         return x + sinusoids(ids.shape[1], self.config.dim, ids.device).to(x.dtype)
 
 

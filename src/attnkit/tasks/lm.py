@@ -145,6 +145,46 @@ def text_nll(
     return total, count
 
 
+@torch.no_grad()
+def window_bits(model: nn.Module, ids: Tensor, length: int, block: int, batch: int = 4096
+                ) -> list[float]:  # fmt: skip
+    """The non-overlapping evaluation at input length ``length`` (Press et al. 2022, §2:
+    the text cut into consecutive windows of L_valid characters, each read from scratch, no
+    memory): ids (N,) -> bits per character of each block of ``block`` predicted characters,
+    block b predicting characters b·block + 1 .. (b + 1)·block (whole blocks only). With
+    ``block`` a multiple of every evaluated length, the blocks hold the same characters at
+    every length: only the context each character is predicted from changes."""
+    if length < 1 or block % length:
+        raise ValueError(f"block={block} must be a multiple of the window length {length} >= 1")
+    blocks = (ids.shape[0] - 1) // block
+    if blocks < 1:
+        raise ValueError(f"{ids.shape[0]} characters hold no block of {block} + 1; "
+                         "give a longer text or a shorter block")  # fmt: skip
+    was = model.training
+    model.eval()
+    inputs = ids[: blocks * block].view(-1, length)  # (W, L_valid) windows
+    targets = ids[1 : blocks * block + 1].view(-1, length)  # (W, L_valid)
+    rows = max(1, batch // length)
+    nats = torch.cat([
+        F.cross_entropy(model(inputs[s : s + rows]).logits.transpose(1, 2),
+                        targets[s : s + rows], reduction="none")  # (W', L_valid)
+        for s in range(0, inputs.shape[0], rows)
+    ])  # fmt: skip
+    model.train(was)
+    per_block = nats.reshape(blocks, block).double().mean(dim=1) / math.log(2)  # (blocks,)
+    return [float(x) for x in per_block]
+
+
+def unigram_bits(train: str, test: str) -> float:
+    """Bits per character of the test text under the training text's character frequencies
+    (add-one smoothed): what a model that learned no context reaches."""
+    counts: dict[str, int] = {}
+    for c in train:
+        counts[c] = counts.get(c, 0) + 1
+    total = len(train) + len(counts) + 1
+    return sum(-math.log2((counts.get(c, 0) + 1) / total) for c in test[1:]) / (len(test) - 1)
+
+
 def _check_segments(examples: Sequence[Any]) -> None:
     wrong = next((e for e in examples if not isinstance(e, Segment)), None)
     if wrong is not None:
@@ -245,4 +285,6 @@ __all__ = [
     "show",
     "stream_order",
     "text_nll",
+    "unigram_bits",
+    "window_bits",
 ]

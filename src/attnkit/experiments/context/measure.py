@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from ...data.lm_text import Segment
 from ...data.vocab import Vocab
-from ...tasks.lm import batches, run
+from ...tasks.lm import batches, run, unigram_bits
 
 LN2 = math.log(2)
 
@@ -90,16 +90,6 @@ def time_per_char(model_xl: Any, model_lm: Any, ids: torch.Tensor, context: int,
         mems = model_xl(text[:, j * context : (j + 1) * context], mems, memory=context).mems
     xl = (time.perf_counter() - t0) / (k * context)
     return vanilla, xl
-
-
-def unigram_bits(train: str, test: str) -> float:
-    """Bits per character of the test text under the training text's character frequencies
-    (add-one smoothed): what a model that learned no context reaches."""
-    counts: dict[str, int] = {}
-    for c in train:
-        counts[c] = counts.get(c, 0) + 1
-    total = len(train) + len(counts) + 1
-    return sum(-math.log2((counts.get(c, 0) + 1) / total) for c in test[1:]) / (len(test) - 1)
 
 
 __all__ = ["sliding_nll", "sliding_segment_bits", "time_per_char", "unigram_bits",
