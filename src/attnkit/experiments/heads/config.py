@@ -1,5 +1,8 @@
-"""The settings of the heads experiment (heads.py): every field a flag of ``attnkit
-experiment heads``; apart so that the jobs (jobs.py) read them without a loop."""
+"""The settings of the heads experiment (``attnkit experiment heads``): every field a flag;
+apart so that the jobs (jobs.py) read them without a loop.
+
+The larger setting documented in docs/experiments/heads.md (``--full``-sized, not the
+default): ``--heads 1,2,4,8,16 --seeds 5 --toy-train 2000 --multi30k 8000``."""
 
 from __future__ import annotations
 
@@ -11,55 +14,71 @@ from ..base import option
 
 @dataclass
 class HeadsConfig:
-    heads: str = option("1,2,4,8,16", "head counts compared, comma-separated")
+    heads: str = option("1,4,16", "head counts compared, comma-separated (d_k = dim / h)")
     dim: int = option(64, "d_model of every model, divisible by every head count")
     layers: int = option(2, "encoder layers, and as many decoder layers")
     ff: int = option(128, "feed-forward width d_ff")
-    dropout: float = option(0.0, "dropout P_drop")
-    steps: int = option(300, "updates per model, the shared budget")
+    dropout: float = option(0.1, "dropout P_drop (the paper's base: 0.1)")
+    label_smoothing: float = option(0.1, "label smoothing of the training loss (paper: 0.1)")
     batch_size: int = option(32, "sentences per update")
     lr: float = option(1e-3, "Adam learning rate")
-    valid_size: int = option(100, "validation sentences")
-    test_size: int = option(500, "test sentences scored")
-    seeds: int = option(3, "seeds seed, seed+1, ...: data and initialisation")
-    seed: int = option(0, "first seed")
+    patience: int = option(3, "early stopping: epochs without a lower valid loss, every arm")
+    max_epochs: int = option(150, "the cap, the same for every arm; a run stopped by it fails "
+                             "the convergence check")  # fmt: skip
+    tasks: str = option("toy-ko,multi30k", "settings run, comma-separated: toy-ko, multi30k")
+    toy_train: int = option(500, "toy-ko training pairs (few, so that BLEU is off its ceiling)")
     multi30k: int = option(
-        0,
-        "also train every model for N updates on the first N x batch-size Multi30K En-De "
-        "pairs from ../shared/data/multi30k, e.g. 600 (0: toy-ko only)",
+        2000,
+        "Multi30K: the first N En-De training pairs from ../shared/data/multi30k (skipped "
+        "with a message when absent; 0: toy-ko only)",
     )
+    spm_vocab: int = option(1000, "Multi30K: SentencePiece subwords per language")
+    valid_size: int = option(200, "validation sentences (early stopping, choice of the best h)")
+    test_size: int = option(300, "test sentences scored")
+    seeds: int = option(3, "seeds seed, seed+1, ...: initialisation, batches (toy-ko: data)")
+    seed: int = option(0, "first seed")
+    resamples: int = option(2000, "bootstrap resamples of each gap's interval")
     jobs: int = option(2, "models trained at once, in a process pool")
     threads: int = option(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
         counts = self.head_counts  # raises on a malformed list
-        if 1 not in counts or len(counts) < 2 or len(set(counts)) != len(counts):
+        if 1 not in counts or len(counts) < 3 or len(set(counts)) != len(counts):
             raise ValueError(
-                f"--heads {self.heads!r}: list distinct counts, 1 and at least "
-                "one more, e.g. 1,2,4,8,16"
+                f"--heads {self.heads!r}: list distinct counts, 1 and at least two more "
+                "(the best of the others is compared with h = 1 and with the largest h), "
+                "e.g. 1,4,16"
             )
+        if not self.task_list or not set(self.task_list) <= {"toy-ko", "multi30k"}:
+            raise ValueError(f"--tasks {self.tasks!r}: name toy-ko, multi30k or both, e.g. toy-ko")
         bad = [h for h in counts if h < 1 or self.dim % h]
         if bad or self.dim % 2:
             raise ValueError(
                 f"--dim {self.dim} must be even and divisible by every head "
                 f"count (not by {bad}); e.g. --dim 64 for 1,2,4,8,16"
             )
-        check_ranges(self, fractions=(), as_flags=True, positive=(
-            "layers", "ff", "steps", "batch_size", "valid_size", "test_size", "seeds", "jobs",
-            "threads"
-        ))  # fmt: skip
-        if self.multi30k < 0:
-            raise ValueError(f"--multi30k {self.multi30k}: a number of updates, or 0 for none")
-        if not self.lr > 0 or not 0 <= self.dropout < 1:
-            raise ValueError(f"--lr {self.lr} must be positive, --dropout {self.dropout} in [0, 1)")
+        check_ranges(self, fractions=("dropout", "label_smoothing"), as_flags=True, positive=(
+            "layers", "ff", "batch_size", "patience", "max_epochs", "toy_train", "spm_vocab",
+            "valid_size", "test_size", "resamples", "jobs", "threads"
+        ), non_negative=("multi30k",))  # fmt: skip
+        if self.seeds < 2:
+            raise ValueError(
+                f"--seeds {self.seeds}: an interval over seeds needs 2 at least; use 3"
+            )
+        if not self.lr > 0:
+            raise ValueError(f"--lr {self.lr}: it must be positive")
 
     @property
     def head_counts(self) -> list[int]:
         try:
-            return [int(x) for x in self.heads.split(",")]
+            return sorted(int(x) for x in self.heads.split(","))
         except ValueError:
-            msg = f"--heads {self.heads!r}: comma-separated integers, e.g. 1,2,4,8,16"
+            msg = f"--heads {self.heads!r}: comma-separated integers, e.g. 1,4,16"
             raise ValueError(msg) from None
+
+    @property
+    def task_list(self) -> list[str]:
+        return [t for t in self.tasks.split(",") if t]
 
     @property
     def seed_list(self) -> list[int]:

@@ -1,13 +1,15 @@
-"""The models of the heads experiment (heads.py): one ``attnkit.fit`` config per (task, seed,
-h), and the data of each task (toy-ko generated here; a subset of Multi30K read from
-``../shared/data/multi30k``).
+"""The models of the heads experiment: one ``attnkit.fit`` config per (setting, seed, h), and
+the data of each setting (toy-ko generated; a subset of Multi30K read from
+``../shared/data/multi30k``). Every model is trained to a validation plateau: early stopping
+on the validation loss with the same patience and the same cap of epochs for every arm.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ...train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from ..base import Say
@@ -16,11 +18,11 @@ from .config import HeadsConfig
 MULTI30K = Path("../shared/data/multi30k")  # from the project root, as the tests read it
 
 
-def fit_config(
-    cfg: HeadsConfig, heads: int, seed: int, data: DataConfig, steps: int, out: Path
-) -> FitConfig:
-    """The ``attnkit.fit`` config of one model; only ``heads`` differs between the models of
-    one seed. One epoch of ``steps · batch_size`` pairs = exactly ``steps`` updates."""
+def fit_config(cfg: HeadsConfig, heads: int, seed: int, data: DataConfig, out: Path) -> FitConfig:
+    """The ``attnkit.fit`` config of one model; only ``heads`` (and so d_k = dim / heads)
+    differs between the models of one (setting, seed). Early stopping after ``patience``
+    epochs without a lower valid loss, at most ``max_epochs``; only the valid loss is
+    computed each epoch (no decoding)."""
     options = dict(
         dim=cfg.dim,
         heads=heads,
@@ -33,12 +35,12 @@ def fit_config(
         data=data,
         model=ModelConfig("transformer", "small", options),
         train=TrainConfig(
-            epochs=1,
+            epochs=cfg.max_epochs,
             batch_size=cfg.batch_size,
             lr=cfg.lr,
-            patience=0,
+            patience=cfg.patience,
             seed=seed,
-            save_every=max(steps // 10, 1),
+            label_smoothing=cfg.label_smoothing,
             valid_decode=0,
             progress=False,
         ),
@@ -49,20 +51,21 @@ def fit_config(
 
 
 def toy_ko_data(cfg: HeadsConfig, seed: int) -> DataConfig:
+    """``toy_train`` generated pairs (each seed draws other sentences), ``valid_size`` and
+    ``test_size`` held out."""
     return DataConfig(
         task="toy-ko",
         task_seed=seed,
-        train_size=cfg.steps * cfg.batch_size,
+        train_size=cfg.toy_train,
         valid_size=cfg.valid_size,
         test_size=cfg.test_size,
     )
 
 
 def multi30k_data(cfg: HeadsConfig, seed: int, folder: Path) -> DataConfig:
-    """The first ``multi30k · batch_size`` training pairs (one epoch = ``multi30k`` updates),
-    the first ``valid_size`` of val and ``test_size`` of test_2016_flickr (written to
-    ``folder`` by ``multi30k_subset``); SentencePiece subwords (2,000 a language) learnt from
-    the training subset. The seed only initialises: every seed reads the same sentences."""
+    """The subset written to ``folder`` by ``multi30k_subset``; SentencePiece subwords
+    (``spm_vocab`` a language) learnt from the training subset. The seed only initialises and
+    orders the batches: every seed reads the same sentences."""
     f = {
         k: str(folder / k)
         for k in ("train.en", "train.de", "val.en", "val.de", "test.en", "test.de")
@@ -75,15 +78,15 @@ def multi30k_data(cfg: HeadsConfig, seed: int, folder: Path) -> DataConfig:
         test_src=f["test.en"],
         test_tgt=f["test.de"],
         tokenise="spm",
-        spm_vocab=2000,
+        spm_vocab=cfg.spm_vocab,
         task_seed=seed,
     )
 
 
 def multi30k_subset(cfg: HeadsConfig, folder: Path, source: Path = MULTI30K) -> Path:
-    """Write the subset of Multi30K that ``multi30k_data`` reads (plain text, one sentence a
-    line) into ``folder``; FileNotFoundError when ``source`` is absent, ValueError when it
-    has fewer lines than asked for."""
+    """Write the first ``multi30k`` training pairs, ``valid_size`` of val and ``test_size`` of
+    test_2016_flickr (plain text, one sentence a line) into ``folder``; FileNotFoundError
+    when ``source`` is absent, ValueError when it has fewer lines than asked for."""
     import gzip
 
     if not source.is_dir():
@@ -93,7 +96,7 @@ def multi30k_subset(cfg: HeadsConfig, folder: Path, source: Path = MULTI30K) -> 
         )
     folder.mkdir(parents=True, exist_ok=True)
     for split, name, n in (
-        ("train", "train", cfg.multi30k * cfg.batch_size),
+        ("train", "train", cfg.multi30k),
         ("val", "val", cfg.valid_size),
         ("test_2016_flickr", "test", cfg.test_size),
     ):
@@ -103,8 +106,7 @@ def multi30k_subset(cfg: HeadsConfig, folder: Path, source: Path = MULTI30K) -> 
             if len(lines) < n:
                 raise ValueError(
                     f"{source / f'{split}.{lang}.gz'} has {len(lines)} lines, fewer than the "
-                    f"{n} asked for; lower --multi30k (updates x --batch-size pairs), "
-                    "--valid-size or --test-size"
+                    f"{n} asked for; lower --multi30k, --valid-size or --test-size"
                 )
             (folder / f"{name}.{lang}").write_text("".join(lines), encoding="utf-8")
     return folder
@@ -114,29 +116,44 @@ def multi30k_subset(cfg: HeadsConfig, folder: Path, source: Path = MULTI30K) -> 
 class Job:
     """One model to train and score."""
 
-    task: str
+    task: str  # the setting: toy-ko or multi30k
     heads: int
     seed: int
-    steps: int  # updates
+    cap: int  # updates at the cap of epochs (for the progress lines)
     config: FitConfig
 
 
-def make_jobs(cfg: HeadsConfig, out: Path, say: Say) -> dict[str, Job]:
-    """Every (task, seed, heads) model, named ``TASK-hH-sSEED`` (also its folder in ``out``)."""
-    tasks: dict[str, tuple[int, Any]] = {"toy-ko": (cfg.steps, lambda s: toy_ko_data(cfg, s))}
-    if cfg.multi30k:
+def settings(
+    cfg: HeadsConfig, out: Path, say: Say
+) -> dict[str, tuple[int, Callable[[int], DataConfig]]]:
+    """Each setting of ``cfg.tasks``: its training pairs and its data config per seed;
+    Multi30K only when asked for and present (else said, and skipped)."""
+    tasks: dict[str, tuple[int, Callable[[int], DataConfig]]] = {}
+    if "toy-ko" in cfg.task_list:
+        tasks["toy-ko"] = (cfg.toy_train, lambda s: toy_ko_data(cfg, s))
+    if cfg.multi30k and "multi30k" in cfg.task_list:
         try:
-            folder = multi30k_subset(cfg, out / "multi30k-data")
+            folder = multi30k_subset(cfg, out / "multi30k-data", MULTI30K)
             tasks["multi30k"] = (cfg.multi30k, lambda s: multi30k_data(cfg, s, folder))
         except FileNotFoundError as err:
             say(f"skipping Multi30K: {err}")
+    if not tasks:
+        raise ValueError("nothing to run: Multi30K is absent and --tasks names nothing else")
+    return tasks
+
+
+def make_jobs(cfg: HeadsConfig, out: Path, say: Say) -> dict[str, Job]:
+    """Every (setting, seed, heads) model, named ``TASK-hH-sSEED`` (also its folder in
+    ``out``)."""
     named = {}
-    for task, (steps, data) in tasks.items():
+    for task, (pairs, data) in settings(cfg, out, say).items():
+        cap = cfg.max_epochs * math.ceil(pairs / cfg.batch_size)
         for seed in cfg.seed_list:
             for h in cfg.head_counts:
                 name = f"{task}-h{h}-s{seed}"
-                config = fit_config(cfg, h, seed, data(seed), steps, out / name)
-                named[name] = Job(task, h, seed, steps, config)
+                named[name] = Job(
+                    task, h, seed, cap, fit_config(cfg, h, seed, data(seed), out / name)
+                )
     return named
 
 
@@ -147,5 +164,6 @@ __all__ = [
     "make_jobs",
     "multi30k_data",
     "multi30k_subset",
+    "settings",
     "toy_ko_data",
 ]

@@ -1,4 +1,6 @@
-"""What the heads experiment measures on one trained Transformer: greedy BLEU of the test set,
+"""What the heads experiment measures on one Transformer trained to a validation plateau (its
+``best`` checkpoint): greedy BLEU of the test set (the paper's metric; with each sentence's
+statistics for the bootstrap, bleu.py), test and valid perplexity (the paper's other column),
 AER of the cross-attention against gold links, and how different the heads are (mean
 pairwise Jensen–Shannon divergence of the last layer's heads).
 
@@ -65,24 +67,63 @@ def example_index(examples: Sequence[Example], first: int = 50) -> int:
     return max(pool, key=lambda i: (len(examples[i].links), len(examples[i].src), -i))
 
 
-def measure(run: Path, example: int | None = None) -> dict[str, Any]:
-    """Load the checkpoint ``run/last`` and score it on its own test split (rebuilt from the
-    data spec stored in it): greedy BLEU and exact match, AER of the last layer's mean of
-    heads (what the model's forward returns; None without gold links), AER of its best single
-    head, the mean pairwise JS of its heads, and the heads' maps of one test sentence."""
+def bleu_tokens(
+    hyps: Sequence[Sequence[str]], examples: Sequence[Example], detok: Any | None
+) -> list[tuple[list[str], list[str]]]:
+    """Each (hypothesis, reference) as the tokens ``eval.text.score`` counts n-grams over:
+    the words as they are (sacrebleu tokenize="none"), or with ``detok`` (subwords) the
+    detokenised text against the raw reference under sacrebleu's 13a tokeniser."""
+    if detok is None:
+        return [
+            (" ".join(h).split(), " ".join(e.tgt).split())
+            for h, e in zip(hyps, examples, strict=True)
+        ]
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    tok = Tokenizer13a()
+    return [
+        (tok(detok(h)).split(), tok(e.ref or detok(e.tgt)).split())
+        for h, e in zip(hyps, examples, strict=True)
+    ]
+
+
+def plateau(epochs: int, best_epoch: int, patience: int) -> bool:
+    """Whether a run ended on the plateau rule (the loop's early stopping): its last
+    ``patience`` epochs, at least, after ``best_epoch`` (the epoch of the lowest valid loss,
+    1-based) brought no lower valid loss. A run cut by the cap of epochs while still
+    improving is not on a plateau."""
+    return epochs - best_epoch >= patience
+
+
+def measure(run: Path, patience: int, example: int | None = None) -> dict[str, Any]:
+    """Score the early-stopped model ``run/best`` (lowest valid loss) on its own test split
+    (rebuilt from the data spec stored in it): greedy BLEU (and each sentence's BLEU
+    statistics, for the bootstrap), exact match, test perplexity exp(mean cross-entropy per
+    target token), the best valid perplexity, whether training ended on a plateau of
+    ``patience`` epochs, AER of the last layer's mean of heads (None without gold links) and
+    of its best single head, the mean pairwise JS of its heads, and one sentence's maps."""
+    import json
+
     from ...data.source import load_spec, tokenisers_for
     from ...decode import translate
     from ...eval.alignment import evaluate_alignments
     from ...eval.forced import forced_head_attention, gold_from_examples
     from ...eval.text import score
     from ...train import checkpoint
+    from ...train.family import TRANSLATE
+    from ...train.loop import valid_loss
+    from .bleu import sentence_stats
 
-    ck = checkpoint.load(run / "last")
+    ck = checkpoint.load(run / "best")
+    history = json.loads((run / "history.json").read_text(encoding="utf-8"))
     test = load_spec(ck.meta, quiet=True).test
     tgt_tok = tokenisers_for(ck.meta)[1]
     hyps = translate(ck.model, test, ck.src_vocab, ck.tgt_vocab).hyps
     detok = tgt_tok.decode if tgt_tok.name == "spm" else None
     s = score(hyps, test, detok=detok)
+    stats = [sentence_stats(h, r) for h, r in bleu_tokens(hyps, test, detok)]
+    batches = TRANSLATE.batches(test, ck.src_vocab, ck.tgt_vocab, 64, None)
+    test_ppl = math.exp(valid_loss(ck.model, batches))
     heads = [w[-1] for w in forced_head_attention(ck.model, test, ck.src_vocab, ck.tgt_vocab)]
     aer = aer_best = None  # (H, T_i, S_i) per sentence above
     if all(e.links for e in test):
@@ -96,7 +137,13 @@ def measure(run: Path, example: int | None = None) -> dict[str, Any]:
     e = test[k]
     return {
         "bleu": round(s.bleu, 2),
+        "bleu_stats": stats,
         "exact": round(100 * s.exact_match, 2),
+        "test_ppl": round(test_ppl, 4),
+        "valid_ppl": round(math.exp(ck.meta["valid_loss"]), 4),
+        "epochs": len(history),
+        "best_epoch": int(ck.meta["epoch"]),
+        "plateau": plateau(len(history), int(ck.meta["epoch"]), patience),
         "aer": None if aer is None else round(100 * aer, 2),
         "aer_best_head": None if aer_best is None else round(100 * aer_best, 2),
         "js": round(mean_pairwise_js(heads), 4),
@@ -111,4 +158,12 @@ def measure(run: Path, example: int | None = None) -> dict[str, Any]:
     }
 
 
-__all__ = ["example_index", "js_divergence", "mean_pairwise_js", "measure", "pairwise_js"]
+__all__ = [
+    "bleu_tokens",
+    "example_index",
+    "js_divergence",
+    "mean_pairwise_js",
+    "measure",
+    "pairwise_js",
+    "plateau",
+]

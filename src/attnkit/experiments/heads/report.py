@@ -1,6 +1,7 @@
-"""The heads experiment's outputs: a table per task, heads.csv, heads.json, heads.png (BLEU,
-AER and the heads' Jensen–Shannon divergence against h) and heads-maps.png (one cross-attention
-map per head of one test sentence, gold links boxed)."""
+"""The heads experiment's outputs: a table per setting, the checks and the verdicts,
+heads.csv, heads.json, heads.png (test BLEU, test perplexity and the heads' Jensen–Shannon
+divergence against h) and heads-maps.png (one cross-attention map per head of one test
+sentence, gold links boxed)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,13 @@ from typing import Any
 import numpy as np
 
 from ..base import Say, markdown_table, write_outputs
+from ..evidence import checks_table
 
 MEASURES = (  # key, label, unit
-    ("bleu", "BLEU", ""),
+    ("bleu", "test BLEU", ""),
+    ("test_ppl", "test PPL", ""),
+    ("valid_ppl", "valid PPL", ""),
+    ("epochs", "epochs", ""),
     ("exact", "exact", "%"),
     ("aer", "AER (mean of heads)", "%"),
     ("aer_best_head", "AER (best head)", "%"),
@@ -25,19 +30,25 @@ def _cell(row: dict[str, Any], key: str) -> str:
     mean, std = row[f"{key}_mean"], row[f"{key}_std"]
     if mean is None or math.isnan(mean):
         return "—"
-    digits = 3 if key == "js" else 1
+    digits = 3 if key == "js" else 2 if key.endswith("ppl") else 1
     spread = "" if std is None or math.isnan(std) else f" ± {std:.{digits}f}"
     return f"{mean:.{digits}f}{spread}"
 
 
 def text_table(result: dict[str, Any], task: str) -> str:
-    """One row per head count: d_k, parameters, then each measure as mean ± std over seeds."""
+    """One row per head count: d_k, parameters, runs on the plateau, then each measure as
+    mean ± std over seeds."""
     dim = result["config"]["dim"]
     params = result["parameters"][task]
-    head = ["h", "d_k", "parameters", *(f"{label}{' ' + u if u else ''}"
-                                         for _, label, u in MEASURES)]  # fmt: skip
+    head = ["h", "d_k", "parameters", "plateau", *(f"{label}{' ' + u if u else ''}"
+                                                   for _, label, u in MEASURES)]  # fmt: skip
     body = [
-        [str(r["heads"]), str(dim // r["heads"]), f"{params.get(str(r['heads']), 0):,}"]
+        [
+            str(r["heads"]),
+            str(dim // r["heads"]),
+            f"{params.get(str(r['heads']), 0):,}",
+            f"{r['plateau']}/{r['seeds']}",
+        ]
         + [_cell(r, key) for key, _, _ in MEASURES]
         for r in result["by_heads"]
         if r["task"] == task
@@ -45,29 +56,29 @@ def text_table(result: dict[str, Any], task: str) -> str:
     return markdown_table(head, body)
 
 
-def verdict_line(result: dict[str, Any]) -> str:
-    c = result["checks"]
-    nums = (
-        f"toy-ko BLEU: h=1 {c['bleu_one_head']:.2f}, best h={c['best_heads']} "
-        f"{c['bleu_best']:.2f}; gap {c['gap']:.2f}, needed > {c['needed_gap']:.2f} "
-        f"(seed noise {c['seed_noise']:.2f})"
-    )
-    return f"verdict: {result['verdict']}. {nums}"
+def verdict_lines(result: dict[str, Any]) -> list[str]:
+    """The verdict of each setting, then the experiment's."""
+    lines = [f"{task}: {v}" for task, v in result["verdicts"].items()]
+    return [*lines, f"verdict: {result['verdict']}"]
 
 
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     """Print the table of each task and the verdict; write the files."""
     out.mkdir(parents=True, exist_ok=True)
     tasks = list(dict.fromkeys(r["task"] for r in result["by_heads"]))
+    cfg = result["config"]
     for task in tasks:
-        updates = result["updates"][task]
-        say(f"\n{task}: {updates} updates per model, seeds {result['config']['seeds']}")
+        say(f"\n{task}: trained to a plateau (patience {cfg['patience']} epochs, cap "
+            f"{cfg['max_epochs']}), {cfg['seeds']} seeds; mean ± std over seeds")  # fmt: skip
         say(text_table(result, task))
     say(f"Multi30K: {result['multi30k']}")
+    say("\nchecks (95% intervals: paired bootstrap over seeds x test sentences)")
+    say(checks_table(result["checks"]))
     maps = lambda o: plot_maps(result["example"], o / "heads-maps.png")  # noqa: E731
     paths = write_outputs("heads", result["by_heads"], result, plot, out, say, extra=[maps])
     say(f"total {result['total_seconds']:.0f}s (training and scoring)")
-    say(verdict_line(result))
+    for line in verdict_lines(result):
+        say(line)
     return paths
 
 
@@ -78,7 +89,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    keys = (("bleu", "BLEU (greedy)"), ("aer", "AER % (mean of heads)"), ("js", "JS (nats)"))
+    keys = (("bleu", "test BLEU (greedy)"), ("test_ppl", "test perplexity"), ("js", "JS (nats)"))
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.6))
     tasks = list(dict.fromkeys(r["task"] for r in result["by_heads"]))
     for task, style in zip(tasks, ("o-", "s--"), strict=False):
@@ -98,7 +109,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     cfg = result["config"]
     fig.suptitle(
         f"Transformer d_model {cfg['dim']}, {cfg['layers']}+{cfg['layers']} layers, "
-        f"{cfg['steps']} updates, {cfg['seeds']} seed(s) (cf. Vaswani et al. 2017, Table 3 A)",
+        f"to a plateau, {cfg['seeds']} seeds (cf. Vaswani et al. 2017, Table 3 A)",
         fontsize=10,
     )
     fig.tight_layout()
@@ -119,11 +130,12 @@ def plot_maps(example: dict[str, Any], path: Path) -> Path:
         example["src"],
         gold=[tuple(x) for x in example["links"]],
         path=path,
-        title=f"h = {example['heads']}: cross-attention of the last layer, one map per head "
-        f"(test sentence {example['index']}, seed {example['seed']}; red: gold links)",
+        title=f"{example['task']}, h = {example['heads']}: cross-attention of the last layer, "
+        f"one map per head (test sentence {example['index']}, seed {example['seed']}; "
+        "red: gold links)",
         dpi=100,
     )
     return path
 
 
-__all__ = ["plot", "plot_maps", "report", "text_table", "verdict_line"]
+__all__ = ["plot", "plot_maps", "report", "text_table", "verdict_lines"]
