@@ -30,16 +30,47 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from ..stages.sparse import PatternSpec, allowed_pairs, pattern_mask
+from .dense import naive_attention
 
-if TYPE_CHECKING:
-    from .variants import Case
+
+class Case(Protocol):
+    """What this module reads of a ``bench.variants.Case`` (a Protocol, so that variants.py,
+    which imports this module, is not imported back: no import cycle)."""
+
+    @property
+    def variant(self) -> str: ...
+
+    @property
+    def scenario(self) -> str: ...
+
+    @property
+    def n(self) -> int: ...
+
+    @property
+    def backward(self) -> bool: ...
+
+    @property
+    def batch(self) -> int: ...
+
+    @property
+    def heads(self) -> int: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def radius(self) -> int: ...
+
+    @property
+    def device(self) -> str: ...
+
 
 SCENARIOS = {"sparse": "strided", "sparse-fixed": "fixed"}
 VARIANTS = ["attnkit", "flex", "sdpa-mask", "naive"]
@@ -117,9 +148,7 @@ def attention_fn(case: Case) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
     if case.variant == "sdpa-mask":
         dense = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # noqa: E731
     elif case.variant == "naive":
-        from .variants import _naive
-
-        dense = lambda q, k, v: _naive(q, k, v, mask)  # noqa: E731
+        dense = lambda q, k, v: naive_attention(q, k, v, mask)  # noqa: E731
     else:
         raise ValueError(f"unknown variant {case.variant!r} for scenario {case.scenario!r}")
     row_ok = mask.any(dim=-1, keepdim=True)  # (1, 2, n, 1)

@@ -20,6 +20,7 @@ from torch import Tensor
 
 from ..masks import band_mask
 from . import sparse
+from .dense import naive_attention as _naive
 
 Step = Callable[[], None]
 
@@ -75,13 +76,6 @@ def synchronised(step: Step, device: str) -> Step:
         torch.cuda.synchronize()
 
     return done
-
-
-def _naive(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
-    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5  # (B, H, n, n)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    return torch.softmax(scores, dim=-1) @ v  # (B, H, n, d)
 
 
 def _attention_fn(case: Case) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
