@@ -37,20 +37,20 @@ def imported_packages(package: str) -> set[tuple[str, str]]:
 @pytest.mark.parametrize(
     ("package", "forbidden"),
     [
-        ("train", {"viz", "families"}),  # families/ glue train, viz and models together
-        ("viz", {"train", "families"}),
+        ("train", {"viz", "tasks", "families"}),  # tasks/ glue train, viz and models together
+        ("viz", {"train", "tasks", "families"}),
         ("eval", {"train", "viz", "commands"}),
         ("decode", {"train", "viz", "eval", "commands"}),
         # the rooms of the core (README, "The tree, room by room"): a stage imports nothing
         # above it; mechanisms build on stages and core, never on a model or a task
         ("stages", {"core", "modules", "registry", "mechanisms", "local", "interop", "nn",
-                    "models", "families", "data", "decode", "eval", "train", "viz", "bench",
-                    "experiments", "commands", "cli"}),
-        ("mechanisms", {"models", "families", "data", "decode", "eval", "train", "viz", "bench",
-                        "experiments", "commands", "cli", "interop"}),
+                    "models", "tasks", "families", "data", "decode", "eval", "train", "viz",
+                    "bench", "experiments", "commands", "cli"}),
+        ("mechanisms", {"models", "tasks", "families", "data", "decode", "eval", "train", "viz",
+                        "bench", "experiments", "commands", "cli", "interop"}),
         ("local", {"core", "modules", "registry", "mechanisms", "models", "experiments",
                    "commands", "interop"}),
-        ("models", {"experiments", "commands", "cli", "bench"}),
+        ("models", {"experiments", "commands", "cli", "bench", "tasks"}),
         ("interop", {"models", "experiments", "commands", "train", "viz"}),
     ],
 )

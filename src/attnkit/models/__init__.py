@@ -1,6 +1,6 @@
 """The models built from attnkit's attention, one file each, in one registry: the
 sequence-to-sequence models (RNNsearch, RNNencdec, Luong, the Transformer) and the models of
-the other task families (the forecaster, HAN, DigitQA, the captioner).
+the other task families (the forecaster, HAN, DigitQA, the captioner, the language models).
 
 build_model("rnnsearch", src_vocab=120, tgt_vocab=200, preset="small", emb=32)
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, fields
 from typing import Any
 
-from . import captioner, digit_qa, forecaster, han, luong, rnnencdec, rnnsearch, transformer
+from . import captioner, digit_qa, forecaster, han, lm, luong, rnnencdec, rnnsearch, transformer
 from .base import Seq2Seq, Seq2SeqOutput
 
 MODELS: dict[str, tuple[type, type, dict[str, dict[str, Any]]]] = {
@@ -22,6 +22,8 @@ MODELS: dict[str, tuple[type, type, dict[str, dict[str, Any]]]] = {
     "han": (han.HAN, han.HANConfig, han.PRESETS),
     "digit-qa": (digit_qa.DigitQA, digit_qa.DigitQAConfig, digit_qa.PRESETS),
     "captioner": (captioner.Captioner, captioner.CaptionerConfig, captioner.PRESETS),
+    "transformer-xl": (lm.TransformerXL, lm.TransformerXLConfig, lm.XL_PRESETS),
+    "transformer-lm": (lm.TransformerLM, lm.TransformerLMConfig, lm.PRESETS),
 }
 """Model name -> (model class, its config dataclass, its named presets): ``--model NAME``."""
 
