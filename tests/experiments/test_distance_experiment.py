@@ -1,6 +1,8 @@
-"""``attnkit experiment distance``: the recall task's answers by construction, the four models'
-budgets and reach, the gradient probe against hand-computed and per-example gradients, the
-verdict on synthetic numbers, and bad settings."""
+"""``attnkit experiment distance``: the recall tasks' answers by construction, the
+updates-to-criterion rule against a brute-force reading, the four models' budgets and reach,
+the gradient probe against hand-computed and per-example gradients, the checks on synthetic
+numbers (reproduced, not reproduced, inconclusive on a floor, on a straddling interval and
+under censoring), and bad settings."""
 
 import math
 
@@ -9,15 +11,30 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from attnkit.experiments.distance import (
-    QUICK,
-    DistanceConfig,
-    eval_batch,
-    gradient_by_delta,
-    train_batch,
-    verdict,
+from attnkit.experiments import evidence as ev
+from attnkit.experiments.distance import QUICK, DistanceConfig
+from attnkit.experiments.distance.checks import (
+    CHECKED,
+    gradient_checks,
+    growth,
+    slopes,
+    task_checks,
 )
-from attnkit.experiments.distance.data import recall_batch, vocab_size
+from attnkit.experiments.distance.data import (
+    LEAD,
+    length_for,
+    recall_batch,
+    task_batch,
+    vocab_size,
+)
+from attnkit.experiments.distance.measure import (
+    Arm,
+    gradient_by_delta,
+    probe,
+    train_arm,
+    train_batch,
+    updates_to_criterion,
+)
 from attnkit.experiments.pool import generator
 from attnkit.models.sequence_classifiers import (
     MODELS,
@@ -34,25 +51,31 @@ from attnkit.models.sequence_classifiers import (
 pytestmark = pytest.mark.usefixtures("one_thread_module")
 
 
-def test_the_answer_is_the_marked_symbol_delta_back() -> None:
-    k, t = 5, 12
-    deltas = torch.tensor([1, 3, 7, 11, 11, 2])
-    tokens, labels = recall_batch(deltas, t, k, generator(0))
-    assert tokens.shape == (6, t) and labels.shape == (6,)
-    for row, d, y in zip(tokens.tolist(), deltas.tolist(), labels.tolist(), strict=True):
-        assert row[-1] == 2 * k  # the query ends every sequence
-        marked = [i for i, tok in enumerate(row) if k <= tok < 2 * k]
-        assert marked == [t - 1 - d]  # exactly one marked token, Δ back
-        assert row[t - 1 - d] - k == y  # and it is the answer
-        assert all(0 <= tok < k for i, tok in enumerate(row[:-1]) if i != t - 1 - d)
+@pytest.mark.parametrize("task", ["marked", "plain"])
+def test_the_answer_is_the_token_delta_back(task: str) -> None:
+    k, t = 5, length_for(12)
+    assert t == LEAD + 12 + 1
+    for delta in (1, 3, 12):
+        tokens, labels = task_batch(task, delta, t, 40, k, generator(0, delta))
+        assert tokens.shape == (40, t) and labels.shape == (40,)
+        assert bool((tokens[:, -1] == 2 * k).all())  # the query ends every sequence
+        answer = tokens[:, t - 1 - delta]  # (B,)
+        if task == "marked":
+            assert torch.equal(answer - k, labels)
+            others = torch.cat([tokens[:, : t - 1 - delta], tokens[:, t - delta : -1]], 1)
+            assert bool((others < k).all())  # exactly one marked token, Δ back
+        else:
+            assert torch.equal(answer, labels)
+            assert bool((tokens[:, :-1] < k).all())  # nothing is marked
     assert vocab_size(k) == 2 * k + 1
 
 
-def test_distractors_say_nothing_about_the_answer() -> None:
-    """Over many sequences, the plain symbols are as frequent under every label (the marked
-    token is the only carrier): each label's distractor histogram is near uniform."""
+@pytest.mark.parametrize("marked", [True, False])
+def test_distractors_say_nothing_about_the_answer(marked: bool) -> None:
+    """Over many sequences, the symbols other than the answer are as frequent under every
+    label: each label's distractor histogram is near uniform."""
     k, t, n = 4, 30, 4000
-    tokens, labels = recall_batch(torch.full((n,), 10), t, k, generator(1))
+    tokens, labels = recall_batch(torch.full((n,), 10), t, k, generator(1), marked=marked)
     plain = torch.cat([tokens[:, : t - 11], tokens[:, t - 10 : -1]], dim=1)  # (n, t-2)
     for y in range(k):
         freq = torch.bincount(plain[labels == y].flatten(), minlength=k).float()
@@ -60,20 +83,17 @@ def test_distractors_say_nothing_about_the_answer() -> None:
 
 
 def test_batches_are_pure_functions_of_their_key() -> None:
-    cfg = DistanceConfig(**QUICK)
-    a, b = train_batch(cfg, 3), train_batch(cfg, 3)
-    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
-    assert not torch.equal(train_batch(cfg, 4)[0], a[0])
-    t = cfg.sizes.length
-    for mix, allowed in (("grid", set(cfg.grid)), ("range", set(range(1, t)))):
-        c = DistanceConfig(**{**QUICK, "mix": mix, "batch_size": 400})
-        x, y = train_batch(c, 0)
-        marked = (x >= c.symbols) & (x < 2 * c.symbols)  # (B, T)
-        deltas = {t - 1 - int(i) for i in marked.float().argmax(dim=1)}
-        assert deltas == allowed, mix  # 400 draws cover every allowed Δ
-    x, y = eval_batch(cfg, 4)
-    assert x.shape == (cfg.eval_size, cfg.sizes.length)
-    assert torch.equal(x[:, cfg.sizes.length - 1 - 4] - cfg.symbols, y)
+    setting = DistanceConfig(**QUICK).setting  # type: ignore[arg-type]
+    arm = Arm("marked", "lstm", 4, 0)
+    a, b = train_batch(arm, setting, 3), train_batch(Arm("marked", "gru", 4, 0), setting, 3)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])  # every model: same batches
+    assert not torch.equal(train_batch(arm, setting, 4)[0], a[0])
+    assert not torch.equal(train_batch(Arm("marked", "lstm", 4, 1), setting, 3)[0], a[0])
+    assert not torch.equal(train_batch(Arm("plain", "lstm", 4, 0), setting, 3)[0], a[0])
+    assert a[0].shape == (setting.batch_size, length_for(4))  # Δmax = 4: every Δ this long
+    assert setting.length == length_for(4)
+    short = train_batch(Arm("marked", "lstm", 2, 0), setting, 3)[0]
+    assert short.shape == a[0].shape and bool((short[:, -3] >= setting.symbols).all())
 
 
 def test_recall_batch_refuses_a_delta_that_does_not_fit() -> None:
@@ -81,6 +101,49 @@ def test_recall_batch_refuses_a_delta_that_does_not_fit() -> None:
         recall_batch(torch.tensor([12]), 12, 4, generator(0))
     with pytest.raises(ValueError, match="symbols=1"):
         recall_batch(torch.tensor([1]), 12, 1, generator(0))
+    with pytest.raises(ValueError, match="choose one of"):
+        task_batch("copy", 3, 12, 2, 4, generator(0))
+
+
+def brute_updates(acc: list[float], w: int, c: float = 0.9) -> int | None:
+    """The first n + 1 whose window acc[n-w+1..n] averages >= c, by slicing every window."""
+    for n in range(w - 1, len(acc)):
+        if sum(acc[n - w + 1 : n + 1]) / w >= c - 1e-12:
+            return n + 1
+    return None
+
+
+def test_updates_to_criterion_matches_a_brute_force_reading() -> None:
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(300):
+        n, w = int(torch.randint(1, 40, (1,), generator=gen)), int(
+            torch.randint(1, 8, (1,), generator=gen))  # fmt: skip
+        ramp = torch.linspace(0, 1, n) + 0.3 * torch.rand(n, generator=gen)
+        acc = [round(min(1.0, float(a)) * 32) / 32 for a in ramp]  # batch accuracies of 32
+        assert updates_to_criterion(acc, w) == brute_updates(acc, w), (acc, w)
+    assert updates_to_criterion([0.9, 0.9, 0.9], 3) == 3  # exactly 90% counts
+    assert updates_to_criterion([1.0, 0.5, 1.0, 0.8], 2) == 4  # (0.5+1)/2 < .9; (1+.8)/2 = .9
+    assert updates_to_criterion([1.0, 1.0], 3) is None  # never a full window: censored
+    with pytest.raises(ValueError, match="window=0"):
+        updates_to_criterion([1.0], 0)
+
+
+def test_train_arm_stops_at_the_criterion_or_the_cap() -> None:
+    """Where training stopped is the rule's u (early stop), or the cap when censored."""
+    cfg = DistanceConfig(**{**QUICK, "cap": 30, "window": 2, "symbols": 2,
+                            "deltas": "1,2"})  # type: ignore[arg-type]  # fmt: skip
+    seen = set()
+    for model in ("attention", "lstm"):
+        for seed in range(3):
+            r = train_arm(Arm("marked", model, 1, seed), cfg.setting, init_probe=False)
+            assert 2 <= r["updates"] <= 30 and len(r["curve"]) == math.ceil(r["steps_run"] / 2)
+            if r["censored"]:
+                assert r["updates"] == r["steps_run"] == 30
+            else:
+                assert r["updates"] == r["steps_run"] and r["steps_run"] < 30
+                assert r["curve"][-1] >= 0.9 or r["steps_run"] % 2  # its last window met it
+            seen.add(r["censored"])
+    assert seen == {True, False}  # both branches were exercised
 
 
 def test_closest_width_matches_a_brute_force_search() -> None:
@@ -158,66 +221,151 @@ def test_gradient_probe_equals_one_example_at_a_time(name: str) -> None:
 @pytest.mark.parametrize("name", ["gru", "attention"])
 def test_gradient_by_delta_reads_the_position_delta_back(name: str) -> None:
     """Each Δ's number is the mean over the probe sequences of the gradient at position
-    T - 1 - Δ (the marked symbol), computed here one example at a time."""
-    cfg = DistanceConfig(**QUICK)  # type: ignore[arg-type]
+    T - 1 - Δ of sequences of the longest length (the marked answer), computed here one
+    example at a time on a float64 copy."""
+    cfg = DistanceConfig(**{**QUICK, "deltas": "1,3,6"})  # type: ignore[arg-type]
+    setting = cfg.setting
     torch.manual_seed(2)
-    model = build(name, cfg.sizes, 8, 2, 1)
-    got = gradient_by_delta(model, cfg)
-    double = build(name, cfg.sizes, 8, 2, 1).double()
+    model = build(name, setting.sizes, 8, 2, 1)
+    got = gradient_by_delta(model, 0, setting)
+    double = build(name, setting.sizes, 8, 2, 1).double()
     double.load_state_dict(model.state_dict())
+    t = setting.length
     for d, value in zip(cfg.grid, got, strict=True):
-        x, y = eval_batch(cfg, d)
+        x, y = task_batch("marked", d, t, setting.grad_size, setting.symbols, generator(0, 200, d))
+        assert torch.equal(x[:, t - 1 - d] - setting.symbols, y)  # the answer, Δ back
         norms = []
-        for i in range(cfg.grad_size):
+        for i in range(setting.grad_size):
             e = double.embed(x[i : i + 1]).detach().requires_grad_(True)  # (1, T, E)
             F.cross_entropy(double.readout(e), y[i : i + 1]).backward()
             assert e.grad is not None
-            norms.append(e.grad[0, cfg.sizes.length - 1 - d].norm().item())
+            norms.append(e.grad[0, t - 1 - d].norm().item())
         assert value == pytest.approx(sum(norms) / len(norms), rel=1e-9)
+    assert probe(model, "marked", 3, 0, setting) == pytest.approx(got[1], rel=1e-12)
 
 
-def numbers(acc_short: dict[str, float], acc_long: dict[str, float],
-            grad_long: dict[str, float]) -> tuple[dict, dict]:  # fmt: skip
-    acc = {m: [acc_short[m], (acc_short[m] + acc_long[m]) / 2, acc_long[m]] for m in MODELS}
-    grad = {m: [1.0, math.sqrt(grad_long[m]), grad_long[m]] for m in MODELS}
-    return acc, grad
+GRID = [10, 100, 400]
 
 
-def test_verdict_reproduced() -> None:
-    acc, grad = numbers(
-        {"lstm": 1.0, "gru": 1.0, "cnn": 1.0, "attention": 1.0},
-        {"lstm": 0.2, "gru": 0.13, "cnn": 0.5, "attention": 0.97},
-        {"lstm": 1e-9, "gru": 1e-6, "cnn": 0.1, "attention": 0.8},
-    )
-    reasons, checks = verdict(acc, grad)
-    assert reasons == [] and checks["reproduced"]
-    assert checks["accuracy_drop"]["lstm"] == pytest.approx(0.8)
-    assert checks["initial_gradient_ratio"]["gru"] == pytest.approx(1e-6)
+def grid_of(per_delta: dict[str, list[list[float]]]) -> dict[str, list[list[float]]]:
+    """model -> [Δ][seed], the CNN a copy of the GRU (it is not checked)."""
+    return {**per_delta, "cnn": per_delta["gru"]}
 
 
-def test_verdict_not_reproduced_when_the_lstm_solves_it() -> None:
-    acc, grad = numbers(
-        {"lstm": 1.0, "gru": 1.0, "cnn": 1.0, "attention": 1.0},
-        {"lstm": 0.99, "gru": 0.5, "cnn": 0.5, "attention": 1.0},
-        {"lstm": 1e-9, "gru": 1e-9, "cnn": 0.1, "attention": 0.8},
-    )
-    reasons, checks = verdict(acc, grad)
-    assert reasons == ["LSTM lost only 1.0 points from the shortest to the longest Δ (< 25)"]
-    assert not checks["reproduced"]
+def none_censored() -> dict[str, list[list[bool]]]:
+    return {m: [[False] * 5 for _ in GRID] for m in MODELS}
 
 
-def test_verdict_not_reproduced_when_attention_fails() -> None:
-    acc, grad = numbers(
-        {"lstm": 0.9, "gru": 0.9, "cnn": 0.9, "attention": 0.5},
-        {"lstm": 0.1, "gru": 0.1, "cnn": 0.1, "attention": 0.3},
-        {"lstm": 0.5, "gru": 1e-9, "cnn": 0.1, "attention": 0.01},
-    )
-    reasons, _ = verdict(acc, grad)
-    assert any("attention scored 50% at the shortest Δ" in r for r in reasons)
-    assert any("attention lost 20.0 points" in r for r in reasons)
-    assert any("LSTM's initial gradient Δmax/Δmin ratio is 0.5" in r for r in reasons)
-    assert any("attention's initial gradient Δmax/Δmin ratio is 0.01" in r for r in reasons)
-    assert len(reasons) == 4
+def outcomes(checks: list[ev.Check]) -> dict[str, str]:
+    return {c.name: c.outcome for c in checks}
+
+
+def synthetic(lstm_hi: list[float], attn_hi: list[float]) -> dict[str, list[list[float]]]:
+    base = [40.0, 50.0, 45.0, 60.0, 55.0]
+    return grid_of({
+        "lstm": [base, [2 * b for b in base], lstm_hi],
+        "gru": [base, [3 * b for b in base], [8 * b for b in base]],
+        "attention": [base, base, attn_hi],
+    })  # fmt: skip
+
+
+def test_growth_and_slope_by_hand() -> None:
+    assert growth([[10, 20], [40, 20], [80, 40]]) == [3.0, 1.0]
+    # u = 5·Δ^0.5 exactly: slope 0.5 for every seed; a flat seed: 0
+    u = [[5 * d**0.5, 7.0] for d in GRID]
+    assert slopes(GRID, u) == pytest.approx([0.5, 0.0])
+
+
+def test_reproduced_when_recurrent_grows_and_attention_stays_flat() -> None:
+    base = [40.0, 50.0, 45.0, 60.0, 55.0]
+    checks = task_checks("marked", GRID, synthetic([10 * b for b in base], base),
+                         none_censored(), 10)  # fmt: skip
+    assert all(c.outcome == ev.PASS for c in checks), [c.reason for c in checks]
+    g = {c.name: c for c in checks}["marked: lstm grows: log2 u(Δ=400) / u(Δ=10)"]
+    assert g.value == pytest.approx(math.log2(10)) and g.threshold == 1.0
+    assert ev.verdict_of(checks) == ev.REPRODUCED
+
+
+def test_not_reproduced_when_the_lstm_learns_every_delta_as_fast() -> None:
+    base = [40.0, 50.0, 45.0, 60.0, 55.0]
+    lstm_hi = [b * f for b, f in zip(base, (1.0, 1.1, 0.9, 1.2, 1.0), strict=True)]
+    checks = task_checks("marked", GRID, synthetic(lstm_hi, base), none_censored(), 10)
+    assert outcomes(checks)["marked: lstm grows: log2 u(Δ=400) / u(Δ=10)"] == ev.FAIL
+    assert ev.verdict_of(checks).startswith("NOT REPRODUCED: marked: lstm grows")
+
+
+def test_not_reproduced_when_attention_slows_down() -> None:
+    base = [40.0, 50.0, 45.0, 60.0, 55.0]
+    checks = task_checks("plain", GRID, synthetic([10 * b for b in base], [5 * b for b in base]),
+                         none_censored(), 10)  # fmt: skip
+    assert outcomes(checks)["plain: attention stays flat: log2 u(Δ=400) / u(Δ=10)"] == ev.FAIL
+
+
+def test_inconclusive_when_the_interval_straddles_the_threshold() -> None:
+    base = [40.0, 50.0, 45.0, 60.0, 55.0]
+    lstm_hi = [b * f for b, f in zip(base, (1.0, 4.0, 1.5, 3.0, 1.2), strict=True)]  # ~2x
+    checks = task_checks("marked", GRID, synthetic(lstm_hi, base), none_censored(), 10)
+    lstm = {c.name: c for c in checks}["marked: lstm grows: log2 u(Δ=400) / u(Δ=10)"]
+    assert lstm.ci[0] < 1.0 < lstm.ci[1] and lstm.outcome == ev.INCONCLUSIVE
+    assert ev.verdict_of(checks).startswith("INCONCLUSIVE: marked: lstm grows")
+
+
+def test_inconclusive_at_the_floor_where_every_arm_learns_at_once() -> None:
+    """Every checked model meets the criterion within 2x the window even at Δmax: no growth
+    could show (the analogue of a ceiling), whatever the claim checks say."""
+    w = [10.0, 12.0, 10.0, 11.0, 10.0]
+    checks = task_checks("marked", GRID, grid_of({m: [w, w, w] for m in CHECKED}),
+                         none_censored(), 10)  # fmt: skip
+    floor = {c.name: c for c in checks}["marked: log2 updates-to-criterion at Δ=400 off the floor"]
+    assert floor.outcome == ev.INCONCLUSIVE and floor.kind == "design"
+    assert ev.verdict_of(checks).startswith("INCONCLUSIVE: marked: log2 updates")
+
+
+def test_inconclusive_when_no_arm_learns_the_shortest_delta() -> None:
+    cap = [600.0] * 5
+    censored = {m: [[True] * 5 for _ in GRID] for m in MODELS}
+    checks = task_checks("plain", GRID, grid_of({m: [cap, cap, cap] for m in CHECKED}),
+                         censored, 10)  # fmt: skip
+    verdict = ev.verdict_of(checks)
+    assert verdict.startswith("INCONCLUSIVE: plain: the best arm meets the criterion at Δ=10")
+    assert "not learned at this budget" in verdict
+
+
+def test_censoring_turns_only_the_overturnable_outcome_inconclusive() -> None:
+    """A censored u(Δmax) is a lower bound: a recurrent 'grows' that fails and an attention
+    'flat' that passes could be overturned (inconclusive); the opposite outcomes stand."""
+    base = [40.0, 50.0, 45.0, 60.0, 55.0]
+    censored = none_censored()
+    censored["lstm"][-1][0] = censored["attention"][-1][0] = True
+    flat = synthetic(base, base)  # the LSTM as flat as attention
+    got = outcomes(task_checks("marked", GRID, flat, censored, 10))
+    assert got["marked: lstm grows: log2 u(Δ=400) / u(Δ=10)"] == ev.INCONCLUSIVE
+    assert got["marked: attention stays flat: log2 u(Δ=400) / u(Δ=10)"] == ev.INCONCLUSIVE
+    steep = synthetic([10 * b for b in base], [8 * b for b in base])
+    got = outcomes(task_checks("marked", GRID, steep, censored, 10))
+    assert got["marked: lstm grows: log2 u(Δ=400) / u(Δ=10)"] == ev.PASS  # stands
+    assert got["marked: attention stays flat: log2 u(Δ=400) / u(Δ=10)"] == ev.FAIL  # stands
+
+
+def test_a_model_censored_at_the_shortest_delta_makes_it_inconclusive() -> None:
+    base = [40.0, 50.0, 45.0, 60.0, 55.0]
+    censored = none_censored()
+    censored["gru"][0][3] = True
+    checks = task_checks("marked", GRID, synthetic([10 * b for b in base], base), censored, 10)
+    gru = {c.name: c for c in checks}["marked: gru meets the criterion at Δ=10 (share of seeds)"]
+    assert gru.outcome == ev.INCONCLUSIVE and gru.value == pytest.approx(0.8)
+    assert ev.verdict_of(checks).startswith("INCONCLUSIVE: marked: gru meets")
+
+
+def test_gradient_checks_on_synthetic_norms() -> None:
+    def norms(ratio: float) -> list[list[float]]:  # [seed][Δ]: 1 at Δmin, ratio·(1±) at Δmax
+        return [[1.0, 0.5, ratio * f] for f in (0.5, 1.0, 2.0, 1.0, 1.5)]
+
+    good = {"lstm": norms(1e-9), "gru": norms(0.0), "cnn": norms(0.1), "attention": norms(0.8)}
+    checks = gradient_checks(good)
+    assert [c.outcome for c in checks] == [ev.PASS] * 3  # a float64 underflow counts as 1e-300
+    bad = {**good, "lstm": norms(0.5), "attention": norms(1e-3)}
+    assert [c.outcome for c in gradient_checks(bad)] == [ev.FAIL, ev.PASS, ev.FAIL]
 
 
 @pytest.mark.parametrize(
@@ -226,11 +374,13 @@ def test_verdict_not_reproduced_when_attention_fails() -> None:
         ({"deltas": "1,x"}, "comma-separated integers"),
         ({"deltas": "5"}, "at least two distances"),
         ({"deltas": "0,5"}, "at least 1"),
+        ({"tasks": "marked,copy"}, "--tasks"),
+        ({"tasks": "plain,plain"}, "--tasks"),
         ({"symbols": 1}, "--symbols 1"),
-        ({"mix": "log"}, "choose grid or range"),
-        ({"steps": 0}, "--steps"),
+        ({"seeds": 1}, "--seeds 1"),
+        ({"cap": 0}, "--cap"),
+        ({"window": 20, "cap": 10}, "--window 20 > --cap 10"),
         ({"dim": 6, "heads": 4}, "divisible by --heads"),
-        ({"grad_size": 999}, "--grad-size"),
         ({"lr": 0.0}, "--lr"),
     ],
 )

@@ -74,3 +74,23 @@ def test_bad_arguments_fail_clearly() -> None:
         fit_classifier(net(0), separable, steps=-1, lr=1e-3, seed=0)
     with pytest.raises(ValueError, match="clip=-1"):
         fit_classifier(net(0), separable, steps=1, lr=1e-3, seed=0, clip=-1)
+
+
+def test_until_stops_after_the_update_it_first_says_true(one_thread: None) -> None:
+    """``until`` sees the history after each update; training stops at the first True, and the
+    weights are those of a run of exactly that many steps (same batches, same seed)."""
+    seen: list[int] = []
+
+    def at_four(h: object) -> bool:
+        assert len(h.loss) == h.steps  # type: ignore[attr-defined]
+        seen.append(h.steps)  # type: ignore[attr-defined]
+        return h.steps == 4  # type: ignore[attr-defined]
+
+    a, b = net(5), net(5)
+    hist = fit_classifier(a, separable, steps=50, lr=1e-2, seed=1, until=at_four)
+    assert seen == [1, 2, 3, 4] and hist.steps == 4 and len(hist.accuracy) == 4
+    fit_classifier(b, separable, steps=4, lr=1e-2, seed=1)
+    pa, pb = (torch.cat([p.flatten() for p in m.parameters()]) for m in (a, b))
+    assert torch.equal(pa, pb)
+    never = fit_classifier(net(5), separable, steps=6, lr=1e-2, seed=1, until=lambda h: False)
+    assert never.steps == 6

@@ -49,6 +49,7 @@ def fit_classifier(
     clip: float = 1.0,
     log: Callable[[str], None] | None = None,
     log_every: int = 50,
+    until: Callable[[History], bool] | None = None,
 ) -> History:
     """Train ``model`` (inputs (B, ...) -> logits (B, C)) for ``steps`` Adam updates on
     ``make_batch(0), make_batch(1), ...``; returns the per-step history.
@@ -56,6 +57,9 @@ def fit_classifier(
     Deterministic: ``seed`` seeds torch before the first update (dropout and anything else
     random inside the model), so the same model weights, batches and seed give the same
     trained weights. ``clip`` bounds the global gradient norm (0 turns clipping off).
+    ``until`` (optional) is asked after every update with the history so far; when it says
+    True training stops there, before ``steps`` (an early-stopping rule, e.g. a criterion on
+    the accuracy of the last batches; ``history.steps`` is then the updates done).
     """
     if steps < 0:
         raise ValueError(f"steps={steps}; pass 0 or more updates")
@@ -77,15 +81,16 @@ def fit_classifier(
         history.accuracy.append(float((logits.argmax(-1) == y).float().mean()))
         return float(loss.detach())
 
-    def after(step: int, loss: float, batch: Batch) -> None:
+    def after(step: int, loss: float, batch: Batch) -> str | None:
         history.loss.append(loss)
+        history.steps = step + 1
         if log is not None and (step + 1) % log_every == 0:
             recent = history.loss[-log_every:]
             log(f"step {step + 1}/{steps}  loss {sum(recent) / len(recent):.4f}")
+        return "until" if until is not None and until(history) else None
 
     run_updates(0, steps, make_batch, update_on, after)
     model.eval()
-    history.steps = steps
     history.seconds = time.perf_counter() - t0
     return history
 

@@ -1,20 +1,29 @@
-"""The long-range recall task of ``attnkit experiment distance``: the answer is the one marked
-symbol, Δ positions before the end of the sequence.
+"""The long-range recall tasks of ``attnkit experiment distance``: the answer is one symbol,
+Δ positions before the end of the sequence.
 
-A sequence of T tokens (read left to right; the classifier answers at the last one):
+A sequence of T tokens (read left to right; the classifier answers at the last one). In a
+run every Δ uses the same T = LEAD + Δmax + 1 (``length_for(Δmax)``), so that only the
+distance changes, not the number of tokens a model reads:
 
-    position:  0 ........ T−1−Δ ........ T−2   T−1
-    token:     s s s s s   ŝ_y   s s s s  s     ?
+    position:  0 ......... T−1−Δ ......... T−2   T−1
+    token:     s  ...  s   ŝ_y / y   s ...  s     ?
 
-every ``s`` a plain symbol drawn uniformly from K symbols (the distractors), ``ŝ_y`` the
-marked copy of symbol y (the only marked token), ``?`` the query. The label is y. The
-distractors are independent of y and the marked token is at the same place for a given Δ,
-so nothing but the token Δ back carries any information about the answer: a model that
-cannot reach it scores chance, 1/K. This is the "latch" of Bengio, Simard & Frasconi (1994)
-and the distractor recall of Hochreiter & Schmidhuber (1997, Exp. 2): store one symbol for
-Δ steps while reading noise.
+every ``s`` a plain symbol drawn uniformly from K symbols (the distractors), ``?`` the query,
+the label y. Two tasks:
 
-Token ids: plain symbols 0..K−1, marked symbols K..2K−1, the query 2K (vocabulary 2K + 1).
+  * ``marked``: the answer is a *marked* copy ŝ_y of symbol y, the only marked token. This
+    is the latch of Bengio, Simard & Frasconi (1994) and the distractor recall of Hochreiter
+    & Schmidhuber (1997, Exp. 2): store one flagged symbol for Δ steps while reading noise.
+  * ``plain`` (no marker): the answer is the plain symbol exactly Δ back; nothing flags it,
+    the model must know where it is (every symbol is a distractor until it is the one).
+
+The distractors are independent of y, so nothing but the token Δ back carries information
+about the answer: a model that cannot reach it scores chance, 1/K. At least ``LEAD``
+distractors come first, so that the answer is never the first token (position 0 is special
+to every model: a recurrent state starts there, attention has its first key there).
+
+Token ids: plain symbols 0..K−1, marked symbols K..2K−1, the query 2K (vocabulary 2K + 1,
+for both tasks, so that the models' sizes do not depend on the task).
 Legend: B batch, T length.
 """
 
@@ -23,16 +32,25 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+TASKS = ("marked", "plain")
+LEAD = 10  # distractors before the answer's position
+
 
 def vocab_size(symbols: int) -> int:
     """K plain symbols, K marked symbols and the query: 2K + 1 token ids."""
     return 2 * symbols + 1
 
 
-def recall_batch(deltas: Tensor, length: int, symbols: int, gen: torch.Generator
-                 ) -> tuple[Tensor, Tensor]:  # fmt: skip
+def length_for(delta_max: int) -> int:
+    """The sequence length T = LEAD + Δmax + 1 of a run whose longest distance is Δmax."""
+    return LEAD + delta_max + 1
+
+
+def recall_batch(deltas: Tensor, length: int, symbols: int, gen: torch.Generator,
+                 marked: bool = True) -> tuple[Tensor, Tensor]:  # fmt: skip
     """Sequences whose answer is Δ_b back: deltas (B,) in 1..T−1 -> tokens (B, T), labels
-    (B,). Random draws come from ``gen`` only (same generator state -> same batch)."""
+    (B,). ``marked``: the answer is a marked symbol (K + y); else the plain symbol y there.
+    Random draws come from ``gen`` only (same generator state -> same batch)."""
     if symbols < 2:
         raise ValueError(f"symbols={symbols}; need at least 2 (chance would be 100%)")
     if len(deltas) and not (1 <= int(deltas.min()) and int(deltas.max()) <= length - 1):
@@ -44,9 +62,19 @@ def recall_batch(deltas: Tensor, length: int, symbols: int, gen: torch.Generator
     tokens = torch.randint(0, symbols, (b, length), generator=gen)  # (B, T) distractors
     labels = torch.randint(0, symbols, (b,), generator=gen)  # (B,)
     rows = torch.arange(b)
-    tokens[rows, length - 1 - deltas] = symbols + labels  # the marked symbol, Δ back
+    tokens[rows, length - 1 - deltas] = labels + (symbols if marked else 0)  # Δ back
     tokens[:, -1] = 2 * symbols  # the query
     return tokens, labels
 
 
-__all__ = ["recall_batch", "vocab_size"]
+def task_batch(task: str, delta: int, length: int, size: int, symbols: int,
+               gen: torch.Generator) -> tuple[Tensor, Tensor]:  # fmt: skip
+    """``size`` sequences of ``task`` at distance ``delta``, ``length`` tokens each:
+    tokens (size, T), labels (size,)."""
+    if task not in TASKS:
+        raise ValueError(f"task {task!r}; choose one of {TASKS}")
+    deltas = torch.full((size,), delta)  # (B,)
+    return recall_batch(deltas, length, symbols, gen, marked=task == "marked")
+
+
+__all__ = ["LEAD", "TASKS", "length_for", "recall_batch", "task_batch", "vocab_size"]

@@ -1,106 +1,135 @@
-"""The distance experiment's outputs: a Markdown table of accuracy and gradient norm by Δ,
-distance.csv, distance.json and distance.png (accuracy vs Δ; gradient norm vs Δ at
-initialisation and after training, log scale)."""
+"""The distance experiment's outputs: per task a Markdown table of updates-to-criterion and
+held-out accuracy by Δ, the checks, distance.csv, distance.json and distance.png
+(updates-to-criterion vs Δ per task; the initial gradient norm vs Δ)."""
 
 from __future__ import annotations
 
+import math
+import statistics
 from pathlib import Path
 from typing import Any
 
 from ...models.sequence_classifiers import MODELS
 from ..base import Say, markdown_table, write_outputs
+from ..evidence import checks_table
 
 LABELS = {"lstm": "LSTM", "gru": "GRU", "cnn": "CNN", "attention": "attention"}
 
 
+def geomean(xs: list[float]) -> float:
+    return math.exp(statistics.fmean(math.log(x) for x in xs))
+
+
 def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per Δ: each model's accuracy, then its gradient norm at init and trained."""
+    """One row per (task, model, Δ): updates-to-criterion (geometric mean over seeds, the
+    censored ones at the cap), censored runs, held-out accuracy where training stopped, and
+    the gradient norms (at initialisation: the task-independent probe)."""
     out = []
-    for i, d in enumerate(result["deltas"]):
-        row: dict[str, Any] = {"delta": d}
+    for t in result["tasks"]:
         for m in MODELS:
-            row[f"{m}_acc"] = round(result["accuracy"][m][i], 4)
-        for key in ("grad_init", "grad_trained"):
-            for m in MODELS:
-                row[f"{m}_{key}"] = float(f"{result[key][m][i]:.4g}")
-        out.append(row)
+            for i, d in enumerate(result["deltas"]):
+                u = result["updates"][t][m][i]
+                g_init = statistics.fmean(g[i] for g in result["grad_init"][m])
+                g_trained = statistics.fmean(result["grad_trained"][t][m][i])
+                row = {
+                    "task": t, "model": m, "delta": d, "length": result["length"],
+                    "updates_geomean": round(geomean(u), 1),
+                    "updates_per_seed": " ".join(str(x) for x in u),
+                    "censored": sum(result["censored"][t][m][i]),
+                    "seeds": len(u),
+                    "accuracy_end": round(statistics.fmean(result["accuracy_end"][t][m][i]), 4),
+                    "grad_init": float(f"{g_init:.4g}"),
+                    "grad_trained": float(f"{g_trained:.4g}"),
+                }  # fmt: skip
+                out.append(row)
     return out
 
 
-def text_table(result: dict[str, Any]) -> str:
-    head = ["Δ"] + [f"{LABELS[m]} acc %" for m in MODELS]
-    head += [f"{LABELS[m]} ‖∂ℓ/∂x‖ init / trained" for m in MODELS]
-    body = [
-        [str(r["delta"])]
-        + [f"{100 * r[f'{m}_acc']:.1f}" for m in MODELS]
-        + [f"{r[f'{m}_grad_init']:.2g} / {r[f'{m}_grad_trained']:.2g}" for m in MODELS]
-        for r in rows(result)
-    ]
+def text_table(result: dict[str, Any], task: str) -> str:
+    """Δ by model: updates-to-criterion (geometric mean; "+k" k runs censored at the cap)
+    and the held-out accuracy where training stopped."""
+    by = {(r["model"], r["delta"]): r for r in rows(result) if r["task"] == task}
+    head = ["Δ"] + [f"{LABELS[m]} updates" for m in MODELS]
+    head += [f"{LABELS[m]} acc %" for m in MODELS]
+    body = []
+    for d in result["deltas"]:
+        cells = [str(d)]
+        for m in MODELS:
+            r = by[(m, d)]
+            cells.append(f"{r['updates_geomean']:.0f}"
+                         + (f" ({r['censored']}/{r['seeds']} at cap)" if r["censored"] else ""))
+        cells += [f"{100 * by[(m, d)]['accuracy_end']:.1f}" for m in MODELS]
+        body.append(cells)
     return markdown_table(head, body)
 
 
-def verdict_line(result: dict[str, Any]) -> str:
-    c = result["checks"]
-    drop, ratio = c["accuracy_drop"], c["initial_gradient_ratio"]
-    nums = (
-        "accuracy lost from the shortest to the longest Δ: "
-        + ", ".join(f"{LABELS[m]} {100 * drop[m]:.1f} points" for m in MODELS)
-        + "; initial gradient Δmax/Δmin: "
-        + ", ".join(f"{LABELS[m]} {ratio[m]:.2g}" for m in MODELS)
-    )
-    return f"verdict: {result['verdict']}. {nums}"
+def gradient_table(result: dict[str, Any]) -> str:
+    """Δ by model: ‖∂ℓ/∂e_{t−Δ}‖ at initialisation (mean over seeds; one sequence length)."""
+    head = ["Δ"] + [f"{LABELS[m]} ‖∂ℓ/∂e‖ init" for m in MODELS]
+    body = [[str(d)] + [f"{statistics.fmean(g[i] for g in result['grad_init'][m]):.2g}"
+                        for m in MODELS] for i, d in enumerate(result["deltas"])]  # fmt: skip
+    return markdown_table(head, body)
 
 
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
-    """Print budgets, the table and the verdict; write distance.{csv,json,png}."""
-    secs, params, widths = result["train_seconds"], result["parameters"], result["widths"]
-    u = result["updates"]
-    say(
-        f"same updates: {u['steps']} Adam steps of {u['batch_size']} (lr {u['lr']}, clip "
-        f"{u['clip']}), same batches; parameters: "
-        + ", ".join(
-            f"{LABELS[m]} {params[m]:,} (width {widths[m]}, {secs[m]:.0f}s)" for m in MODELS
-        )  # fmt: skip
-    )
-    say(f"chance {100 * result['chance']:.1f}%; sequence length {result['length']}")
-    say(text_table(result))
+    """Print budgets, the tables, the checks and the verdict; write distance.{csv,json,png}."""
+    u, params, widths = result["updates_rule"], result["parameters"], result["widths"]
+    say(f"same updates: Adam (lr {u['lr']}, clip {u['clip']}), batches of {u['batch_size']}, "
+        f"the same batches per (task, Δ, seed); criterion {result['criterion']:.0%} over "
+        f"{u['window']} fresh batches, cap {u['cap']} updates; parameters: "
+        + ", ".join(f"{LABELS[m]} {params[m]:,} (width {widths[m]})" for m in MODELS))  # fmt: skip
+    say(f"chance {100 * result['chance']:.1f}%; every Δ in sequences of {result['length']} "
+        f"tokens; seeds {result['seeds']}")
+    for t in result["tasks"]:
+        say(f"\ntask {t}: updates-to-criterion (geometric mean over seeds; a censored run "
+            f"counts as the cap) and held-out accuracy where training stopped")
+        say(text_table(result, t))
+        say("slope of log updates vs log Δ (reported, not checked; 95% t-interval): " + ", ".join(
+            f"{LABELS[m]} {v:.2f} [{lo:.2f}, {hi:.2f}]"
+            for m, (v, lo, hi) in result["slope"][t].items()))  # fmt: skip
+    say("\ngradient w.r.t. the input Δ back at initialisation (mean over seeds)")
+    say(gradient_table(result))
+    say("\n" + checks_table(result["checks"]))
     paths = write_outputs("distance", rows(result), result, plot, out, say)
-    say(f"total {result['total_seconds']:.0f}s (training and scoring)")
-    say(verdict_line(result))
+    say(f"total {result['total_seconds']:.0f}s wall; the runs' CPU time "
+        f"{result['cpu_seconds']:.0f}s (training {result['train_seconds']:.0f}s wall, summed)")
+    say(f"verdict: {result['verdict']}")
     return paths
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:
-    """Left: accuracy vs Δ; right: ‖∂ℓ/∂x_{t−Δ}‖ vs Δ (dashed at init, solid trained)."""
+    """Left: updates-to-criterion vs Δ (one panel per task; log-log, the cap dotted);
+    right: ‖∂ℓ/∂e_{t−Δ}‖ at initialisation vs Δ."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    d = result["deltas"]
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4))
+    d, tasks = result["deltas"], result["tasks"]
+    fig, axes = plt.subplots(1, len(tasks) + 1, figsize=(4.6 * (len(tasks) + 1), 4))
+    for ax, t in zip(axes, tasks, strict=False):
+        for m, mark in zip(MODELS, "osD^", strict=True):
+            u = result["updates"][t][m]
+            ax.plot(d, [geomean(x) for x in u], mark + "-", label=LABELS[m])
+        ax.axhline(result["updates_rule"]["cap"], color="grey", lw=0.8, ls=":", label="cap")
+        ax.set(xscale="log", yscale="log", xlabel="distance Δ",
+               ylabel=f"updates to {result['criterion']:.0%} (geometric mean)",
+               title=f"task {t}: learnt from scratch at each Δ")  # fmt: skip
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    bx = axes[-1]
     for m, mark in zip(MODELS, "osD^", strict=True):
-        line = ax.plot(d, [100 * a for a in result["accuracy"][m]], mark + "-", label=LABELS[m])
-        c = line[0].get_color()
-        bx.plot(d, [max(g, 1e-300) for g in result["grad_init"][m]], mark + "--", color=c,
-                alpha=0.6, label=f"{LABELS[m]} init")  # fmt: skip
-        bx.plot(d, [max(g, 1e-300) for g in result["grad_trained"][m]], mark + "-", color=c,
-                label=f"{LABELS[m]} trained")  # fmt: skip
-    ax.axhline(100 * result["chance"], color="grey", lw=0.8, ls=":", label="chance")
-    u = result["updates"]
-    ax.set(xscale="log", ylim=(0, 102), xlabel="distance Δ", ylabel="test accuracy (%)",
-           title=f"recall Δ back, {u['steps']} updates of {u['batch_size']}")  # fmt: skip
+        g = [statistics.fmean(s[i] for s in result["grad_init"][m]) for i in range(len(d))]
+        bx.plot(d, [max(x, 1e-300) for x in g], mark + "-", label=LABELS[m])
     bx.set(xscale="log", yscale="log", xlabel="distance Δ",
            ylabel="‖∂ loss / ∂ input embedding at t − Δ‖",
-           title="gradient w.r.t. the input Δ back (mean over examples)")  # fmt: skip
-    for a in (ax, bx):
-        a.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower left")
-    bx.legend(fontsize=7, ncol=2)
+           title="gradient at initialisation")  # fmt: skip
+    bx.grid(alpha=0.3)
+    bx.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
-__all__ = ["report", "rows", "text_table", "verdict_line"]
+__all__ = ["gradient_table", "report", "rows", "text_table"]
