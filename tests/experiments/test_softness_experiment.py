@@ -216,15 +216,16 @@ def test_caption_rows_have_the_same_widths_data_cnn_and_updates(tmp_path: Path) 
     from attnkit.experiments.softness.captions import CAPTION_DEFAULT_ROWS, CAPTION_ROWS
 
     cfg = SoftnessConfig(tasks="toy-ko,digit-captions", caption_cnn="cnn.pt")
-    assert TASKS["digit-captions"].rows == CAPTION_ROWS and cfg.caption_updates == 2520
+    assert TASKS["digit-captions"].rows == CAPTION_ROWS and cfg.caption_updates == 1880
     assert cfg.rows_of("digit-captions") == list(CAPTION_DEFAULT_ROWS) == ["mean", "soft", "hard"]
     fits = [train_config(cfg, "digit-captions", r, 0, tmp_path / r) for r in CAPTION_ROWS]
     assert len({repr((f.data, f.train)) for f in fits}) == 1
     assert {f.model.name for f in fits} == {"captioner"}
     opts = [{k: v for k, v in f.model.options.items() if k not in ("softness", "gate")}
             for f in fits]  # fmt: skip
-    assert all(o == opts[0] for o in opts) and opts[0]["tau_steps"] == 2520
+    assert all(o == opts[0] for o in opts) and opts[0]["tau_steps"] == 1880
     assert opts[0]["features"] == "cnn.pt" and opts[0]["freeze_cnn"] is True  # one frozen CNN
+    assert fits[0].train.lr == cfg.caption_lr == 2e-3 and opts[0]["dec_hidden"] == 64
     assert [f.model.options["softness"] for f in fits] == list(CAPTION_ROWS)
     # Xu's hard recipe by default: per-token reward x 0.1, entropy 0.002, the expected
     # context per minibatch with p 0.5, the baseline on sampled captions

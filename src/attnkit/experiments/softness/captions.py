@@ -47,6 +47,7 @@ class CaptionSettings(Protocol):
     test_size: int
     batch_size: int
     hidden: int
+    caption_hidden: int
     emb: int
     tau_start: float
     tau_end: float
@@ -77,8 +78,9 @@ def caption_data(cfg: CaptionSettings) -> DataConfig:
 
 
 def caption_options(cfg: CaptionSettings, row: str, updates: int) -> dict[str, Any]:
-    """The captioner's options of ``row``: the same widths for every row (CNN channels,
-    patch features, score and decoder widths = ``hidden``, embeddings = ``emb``), the same
+    """The captioner's options of ``row``: the same widths for every row (CNN channels =
+    ``hidden``, patch features, score and decoder widths = ``caption_hidden``, embeddings =
+    ``emb``), the same
     CNN (``caption_cnn``: a file of trained weights, frozen; empty: trained with the rest);
     only the softness differs, with what goes with it: hard attention's recipe (Xu's by
     default; the fields are read by hard alone), the β gate (``caption_gate`` "soft": on the
@@ -87,9 +89,10 @@ def caption_options(cfg: CaptionSettings, row: str, updates: int) -> dict[str, A
     softness = ROWS[row]["softness"]
     gate = {"soft": softness in DETERMINISTIC, "all": True, "none": False}[cfg.caption_gate]
     cnn_file = "" if cfg.caption_cnn == "scratch" else cfg.caption_cnn
-    return {"channels": cfg.hidden, "feat": cfg.hidden, "emb": cfg.emb,
-            "dec_hidden": cfg.hidden, "attn_hidden": cfg.hidden, "q_hidden": cfg.hidden,
-            "patch": cfg.caption_patch, "cnn_layers": cfg.caption_cnn_layers,
+    w = cfg.caption_hidden
+    return {"channels": cfg.hidden, "feat": w, "emb": cfg.emb, "dec_hidden": w,
+            "attn_hidden": w, "q_hidden": w, "patch": cfg.caption_patch,
+            "cnn_layers": cfg.caption_cnn_layers,
             "features": cnn_file, "freeze_cnn": bool(cnn_file),
             "softness": softness, "dropout": 0.0, "tau_start": cfg.tau_start,
             "tau_end": cfg.tau_end, "tau_steps": updates, "gate": gate,
