@@ -1,6 +1,7 @@
 """``attnkit experiment softness``: the verdict on synthetic numbers, each measurement against
 an independent computation, equal budgets for every row, and clear config errors."""
 
+import json
 import math
 from pathlib import Path
 
@@ -226,6 +227,7 @@ def test_caption_rows_have_the_same_widths_data_cnn_and_updates(tmp_path: Path) 
     assert all(o == opts[0] for o in opts) and opts[0]["tau_steps"] == 1880
     assert opts[0]["features"] == "cnn.pt" and opts[0]["freeze_cnn"] is True  # one frozen CNN
     assert fits[0].train.lr == cfg.caption_lr == 2e-3 and opts[0]["dec_hidden"] == 64
+    assert fits[0].train.valid_decode == -1  # every valid canvas decoded each epoch: the curve
     assert [f.model.options["softness"] for f in fits] == list(CAPTION_ROWS)
     # Xu's hard recipe by default: per-token reward x 0.1, entropy 0.002, the expected
     # context per minibatch with p 0.5, the baseline on sampled captions
@@ -319,6 +321,9 @@ def test_quick_run_on_captions_scores_every_row(tmp_path: Path) -> None:
     assert (tmp_path / "digit-captions" / "cnn.pt").exists() and result["caption_cnn"]
     runs = [r for r in result["runs"] if r["task"] == "digit-captions"]
     assert all(len(r["curve"]) == 1 and len(r["exact_items"]) == 8 for r in runs)
+    hist = json.loads((tmp_path / "digit-captions" / "soft" / "seed0" / "history.json")
+                      .read_text())  # fmt: skip
+    assert runs[1]["curve"] == [100 * hist[0]["valid_exact"]] and runs[1]["row"] == "soft"
     assert all(sum(r["exact_items"]) / 8 == pytest.approx(r["exact"]) for r in runs)
     assert [c["name"].split(": ")[1] for c in result["checks"]][:2] == [
         "soft learns (final valid exact match, mean over seeds)",

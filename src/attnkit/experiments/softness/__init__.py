@@ -339,7 +339,10 @@ def train_config(cfg: SoftnessConfig, task: str, row: str, seed: int, out: Path)
         train=TrainConfig(epochs=t.epochs(cfg), batch_size=cfg.batch_size,
                           lr=cfg.caption_lr if task == "digit-captions" else cfg.lr,
                           patience=0, save_every=max(t.updates(cfg) // 4, 10), seed=seed,
-                          valid_decode=0, progress=False),  # fmt: skip
+                          # captions: greedy exact match on every valid canvas after each
+                          # epoch, the learning curve (history.json)
+                          valid_decode=-1 if task == "digit-captions" else 0,
+                          progress=False),  # fmt: skip
         out=out,
         overwrite=True,  # the experiment's own folder: a re-run replaces its models
         threads=cfg.threads,
