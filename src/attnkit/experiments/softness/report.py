@@ -40,7 +40,8 @@ def text_table(result: dict[str, Any], task: str) -> str:
         ("exact %", "exact", lambda s: _num(s["exact"], ".1f")),
         ("valid exact %", "valid_exact", lambda s: _num(s.get("valid_exact"), ".1f")),
         ("BLEU", "bleu", lambda s: _num(s.get("bleu"), ".1f")),
-        ("PPL", "ppl", lambda s: f"{_num(s['ppl'], '.3f')} ± {_num(s['ppl_std'], '.3f')}"),
+        ("PPL", "ppl", lambda s: "—" if s["ppl"] is None else
+                                 f"{_num(s['ppl'], '.3f')} ± {_num(s['ppl_std'], '.3f')}"),
         ("PPL bound (q)", "ppl_bound", lambda s: _num(s["ppl_bound"], ".3f")),
         ("entropy", "entropy", lambda s: f"{_num(s['entropy'], '.3f')} ± "
                                          f"{_num(s['entropy_std'], '.3f')}"),
@@ -111,14 +112,16 @@ def curves(result: dict[str, Any], task: str = "digit-captions") -> dict[str, li
             for row, cs in per.items()}  # fmt: skip
 
 
-def curve_lines(result: dict[str, Any], task: str = "digit-captions", points: int = 8) -> list[str]:
+def curve_lines(
+    result: dict[str, Any], task: str = "digit-captions", points: int = 10
+) -> list[str]:
     """The learning curves as a table: mean valid exact match per row at ``points`` epochs."""
     mean = curves(result, task)
     if not mean:
         return []
     epochs = min(map(len, mean.values()))
     per_epoch = result["task_updates"][task] // max(result["config"]["caption_epochs"], 1)
-    at = sorted({max(1, round(epochs * (i + 1) / points)) for i in range(points)})
+    at = sorted({max(1, round(epochs * (i + 1) / points)) for i in range(min(points, epochs))})
     table = markdown_table(["row"] + [f"{e * per_epoch}" for e in at],
                            [[row] + [f"{c[e - 1]:.1f}" for e in at] for row, c in mean.items()])
     return [f"{task}: valid exact match (%, mean over seeds) after this many updates:", table]
@@ -191,8 +194,10 @@ def plot(result: dict[str, Any], path: Path) -> Path:
             ax.bar(range(len(names)), vals, yerr=errs, color="tab:blue", capsize=3)
             ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
             ax.set_title(f"{task}: {label}")
-    title = f"softness ({result['config']['model']}, {result['updates']} updates, "
-    title += f"{len(result['seeds'])} seeds): {result['verdict'][:90]}"
+    seeds = result.get("task_seeds", {t: result["seeds"] for t in tasks})
+    title = "softness (" + "; ".join(
+        f"{t}: {result['task_updates'][t]} updates, {len(seeds[t])} seeds" for t in tasks
+    ) + f"): {result['verdict'][:90]}"
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
