@@ -8,13 +8,13 @@ import attnkit
 import attnkit.nn as ann
 from attnkit import (
     Attention,
+    AttentionHeads,
     CosineScore,
     DotScore,
     LocalM,
     LocalP,
     LocationScore,
     MultiDimensionalAttention,
-    MultiHeadAttention,
     SlidingWindow,
     attend,
 )
@@ -46,7 +46,7 @@ def test_multihead_mismatched_batch_names_input_shapes() -> None:
     with pytest.raises(
         ValueError, match=r"batch sizes differ: query \(2, 3, 4\), keys \(3, 5, 4\)"
     ):
-        MultiHeadAttention(4, 2)(Q, torch.randn(3, 5, 4))
+        AttentionHeads(4, 2)(Q, torch.randn(3, 5, 4))
 
 
 def test_nn_multihead_mismatched_batch() -> None:
@@ -74,7 +74,7 @@ def test_same_width_scores_reject_different_widths(score) -> None:
 
 def test_module_width_mismatch() -> None:
     with pytest.raises(ValueError, match=r"keys has width 6 but this module expects 4"):
-        MultiHeadAttention(4, 2)(Q, torch.randn(2, 5, 6))
+        AttentionHeads(4, 2)(Q, torch.randn(2, 5, 6))
     with pytest.raises(ValueError, match=r"key has width 6 but this module was built for 4"):
         ann.MultiheadAttention(4, 2, batch_first=True)(
             Q, torch.randn(2, 5, 6), torch.randn(2, 5, 4)
@@ -101,7 +101,7 @@ def test_mask_that_would_grow_the_result() -> None:
 
 def test_multihead_mask_of_wrong_shape() -> None:
     with pytest.raises(ValueError, match=r"mask of shape .* does not broadcast"):
-        MultiHeadAttention(4, 2)(Q, K, mask=torch.ones(2, 3, 4, dtype=torch.bool))
+        AttentionHeads(4, 2)(Q, K, mask=torch.ones(2, 3, 4, dtype=torch.bool))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.uint8])
@@ -110,7 +110,7 @@ def test_mask_of_wrong_dtype(dtype) -> None:
     with pytest.raises(TypeError, match=rf"mask has dtype {dtype}.*mask.bool\(\)"):
         attend(Q, K, K, mask=mask)
     with pytest.raises(TypeError, match=r"mask has dtype"):
-        MultiHeadAttention(4, 2)(Q, K, mask=mask)
+        AttentionHeads(4, 2)(Q, K, mask=mask)
     for fn in (masked_softmax, sparsemax, entmax15):
         with pytest.raises(TypeError, match=r"mask has dtype"):
             fn(torch.randn(2, 3, 5), mask)
@@ -118,7 +118,7 @@ def test_mask_of_wrong_dtype(dtype) -> None:
 
 def test_mask_not_a_tensor() -> None:
     with pytest.raises(TypeError, match="mask must be a bool torch.Tensor or None, got list"):
-        MultiHeadAttention(4, 2)(Q, K, mask=[[True]])
+        AttentionHeads(4, 2)(Q, K, mask=[[True]])
     with pytest.raises(TypeError, match="mask must be a bool torch.Tensor"):
         attend(Q, K, K, mask=[[True]])
 
@@ -175,7 +175,7 @@ def test_window_wrong_type_and_local_p_zero() -> None:
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: MultiHeadAttention(6, 4),
+        lambda: AttentionHeads(6, 4),
         lambda: ann.MultiheadAttention(6, 4),
         lambda: attnkit.build("dot", dim=6, heads=4),
     ],
@@ -187,7 +187,7 @@ def test_heads_must_divide_width(make) -> None:
 
 def test_zero_heads() -> None:
     with pytest.raises(ValueError, match="heads=0; need at least one head"):
-        MultiHeadAttention(4, 0)
+        AttentionHeads(4, 0)
 
 
 # --------------------------------------------------------------------- empty keys, NaN, Inf
@@ -198,11 +198,11 @@ def test_zero_heads() -> None:
     [
         lambda k: attend(Q, k, k),
         lambda k: Attention()(Q, k),
-        lambda k: MultiHeadAttention(4, 2)(Q, k),
+        lambda k: AttentionHeads(4, 2)(Q, k),
         lambda k: ann.MultiheadAttention(4, 2, batch_first=True)(Q, k, k),
         lambda k: MultiDimensionalAttention(4)(Q, k),
     ],
-    ids=["attend", "Attention", "MultiHeadAttention", "nn.MultiheadAttention", "multidim"],
+    ids=["attend", "Attention", "AttentionHeads", "nn.MultiheadAttention", "multidim"],
 )
 def test_empty_key_sequence(call) -> None:
     with pytest.raises(ValueError, match=r"empty key sequence \(keys .*0.*\).*at least one key"):
@@ -226,7 +226,7 @@ def _non_finite_inputs_raise(value: float) -> None:
     with pytest.raises(ValueError, match=r"values contains NaN or Inf"):
         attend(Q, K, _bad(K, value))
     with pytest.raises(ValueError, match=r"contains NaN or Inf"):
-        MultiHeadAttention(4, 2)(_bad(Q, value))
+        AttentionHeads(4, 2)(_bad(Q, value))
     with pytest.raises(ValueError, match=r"contains NaN or Inf"):
         ann.MultiheadAttention(4, 2, batch_first=True)(Q, _bad(K, value), K)
     with pytest.raises(ValueError, match=r"contains NaN or Inf"):

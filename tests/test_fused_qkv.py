@@ -1,4 +1,4 @@
-"""Self-attention projects q, k and v in one matrix product (modules.MultiHeadAttention
+"""Self-attention projects q, k and v in one matrix product (modules.AttentionHeads
 ``project_qkv``): the fused path equals the three separate projections, values and
 gradients, and a forward hook on a projection still sees it called (the unfused path)."""
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attnkit.alignment import CausalAlignment
-from attnkit.modules import MultiHeadAttention, SelfAttention, split_heads
+from attnkit.modules import AttentionHeads, SelfAttention, split_heads
 
 
 def test_project_qkv_equals_the_three_projections() -> None:
@@ -46,6 +46,6 @@ def test_fused_self_attention_equals_the_unfused_path(bias: bool, causal: bool) 
 
 def test_cross_attention_inputs_keep_separate_projections() -> None:
     torch.manual_seed(0)
-    m = MultiHeadAttention(8, 2, key_dim=6)  # keys of another width: no fusing possible
+    m = AttentionHeads(8, 2, key_dim=6)  # keys of another width: no fusing possible
     out = m(torch.randn(2, 3, 8), torch.randn(2, 4, 6))
     assert out.context.shape == (2, 3, 8)

@@ -9,10 +9,10 @@ from _spies import only_path
 import attnkit
 from attnkit import (
     AdditiveScore,
+    AttentionHeads,
     Entmax15,
     GeneralScore,
     LocalP,
-    MultiHeadAttention,
     Softmax,
     Sparsemax,
     attend,
@@ -92,7 +92,7 @@ def test_local_p_half_inputs(dtype) -> None:
 @pytest.mark.parametrize("dtype", HALF)
 def test_multihead_module_in_half(dtype) -> None:
     torch.manual_seed(0)
-    m = MultiHeadAttention(16, 4)
+    m = AttentionHeads(16, 4)
     x = torch.randn(2, 5, 16) * 30
     ref = m(x.to(dtype).float()).context
     half = m.to(dtype)

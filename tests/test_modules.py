@@ -1,4 +1,4 @@
-"""MultiHeadAttention / SelfAttention / CrossAttention / Attention: the multi-head path equals
+"""AttentionHeads / SelfAttention / CrossAttention / Attention: the multi-head path equals
 SDPA on the module's own projections (need_weights True and False), one head equals attend
 on the projected inputs, and gradients pass gradcheck."""
 
@@ -13,10 +13,10 @@ from torch.autograd import gradcheck
 import attnkit
 from attnkit import (
     Attention,
+    AttentionHeads,
     CausalAlignment,
     CrossAttention,
     GeneralScore,
-    MultiHeadAttention,
     SelfAttention,
     attend,
 )
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 TOL = {torch.float32: 1e-5, torch.float64: 1e-10}
 
 
-def _sdpa_mha(m: MultiHeadAttention, q, k, v, mask):
+def _sdpa_mha(m: AttentionHeads, q, k, v, mask):
     """Vaswani 2017 §3.2.2 with torch's SDPA: project, split heads, attend, merge, W_O."""
     h = m.heads
     qh = rearrange(F.linear(q, m.q_proj.weight, m.q_proj.bias), "b t (h d) -> b h t d", h=h)
@@ -54,7 +54,7 @@ def _sdpa_mha(m: MultiHeadAttention, q, k, v, mask):
 )
 def test_multihead_equals_sdpa(b, tq, tk, heads, kind, dtype, seed) -> None:
     torch.manual_seed(seed)
-    m = MultiHeadAttention(8, heads, key_dim=6, value_dim=5).to(dtype)
+    m = AttentionHeads(8, heads, key_dim=6, value_dim=5).to(dtype)
     q = torch.randn(b, tq, 8, dtype=dtype)
     k = torch.randn(b, tk, 6, dtype=dtype)
     v = torch.randn(b, tk, 5, dtype=dtype)
@@ -80,7 +80,7 @@ def test_multihead_equals_sdpa(b, tq, tk, heads, kind, dtype, seed) -> None:
 
 def test_one_head_equals_attend_on_projections() -> None:
     torch.manual_seed(0)
-    m = MultiHeadAttention(6, 1, score=GeneralScore(6), align=CausalAlignment()).double()
+    m = AttentionHeads(6, 1, score=GeneralScore(6), align=CausalAlignment()).double()
     x = torch.randn(2, 5, 6, dtype=torch.float64)
     mask = attnkit.padding_mask(torch.tensor([5, 3]))
     res = m(x, mask=mask)
@@ -94,12 +94,12 @@ def test_self_and_cross_attention_are_multihead_with_tied_inputs() -> None:
     torch.manual_seed(0)
     sa = SelfAttention(8, 2)
     x = torch.randn(2, 4, 8)
-    torch.testing.assert_close(sa(x).context, MultiHeadAttention.forward(sa, x, x, x).context)
+    torch.testing.assert_close(sa(x).context, AttentionHeads.forward(sa, x, x, x).context)
     ca = CrossAttention(8, 2, key_dim=3)
     mem = torch.randn(2, 6, 3)
     res = ca(x, mem)
     assert res.context.shape == (2, 4, 8) and res.weights.shape == (2, 2, 4, 6)
-    torch.testing.assert_close(res.context, MultiHeadAttention.forward(ca, x, mem, mem).context)
+    torch.testing.assert_close(res.context, AttentionHeads.forward(ca, x, mem, mem).context)
 
 
 def test_attention_module_values_default_to_keys() -> None:
@@ -111,7 +111,7 @@ def test_attention_module_values_default_to_keys() -> None:
 
 def test_dropout_only_in_training() -> None:
     torch.manual_seed(0)
-    m = MultiHeadAttention(8, 2, dropout=0.5)
+    m = AttentionHeads(8, 2, dropout=0.5)
     x = torch.randn(2, 6, 8)
     m.eval()
     a, b = m(x).context, m(x).context
@@ -123,7 +123,7 @@ def test_dropout_only_in_training() -> None:
 @pytest.mark.parametrize("need_weights", [True, False])
 def test_multihead_gradcheck_with_mask(need_weights: bool) -> None:
     torch.manual_seed(0)
-    m = MultiHeadAttention(4, 2).double()
+    m = AttentionHeads(4, 2).double()
     x = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
     mask = attnkit.padding_mask(torch.tensor([3, 2]))
     params = tuple(m.parameters())
@@ -137,7 +137,7 @@ def test_multihead_gradcheck_with_mask(need_weights: bool) -> None:
 @pytest.mark.parametrize("need_weights", [True, False])
 def test_multihead_causal_alignment_equals_sdpa_is_causal(need_weights: bool) -> None:
     torch.manual_seed(0)
-    m = MultiHeadAttention(8, 2, align=CausalAlignment())
+    m = AttentionHeads(8, 2, align=CausalAlignment())
     x = torch.randn(2, 6, 8)
     h = 2
     qh, kh, vh = (

@@ -16,7 +16,8 @@ MOVED = {
     "multidim": "mechanisms.multidim", "coattention": "mechanisms.coattention",
     "hierarchical": "mechanisms.hierarchical", "disan": "mechanisms.disan",
     "stepwise": "mechanisms.stepwise", "hf_attention": "interop.hf_attention",
-    "hf": "interop.hf",
+    "hf": "interop.hf", "families.caption": "tasks.caption", "families.docs": "tasks.docs",
+    "families.forecast": "tasks.forecast", "families.qa": "tasks.qa",
 }  # fmt: skip
 
 
@@ -51,3 +52,27 @@ def test_a_plain_import_reaches_the_old_names() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120).stdout.split()  # fmt: skip
     assert out == ["attnkit.stages.scores", "attnkit.mechanisms.hard"]
+
+
+def test_the_old_families_package_still_imports() -> None:
+    """``from attnkit.families.caption import CAPTION``, as experiments and users wrote it."""
+    import attnkit.families
+    import attnkit.tasks
+    from attnkit.families.caption import CAPTION
+    from attnkit.tasks.caption import CAPTION as moved
+
+    assert CAPTION is moved and attnkit.families.caption is attnkit.tasks.caption
+
+
+@pytest.mark.parametrize("where", ["attnkit", "attnkit.nn", "attnkit.modules"])
+def test_multiheadattention_is_attentionheads_with_a_warning(where: str) -> None:
+    """attnkit's own multi-head module is ``AttentionHeads`` (not to be mistaken for
+    ``attnkit.nn.MultiheadAttention``, PyTorch's drop-in); the old name works for one release."""
+    module = importlib.import_module(where)
+    with pytest.warns(DeprecationWarning, match=r"MultiHeadAttention is now .*AttentionHeads"):
+        old = module.MultiHeadAttention
+    assert old is module.AttentionHeads is importlib.import_module("attnkit").AttentionHeads
+    assert "MultiHeadAttention" not in module.__all__
+    assert importlib.import_module("attnkit.nn").MultiheadAttention is not old
+    with pytest.raises(AttributeError):
+        module.NotAName  # noqa: B018

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 
 import attnkit
 from attnkit import (
+    AttentionHeads,
     Entmax15,
     LocalM,
-    MultiHeadAttention,
     SelfAttention,
     SlidingWindow,
     Softmax,
@@ -118,7 +118,7 @@ def test_one_head_equals_single_head_attend(data, seed, norm) -> None:
     q, k, v, mask = data
     torch.manual_seed(seed)
     d = q.shape[-1]
-    m = MultiHeadAttention(d, 1, value_dim=3, normaliser=norm).double()
+    m = AttentionHeads(d, 1, value_dim=3, normaliser=norm).double()
     res = m(q, k, v, mask=mask)
     ref = attend(m.q_proj(q), m.k_proj(k), m.v_proj(v), mask=mask, normaliser=norm)
     torch.testing.assert_close(res.weights[:, 0], ref.weights, atol=1e-12, rtol=0)

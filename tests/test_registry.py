@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import attnkit
-from attnkit import Attention, MultiHeadAttention
+from attnkit import Attention, AttentionHeads
 from attnkit.registry import (
     ALIGNMENTS,
     NORMALISERS,
@@ -38,7 +38,7 @@ def test_every_combination_builds_and_runs(score, align, normaliser, heads) -> N
     module = attnkit.build(
         score, dim=D, heads=heads, align=align, window=2, normaliser=normaliser, max_keys=T
     )
-    assert isinstance(module, Attention if heads is None else MultiHeadAttention)
+    assert isinstance(module, Attention if heads is None else AttentionHeads)
     x = torch.randn(B, T, D, requires_grad=True)
     mask = attnkit.padding_mask(torch.tensor([T, 4]))  # (B, 1, T)
     out = module(x, x, x, mask=mask) if heads is None else module(x, mask=mask)

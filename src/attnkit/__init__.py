@@ -7,11 +7,12 @@ from importlib.metadata import PackageNotFoundError, version
 
 from . import masks
 from ._checks import checks, get_checks, set_checks
+from ._renamed import moved_name
 from .core import AttentionResult, attend, weighted_sum
 from .masks import and_masks, band_mask, causal_mask, or_masks, padding_mask
 from .mechanisms.hard import GumbelSoftmax, MovingAverageBaseline, SampleReduce, reinforce_loss
 from .mechanisms.multidim import MultiDimensionalAttention
-from .modules import Attention, CrossAttention, MultiHeadAttention, SelfAttention
+from .modules import Attention, AttentionHeads, CrossAttention, SelfAttention
 from .registry import build
 from .stages.alignment import (
     Alignment,
@@ -75,6 +76,8 @@ def __getattr__(name: str) -> object:
         return getattr(importlib.import_module(f".{_TRAINING[name]}", __name__), name)
     if name in _SUBPACKAGES:
         return importlib.import_module(f".{name}", __name__)
+    if name == "MultiHeadAttention":  # renamed AttentionHeads; kept for one release
+        return moved_name("attnkit.MultiHeadAttention", "attnkit.AttentionHeads", AttentionHeads)
     raise AttributeError(f"module 'attnkit' has no attribute {name!r}")
 
 
@@ -103,6 +106,7 @@ __all__ = [
     "AlignSpec",
     "Alignment",
     "Attention",
+    "AttentionHeads",
     "AttentionResult",
     "CausalAlignment",
     "CosineScore",
@@ -115,7 +119,6 @@ __all__ = [
     "LocalP",
     "LocationScore",
     "MultiDimensionalAttention",
-    "MultiHeadAttention",
     "ScaledDotScore",
     "Score",
     "SelfAttention",

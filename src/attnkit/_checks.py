@@ -15,7 +15,7 @@ Legend: B batch, Tq queries, Tk keys, Dq/Dk/Dv query/key/value widths.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -83,8 +83,9 @@ def check_tensor(name: str, x: object, *, min_dim: int = 2) -> Tensor:
 
 def check_finite(name: str, x: Tensor) -> None:
     # one reduction first: a NaN or Inf anywhere makes the sum non-finite, so a finite sum
-    # proves the tensor finite (~100x cheaper than isfinite().all() under load); only a
-    # non-finite sum (or an overflow) pays for the exact elementwise check
+    # proves the tensor finite without the elementwise pass and its bool tensor
+    # (docs/performance.md, "Figures behind the code's choices"); only a non-finite sum (or
+    # an overflow) pays for the exact elementwise check
     if bool(torch.isfinite(x.sum())):
         return
     if not bool(torch.isfinite(x).all()):
@@ -139,7 +140,8 @@ def broadcasts_to(shape: tuple[int, ...] | torch.Size, target: tuple[int, ...]) 
     if len(shape) > len(target):
         return False
     # each trailing-aligned dim is 1 or the target's: torch.broadcast_shapes(shape, target)
-    # == target, without its generic helper (~60 µs a call, once per decoding step and layer)
+    # == target, without its generic helper (slow next to a decoding step, which calls this
+    # once per layer; docs/performance.md, "Figures behind the code's choices")
     tail = target[len(target) - len(shape) :]
     return all(s == 1 or s == t for s, t in zip(shape, tail, strict=True))
 
@@ -249,6 +251,37 @@ def as_stack(weights: Any) -> np.ndarray:
     if not np.isfinite(arr).all():
         raise ValueError("weights contain NaN or inf; check the model's masks and inputs")
     return arr
+
+
+class FieldError(ValueError):
+    """A config value that cannot be, said with the names of the fields it is about.
+
+    ``template`` names a field as ``{out}`` and a field with its value as ``{train_size=}``;
+    ``values`` holds the values. ``str(err)`` says it to a library user, in field names
+    (``out is empty``, ``train_size=0; ...``); ``err.say(flag)`` says it with each field that
+    ``flag(field)`` names by a flag (``--out is empty``, ``--train-size 0; ...``): the CLI
+    passes its own flags."""
+
+    def __init__(self, template: str, values: Mapping[str, Any]) -> None:
+        self.template, self.values = template, dict(values)
+        super().__init__(self.say())
+
+    def say(self, flag: Callable[[str], str | None] = lambda field: None) -> str:
+        """The message, each field named by ``flag(field)`` when that is not None."""
+        values = self.values
+
+        class Named(dict[str, str]):
+            def __missing__(self, key: str) -> str:
+                field, with_value = key.removesuffix("="), key.endswith("=")
+                name = flag(field)
+                if not with_value:
+                    return name or field
+                return f"{name} {values[field]!r}" if name else f"{field}={values[field]!r}"
+
+        return self.template.format_map(Named())
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable across processes, as ValueError is
+        return (type(self), (self.template, self.values))
 
 
 def check_ranges(

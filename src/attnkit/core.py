@@ -83,9 +83,10 @@ def sdpa_context(
 COLUMN_SCORES = 256
 """Up to this many scores per (batch, head) (Tq·Tk), or with one query, ``attend`` computes
 plain softmax attention in the column form (``column_attention``) when it runs on a CPU
-without autograd (decoding, evaluation), above it with the fused kernel: on this project's
-CPUs the column form was 1.4-2x faster on one-query decoding steps and 8x8 to 12x12
-encoder blocks, the fused kernel faster from 32x32. Training keeps the fused kernel."""
+without autograd (decoding, evaluation), above it with the fused kernel: at these sizes a
+fused kernel spends more on setting up each row than on its arithmetic (the measurements,
+and a re-measurement that did not confirm them under load: docs/performance.md, "Figures
+behind the code's choices"). Training keeps the fused kernel."""
 
 
 def column_attention(
@@ -121,8 +122,9 @@ def column_attention(
 
 def _softmax_keys(scores: Tensor) -> Tensor:
     """Softmax over the keys of column scores (..., Tk, Tq), run with the keys as the first
-    dim: every other element is then a contiguous lane of the kernel (3x faster here than
-    over dim -2 when Tq = 1, which torch runs as a softmax along a short last dim)."""
+    dim: every other element is then a contiguous lane of the kernel, where over dim -2 with
+    Tq = 1 torch runs a softmax along a short last dim (docs/performance.md, "Figures behind
+    the code's choices")."""
     return scores.movedim(-2, 0).softmax(0).movedim(0, -2)  # (..., Tk, Tq)
 
 

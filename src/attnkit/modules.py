@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import check_dtype
+from ._renamed import moved_name
 from .core import AttentionResult, NormaliseFn, Reduced, ReduceFn, attend, weighted_sum
 from .stages.alignment import Alignment, CausalAlignment
 from .stages.normalisers import softmax
@@ -113,7 +114,7 @@ class Attention(nn.Module):
         )
 
 
-class MultiHeadAttention(nn.Module):
+class AttentionHeads(nn.Module):
     """Multi-head attention (Vaswani 2017, §3.2.2):
 
         MultiHead(Q, K, V) = Concat(head_1..head_H) W^O,  head_i = Attn(Q W_i^Q, K W_i^K, V W_i^V)
@@ -124,6 +125,10 @@ class MultiHeadAttention(nn.Module):
     forward(query (B, Tq, D), keys (B, Tk, Dk) = query, values (B, Tk, Dv) = keys, mask,
     positions (B, Tq) or (Tq,) = 0 .. Tq-1)
     -> context (B, Tq, D), weights (B, H, Tq, Tk), or (B, Tq, Tk) with ``average_weights``.
+
+    Called ``MultiHeadAttention`` until this release (the old name still works, with a
+    DeprecationWarning, for one release); not to be mistaken for
+    ``attnkit.nn.MultiheadAttention``, the drop-in for ``torch.nn.MultiheadAttention``.
     """
 
     def __init__(
@@ -202,7 +207,7 @@ class MultiHeadAttention(nn.Module):
             if x.shape[-1] != layer.in_features:
                 raise ValueError(
                     f"{name} has width {x.shape[-1]} but this module expects "
-                    f"{layer.in_features}; see MultiHeadAttention(dim, key_dim, value_dim)"
+                    f"{layer.in_features}; see AttentionHeads(dim, key_dim, value_dim)"
                 )
         if keys is query and values is query and self._fusable():  # self-attention
             q, k, v = self.project_qkv(query)  # (B, H, T, Dh) each
@@ -288,7 +293,7 @@ class MultiHeadAttention(nn.Module):
         return AttentionResult(context, weights, result.scores, result.extras)
 
 
-class SelfAttention(MultiHeadAttention):
+class SelfAttention(AttentionHeads):
     """Multi-head self-attention: queries, keys and values are the same sequence x (B, T, D)."""
 
     def forward(  # type: ignore[override]
@@ -329,7 +334,7 @@ class SelfAttention(MultiHeadAttention):
         return empty, empty
 
 
-class CrossAttention(MultiHeadAttention):
+class CrossAttention(AttentionHeads):
     """Multi-head cross (encoder-decoder) attention: x (B, Tq, D) attends memory (B, Tk, Dk)."""
 
     def forward(  # type: ignore[override]
@@ -338,11 +343,18 @@ class CrossAttention(MultiHeadAttention):
         return super().forward(x, memory, memory, mask=mask, need_weights=need_weights)
 
 
+def __getattr__(name: str) -> object:
+    if name == "MultiHeadAttention":  # renamed AttentionHeads; kept for one release
+        return moved_name("attnkit.modules.MultiHeadAttention", "attnkit.modules.AttentionHeads",
+                          AttentionHeads)  # fmt: skip
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "Attention",
+    "AttentionHeads",
     "CrossAttention",
     "DropoutReduce",
-    "MultiHeadAttention",
     "SelfAttention",
     "check_heads",
     "heads_mask",

@@ -14,7 +14,7 @@ from torch import nn
 from ._checks import check_size
 from .core import NormaliseFn, ReduceFn, weighted_sum
 from .mechanisms.hard import GumbelSoftmax, SampleReduce
-from .modules import Attention, MultiHeadAttention, check_heads
+from .modules import Attention, AttentionHeads, check_heads
 from .stages.alignment import (
     Alignment,
     CausalAlignment,
@@ -323,7 +323,7 @@ def build(
 
     ``heads=None``: single-head ``Attention`` without projections (Bahdanau/Luong style): the
     score works on widths ``dim`` (query) and ``key_dim`` (keys). ``heads=H``:
-    ``MultiHeadAttention`` with projections, the score working on width dim / H per head.
+    ``AttentionHeads`` with projections, the score working on width dim / H per head.
     ``output="multi-dimensional"``: ``MultiDimensionalAttention`` (Shen 2018), one weight per
     key and value feature, its own feature-wise additive score of width ``hidden``.
     ``position``: a position stage by name (``POSITIONS``: learned, shaw, t5, alibi, rope,
@@ -360,7 +360,7 @@ def build(
         )
     head_dim = check_heads(dim, heads)
     sc = build_score(score, head_dim, head_dim, hidden=hidden, max_keys=max_keys)
-    return MultiHeadAttention(
+    return AttentionHeads(
         dim,
         heads,
         key_dim=key_dim,

@@ -84,7 +84,7 @@ def test_a_real_csv_or_tsv_is_read_split_and_hashed(tmp_path):
 
 
 def test_bad_docs_settings_fail_clearly(tmp_path):
-    with pytest.raises(ValueError, match="--docs-csv FILE goes with --task docs"):
+    with pytest.raises(ValueError, match="^docs_csv goes with task docs"):
         DataConfig(task="toy-ko", docs_csv="x.csv")
     with pytest.raises(FileNotFoundError, match="no such file"):
         docs.read_labelled(tmp_path / "missing.csv")

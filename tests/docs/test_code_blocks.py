@@ -5,7 +5,7 @@ in a subprocess; bash line by line with ``set -e``, the checkout's ``attnkit`` f
 A block that cannot run here (it installs, trains for minutes, or reads a run made by an
 earlier command) carries its reason on the line just before the fence:
 
-    <!-- not run: trains for minutes; tests/commands/test_train_out.py runs it small -->
+    <!-- not run: trains for minutes; tests/cli/test_train_out.py runs it small -->
 
 A python block marked ``<!-- continues -->`` runs after the file's previous python block (and
 whatever that one continued), in the same process and folder, as a reader runs them in turn.

@@ -1,146 +1,203 @@
-"""``attnkit experiment coref``: the attention-mass metric on hand-made weights, the encoder's
-maps and readout, batches shared by both models, the verdict on synthetic numbers, bad
-settings, and the quick run's files."""
+"""``attnkit experiment coref``: the gendered translation and its minimal pairs, the tensors,
+the head measurements on hand-made weights, the checks on synthetic numbers (all three
+outcomes), bad settings, and the quick run's files."""
 
-import copy
 import json
 from pathlib import Path
 
 import pytest
 import torch
 
-from attnkit.data.coref import FAMOUS, famous, nouns, sentence
-from attnkit.experiments.coref import (
-    QUICK,
-    CorefConfig,
-    data,
-    make_batches,
-    run_experiment,
-    verdict,
+from attnkit.data.coref import (
+    FAMOUS,
+    FILLERS,
+    GENDER,
+    famous,
+    gender,
+    minimal_pairs,
+    noun_pairs,
+    nouns,
+    pair_items,
+    pair_split,
+    sentence,
+    translate,
 )
-from attnkit.experiments.coref.models import (
-    best_head,
-    build_encoder,
-    encode,
-    mass_table,
-    positions,
-    pronoun_mass,
-)
+from attnkit.experiments import evidence as ev
+from attnkit.experiments.coref import QUICK, CorefConfig, run_experiment
+from attnkit.experiments.coref.checks import FOLLOWS, checks_of
+from attnkit.experiments.coref.data import BOS, encode, target_ids
+from attnkit.experiments.coref.measure import best_head, keys_of, masses, pair_rates
 from attnkit.experiments.coref.report import report
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
 
 
-def test_pronoun_mass_reads_the_pronoun_row_at_both_nouns() -> None:
-    """Hand-made weights (B=2, L=1, H=2, S=4): only the pronoun's row matters."""
-    w = torch.zeros(2, 1, 2, 4, 4)
-    w[0, 0, 0, 2] = torch.tensor([0.7, 0.1, 0.0, 0.2])  # sentence 0, head 0, pronoun at 2
-    w[0, 0, 1, 2] = torch.tensor([0.1, 0.6, 0.1, 0.2])
-    w[1, 0, 0, 1] = torch.tensor([0.3, 0.0, 0.3, 0.4])  # sentence 1, pronoun at 1
-    w[1, 0, 1, 1] = torch.tensor([0.0, 0.0, 0.1, 0.9])
-    w[:, :, :, 0] = 0.25  # a row that is not the pronoun's: must be ignored
-    pronoun, right, wrong = torch.tensor([2, 1]), torch.tensor([0, 3]), torch.tensor([1, 0])
-    r, o = pronoun_mass(w, pronoun, right, wrong)
-    assert torch.allclose(r, torch.tensor([[[0.7, 0.1]], [[0.4, 0.9]]]))  # (B, L, H)
-    assert torch.allclose(o, torch.tensor([[[0.1, 0.6]], [[0.3, 0.0]]]))
-    # mean margins: head 0 (0.55 - 0.2 = 0.35) beats head 1 (0.5 - 0.3 = 0.2)
-    assert best_head(r.mean(0), o.mean(0)) == (0, 0)
-    assert best_head(torch.tensor([[0.1, 0.2], [0.9, 0.3]]), torch.zeros(2, 2)) == (1, 0)
-
-
-def test_mass_table_on_sentences() -> None:
+def test_the_famous_pair_translates_with_il_and_elle() -> None:
     tired, wide = famous()
-    s = len(tired.tokens)
-    w = torch.zeros(2, 2, 1, s, s)
-    w[0, 1, 0, tired.pronoun, 1] = 0.8  # layer 1 looks at "animal" in both sentences
-    w[1, 1, 0, wide.pronoun, 1] = 0.8
-    w[0, 0, 0, tired.pronoun, [1, 5]] = 0.3  # layer 0: a tie, then nothing on either noun
-    t = mass_table(w, [tired, wide])
-    assert torch.allclose(t["right"], torch.tensor([[0.15], [0.4]]))  # (L, H)
-    assert torch.allclose(t["wrong"], torch.tensor([[0.15], [0.4]]))
-    assert torch.allclose(t["picks_right"], torch.tensor([[0.0], [0.5]]))  # ties are not picks
-    p, r, o = positions([tired, wide])
-    assert p.tolist() == [7, 7] and r.tolist() == [1, 5] and o.tolist() == [5, 1]
+    assert " ".join(translate(tired)) == "le animal didn't cross la rue because il was too tired"
+    assert " ".join(translate(wide)) == "le animal didn't cross la rue because elle was too wide"
 
 
-def test_the_encoder_attends_over_real_tokens_and_ignores_padding() -> None:
-    torch.manual_seed(0)
-    enc = build_encoder(16, 2, 2, 32).eval()
-    short = sentence(FAMOUS[0])
-    long = sentence(("fit", "trophy", "suitcase", "big"), "in the end ,")
-    tokens, labels = encode([short, long])  # (2, S) right-padded
-    assert tokens.shape == (2, len(long.tokens)) and int(tokens[0, -1]) == 0
-    assert [nouns()[i] for i in labels] == ["animal", "trophy"]
-    w = enc.attention(tokens)  # (B, L, H, S, S)
-    assert w.shape == (2, 2, 2, tokens.shape[1], tokens.shape[1])
-    n = len(short.tokens)
-    assert torch.allclose(w[0, :, :, :n].sum(-1), torch.ones(2, 2, n), atol=1e-5)
-    assert float(w[0, :, :, :, n:].abs().max()) == 0.0  # no weight on padding
-    alone = enc(encode([short])[0])  # (1, C)
-    assert torch.allclose(enc(tokens)[0], alone[0], atol=1e-5)  # padding changes nothing
-    left, _ = encode([short, long], left=True)
-    assert left[0, -len(short.tokens) :].tolist() == tokens[0, : len(short.tokens)].tolist()
-    with pytest.raises(ValueError, match="pronoun"):
-        enc(torch.ones(1, 5, dtype=torch.long))
+def test_every_noun_has_a_gender_and_articles_agree() -> None:
+    assert set(nouns()) <= set(GENDER) and {g for _, g in GENDER.values()} == {"m", "f"}
+    train, _, test = pair_split(0)
+    for item in pair_items(test[:6], fillers=2, seed=3):
+        out = translate(item)
+        assert len(out) == len(item.tokens)
+        for i, w in enumerate(item.tokens):
+            if w == "the":
+                noun = next(x for x in item.tokens[i + 1 :] if x in GENDER)
+                assert out[i] == {"m": "le", "f": "la"}[gender(noun)]
+        assert out[item.pronoun] == {"m": "il", "f": "elle"}[gender(item.noun)]
+    with pytest.raises(ValueError, match="no gender"):
+        gender("unicorn")
 
 
-def test_both_models_see_the_same_sentences() -> None:
-    train, test = data(CorefConfig(**QUICK))
-    right, left = make_batches(train, 6, 4, False), make_batches(train, 6, 4, True)
-    a, b = right(3), left(3)
-    assert torch.equal(a[1], b[1]) and torch.equal(right(3)[0], a[0])
-    assert not torch.equal(right(4)[0], a[0])
-    for row_r, row_l in zip(a[0], b[0], strict=True):
-        assert row_r[row_r != 0].tolist() == row_l[row_l != 0].tolist()
-    assert not {x.combination for x in train} & {x.combination for x in test}
+def test_minimal_pairs_flip_only_the_adjective_and_the_referent() -> None:
+    _, _, test = pair_split(0)
+    pairs = minimal_pairs(test, fillers=2, seed=5)
+    assert len(pairs) == sum(5 * (6 if p[0] == "cross" else 5) for p in test)
+    differ = 0
+    for a, b in pairs:
+        diff = [i for i, (x, y) in enumerate(zip(a.tokens, b.tokens, strict=True)) if x != y]
+        assert diff == [len(a.tokens) - 1]  # the adjective, and nothing else
+        assert (a.referent, a.other) == (b.other, b.referent) and a.slot == 1 and b.slot == 2
+        ta, tb = translate(a), translate(b)
+        changed = [i for i, (x, y) in enumerate(zip(ta, tb, strict=True)) if x != y]
+        assert set(changed) <= {a.pronoun, len(a.tokens) - 1}  # only "it" depends on it
+        if gender(a.noun) != gender(b.noun):
+            differ += 1
+            # one il and one elle: any rule blind to the referent gets exactly one right
+            assert {ta[a.pronoun], tb[b.pronoun]} == {"il", "elle"}
+        else:
+            assert ta[a.pronoun] == tb[b.pronoun]
+    assert 0 < differ < len(pairs)
 
 
-def _seed(seed: int, acc: float, right: float, wrong: float, famous_rw: list) -> dict:
-    mass = {"right": [[0.1, 0.2], [0.3, right]], "wrong": [[0.1, 0.2], [0.3, wrong]]}
-    return {
-        "seed": seed,
-        "transformer": {"accuracy": acc},
-        "mass": mass,
-        "best_head": [1, 1],
-        "famous": [{"right": r, "wrong": w} for r, w in famous_rw],
-    }
+def test_fillers_shift_the_nouns_but_not_the_reading() -> None:
+    plain = sentence(FAMOUS[0])
+    filled = sentence(FAMOUS[0], "sadly ,", ("young brown", "red"))
+    assert filled.noun == plain.noun == "animal" and filled.slot == plain.slot == 1
+    assert filled.referent == plain.referent + 4 and filled.pronoun == plain.pronoun + 5
+    with pytest.raises(ValueError, match="fillers"):
+        sentence(FAMOUS[0], "", ("tired", ""))
+    counts = {len(x.tokens) for x in pair_items(noun_pairs()[:3], ("",), fillers=2, seed=1)}
+    assert counts == {11, 12, 13, 14, 15}  # 0..2 fillers before each of two nouns
+    assert pair_items(noun_pairs()[:3], fillers=2, seed=1) == pair_items(
+        noun_pairs()[:3], fillers=2, seed=1)  # fmt: skip
+    assert set(FILLERS).isdisjoint(
+        {w for f in __import__("attnkit.data.coref", fromlist=["FRAMES"]).FRAMES
+         for w in (*f.picks_first, *f.picks_second, *f.first, *f.second)})  # fmt: skip
 
 
-def test_verdict_passes_when_a_head_resolves_it_in_every_seed() -> None:
-    good = [_seed(s, 0.97, 0.8, 0.05, [(0.9, 0.02), (0.7, 0.1)]) for s in range(3)]
-    reasons, checks = verdict(good)
-    assert reasons == [] and checks["reproduced"]
-    assert all(c["flips"] for c in checks["per_seed"])
+def test_the_noun_pair_split_holds_out_unseen_pairs_of_seen_words() -> None:
+    train, valid, test = pair_split(4)
+    assert not (set(train) & set(valid) or set(train) & set(test) or set(valid) & set(test))
+    assert set(train) | set(valid) | set(test) == set(noun_pairs())
+    assert FAMOUS[0][:3] in test and valid and len(test) > len(valid)
+    seen = {n for p in train for n in p[1:]}
+    assert all(set(p[1:]) <= seen for p in valid + test if p != FAMOUS[0][:3])
+    assert pair_split(4) == (train, valid, test) and pair_split(5) != (train, valid, test)
+    with pytest.raises(ValueError, match="sum below 1"):
+        pair_split(0, 0.5, 0.5)
 
 
-def test_verdict_fails_on_each_broken_check() -> None:
-    good = [_seed(s, 0.97, 0.8, 0.05, [(0.9, 0.02), (0.7, 0.1)]) for s in range(3)]
-    cases = {
-        "accuracy 85.0%": _seed(1, 0.85, 0.8, 0.05, [(0.9, 0.02), (0.7, 0.1)]),
-        "puts 0.45 of the pronoun's mass": _seed(1, 0.97, 0.45, 0.05, [(0.9, 0.0), (0.7, 0.1)]),
-        "'... too wide' head L1H1 puts 0.40": _seed(1, 0.97, 0.8, 0.05, [(0.9, 0.0), (0.4, 0.1)]),
-        "'... too tired' head L1H1 puts 0.55 on the right noun, 0.60": _seed(
-            1, 0.97, 0.8, 0.05, [(0.55, 0.6), (0.9, 0.0)]
-        ),
-    }
-    for text, bad in cases.items():
-        seeds = copy.deepcopy(good)
-        seeds[1] = bad
-        reasons, checks = verdict(seeds)
-        assert len(reasons) == 1 and text in reasons[0] and reasons[0].startswith("seed 1")
-        assert not checks["reproduced"]
-    _, checks = verdict([cases["'... too tired' head L1H1 puts 0.55 on the right noun, 0.60"]])
-    assert checks["per_seed"][0]["flips"] is False
+def test_encode_teacher_forces_the_gendered_target_and_marks_the_phrases() -> None:
+    a = sentence(FAMOUS[0], "", ("young", ""))  # the young animal ... the street
+    b = sentence(FAMOUS[1])
+    batch = encode([a, b])
+    ids = target_ids()
+    assert batch.src.shape == batch.tgt_out.shape == (2, 12)
+    assert batch.tgt_in[:, 0].tolist() == [BOS, BOS]
+    assert torch.equal(batch.tgt_in[:, 1:], batch.tgt_out[:, :-1])
+    assert int(batch.tgt_out[0, a.pronoun]) == ids["il"]
+    assert int(batch.tgt_out[1, b.pronoun]) == ids["elle"] and int(batch.tgt_out[1, -1]) == 0
+    assert batch.referent_phrase[0].nonzero().flatten().tolist() == [0, 1, 2]  # the young animal
+    assert batch.other_phrase[0].nonzero().flatten().tolist() == [5, 6]  # the street
+    assert batch.referent_phrase[1].nonzero().flatten().tolist() == [4, 5]
+    assert batch.differ.tolist() == [True, True]
+
+
+def test_masses_and_top_nouns_on_hand_made_weights() -> None:
+    batch = encode([sentence(FAMOUS[0]), sentence(FAMOUS[1])])  # it at 7; nouns at 1 and 5
+    s = batch.src.shape[1]
+    w = torch.zeros(2, 1, 2, s, s)
+    w[0, 0, 0, 7, [0, 1, 4, 5]] = torch.tensor([0.1, 0.3, 0.05, 0.35])  # phrase 0.4 vs 0.4
+    w[1, 0, 0, 7, [0, 1, 4, 5]] = torch.tensor([0.1, 0.1, 0.2, 0.6])
+    w[:, 0, 1, 7, 0] = 1.0  # head 1: all on "the" of noun 1
+    w[:, 0, :, 3] = 0.5  # a row that is not the pronoun's: ignored
+    r, o = masses(w, *keys_of("enc-self", "phrase", batch))  # (B, L, H)
+    assert torch.allclose(r[:, 0, 0], torch.tensor([0.4, 0.8]))
+    assert torch.allclose(o[:, 0, 0], torch.tensor([0.4, 0.2]))
+    assert torch.allclose(r[:, 0, 1], torch.tensor([1.0, 0.0]))
+    rn, on = masses(w, *keys_of("enc-self", "noun", batch))
+    assert torch.allclose(rn[:, 0, 0], torch.tensor([0.3, 0.6]))
+    assert torch.allclose(on[:, 0, 0], torch.tensor([0.35, 0.1]))
+    q, right, _ = keys_of("dec-self", "noun", batch)  # target word j is fed at j + 1
+    assert right[0].nonzero().flatten().tolist() == [2] and q.tolist() == [7, 7]
+    with pytest.raises(ValueError, match="unknown attention"):
+        keys_of("memory", "noun", batch)
+
+
+def test_pair_rates_follow_and_flip() -> None:
+    # 4 pairs, L = 1, H = 3: head 0 right in both always; head 1 always the first noun (right
+    # in sentence a, wrong in b): never flips; head 2 wrong in both: flips, the wrong way
+    a = torch.tensor([[[True, True, False]]] * 4)
+    b = torch.tensor([[[True, False, False]]] * 4)
+    picks = torch.stack([a, b], dim=1).flatten(0, 1)  # (8, 1, 3) interleaved
+    follows, flips = pair_rates(picks)
+    assert follows.tolist() == [[1.0, 0.0, 0.0]] and flips.tolist() == [[1.0, 0.0, 1.0]]
+    coin = torch.rand(20000, 1, 1, generator=torch.Generator().manual_seed(0)) < 0.5
+    f, fl = pair_rates(coin)
+    assert abs(float(f) - 0.25) < 0.02 and abs(float(fl) - 0.5) < 0.02
+    assert best_head(torch.tensor([[0.1, 0.2], [0.9, 0.3]])) == (1, 0)
+    with pytest.raises(ValueError, match="two by two"):
+        pair_rates(picks[:3])
+
+
+ACC, FOLLOW, CONTROL = [0.97, 0.99, 0.95, 0.98, 0.96], [0.8, 0.85, 0.75, 0.9, 0.82], [0.0] * 5
+
+
+def test_checks_reproduced_when_a_head_follows_in_most_pairs() -> None:
+    checks = checks_of(ACC, FOLLOW, [0.0, 0.01, 0.0, 0.02, 0.0])
+    assert ev.verdict_of(checks) == ev.REPRODUCED
+    assert [c.kind for c in checks] == ["design", "design", "design", "claim"]
+
+
+def test_checks_not_reproduced_when_no_head_follows() -> None:
+    v = ev.verdict_of(checks_of(ACC, [0.01, 0.02, 0.0, 0.05, 0.03], CONTROL))
+    assert v.startswith("NOT REPRODUCED") and "follows the referent" in v
+
+
+def test_checks_inconclusive_when_the_interval_straddles_the_threshold() -> None:
+    v = ev.verdict_of(checks_of(ACC, [0.3, 0.7, 0.45, 0.6, 0.5], CONTROL))
+    assert v.startswith("INCONCLUSIVE") and "holds both" in v
+
+
+def test_checks_inconclusive_when_the_model_has_not_learnt_the_task() -> None:
+    v = ev.verdict_of(checks_of([0.55, 0.6, 0.5, 0.58, 0.62], [0.0] * 5, CONTROL))
+    assert v.startswith("INCONCLUSIVE") and "not learned" in v  # never NOT REPRODUCED
+    v = ev.verdict_of(checks_of([0.99, 0.3, 0.99, 0.99, 0.99], FOLLOW, CONTROL))
+    assert v.startswith("INCONCLUSIVE") and "above chance" in v  # mean 0.85: not learned
+
+
+def test_checks_inconclusive_when_the_measure_is_at_its_ceiling_untrained() -> None:
+    v = ev.verdict_of(checks_of(ACC, FOLLOW, [0.7, 0.8, 0.75, 0.9, 0.6]))
+    assert v.startswith("INCONCLUSIVE") and "untrained control" in v
+    assert FOLLOWS == 0.5
 
 
 @pytest.mark.parametrize(
     ("kw", "match"),
     [
-        ({"seeds": 0}, "--seeds"),
+        ({"seeds": 1}, "--seeds"),
         ({"dim": 30, "heads": 4}, "divisible"),
         ({"lr": 0.0}, "--lr"),
         ({"test_fraction": 1.0}, "--test-fraction"),
+        ({"valid_fraction": 0.5, "test_fraction": 0.5}, "leave some"),
         ({"batch_size": 0}, "--batch-size"),
+        ({"openers": 6}, "--openers"),
+        ({"fillers": 7}, "--fillers"),
     ],
 )
 def test_bad_settings_fail_clearly(kw: dict, match: str) -> None:
@@ -148,18 +205,25 @@ def test_bad_settings_fail_clearly(kw: dict, match: str) -> None:
         CorefConfig(**kw)
 
 
-def test_quick_run_writes_both_famous_maps(tmp_path: Path) -> None:
+def test_quick_run_writes_the_tables_maps_and_checks(tmp_path: Path) -> None:
     cfg = CorefConfig(**QUICK)
     result = run_experiment(cfg, tmp_path, say=lambda _: None)
-    report(result, tmp_path, say=lambda _: None)
-    (l, h), first = result["seeds"][0]["best_head"], result["seeds"][0]
+    lines: list[str] = []
+    report(result, tmp_path, say=lines.append)
+    first = result["seeds"][0]
+    (l, h) = first["chosen"]["enc-self"]["head"]
     for f, (adj, noun) in zip(first["famous"], (("tired", "animal"), ("wide", "street")),
                               strict=True):  # fmt: skip
         assert f["tokens"][-1] == adj and f["tokens"][f["referent"]] == noun
-        assert f["right"] == pytest.approx(f["weights"][l][h][f["pronoun"]][f["referent"]])
+        row = f["weights"][l][h][f["pronoun"]]
+        assert f["right_noun"] == pytest.approx(row[f["referent"]], abs=1e-4)
+        assert f["right"] == pytest.approx(row[f["referent"] - 1] + row[f["referent"]], abs=1e-3)
     rows = (tmp_path / "coref.csv").read_text().strip().splitlines()
-    assert len(rows) == 1 + cfg.layers * cfg.heads
-    page = (tmp_path / "coref.html").read_text()
-    assert "it (... too tired)" in page and "tired / wide" in page
+    assert len(rows) == 1 + cfg.seeds * (cfg.enc_layers + 2 * cfg.dec_layers) * cfg.heads
+    saved = json.loads((tmp_path / "coref.json").read_text())
+    assert [c["name"] for c in saved["checks"]] == [c["name"] for c in result["checks"]]
+    assert saved["verdict"] == ev.verdict_of([ev.Check(**{**c, "ci": tuple(c["ci"])})
+                                              for c in saved["checks"]])  # fmt: skip
+    assert "it (... too tired)" in (tmp_path / "coref.html").read_text()
     assert (tmp_path / "coref-famous.png").read_bytes()[:4] == b"\x89PNG"
-    assert json.loads((tmp_path / "coref.json").read_text())["parameters"]["lstm"] > 0
+    assert any(line.startswith("verdict: ") for line in lines)

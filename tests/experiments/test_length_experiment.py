@@ -128,7 +128,7 @@ def _scores_match_sacrebleu(out: Path, result: dict) -> None:
 def test_train_argv_is_the_same_run_as_train_config(tmp_path: Path) -> None:
     """The recorded `attnkit train` command describes exactly the run the experiment makes."""
     from attnkit.cli import make_parser
-    from attnkit.commands.train import fit_config
+    from attnkit.cli.train import fit_config
     from attnkit.experiments.length import MODELS, train_config
 
     cfg = LengthConfig(steps=10, batch_size=4, hidden=16)

@@ -161,3 +161,17 @@ def test_merged_without_a_heads_dim_takes_the_kernel(name: str) -> None:
         fast = attend(q, k, v, align=align, mask=mask, need_weights=False)
     want, _ = sdpa_ref(q, k, v, allowed_ref(align.spec, 17, 1, [17, 9])[:, 0])
     torch.testing.assert_close(fast.context, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [9, 10])  # l = 3: a multiple (no padding), and not
+@pytest.mark.parametrize("heads", [2, 3])  # even: the heads' unbind; odd: strided slices
+@pytest.mark.parametrize("pattern", ["strided", "fixed"])
+def test_gradcheck_the_kernel_without_a_mask(pattern: str, heads: int, n: int) -> None:
+    """No key mask: the causal parts run on SDPA's own is_causal (no mask at all), the padded
+    rows closing each class or block."""
+    spec = PatternSpec(pattern, 3, 2, causal=True, split_heads=True)
+    q, k, v = _qkv(1, heads, n, d=3, grad=True)
+    want, _ = sdpa_ref(q, k, v, allowed_ref(spec, n, heads, [n]))
+    torch.testing.assert_close(factorised_attention(q, k, v, spec), want, rtol=1e-10, atol=1e-12)
+    assert torch.autograd.gradcheck(lambda q, k, v: factorised_attention(q, k, v, spec),
+                                    (q, k, v))  # fmt: skip

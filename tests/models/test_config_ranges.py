@@ -17,6 +17,8 @@ SIZES = {
     "digit-qa": ("src_vocab", "tgt_vocab", "dim", "hidden", "channels", "max_grid"),
     "forecaster": ("src_vocab", "tgt_vocab", "hidden"),
     "captioner": ("src_vocab", "tgt_vocab", "channels", "feat", "emb", "dec_hidden"),
+    "transformer-xl": ("src_vocab", "tgt_vocab", "dim", "layers", "ff"),
+    "transformer-lm": ("src_vocab", "tgt_vocab", "dim", "layers", "ff"),
 }
 
 

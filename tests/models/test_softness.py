@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnkit.commands.train import add_data_args, add_model_args, add_train_args, fit_config
+from attnkit.cli.train import add_data_args, add_model_args, add_train_args, fit_config
 from attnkit.data.vocab import Vocab
 from attnkit.models import build_model
 from attnkit.models.latent import tau_at, token_scores

@@ -13,7 +13,7 @@ from attnkit.data.vocab import Vocab
 from attnkit.decode import greedy
 from attnkit.models import build_model
 from attnkit.models.transformer import Transformer
-from attnkit.modules import MultiHeadAttention, SelfAttention
+from attnkit.modules import AttentionHeads, SelfAttention
 from attnkit.train.loop import TrainConfig, train
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
@@ -38,7 +38,7 @@ def tiny(**kw) -> Transformer:
     return m.double().eval()
 
 
-def by_hand(attn: MultiHeadAttention, query, keys, allowed) -> torch.Tensor:
+def by_hand(attn: AttentionHeads, query, keys, allowed) -> torch.Tensor:
     """softmax(Q Kᵀ / √d_h) per head, from the module's projection matrices; query (B, Tq, D),
     keys (B, Tk, D), allowed (B, Tq, Tk) bool -> (B, H, Tq, Tk)."""
     h, d = attn.heads, attn.head_dim

@@ -20,10 +20,10 @@ CASES: dict[str, tuple[list[str], str]] = {
         r"--train-size 0; it must be at least 1",
     ),
     "train --valid-size 0": (["train", "--task", "copy", "--valid-size", "0"], r"--valid-size 0"),
-    "train --clip nan": ([*TRAIN, "--clip", "nan"], r"clip=nan; it must be a finite number"),
-    "train --lr inf": ([*TRAIN, "--lr", "inf"], r"lr=inf; it must be a finite number"),
-    "train --lr 0": ([*TRAIN, "--lr", "0"], r"lr=0.0; it must be positive"),
-    "train --batch-size 0": ([*TRAIN, "--batch-size", "0"], r"batch_size=0; both must be >= 1"),
+    "train --clip nan": ([*TRAIN, "--clip", "nan"], r"--clip nan; it must be a finite number"),
+    "train --lr inf": ([*TRAIN, "--lr", "inf"], r"--lr inf; it must be a finite number"),
+    "train --lr 0": ([*TRAIN, "--lr", "0"], r"--lr 0.0; it must be positive"),
+    "train --batch-size 0": ([*TRAIN, "--batch-size", "0"], r"--batch-size 0; both must be >= 1"),
     "bench --variants nope": (
         ["bench", "--quick", "--variants", "nope"],
         r"unknown variant\(s\) \['nope'\]",
@@ -50,7 +50,7 @@ CASES: dict[str, tuple[list[str], str]] = {
         [*TRAIN, "--lr", "1e30", "--clip", "0", "--train-size", "16", "--save-every", "0"],
         r"training diverged: the validation loss is nan at update 1",
     ),
-    "train --lr 1e39": ([*TRAIN, "--lr", "1e39"], r"lr=1e\+39; it must be positive and within"),
+    "train --lr 1e39": ([*TRAIN, "--lr", "1e39"], r"--lr 1e\+39; it must be positive and within"),
 }
 
 

@@ -33,6 +33,7 @@ from attnkit.stages.position import (
     t5_bias,
     t5_bucket,
     xl_bias,
+    xl_bias_factored,
 )
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -194,6 +195,8 @@ def test_pure_functions_gradcheck() -> None:
         (lambda x, tab: shaw_bias(x, rel, tab, 0.4), (q, r(5, 6))),
         (lambda x, y, w, u, v: xl_bias(x, y, -rel, w, u, v, 0.4),
          (q, k, r(3, 6, 4), r(3, 1, 6), r(3, 1, 6))),  # fmt: skip
+        (lambda x, y, w, u, v: xl_bias_factored(x, y, qp + 7, kp, w, u, v, 0.4),
+         (q, k, r(3, 6, 4), r(3, 1, 6), r(3, 1, 6))),  # fmt: skip
         (lambda tab: learned_offsets(qp, tab), (r(3, 7, 6),)),
     ]
     for fn, args in checks:
@@ -306,7 +309,7 @@ def test_build_with_position() -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_batched_positions_reach_every_head(name) -> None:
-    """MultiHeadAttention with positions (B, Tq) (per sentence, a heads dim added inside)
+    """AttentionHeads with positions (B, Tq) (per sentence, a heads dim added inside)
     equals the default positions when they are 0 .. T-1, and the reference at an offset."""
     torch.manual_seed(0)
     mha = attnkit.build(dim=8, heads=2, position=name).double()
@@ -406,3 +409,21 @@ def test_half_inputs_keep_their_dtype(name) -> None:
                 got = attend(h, h, h, position=stage, align=align, need_weights=need).context
                 assert got.dtype == dtype
                 torch.testing.assert_close(got.float(), want, atol=tol, rtol=tol)
+
+
+@settings(max_examples=25, deadline=None)
+@given(tq=st.integers(1, 6), tk=st.integers(1, 7), width=st.sampled_from([2, 4, 8]),
+       shift=st.floats(-3000, 3000), seed=st.integers(0, 2**16))  # fmt: skip
+def test_the_factored_xl_bias_equals_the_distance_form(tq, tk, width, shift, seed) -> None:
+    """xl_bias_factored (angle-difference identities, no (Tq, Tk, R) tensor) equals xl_bias
+    at the distances i - j, at integer and real, small and large positions, in float64."""
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(2, 3, tq, 4, generator=g, dtype=torch.float64)
+    k = torch.randn(2, 3, tk, 4, generator=g, dtype=torch.float64)
+    w, u, v = (torch.randn(*s, generator=g, dtype=torch.float64)
+               for s in ((3, 4, width), (3, 1, 4), (3, 1, 4)))  # fmt: skip
+    qp = torch.randn(tq, generator=g, dtype=torch.float64) * 50 + shift
+    kp = torch.arange(tk, dtype=torch.float64) + shift
+    rel = qp[:, None] - kp[None, :]  # i - j (Tq, Tk)
+    torch.testing.assert_close(xl_bias_factored(q, k, qp, kp, w, u, v, 0.5),
+                               xl_bias(q, k, rel, w, u, v, 0.5), rtol=1e-9, atol=1e-9)  # fmt: skip

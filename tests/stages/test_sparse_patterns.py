@@ -17,7 +17,7 @@ import attnkit
 from attnkit.core import attend
 from attnkit.modules import split_heads
 from attnkit.stages.scores import ScaledDotScore
-from attnkit.stages.sparse import FactorisedAlignment, PatternSpec, pattern_mask
+from attnkit.stages.sparse import FactorisedAlignment, PatternSpec, allowed_pairs, pattern_mask
 
 
 def reference_mask(pattern, positions, tk, l, c, causal, part=None) -> torch.Tensor:
@@ -99,3 +99,38 @@ def test_bad_patterns_fail_clearly() -> None:
         FactorisedAlignment(PatternSpec("strided", 2, split_heads=True))(q, q)
     with pytest.raises(ValueError, match="window"):
         attnkit.build("scaled_dot", dim=8, align="strided")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    pattern=st.sampled_from(["strided", "fixed"]),
+    n=st.integers(1, 40),
+    l=st.integers(1, 12),
+    data=st.data(),
+    causal=st.booleans(),
+    split=st.booleans(),
+    heads=st.integers(1, 5),
+)
+def test_allowed_pairs_counts_the_papers_sets(pattern, n, l, data, causal, split, heads) -> None:
+    """``allowed_pairs`` (a closed form in O(n), the bench's FLOPs) equals the pairs of the
+    sets written from §4.2, counted with loops, and the dense mask's True count."""
+    c = data.draw(st.integers(1, l))
+    split = split and heads >= 2
+    total = 0
+    for h in range(heads):
+        for i in range(n):
+            first, second = factorised_sets(pattern, i, n, l, c, causal)
+            total += len((first if h % 2 == 0 else second) if split else first | second)
+    spec = PatternSpec(pattern, l, c, causal, split)
+    assert allowed_pairs(spec, n, heads) == total
+    mask = pattern_mask(spec, torch.arange(n), n, heads if split else None)
+    assert int(mask.sum()) * (1 if split else heads) == total
+
+
+def test_allowed_pairs_grows_as_n_sqrt_n() -> None:
+    """With l = round(√n) a strided-causal-heads query reaches about √n keys: half the heads
+    l + 1, half about i / l + 1; pairs / (n·√n·H) tends to (1 + 1/2) / 2 = 0.75."""
+    for n in (4096, 16384, 65536):
+        spec = PatternSpec("strided", round(math.sqrt(n)), causal=True, split_heads=True)
+        per = allowed_pairs(spec, n, 8) / (n * math.sqrt(n) * 8)
+        assert 0.74 < per < 0.76, (n, per)

@@ -198,7 +198,7 @@ def test_every_registered_task_and_model_names_a_registered_family():
 
 def test_train_without_model_picks_the_tasks_own_model():
     from attnkit.cli import make_parser
-    from attnkit.commands.train import fit_config
+    from attnkit.cli.train import fit_config
 
     for task, model in (("toy-ko", "rnnsearch"), ("series", "forecaster"), ("docs", "han"),
                         ("digit-qa", "digit-qa"), ("digit-captions", "captioner")):  # fmt: skip

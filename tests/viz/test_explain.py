@@ -86,6 +86,8 @@ def test_additive_local_p_prior_and_context(capsys) -> None:
         ("general", "local-m", "sparsemax", 1),
         ("cosine", "sliding", "entmax15", 1),
         ("location", "global", "softmax", None),
+        ("general", "local-p", "softmax", 2),  # docs/guide.md's examples
+        ("dot", "strided", "softmax", 2),
     ],
 )
 def test_steps_are_consistent(score, align, norm, window) -> None:
@@ -119,3 +121,65 @@ def test_gif_and_html_stepper(tmp_path, capsys) -> None:
     text = html.read_text(encoding="utf-8")
     (context,) = _rows(sec[4], "c_t")
     assert all(f'"{x:.4f}"' in text for x in context)  # the page shows the printed numbers
+
+
+def test_birnn_states_match_torch_rnn() -> None:
+    """birnn_states against PyTorch's own bidirectional tanh RNN with the same weights."""
+    from attnkit.viz.explain import birnn_states
+
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(5, 4, generator=gen, dtype=torch.float64)  # (S, D_in)
+    w_f, w_b = torch.randn(2, 3, 4, generator=gen, dtype=torch.float64)  # (H, D_in)
+    u_f, u_b = torch.randn(2, 3, 3, generator=gen, dtype=torch.float64)  # (H, H)
+    rnn = torch.nn.RNN(4, 3, bias=False, bidirectional=True, batch_first=True).double()
+    with torch.no_grad():
+        rnn.weight_ih_l0.copy_(w_f), rnn.weight_hh_l0.copy_(u_f)
+        rnn.weight_ih_l0_reverse.copy_(w_b), rnn.weight_hh_l0_reverse.copy_(u_b)
+        expected, _ = rnn(x[None])
+    assert torch.allclose(birnn_states(x, w_f, u_f, w_b, u_b), expected[0], atol=1e-12)
+
+
+def test_birnn_halves_read_in_their_own_direction() -> None:
+    """→h_j has read x_1 … x_j only, ←h_j x_j … x_S only: changing the last token leaves the
+    forward half of every earlier state unchanged and changes every backward half."""
+    from attnkit.viz.explain import birnn_states, explain_steps
+
+    a = explain_steps(src_tokens="a b c d".split(), encoder="birnn", dim=4, seed=2)
+    assert a.embeddings is not None and a.encoder.shape == (4, 4)
+
+    x = a.embeddings.clone()
+    gen = torch.Generator().manual_seed(0)
+    w = [torch.randn(2, 4, generator=gen, dtype=torch.float64) for _ in range(2)]
+    u = [torch.randn(2, 2, generator=gen, dtype=torch.float64) for _ in range(2)]
+    h = birnn_states(x, w[0], u[0], w[1], u[1])
+    x[-1] += 1.0
+    h2 = birnn_states(x, w[0], u[0], w[1], u[1])
+    assert torch.equal(h[:-1, :2], h2[:-1, :2])  # forward halves before the edit: unchanged
+    assert not torch.isclose(h[:, 2:], h2[:, 2:]).any()  # every backward half changed
+
+
+def test_bahdanau_step_5_is_the_next_rnn_state(capsys) -> None:
+    """s_t = tanh(W_y y_{t-1} + U_s s_{t-1} + C_s c_t) (Bahdanau 2015, eq. 4), recomputed in
+    numpy from the example's own numbers; the query of steps 1–4 is s_{t-1}."""
+    import numpy as np
+
+    from attnkit.viz.explain import explain_steps
+
+    st = explain_steps("general", src_tokens="x y z".split(), decoder="bahdanau", dim=4)
+    assert st.recurrence is not None and st.prev_output is not None
+    w_y, u_s, c_s = (m.numpy() for m in st.recurrence)
+    expected = np.tanh(w_y @ st.prev_output.numpy() + u_s @ st.decoder_state.numpy()
+                       + c_s @ st.context.numpy())  # fmt: skip
+    assert np.allclose(st.attentional.numpy(), expected, atol=1e-12)
+    luong = explain_steps("general", src_tokens="x y z".split(), dim=4)
+    assert torch.equal(luong.context, st.context)  # steps 0–4 are the same computation
+    sec = _run(capsys, "--decoder", "bahdanau", "--encoder", "birnn", "--src", "x y z")
+    assert "s_t = tanh(W_y y_{t-1} + U_s s_{t-1} + C_s c_t)" in "\n".join(sec[5])
+    assert "→h_j[0]" in "\n".join(sec[0]) and "←h_j[1]" in "\n".join(sec[0])
+
+
+def test_birnn_needs_an_even_width() -> None:
+    from attnkit.viz.explain import explain_steps
+
+    with pytest.raises(ValueError, match="two halves; give an even dim"):
+        explain_steps(encoder="birnn", dim=3)

@@ -23,7 +23,7 @@ def _weights(tq: int = 3, tk: int = 4) -> torch.Tensor:
 
 
 def test_show_returns_the_printed_lines_and_renders_the_page_in_a_sandboxed_iframe(tmp_path):
-    shown = show(_weights(), ["a", "b", "c"], ["w", "x", "y", "z"], out=tmp_path / "p.html")
+    shown = show(_weights(), ["a", "b", "c"], ["w", "x", "y", "z"], page_path=tmp_path / "p.html")
     assert list(shown) == [f"wrote {tmp_path / 'p.html'}: open it in a browser (no network needed)"]
     frame = shown._repr_html_()
     assert frame.startswith('<iframe sandbox="allow-scripts"')

@@ -20,7 +20,7 @@ def test_shading_levels_and_argmax() -> None:
 def test_heads_layers_and_wide_tokens() -> None:
     torch.manual_seed(0)
     w = torch.softmax(torch.randn(2, 3, 2, 3), -1)  # (L, H, Tq, Tk)
-    text = terminal_heatmap(w, ["나는", "간다"], ["I", "go", "."], layer=0, head=2)
+    text = terminal_heatmap(w, ["나는", "간다"], ["I", "go", "."], layer=0, heads=2)
     assert text.splitlines()[0].startswith("layer 0, head 2")
     rows = [line for line in text.splitlines() if "│" in line]
     assert len(rows) == 2

@@ -13,7 +13,7 @@ import torch
 import attnkit.viz
 import attnkit.viz.outputs
 from attnkit.cli import main
-from attnkit.commands import view as view_command
+from attnkit.cli import view as view_command
 from attnkit.data.tasks import load_task
 from attnkit.data.vocab import Vocab
 from attnkit.models import build_model

@@ -57,7 +57,7 @@ def train_speed(
     model's forward is ``torch.compile``d in place with ``options`` (default: those of
     ``attnkit train --compile``, train/runtime.py). ``warmup`` untimed updates first (default:
     one per batch, so that no timed step compiles a new shape)."""
-    from ..models import build_model
+    from ..models import build_seq2seq
     from ..train.loop import loss_of
     from ..train.runtime import compile_options
 
@@ -66,7 +66,7 @@ def train_speed(
     warmup = len(data) if warmup is None else warmup
     opts = compile_options("cpu") if options is None else options
     torch.manual_seed(seed)
-    model = build_model("transformer", src_vocab=len(sv), tgt_vocab=len(tv), preset="small")
+    model = build_seq2seq("transformer", src_vocab=len(sv), tgt_vocab=len(tv), preset="small")
     if compile:  # reset: a second model's forward would reuse the graphs of the first
         torch._dynamo.reset()
         model.compile(options=opts)
@@ -155,12 +155,12 @@ def decode_speed(
     ``weights``: a state_dict file, loaded when it exists, else written after training (so
     two builds of attnkit decode with the very same parameters)."""
     from ..decode.search import decode
-    from ..models import build_model
+    from ..models import build_seq2seq
     from ..train.loop import loss_of
 
     train, test_set, sv, tv = _toy_ko(4000, test, seed)
     torch.manual_seed(seed)
-    model = build_model("transformer", src_vocab=len(sv), tgt_vocab=len(tv), preset="small")
+    model = build_seq2seq("transformer", src_vocab=len(sv), tgt_vocab=len(tv), preset="small")
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     model.train()
     done, epoch = (updates, 0) if weights and _load_weights(model, weights) else (0, 0)
@@ -258,7 +258,7 @@ def versus_speed(
     median over rounds. ``names``: rows of ``ROWS``; "rnnsearch-padded" times RNNsearch
     over the padded targets, the same positions as the plain model (the default skips the
     positions after each target's end, models/packed.py)."""
-    from ..models import build_model
+    from ..models import build_seq2seq
 
     train, _, sv, tv = _toy_ko(batch_size * 8, 8, seed)
     data: list[Batch] = batches(train, sv, tv, batch_size, random.Random(seed))
@@ -268,7 +268,7 @@ def versus_speed(
             raise ValueError(f"models row {name!r}: choose from {', '.join(ROWS)}")
         built, packed = ROWS[name]
         torch.manual_seed(seed)
-        ours = build_model(built, src_vocab=len(sv), tgt_vocab=len(tv), preset=preset)
+        ours = build_seq2seq(built, src_vocab=len(sv), tgt_vocab=len(tv), preset=preset)
         torch.manual_seed(seed)
         plain = _plain_twin(ours)
         pair = {"attnkit": ours, "plain": plain}

@@ -3,8 +3,9 @@
 A case is skipped (and the table says why) when its variant cannot run here, or when one step
 would take more than ``time_limit_s`` or its peak memory would pass ``memory_limit_gib``: the
 estimate extrapolates the same variant's previous size (n² for dense variants, n for the
-local kernels) and counts, before anything is allocated, the inputs, outputs and gradients of
-every variant and the n x n tensors the dense ones must build.
+local kernels, n·√n for the Sparse Transformer's) and counts, before anything is allocated,
+the inputs, outputs and gradients of every variant and the n x n tensors the dense ones must
+build.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 import torch
 
+from . import sparse
 from .measure import matmul_gflops, measure, measure_in_subprocess
 from .variants import VARIANTS, Case, available
 
@@ -32,7 +34,9 @@ class SuiteConfig:
     global_sizes: list[int] = field(default_factory=lambda: list(GLOBAL_SIZES))
     local_sizes: list[int] = field(default_factory=lambda: list(LOCAL_SIZES))
     additive_sizes: list[int] = field(default_factory=lambda: list(ADDITIVE_SIZES))
-    scenarios: list[str] = field(default_factory=lambda: ["global", "local", "causal", "additive"])
+    scenarios: list[str] = field(
+        default_factory=lambda: ["global", "local", "causal", "additive", "sparse"]
+    )
     backward: list[bool] = field(default_factory=lambda: [False, True])
     variants: list[str] | None = None  # None: every variant of a scenario
     warmup: int = 1
@@ -43,6 +47,7 @@ class SuiteConfig:
     dim: int = 64
     local_radius: int = 256
     causal_radius: int = 512
+    sparse_stride: int | None = None  # None: l = round(√n) at each n
     isolate: bool = True  # a fresh process per case (honest peak memory); False: smoke runs
     matmul_repeats: int = 5
     matmul_size: int = 2048  # a smoke run may use less
@@ -81,10 +86,16 @@ class SuiteConfig:
                 f"--radius {self.local_radius} --lookback {self.causal_radius}: a window needs "
                 "at least one key beside the query (use the global scenario for none)"
             )
+        if self.sparse_stride is not None and self.sparse_stride < 1:
+            raise ValueError(
+                f"--stride {self.sparse_stride}: give a stride l >= 1, or 0 for round(√n)"
+            )
 
 
 def dense_bytes(case: Case) -> float:
     """Bytes of the n x n tensors a dense variant must hold at once (a lower bound)."""
+    if case.scenario in sparse.SCENARIOS:
+        return sparse.dense_bytes(case)
     nn = float(case.n) ** 2
     if case.scenario == "additive":  # the (n, n, A) hidden tensor, or attnkit's n x n scores
         per_pair = case.dim * (2 if case.backward else 1) if case.variant == "naive" else 3
@@ -112,7 +123,10 @@ def skip_reason(case: Case, prev: dict[str, Any] | None, cfg: SuiteConfig) -> st
         return f"skipped: needs > {need / 2**30:.0f} GiB"
     if prev is None or "ms" not in prev:
         return None
-    power = 2 if case.variant in DENSE or case.scenario in ("global", "additive") else 1
+    if case.scenario in sparse.SCENARIOS:
+        power = 2.0 if case.variant in sparse.DENSE else 1.5
+    else:
+        power = 2 if case.variant in DENSE or case.scenario in ("global", "additive") else 1
     grow = (case.n / prev["n"]) ** power
     est_s = prev["ms"] / 1e3 * grow
     if est_s > cfg.time_limit_s:
@@ -134,6 +148,8 @@ def plan_cases(cfg: SuiteConfig) -> list[Case]:
                 if cfg.variants is not None and variant not in cfg.variants:
                     continue
                 for n in sizes:
+                    if scenario in sparse.SCENARIOS:  # the stride l
+                        radius = cfg.sparse_stride or sparse.default_stride(n)
                     cases.append(Case(variant, scenario, n, backward, 1, cfg.heads, cfg.dim,
                                       radius, cfg.device))  # fmt: skip
     return cases
@@ -266,6 +282,8 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     flex = get("flex", 16384)
     f = ours["ms"] / flex["ms"] if ours and flex else None
     add("local n=16384 fwd: <= 0.8x FlexAttention's time", f, None if f is None else f <= 0.8)
+    if any(row.get("scenario") == "sparse" for row in rows):  # issue 30 §2
+        out += sparse.targets(rows)
     return out
 
 

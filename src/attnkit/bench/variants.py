@@ -1,7 +1,9 @@
 """The attention variants the benchmark measures; each builds its inputs and returns a step.
 
-A scenario is ``global`` (every key), ``local`` (radius r each side) or ``causal`` (look-back
-r). A step runs the forward pass, and with ``backward`` the backward pass too.
+A scenario is ``global`` (every key), ``local`` (radius r each side), ``causal`` (look-back
+r), ``additive`` (Bahdanau's score) or ``sparse`` / ``sparse-fixed`` (the Sparse Transformer's
+patterns, ``bench/sparse.py``; the case's radius is their stride l). A step runs the
+forward pass, and with ``backward`` the backward pass too.
 
 Legend: B batch, H heads, n sequence length, d head width, r radius, W keys per query.
 """
@@ -17,6 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..masks import band_mask
+from . import sparse
 
 Step = Callable[[], None]
 
@@ -26,13 +29,13 @@ class Case:
     """One measurement: a variant on a scenario at one size."""
 
     variant: str
-    scenario: str  # global | local | causal | additive
+    scenario: str  # global | local | causal | additive | sparse | sparse-fixed
     n: int
     backward: bool
     batch: int = 1
     heads: int = 8
     dim: int = 64
-    radius: int = 256  # local: each side; causal: look-back
+    radius: int = 256  # local: each side; causal: look-back; sparse: the stride l
     device: str = "cpu"  # cpu | cuda
 
     @property
@@ -46,7 +49,11 @@ class Case:
     def flops(self) -> float:
         """The FLOPs the variant must do: 4·n·W·d·H·B forward (QKᵀ and AV); the backward pass
         counts twice the forward (dQ, dK, dV, dS), so fwd+bwd counts 3x. Additive scores
-        (hidden width A = d) count n²·(3A + 2d): add, multiply by v and sum, weighted sum."""
+        (hidden width A = d) count n²·(3A + 2d): add, multiply by v and sum, weighted sum.
+        The sparse patterns count their allowed pairs exactly: 4·d·pairs (``sparse.pairs``)."""
+        if self.scenario in sparse.SCENARIOS:
+            fwd = 4.0 * self.dim * sparse.pairs(self)
+            return 3 * fwd if self.backward else fwd
         per_pair = 3 * self.dim + 2 * self.dim if self.scenario == "additive" else 4 * self.dim
         fwd = float(per_pair) * self.n * self.keys_per_query * self.heads * self.batch
         return 3 * fwd if self.backward else fwd
@@ -80,6 +87,8 @@ def _naive(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
 def _attention_fn(case: Case) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
     """(q, k, v) (B, H, n, d) -> context (B, H, n, d) for the case's variant and scenario."""
     name, n, r = case.variant, case.n, case.radius
+    if case.scenario in sparse.SCENARIOS:
+        return sparse.attention_fn(case)
     if case.scenario == "additive":
         return _additive(case.dim, chunked=name == "attnkit", device=case.device)
     causal = case.scenario == "causal"
@@ -178,6 +187,8 @@ def available(case: Case) -> str | None:
         return "no CUDA device here"
     if case.variant == "flex" and case.backward and case.device == "cpu":
         return "no CPU backward (pytorch#148752)"
+    if case.scenario in sparse.SCENARIOS:
+        return None if case.variant in sparse.VARIANTS else "not a sparse variant"
     if case.scenario == "global" and case.variant in ("flex", "local-attention", "sdpa-band"):
         return "local only"
     if case.scenario != "global" and case.variant == "sdpa":
@@ -214,6 +225,7 @@ VARIANTS = {
     "local": ["attnkit", "sdpa-band", "flex", "local-attention", "naive"],
     "causal": ["attnkit", "sdpa-band", "flex", "local-attention", "naive"],
     "additive": ["attnkit", "naive"],
+    **{name: list(sparse.VARIANTS) for name in sparse.SCENARIOS},
 }
 
 __all__ = ["VARIANTS", "Case", "available", "band", "make_step", "synchronised"]

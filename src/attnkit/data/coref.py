@@ -15,6 +15,19 @@ Tokens are lower-case words, "," a token of its own and "didn't" / "doesn't" / "
 token each. As a seq2seq task (``--task coref``) the target is the source with the pronoun's
 one token replaced by its noun's ("... because animal was too tired"), so source and target
 have the same length and the gold links are the identity plus (referent, pronoun).
+
+A gendered translation (``translate``, for ``attnkit experiment coref``): every noun has the
+gender of its French word (``GENDER``), and the target is the source word by word with each
+noun in French, "the" as "le" / "la" by the gender of the noun after it, and "it" as "il" /
+"elle" by the gender of the noun it means:
+
+    the animal didn't cross the street because it was too tired
+    le animal  didn't cross la  rue    because il was too tired
+
+so choosing the pronoun's word needs the referent, and no position is ever labelled with it.
+The split for that task is by noun pair (``pair_split``: (frame, noun 1, noun 2) never seen in
+training), and the held-out sentences come as minimal pairs (``minimal_pairs``): the same
+frame, nouns and opener, the adjective flipped so that the referent flips.
 """
 
 from __future__ import annotations
@@ -106,6 +119,7 @@ FRAMES: tuple[Frame, ...] = (
     ),
 )
 OPENERS: tuple[str, ...] = ("", "yesterday ,", "in the end ,", "sadly ,", "that day ,")
+FILLERS: tuple[str, ...] = ("young", "brown", "quiet", "new", "red", "plain")  # no reading
 FAMOUS: tuple[tuple[str, str, str, str], ...] = (
     ("cross", "animal", "street", "tired"),  # it = the animal
     ("cross", "animal", "street", "wide"),  # it = the street
@@ -148,7 +162,7 @@ def vocabulary() -> list[str]:
     """Every word a sentence can hold, sorted."""
     words = {w for f in FRAMES for w in f.text.split() if not w.startswith("{")}
     words |= {w for f in FRAMES for w in (*f.first, *f.second, *f.picks_first, *f.picks_second)}
-    words |= {w for o in OPENERS for w in o.split()}
+    words |= {w for o in OPENERS for w in o.split()} | set(FILLERS)
     return sorted(words)
 
 
@@ -164,8 +178,12 @@ def combinations() -> list[Combination]:
     ]
 
 
-def sentence(combination: Combination, opener: str = "") -> CorefItem:
-    """The sentence of ``combination`` after ``opener``, with its gold referent."""
+def sentence(
+    combination: Combination, opener: str = "", fillers: tuple[str, str] = ("", "")
+) -> CorefItem:
+    """The sentence of ``combination`` after ``opener``, with its gold referent; ``fillers``
+    (words of ``FILLERS``, space-separated) go before noun 1 and noun 2 ("the young brown
+    animal"), shifting the nouns without changing the reading."""
     name, n1, n2, adj = combination
     f = frame(name)
     if n1 not in f.first or n2 not in f.second or n1 == n2:
@@ -174,7 +192,12 @@ def sentence(combination: Combination, opener: str = "") -> CorefItem:
         raise ValueError(f"{combination}: {adj!r} is not an adjective of frame {name!r}")
     if opener not in OPENERS:
         raise ValueError(f"opener {opener!r}; choose one of {OPENERS}")
-    words = [*opener.split(), *f.text.split()]
+    if not set(" ".join(fillers).split()) <= set(FILLERS):
+        raise ValueError(f"fillers {fillers}: use words of {FILLERS}")
+    words = [*opener.split()]
+    for w in f.text.split():
+        words += [*fillers[0].split(), w] if w == "{n1}" else [*fillers[1].split(), w] \
+            if w == "{n2}" else [w]  # fmt: skip
     first, second = words.index("{n1}"), words.index("{n2}")
     tokens = tuple({"{n1}": n1, "{n2}": n2, "{adj}": adj}.get(w, w) for w in words)
     slot = 1 if adj in f.picks_first else 2
@@ -218,6 +241,130 @@ def to_example(item: CorefItem) -> Example:
     return Example(list(item.tokens), tgt, links)
 
 
+# English noun -> (its French word, that word's gender); "end" is the noun of "in the end ,"
+GENDER: dict[str, tuple[str, str]] = {
+    "animal": ("animal", "m"), "dog": ("chien", "m"), "horse": ("cheval", "m"),
+    "cow": ("vache", "f"), "cat": ("chat", "m"), "goat": ("chèvre", "f"),
+    "sheep": ("mouton", "m"), "fox": ("renard", "m"), "street": ("rue", "f"),
+    "road": ("route", "f"), "river": ("rivière", "f"), "bridge": ("pont", "m"),
+    "field": ("champ", "m"), "track": ("piste", "f"), "canal": ("canal", "m"),
+    "highway": ("autoroute", "f"), "trophy": ("trophée", "m"), "ball": ("balle", "f"),
+    "lamp": ("lampe", "f"), "book": ("livre", "m"), "vase": ("vase", "m"),
+    "painting": ("peinture", "f"), "helmet": ("casque", "m"), "statue": ("statue", "f"),
+    "suitcase": ("valise", "f"), "box": ("boîte", "f"), "bag": ("sac", "m"),
+    "drawer": ("tiroir", "m"), "crate": ("caisse", "f"), "basket": ("panier", "m"),
+    "cupboard": ("placard", "m"), "case": ("étui", "m"), "robot": ("robot", "m"),
+    "crane": ("grue", "f"), "truck": ("camion", "m"), "tractor": ("tracteur", "m"),
+    "machine": ("machine", "f"), "forklift": ("chariot", "m"), "boy": ("garçon", "m"),
+    "rock": ("roche", "f"), "piano": ("piano", "m"), "log": ("bûche", "f"),
+    "safe": ("coffre", "m"), "boulder": ("rocher", "m"), "engine": ("moteur", "m"),
+    "anvil": ("enclume", "f"), "water": ("eau", "f"), "juice": ("jus", "m"),
+    "milk": ("lait", "m"), "soup": ("soupe", "f"), "honey": ("miel", "m"),
+    "syrup": ("sirop", "m"), "paint": ("peinture", "f"), "oil": ("huile", "f"),
+    "bottle": ("bouteille", "f"), "jar": ("bocal", "m"), "glass": ("verre", "m"),
+    "cup": ("tasse", "f"), "jug": ("cruche", "f"), "flask": ("fiole", "f"),
+    "bowl": ("bol", "m"), "tube": ("tube", "m"), "plate": ("assiette", "f"),
+    "shelf": ("étagère", "f"), "table": ("table", "f"), "tray": ("plateau", "m"),
+    "ledge": ("rebord", "m"), "desk": ("bureau", "m"), "stool": ("tabouret", "m"),
+    "roof": ("toit", "m"), "bench": ("banc", "m"), "wolf": ("loup", "m"),
+    "hawk": ("faucon", "m"), "owl": ("chouette", "f"), "rabbit": ("lapin", "m"),
+    "mouse": ("souris", "f"), "end": ("fin", "f"),
+}  # fmt: skip
+ARTICLE = {"m": "le", "f": "la"}
+PRONOUNS = {"m": "il", "f": "elle"}
+NounPair = tuple[str, str, str]  # (frame name, noun 1, noun 2)
+
+
+def gender(noun: str) -> str:
+    """"m" or "f": the gender of ``noun``'s French word."""
+    if noun not in GENDER:
+        raise ValueError(f"{noun!r} has no gender; add it to attnkit.data.coref.GENDER")
+    return GENDER[noun][1]
+
+
+def translate(item: CorefItem) -> tuple[str, ...]:
+    """The gendered target of ``item``, word for word (same length as the source): nouns in
+    French, "the" as le / la by the gender of the noun it introduces, "it" as il / elle by
+    the gender of the noun it means; every other word as it is."""
+    out = []
+    for i, w in enumerate(item.tokens):
+        if i == item.pronoun:
+            out.append(PRONOUNS[gender(item.noun)])
+        elif w == "the":  # the gender of the noun after the fillers
+            out.append(ARTICLE[gender(next(x for x in item.tokens[i + 1 :] if x in GENDER))])
+        else:
+            out.append(GENDER[w][0] if w in GENDER else w)
+    return tuple(out)
+
+
+def noun_pairs() -> list[NounPair]:
+    """Every (frame, noun 1, noun 2) with two different nouns, in a fixed order."""
+    return [(f.name, a, b) for f in FRAMES for a in f.first for b in f.second if a != b]
+
+
+def pair_split(
+    seed: int, valid_fraction: float = 0.1, test_fraction: float = 0.2
+) -> tuple[list[NounPair], list[NounPair], list[NounPair]]:
+    """(train, valid, test) noun pairs, drawn with ``seed``: the famous pair ("cross",
+    "animal", "street") is always in test; a held-out pair with a noun that no training pair
+    holds goes back to training (every held-out word is a training word)."""
+    if not (0 < valid_fraction and 0 < test_fraction and valid_fraction + test_fraction < 1):
+        raise ValueError(f"valid_fraction={valid_fraction}, test_fraction={test_fraction}: pass "
+                         "two positive fractions with a sum below 1")  # fmt: skip
+    rng = random.Random(seed)
+    famous_pair = FAMOUS[0][:3]
+    role = {}
+    for p in noun_pairs():
+        u = rng.random()
+        role[p] = "test" if u < test_fraction else "valid" if u < test_fraction + valid_fraction \
+            else "train"  # fmt: skip
+    role[famous_pair] = "test"
+    seen = {n for p, r in role.items() if r == "train" for n in p[1:]}
+    for p, r in role.items():
+        if r != "train" and p != famous_pair and not set(p[1:]) <= seen:
+            role[p] = "train"
+    return tuple([p for p in noun_pairs() if role[p] == r]  # type: ignore[return-value]
+                 for r in ("train", "valid", "test"))  # fmt: skip
+
+
+def draw_fillers(rng: random.Random, most: int) -> tuple[str, str]:
+    """Up to ``most`` filler words before each noun, drawn with ``rng``."""
+    return tuple(" ".join(rng.sample(FILLERS, rng.randint(0, most)))  # type: ignore[return-value]
+                 for _ in range(2))  # fmt: skip
+
+
+def pair_items(
+    pairs: list[NounPair], openers: tuple[str, ...] = OPENERS, fillers: int = 0, seed: int = 0
+) -> list[CorefItem]:
+    """Every sentence of ``pairs``: each adjective of its frame after each opener, with up to
+    ``fillers`` filler words before each noun (drawn with ``seed``, per sentence)."""
+    rng = random.Random(seed)
+    return [
+        sentence((name, a, b, adj), o, draw_fillers(rng, fillers))
+        for name, a, b in pairs
+        for adj in (*frame(name).picks_first, *frame(name).picks_second)
+        for o in openers
+    ]
+
+
+def minimal_pairs(
+    pairs: list[NounPair], openers: tuple[str, ...] = OPENERS, fillers: int = 0, seed: int = 0
+) -> list[tuple[CorefItem, CorefItem]]:
+    """The held-out minimal pairs of ``pairs``: for each noun pair and opener, the k-th
+    adjective that picks noun 1 beside the k-th that picks noun 2 (the same words, fillers
+    included, but the adjective, so the referent flips)."""
+    rng = random.Random(seed)
+    out = []
+    for name, a, b in pairs:
+        f = frame(name)
+        for adj1, adj2 in zip(f.picks_first, f.picks_second, strict=False):
+            for o in openers:
+                fill = draw_fillers(rng, fillers)
+                out.append((sentence((name, a, b, adj1), o, fill),
+                            sentence((name, a, b, adj2), o, fill)))  # fmt: skip
+    return out
+
+
 def splits(sizes: tuple[int, int, int], seed: int) -> Splits[Example]:
     """train / valid from the training combinations (distinct sentences), test from the
     held-out ones; each shuffled with ``seed``."""
@@ -238,21 +385,33 @@ def splits(sizes: tuple[int, int, int], seed: int) -> Splits[Example]:
 
 
 __all__ = [
+    "ARTICLE",
     "FAMOUS",
+    "FILLERS",
     "FRAMES",
+    "GENDER",
     "OPENERS",
     "PRONOUN",
+    "PRONOUNS",
     "Combination",
     "CorefItem",
     "Frame",
+    "NounPair",
     "combinations",
+    "draw_fillers",
     "famous",
     "frame",
+    "gender",
     "held_out",
     "items",
+    "minimal_pairs",
+    "noun_pairs",
     "nouns",
+    "pair_items",
+    "pair_split",
     "sentence",
     "splits",
     "to_example",
+    "translate",
     "vocabulary",
 ]

@@ -1,6 +1,6 @@
 """Documents with a label: generated ones in which ONE key sentence decides the label, and real
 ones read from a CSV/TSV file of (label, text) rows. The "docs" task (family "docs",
-attnkit.families.docs) of the hierarchical attention network (Yang et al. 2016).
+attnkit.tasks.docs) of the hierarchical attention network (Yang et al. 2016).
 
 Generated documents (``generate``): 4-10 sentences of 4-10 words each. Every sentence holds one
 polarity word (``good`` ... or ``bad`` ...) among neutral filler words; exactly one sentence,

@@ -27,7 +27,8 @@ CHAR_TASKS = {name for name, j in JOIN.items() if j == ""}
 CORPUS_KEYS = (
     "train_tsv", "train_src", "train_tgt", "valid_src", "valid_tgt", "test_src", "test_tgt"
 )  # fmt: skip
-FILE_KEYS = (*CORPUS_KEYS, "docs_csv")  # docs_csv: real documents of the docs task (docs.py)
+# docs_csv: real documents of the docs task (docs.py); *_text: the lm task's text (lm_text.py)
+FILE_KEYS = (*CORPUS_KEYS, "docs_csv", "train_text", "valid_text")
 
 
 def sha256_of(path: str | Path) -> str:
@@ -142,6 +143,10 @@ def tokenise_source(sentence: str, spec: dict[str, Any]) -> list[str]:
 
 
 def load_spec(spec: dict[str, Any], *, quiet: bool = False) -> Splits:
+    if spec.get("task") == "lm":  # a text file (or generated text) cut into segments
+        from .lm_text import lm_splits
+
+        return lm_splits(spec)
     if spec.get("docs_csv"):
         from .docs import file_splits
 

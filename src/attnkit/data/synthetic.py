@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+from .._checks import FieldError
 from .example import Example
 
 MAX_LEN = 1000  # longest sequence generated: an RNN trained on 100,000 tokens needs ~20 GB a step
@@ -39,11 +40,11 @@ RULES: dict[str, tuple[Callable[[list[int]], list[int]], Callable[..., list[tupl
 def check_max_len(max_len: int) -> None:
     """Refuse a sequence length no training could use, before any work (or folder) is made."""
     if max_len > MAX_LEN:
-        raise ValueError(
-            f"--max-len {max_len}: generated copy/reverse/sort sequences go up to {MAX_LEN} "
-            f"tokens (training on longer ones takes gigabytes a step); pass --max-len {MAX_LEN} "
-            "or less"
-        )
+        raise FieldError(
+            f"{{max_len=}}: generated copy/reverse/sort sequences go up to {MAX_LEN} tokens "
+            f"(training on longer ones takes gigabytes a step); pass {{max_len}} {MAX_LEN} or "
+            "less", {"max_len": max_len},
+        )  # fmt: skip
 
 
 def generate(

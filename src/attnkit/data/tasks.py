@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from . import coref, dates, digit_captions, digit_qa, docs, series, synthetic, toy_ko
 from .example import Splits, split
+from .lm_text import GENERATED_SIZES, lm_task
 
 DEFAULT_SIZES = {
     "toy-ko": (8000, 400, 500),
@@ -19,6 +20,7 @@ DEFAULT_SIZES = {
     "digit-qa": (6000, 500, 500),  # valid/test: held-out (template, digit count) combinations
     "digit-captions": (6000, 300, 500),
     "digit-captions-pos": (6000, 300, 500),
+    "lm": GENERATED_SIZES,  # characters of generated text (or --train-text FILE, lm_text.py)
 }
 # how a task's tokens join into text ("" = characters)
 JOIN = {"dates": ""}
@@ -57,6 +59,7 @@ TASKS: dict[str, Callable[..., Splits]] = {
     "digit-qa": digit_qa.digit_qa_task,
     "digit-captions": digit_captions.captions_task,
     "digit-captions-pos": digit_captions.positions_task,
+    "lm": lm_task,
 }
 
 # the family of each task (see attnkit/train/family.py); a task not listed translates
@@ -66,6 +69,7 @@ TASK_FAMILY: dict[str, str] = {
     "digit-qa": "qa",
     "digit-captions": "caption",
     "digit-captions-pos": "caption",
+    "lm": "lm",
 }
 
 

@@ -25,6 +25,8 @@ EXPERIMENTS: dict[str, str] = {
     "series": "attnkit.experiments.series",  # attention over the past: MASE, seasonal lags
     "structure": "attnkit.experiments.structure",  # Lu 2016, Yang 2016, Shen 2018: structures
     "inductive-bias": "attnkit.experiments.inductive_bias",  # Dosovitskiy 2021: CNN vs ViT by data
+    "context": "attnkit.experiments.context",  # Dai 2019: Transformer-XL's memory and speed
+    "extrapolation": "attnkit.experiments.extrapolation",  # Press 2022: train short, test long
 }
 """Experiment name -> its module (imported by ``get``), for ``attnkit experiment NAME``."""
 

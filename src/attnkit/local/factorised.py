@@ -57,22 +57,27 @@ def factorised_attention(
             raise ValueError(f"mask {tuple(mask.shape)}: pass a key-padding mask (..., 1, n)")
         key_ok = mask.expand(*query.shape[:-2], 1, n)  # (..., H, 1, n)
     first, second = _parts(spec)
-    even = slice(0, heads, 2)
-    odd = slice(1, heads, 2)
-
-    def heads_of(x: Tensor | None, part: slice) -> Tensor | None:
-        return None if x is None else x[..., part, :, :]
-
-    out_even = first(query[..., even, :, :], keys[..., even, :, :], values[..., even, :, :],
-                     spec, heads_of(key_ok, even))  # fmt: skip
-    out_odd = second(query[..., odd, :, :], keys[..., odd, :, :], values[..., odd, :, :],
-                     spec, heads_of(key_ok, odd))  # fmt: skip
-    # even heads (..., ⌈H/2⌉, n, Dv), odd heads (..., ⌊H/2⌋, n, Dv), interleaved back
+    (q0, q1), (k0, k1), (v0, v1) = (_by_parity(x, heads) for x in (query, keys, values))
+    m0, m1 = (None, None) if key_ok is None else _by_parity(key_ok, heads)
+    out_even = first(q0, k0, v0, spec, m0)  # (..., ⌈H/2⌉, n, Dv)
+    out_odd = second(q1, k1, v1, spec, m1)  # (..., ⌊H/2⌋, n, Dv)
+    if heads % 2 == 0:  # interleaved back in one copy; its backward is views (unbind)
+        return torch.stack((out_even, out_odd), dim=-3).flatten(-4, -3)  # (..., H, n, Dv)
     out = torch.empty(*query.shape[:-1], values.shape[-1], dtype=out_even.dtype,
                       device=query.device)  # fmt: skip
-    out[..., even, :, :] = out_even
-    out[..., odd, :, :] = out_odd
+    out[..., 0::2, :, :] = out_even
+    out[..., 1::2, :, :] = out_odd
     return out
+
+
+def _by_parity(x: Tensor, heads: int) -> tuple[Tensor, Tensor]:
+    """The even and odd heads of x (..., H, n, E), as views. With H even through
+    (..., H/2, 2, n, E) and unbind, whose backward stacks the two gradients in one copy (a
+    strided slice's backward fills a zero tensor of x's size, per slice, then adds them)."""
+    if heads % 2 == 0:
+        even, odd = x.unflatten(-3, (heads // 2, 2)).unbind(-3)  # (..., H/2, n, E) each
+        return even, odd
+    return x[..., 0::2, :, :], x[..., 1::2, :, :]
 
 
 Part = Callable[[Tensor, Tensor, Tensor, PatternSpec, "Tensor | None"], Tensor]
@@ -98,19 +103,24 @@ def _strided_classes(q: Tensor, k: Tensor, v: Tensor, spec: PatternSpec,
     rows = -(-n // step)  # R
 
     def by_class(x: Tensor) -> Tensor:  # (..., n, E) -> (..., l, R, E)
-        x = F.pad(x, (0, 0, 0, rows * step - n))  # (..., N, E)
+        x = F.pad(x, (0, 0, 0, rows * step - n)) if rows * step > n else x  # (..., N, E)
         return x.unflatten(-2, (rows, step)).transpose(-3, -2)  # (..., l, R, E)
 
     qc, kc, vc = by_class(q), by_class(k), by_class(v)  # (..., l, R, ·)
+    if spec.causal and key_ok is None:
+        # padded positions close each class: a real query never reaches them under j <= i,
+        # so SDPA's own causal rule is the pattern (no mask: its fused kernel skips the blocks
+        # above the diagonal)
+        out = _fused(qc, kc, vc, None, causal=True)  # (..., l, R, Dv)
+        return _first(out.transpose(-3, -2).flatten(-3, -2), n)  # (..., n, Dv)
     allowed = _keys_allowed(key_ok, n, rows * step, q.device)  # (..., 1, N) or None
     if allowed is not None:
         allowed = allowed.unflatten(-1, (rows, step)).movedim(-1, -3)  # (..., l, 1, R)
     if spec.causal:
-        # padded positions close each class: a real query never reaches them under j <= i
         earlier = torch.ones(rows, rows, dtype=torch.bool, device=q.device).tril()  # (R, R)
         allowed = earlier if allowed is None else allowed & earlier  # (..., l, R, R)
     out = _sdpa(qc, kc, vc, allowed)  # (..., l, R, Dv)
-    return out.transpose(-3, -2).flatten(-3, -2)[..., :n, :]  # (..., n, Dv)
+    return _first(out.transpose(-3, -2).flatten(-3, -2), n)  # (..., n, Dv)
 
 
 def _fixed_blocks(q: Tensor, k: Tensor, v: Tensor, spec: PatternSpec,
@@ -120,7 +130,12 @@ def _fixed_blocks(q: Tensor, k: Tensor, v: Tensor, spec: PatternSpec,
     rows = -(-n // step)  # R blocks
 
     def by_block(x: Tensor) -> Tensor:  # (..., n, E) -> (..., R, l, E)
-        return F.pad(x, (0, 0, 0, rows * step - n)).unflatten(-2, (rows, step))
+        x = F.pad(x, (0, 0, 0, rows * step - n)) if rows * step > n else x  # (..., N, E)
+        return x.unflatten(-2, (rows, step))
+
+    if spec.causal and key_ok is None:  # padded keys close the last block: is_causal is j <= i
+        out = _fused(by_block(q), by_block(k), by_block(v), None, causal=True)  # (..., R, l, Dv)
+        return _first(out.flatten(-3, -2), n)  # (..., n, Dv)
 
     allowed = _keys_allowed(key_ok, n, rows * step, q.device)  # (..., 1, N) or None
     if allowed is not None:
@@ -129,7 +144,7 @@ def _fixed_blocks(q: Tensor, k: Tensor, v: Tensor, spec: PatternSpec,
         earlier = torch.ones(step, step, dtype=torch.bool, device=q.device).tril()  # (l, l)
         allowed = earlier if allowed is None else allowed & earlier  # (..., R, l, l)
     out = _sdpa(by_block(q), by_block(k), by_block(v), allowed)  # (..., R, l, Dv)
-    return out.flatten(-3, -2)[..., :n, :]  # (..., n, Dv)
+    return _first(out.flatten(-3, -2), n)  # (..., n, Dv)
 
 
 def _fixed_summary(q: Tensor, k: Tensor, v: Tensor, spec: PatternSpec,
@@ -143,6 +158,12 @@ def _fixed_summary(q: Tensor, k: Tensor, v: Tensor, spec: PatternSpec,
         before = cols <= torch.arange(n, device=q.device)[:, None]  # (n, S)
         allowed = before if allowed is None else allowed & before  # (..., n, S)
     return _sdpa(q, k[..., cols, :], v[..., cols, :], allowed)  # (..., n, Dv)
+
+
+def _first(x: Tensor, n: int) -> Tensor:
+    """x (..., N, E) without its padded rows: (..., n, E); x itself when N = n (a slice's
+    backward would fill and copy a gradient of x's size)."""
+    return x if x.shape[-2] == n else x[..., :n, :]
 
 
 def _keys_allowed(
@@ -162,11 +183,27 @@ def _sdpa(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor | None) -> Tensor:
     """softmax(qkᵀ/√d) v over the allowed keys; a query with none gets a zero context (the
     rule of ``attnkit.core.sdpa_context``)."""
     if allowed is None:
-        return F.scaled_dot_product_attention(q, k, v)
+        return _fused(q, k, v, None)
     row_ok = allowed.any(dim=-1, keepdim=True)  # (..., Tq, 1)
     safe = allowed | ~row_ok  # a fully masked row attends everywhere, then is zeroed
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=safe)  # (..., Tq, Dv)
+    out = _fused(q, k, v, safe)  # (..., Tq, Dv)
     return torch.where(row_ok, out, torch.zeros((), dtype=out.dtype, device=out.device))
+
+
+def _fused(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor | None,
+           causal: bool = False) -> Tensor:  # fmt: skip
+    """SDPA on its fused (flash) CPU kernel, which takes 4-D inputs and a 2-D or 4-D mask only
+    (else it falls back to the math path, which builds every score): the leading dims are
+    flattened to (L, 1, ·, ·) and a mask with leading dims expanded to match them.
+    ``causal``: SDPA's is_causal (j <= i along the rows), with no mask."""
+    lead, tq = q.shape[:-2], q.shape[-2]
+    if len(lead) == 2 and (allowed is None or allowed.dim() in (2, 4)):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, is_causal=causal)
+    q4, k4, v4 = (x.reshape(-1, 1, *x.shape[-2:]) for x in (q, k, v))  # (L, 1, ·, ·)
+    if allowed is not None and allowed.dim() != 2:
+        allowed = allowed.expand(*lead, tq, k.shape[-2]).reshape(-1, 1, tq, k.shape[-2])
+    out = F.scaled_dot_product_attention(q4, k4, v4, attn_mask=allowed, is_causal=causal)
+    return out.reshape(*lead, tq, v.shape[-1])  # (..., Tq, Dv)
 
 
 __all__ = ["factorised_attention"]

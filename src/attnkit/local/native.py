@@ -40,8 +40,8 @@ from torch.utils.flop_counter import register_flop_formula
 
 SOURCE = Path(__file__).with_name("csrc") / "band_flash.cpp"
 """The kernel's C++ source, shipped in the package and compiled on first use."""
-# query block of both passes: at r = 256 (n = 16,384, 2 threads) 64 beat 32 and 128 forward
-# (108 vs 110, 109 ms) and backward (248 vs 257, 258 ms); the key range is b + 2r keys
+# query block of both passes, the fastest of a sweep over 32..192 in both (docs/performance.md,
+# "The banded flash kernel in C++"); the key range is b + 2r keys
 BLOCK = 64
 """Query block of both passes (``block=`` of ``sliding_window_attention`` overrides it)."""
 # flags per CPU capability that PyTorch reports: the same build runs on every CPU that has it

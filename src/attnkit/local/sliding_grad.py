@@ -13,16 +13,17 @@ Backward, per run of query blocks, the fused CPU flash backward kernel on the sa
 The backward pass tiles the queries on blocks of its own size (``backward_block``, 192 at
 r = 256 where the forward pass uses 32): the row statistics it needs, O and ℓ, do not depend on
 the tiling, and the CPU flash backward kernel splits a block's queries in 32s below 192 queries
-and in 64s from 192 up, which made it 1.2x faster here for 1.37x the keys computed. Its
+and in 64s from 192 up, which pays for the wider tiles' extra keys (docs/performance.md,
+"Blocks of their own for each pass"). Its
 (G, nr, L, D) key-tile gradients (tiles overlap by L - b rows) are added into one
 (G, padded, D) buffer in ceil(L / b) strided in-place adds (the slices of one offset land on
 disjoint rows), so only one run's tile gradients exist at a time, never the sequence-long
 (G, nb, L, D) ones that autograd through ``unfold`` builds, zero-fills and folds.
 
-Measured here (docs/performance.md, "Sliding-window backward pass"): a kernel of our own
-from batched matmuls (``bmm`` on strided tile views, one exp/mask/δ pass each) was 1.7x slower
-than this on the shared 2-core host: its elementwise passes over the (nr, b, L) scores are
-memory-bound where the fused kernel keeps each tile in cache.
+Not a kernel of our own from batched matmuls (``bmm`` on strided tile views, one
+exp/mask/δ pass each): its elementwise passes over the (nr, b, L) scores are memory-bound
+where the fused kernel keeps each tile in cache (docs/performance.md, "Sliding-window backward
+pass": tried and dropped).
 
 Legend as in ``sliding``: G = B·H, b block, nr blocks in a run, L = b + W - 1 keys a block
 reaches, ℓ log-sum-exp, δ row sums of dO·O.
@@ -41,12 +42,11 @@ from .tiles import Geometry
 
 # the backward pass holds one run's (G, nr, L, D) key and value tile gradients: runs of this
 # many queries keep them near 2 · 8 · 10 · 704 · 64 · 4 B = 28 MiB at H = 8, r = 256, b = 192,
-# whatever n (measured at b = 192, one thread: 2048 is 1.12x faster fwd+bwd than 8192, whose
-# freshly allocated 60 MiB tile gradients the kernel zero-fills page by page; 1024 and 512
-# no faster)
+# whatever n; longer runs' freshly allocated tile gradients are zero-filled page by page
+# (the sweep: docs/performance.md, "Blocks of their own for each pass")
 BACKWARD_QUERIES = 2048
-# the backward pass's largest query block (measured at r = 256, b in 32..512: 192 fastest,
-# 1.2x b = 128; the kernel's inner query split is 32 below 192 queries, 64 from 192)
+# the backward pass's largest query block: the kernel's inner query split is 32 below 192
+# queries, 64 from 192, and wider blocks waste more keys (the sweep: same section)
 BACKWARD_BLOCK = 192
 
 _flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu

@@ -1,6 +1,8 @@
-"""The models built from attnkit's attention, one file each, in one registry: the
-sequence-to-sequence models (RNNsearch, RNNencdec, Luong, the Transformer) and the models of
-the other task families (the forecaster, HAN, DigitQA, the captioner).
+"""Every model built from attnkit's attention, one file each, in one registry (``MODELS``)
+of models of every task family (``attnkit.tasks``): translation's sequence-to-sequence models
+(RNNsearch, RNNencdec, Luong, the Transformer; ``Seq2Seq``), the forecaster, HAN, DigitQA, the
+captioner and the language models (Transformer-XL, the vanilla Transformer LM). A model class
+names the family it learns (its ``family`` attribute, default ``"translate"``).
 
 build_model("rnnsearch", src_vocab=120, tgt_vocab=200, preset="small", emb=32)
 """
@@ -8,28 +10,49 @@ build_model("rnnsearch", src_vocab=120, tgt_vocab=200, preset="small", emb=32)
 from __future__ import annotations
 
 from dataclasses import asdict, fields
-from typing import Any
+from typing import Any, NamedTuple
 
-from . import captioner, digit_qa, forecaster, han, luong, rnnencdec, rnnsearch, transformer
+from torch import nn
+
+from . import captioner, digit_qa, forecaster, han, lm, luong, rnnencdec, rnnsearch, transformer
 from .base import Seq2Seq, Seq2SeqOutput
 
-MODELS: dict[str, tuple[type, type, dict[str, dict[str, Any]]]] = {
-    "rnnsearch": (rnnsearch.RNNSearch, rnnsearch.RNNSearchConfig, rnnsearch.PRESETS),
-    "rnnencdec": (rnnencdec.RNNEncDec, rnnencdec.RNNEncDecConfig, rnnencdec.PRESETS),
-    "luong": (luong.Luong, luong.LuongConfig, luong.PRESETS),
-    "transformer": (transformer.Transformer, transformer.TransformerConfig, transformer.PRESETS),
-    "forecaster": (forecaster.Forecaster, forecaster.ForecasterConfig, forecaster.PRESETS),
-    "han": (han.HAN, han.HANConfig, han.PRESETS),
-    "digit-qa": (digit_qa.DigitQA, digit_qa.DigitQAConfig, digit_qa.PRESETS),
-    "captioner": (captioner.Captioner, captioner.CaptionerConfig, captioner.PRESETS),
+
+class ModelEntry(NamedTuple):
+    """One registered model: its ``nn.Module`` class, its config dataclass (the class takes
+    one), and its named presets (preset name -> config values)."""
+
+    model: type[nn.Module]
+    config: type
+    presets: dict[str, dict[str, Any]]
+
+
+ModelRegistry = dict[str, ModelEntry]
+"""Model name -> its ``ModelEntry``: the type of ``MODELS``."""
+
+MODELS: ModelRegistry = {
+    "rnnsearch": ModelEntry(rnnsearch.RNNSearch, rnnsearch.RNNSearchConfig, rnnsearch.PRESETS),
+    "rnnencdec": ModelEntry(rnnencdec.RNNEncDec, rnnencdec.RNNEncDecConfig, rnnencdec.PRESETS),
+    "luong": ModelEntry(luong.Luong, luong.LuongConfig, luong.PRESETS),
+    "transformer": ModelEntry(
+        transformer.Transformer, transformer.TransformerConfig, transformer.PRESETS
+    ),
+    "forecaster": ModelEntry(
+        forecaster.Forecaster, forecaster.ForecasterConfig, forecaster.PRESETS
+    ),
+    "han": ModelEntry(han.HAN, han.HANConfig, han.PRESETS),
+    "digit-qa": ModelEntry(digit_qa.DigitQA, digit_qa.DigitQAConfig, digit_qa.PRESETS),
+    "captioner": ModelEntry(captioner.Captioner, captioner.CaptionerConfig, captioner.PRESETS),
+    "transformer-xl": ModelEntry(lm.TransformerXL, lm.TransformerXLConfig, lm.XL_PRESETS),
+    "transformer-lm": ModelEntry(lm.TransformerLM, lm.TransformerLMConfig, lm.PRESETS),
 }
 """Model name -> (model class, its config dataclass, its named presets): ``--model NAME``."""
 
 
-def _entry(name: str) -> tuple[type, type, dict[str, dict[str, Any]]]:
+def _entry(name: str) -> ModelEntry:
     if name not in MODELS:
         raise ValueError(f"unknown model {name!r}; choose one of {sorted(MODELS)}")
-    return MODELS[name]
+    return ModelEntry(*MODELS[name])
 
 
 def make_config(name: str, *, preset: str | None = None, **overrides: Any) -> Any:
@@ -79,11 +102,25 @@ def parse_options(name: str, pairs: list[str]) -> dict[str, Any]:
     return out
 
 
-def build_model(name: str, config: Any = None, **kwargs: Any) -> Seq2Seq:
+def build_model(name: str, config: Any = None, **kwargs: Any) -> nn.Module:
     """Model ``name`` built from ``config``, or from ``make_config(name, **kwargs)`` (a
-    ``preset=`` and overrides) when no config is given."""
+    ``preset=`` and overrides) when no config is given: a module of its task family's kind
+    (a ``Seq2Seq`` for translation models, see ``ModelEntry``)."""
     model_cls, _, _ = _entry(name)
     return model_cls(make_config(name, **kwargs) if config is None else config)
+
+
+def build_seq2seq(name: str, config: Any = None, **kwargs: Any) -> Seq2Seq:
+    """``build_model`` for a caller that needs a translation model (decoding, the translate
+    family's loss): a ValueError that says so when model ``name`` is not a ``Seq2Seq``."""
+    model = build_model(name, config, **kwargs)
+    if not isinstance(model, Seq2Seq):
+        family = getattr(model, "family", "translate")
+        fits = sorted(n for n, entry in MODELS.items() if issubclass(entry[0], Seq2Seq))
+        raise ValueError(
+            f"{name} is a {family} model, not a sequence-to-sequence one; pick one of {fits}"
+        )
+    return model
 
 
 def config_to_json(config: Any) -> dict[str, Any]:
@@ -93,9 +130,12 @@ def config_to_json(config: Any) -> dict[str, Any]:
 
 __all__ = [
     "MODELS",
+    "ModelEntry",
+    "ModelRegistry",
     "Seq2Seq",
     "Seq2SeqOutput",
     "build_model",
+    "build_seq2seq",
     "config_to_json",
     "make_config",
     "parse_options",

@@ -161,6 +161,36 @@ def xl_bias(
     return (bd + c) * scale  # (..., H, Tq, Tk)
 
 
+def xl_bias_factored(
+    query: Tensor, keys: Tensor, q_pos: Tensor, k_pos: Tensor, w_r: Tensor, u: Tensor,
+    v: Tensor, scale: float,
+) -> Tensor:  # fmt: skip
+    """``xl_bias`` at query positions i and key positions j, with no (..., Tq, Tk, R)
+    tensor: R_{i-j} = [sin((i-j)θ), cos((i-j)θ)] splits by the angle-difference identities,
+    sin((i-j)θ) = sin iθ cos jθ - cos iθ sin jθ and cos((i-j)θ) = cos iθ cos jθ + sin iθ sin jθ,
+    so with p_i = (q_i + v)ᵀ W_k,R = [a_i, b_i] (the sin and cos halves),
+
+        (b) + (d) = Σ_k a_ik sin((i-j)θ_k) + b_ik cos((i-j)θ_k) = Q'_i · K'_j,
+        Q'_i = [a_i sin iθ + b_i cos iθ, b_i sin iθ - a_i cos iθ],  K'_j = [cos jθ, sin jθ]:
+
+    one (Tq, R) x (R, Tk) product per head, as RoPE's rotation. The angles are taken in
+    float64 (absolute positions, unlike distances, can be large). query (..., H, Tq, Dh),
+    keys (..., H, Tk, Dh), q_pos (..., Tq), k_pos (..., Tk), w_r (H, Dh, R), u and v
+    (H, 1, Dh) -> (..., H, Tq, Tk)."""
+    width = w_r.shape[-1]
+    inv = 10000.0 ** (-torch.arange(0, width, 2, device=query.device, dtype=torch.float64)
+                      / width)  # θ_k (R/2,) fmt: skip
+    at_q = q_pos.to(torch.float64)[..., None] * inv  # iθ (..., Tq, R/2)
+    at_k = k_pos.to(torch.float64)[..., None] * inv  # jθ (..., Tk, R/2)
+    sin_q, cos_q = (f(at_q).to(query.dtype) for f in (torch.sin, torch.cos))
+    k_enc = torch.cat((at_k.cos(), at_k.sin()), dim=-1).to(query.dtype)  # K' (..., Tk, R)
+    a, b = ((query + v) @ w_r).chunk(2, dim=-1)  # (..., H, Tq, R/2) each
+    q_enc = torch.cat((a * sin_q + b * cos_q, b * sin_q - a * cos_q), dim=-1)  # Q' (.., Tq, R)
+    bd = q_enc @ k_enc.transpose(-1, -2)  # (b) + (d) (..., H, Tq, Tk)
+    c = (keys * u).sum(-1)[..., None, :]  # uᵀ k_j (..., H, 1, Tk)
+    return (bd + c) * scale  # (..., H, Tq, Tk)
+
+
 def learned_offsets(pos: Tensor, table: Tensor) -> Tensor:
     """Learned absolute positions (Gehring et al. 2017; Vaswani 2017, §3.5 and Table 3 (E)) at
     the attention: p_h(pos), one learned vector per head and position, to add to q or k.
@@ -362,10 +392,10 @@ class XLPosition(BiasPosition):
         self.scale = head_dim**-0.5
 
     def bias(self, query: Tensor, keys: Tensor, q_pos: Tensor, k_pos: Tensor) -> Tensor:
-        """Terms (b), (c), (d) over √d, (..., H, Tq, Tk) (``xl_bias``)."""
-        rel = -relative(q_pos, k_pos)  # i - j (..., Tq, Tk)
+        """Terms (b), (c), (d) over √d, (..., H, Tq, Tk) (``xl_bias_factored``, which equals
+        ``xl_bias`` at the distances i - j without their (..., Tq, Tk, R) encodings)."""
         w_r, u, v = (p.to(query.dtype) for p in (self.w_r, self.u, self.v))
-        return xl_bias(query, keys, rel, w_r, u, v, self.scale)
+        return xl_bias_factored(query, keys, q_pos, k_pos, w_r, u, v, self.scale)
 
 
 __all__ = [
@@ -388,4 +418,5 @@ __all__ = [
     "t5_bias",
     "t5_bucket",
     "xl_bias",
+    "xl_bias_factored",
 ]

@@ -106,7 +106,9 @@ def additive_projected_score(
     wq = query @ w_query.transpose(0, 1)  # (..., Tq, A)
     wk = projected_keys  # (..., Tk, A)
     lead_q, lead_k = query.shape[:-2], wk.shape[:-2]
-    # torch.broadcast_shapes costs ~80 µs on a CPU: a decoder step calls this T times
+    # skip torch.broadcast_shapes when the leading dims agree: a decoder step calls this T
+    # times, and its generic helper is slow next to a step (docs/performance.md, "Figures
+    # behind the code's choices")
     batch = math.prod(lead_q if lead_q == lead_k else torch.broadcast_shapes(lead_q, lead_k))
     tq, tk, a = query.shape[-2], wk.shape[-2], w_query.shape[0]
     per_key = max(1, batch * a)  # elements of one (query, key) column of the hidden tensor

@@ -115,6 +115,39 @@ def pattern_mask(spec: PatternSpec, positions: Tensor, num_keys: int,
     return torch.where(even, first[..., None, :, :], second[..., None, :, :])  # (..., H, Tq, Tk)
 
 
+def allowed_pairs(spec: PatternSpec, n: int, heads: int = 1) -> int:
+    """The (query, key) pairs the pattern allows over n queries and n keys at positions
+    0 .. n-1, summed over ``heads`` heads: the size of ``pattern_mask``'s True set, counted
+    in O(n) from the sets of the module docstring, with no (n, n) mask (the bench's FLOPs)."""
+    if n < 1:
+        return 0
+    i = torch.arange(n, dtype=torch.int64)  # (n,) query positions
+    l, c = spec.stride, spec.summary
+    if spec.pattern == "strided":
+        if spec.causal:
+            first = torch.clamp(i, max=l) + 1  # 0 <= i - j <= l
+            second = i // l + 1  # j = i, i - l, .. >= 0
+        else:
+            first = torch.clamp(i, max=l) + torch.clamp(n - 1 - i, max=l) + 1  # |i - j| <= l
+            second = (n - 1 - i % l) // l + 1  # the residue class of i, both ways
+        inter = 1 + (i >= l).long() if spec.causal else 1 + (i >= l).long() + (i + l < n).long()
+    else:
+        block = torch.clamp(n - (i // l) * l, max=l)  # the size of i's block
+        summary = (n // l) * c + max(0, n % l - (l - c))  # summary columns j < n
+        if spec.causal:
+            first = i % l + 1  # i's block up to i
+            second = (i + 1) // l * c + torch.clamp((i + 1) % l - (l - c), min=0)  # j <= i
+            inter = torch.clamp(i % l + 1 - (l - c), min=0)  # i's block's columns up to i
+        else:
+            first = block
+            second = torch.full_like(i, summary)
+            inter = torch.clamp(block - (l - c), min=0)  # i's block's summary columns
+    one, two = int(first.sum()), int(second.sum())
+    if spec.split_heads:  # even heads A⁽¹⁾, odd heads A⁽²⁾
+        return (heads + 1) // 2 * one + heads // 2 * two
+    return heads * (one + two - int(inter.sum()))  # |A⁽¹⁾ ∪ A⁽²⁾|
+
+
 class FactorisedAlignment(Alignment):
     """A Sparse Transformer pattern (Child et al. 2019) as an alignment: the user's mask AND
     the pattern's, no prior. See the module docstring for the sets."""
@@ -155,6 +188,7 @@ __all__ = [
     "PATTERNS",
     "FactorisedAlignment",
     "PatternSpec",
+    "allowed_pairs",
     "fixed_parts",
     "pattern_mask",
     "strided_parts",

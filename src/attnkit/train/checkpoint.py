@@ -28,7 +28,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from safetensors.torch import load_file
@@ -45,7 +45,7 @@ TRAINING_FILES = ("optimizer.safetensors", "train_state.json")  # resumable chec
 
 @dataclass
 class Loaded:
-    model: Seq2Seq  # a translation model; other families' models (family.py) share the fields
+    model: Seq2Seq  # a translation model; other families' models (tasks/) share the fields
     model_name: str
     src_vocab: Vocab
     tgt_vocab: Vocab
@@ -266,7 +266,8 @@ def load(path: str | Path, device: str | torch.device = "cpu") -> Loaded:
     check.check_finite(weights, {k: t for k, t in tensors.items() if k in parameters})
     model.load_state_dict(tensors)
     model.to(device).eval()
-    return Loaded(model, name, src_vocab, tgt_vocab, meta, p)
+    # a Seq2Seq, or another family's model with the fields Loaded's users read (see Loaded)
+    return Loaded(cast("Seq2Seq", model), name, src_vocab, tgt_vocab, meta, p)
 
 
 def optimizer_to_flat(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict]:

@@ -1,11 +1,12 @@
 """One small trainer for classifiers: ``fit_classifier(model, make_batch, steps, lr, seed)``.
 
-``attnkit.fit`` trains seq2seq models from a data config; experiments whose models map a
-batch of inputs to class logits (long-range recall, inductive bias on digits, documents)
+``attnkit.fit`` trains seq2seq models from a data config (loop.py); experiments whose models
+map a batch of inputs to class logits (long-range recall, inductive bias on digits, documents)
 train here instead, so that models compared in one experiment share *the same updates*: the
 same batches (``make_batch(step)`` is a pure function of the step), the same optimiser
 (Adam, Kingma & Ba 2015), the same learning rate, the same gradient clipping and the same
-number of steps.
+number of steps. Both loops share their core (updates.py): the update and the loop over
+updates; they differ in their batches and loss.
 
     loss = (1/B) Σ_b −log softmax(model(x))_{b, y_b}          (cross-entropy)
     g ← clip(∇loss, ‖g‖₂ ≤ clip);  θ ← Adam(θ, g, lr)
@@ -22,6 +23,8 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from .updates import run_updates, update
 
 Batch = tuple[Tensor, Tensor]  # inputs (B, ...), integer labels (B,)
 
@@ -65,20 +68,22 @@ def fit_classifier(
     history = History()
     t0 = time.perf_counter()
     model.train()
-    for step in range(steps):
-        x, y = make_batch(step)  # (B, ...), (B,)
+
+    def update_on(step: int, batch: Batch) -> float:
+        x, y = batch  # (B, ...), (B,)
         logits = model(x)  # (B, C)
         loss = F.cross_entropy(logits, y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if clip > 0:
-            nn.utils.clip_grad_norm_(model.parameters(), clip)
-        opt.step()
-        history.loss.append(float(loss.detach()))
+        update(model, opt, loss, clip)
         history.accuracy.append(float((logits.argmax(-1) == y).float().mean()))
+        return float(loss.detach())
+
+    def after(step: int, loss: float, batch: Batch) -> None:
+        history.loss.append(loss)
         if log is not None and (step + 1) % log_every == 0:
             recent = history.loss[-log_every:]
             log(f"step {step + 1}/{steps}  loss {sum(recent) / len(recent):.4f}")
+
+    run_updates(0, steps, make_batch, update_on, after)
     model.eval()
     history.steps = steps
     history.seconds = time.perf_counter() - t0

@@ -8,7 +8,9 @@
     ))
 
 The CLI (``attnkit train``), the demo and the experiments all build one of these and call
-``attnkit.fit``; each dataclass checks its own values in ``__post_init__``.
+``attnkit.fit``; each dataclass checks its own values in ``__post_init__`` and raises a
+``FieldError`` (a ValueError) that names its fields (``out is empty``); the CLI says the same
+with its flags (``--out is empty``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._checks import FieldError
 from ..data.source import CORPUS_KEYS
 from ..data.synthetic import check_max_len
 
@@ -27,9 +30,14 @@ FLOAT32_MAX = 3.4028234663852886e38  # the optimiser keeps lr as a float32 scala
 CORPUS_MAX_LEN = 200  # corpora: pairs with a longer side are dropped (and counted) by default
 
 
-def _finite(name: str, value: float) -> None:
-    if not math.isfinite(value):
-        raise ValueError(f"{name}={value}; it must be a finite number")
+def _error(config: object, template: str) -> FieldError:
+    """A FieldError about ``config``'s fields (``template`` as in FieldError)."""
+    return FieldError(template, vars(config))
+
+
+def _finite(config: object, name: str) -> None:
+    if not math.isfinite(getattr(config, name)):
+        raise _error(config, f"{{{name}=}}; it must be a finite number")
 
 
 @dataclass
@@ -52,6 +60,9 @@ class DataConfig:
     test_src: str | None = None
     test_tgt: str | None = None
     docs_csv: str | None = None  # task docs: real (label, text) documents instead of generated
+    train_text: str | None = None  # task lm: a UTF-8 text to train on (data/lm_text.py)
+    valid_text: str | None = None  # task lm: held-out text (default: the last 5% of train_text)
+    segment: int | None = None  # task lm: characters per training segment (default 64)
     tokenise: str = "word"  # corpora: word | char | spm
     spm_vocab: int = 8000
     strict: bool = False
@@ -60,32 +71,57 @@ class DataConfig:
     min_freq: int = 1  # vocabulary minimum frequency
 
     def __post_init__(self) -> None:
+        self._check_text()
         if self.docs_csv and self.task != "docs":
-            raise ValueError("--docs-csv FILE goes with --task docs (documents with a label)")
+            raise _error(self, "{docs_csv} goes with {task} docs (documents with a label)")
         files = [getattr(self, k) for k in CORPUS_KEYS]
         if self.task and any(files):
-            raise ValueError("give either --task or corpus files, not both")
+            raise _error(self, "give either {task} or corpus files, not both")
         if not self.task and not (self.train_tsv or self.train_src or self.train_tgt):
-            raise ValueError(
-                "say what to train on: --task NAME, --train-tsv FILE, "
-                "or --train-src FILE --train-tgt FILE"
-            )
+            raise _error(self, "say what to train on: a {task}, a {train_tsv} file, or "
+                               "{train_src} and {train_tgt} files")  # fmt: skip
         if bool(self.train_src) != bool(self.train_tgt):
-            raise ValueError("--train-src and --train-tgt go together (or use --train-tsv)")
+            raise _error(self, "{train_src} and {train_tgt} go together (or use {train_tsv})")
         for name in ("train_size", "valid_size", "test_size", "min_len", "max_len"):
             value = getattr(self, name)
             if value is not None and value < 1:
-                raise ValueError(f"--{name.replace('_', '-')} {value}; it must be at least 1")
+                raise _error(self, f"{{{name}=}}; it must be at least 1")
         if self.task and self.max_len is not None:
             check_max_len(self.max_len)
         if self.tokenise not in TOKENISERS:
-            raise ValueError(f"--tokenise {self.tokenise!r}; choose one of {TOKENISERS}")
+            raise _error(self, f"{{tokenise=}}; choose one of {TOKENISERS}")
         if self.spm_vocab < 1 or self.min_freq < 1:
-            raise ValueError("--spm-vocab and --min-freq must be at least 1")
+            raise _error(self, "{spm_vocab} and {min_freq} must be at least 1")
         for name in ("valid_fraction", "test_fraction"):
             value = getattr(self, name)
             if not 0 <= value < 1:
-                raise ValueError(f"--{name.replace('_', '-')} {value}; it must be in [0, 1)")
+                raise _error(self, f"{{{name}=}}; it must be in [0, 1)")
+
+    def _check_text(self) -> None:
+        """The lm task's options: a train_text alone names the task; they go with it only."""
+        if (self.train_text or self.valid_text) and self.task is None:
+            self.task = "lm"
+        given = [f"{{{k}}}" for k in ("train_text", "valid_text", "segment")
+                 if getattr(self, k) is not None]  # fmt: skip
+        if given and self.task != "lm":
+            raise _error(self, f"{', '.join(given)} go(es) with {{task}} lm (language modelling)")
+        if self.valid_text and not self.train_text:
+            raise _error(self, "{valid_text} goes with {train_text} (the text to train on)")
+        if self.segment is not None and self.segment < 1:
+            raise _error(self, "{segment=}; it must be at least 1")
+        for k in ("train_text", "valid_text"):  # before any work (the bytes are read later)
+            name = getattr(self, k)
+            if name and not Path(name).is_file():
+                what = "no such file" if not Path(name).exists() else "not a file"
+                raise FileNotFoundError(
+                    f"--{k.replace('_', '-')} {name}: {what}; name a UTF-8 text file"
+                )
+        sized = [k for k in ("train_size", "valid_size", "test_size") if getattr(self, k)]
+        if self.train_text and sized:
+            raise _error(
+                self, f"{{{sized[0]}}} sizes the generated text; with {{train_text}} the file is "
+                "the data (its last 5% held out, or {valid_text})",
+            )  # fmt: skip
 
     def spec(self) -> dict[str, Any]:
         """The JSON-able description stored in the checkpoint (see data/source.py)."""
@@ -95,6 +131,13 @@ class DataConfig:
             }
             if self.docs_csv:
                 spec["docs_csv"] = str(Path(self.docs_csv).resolve())
+            if self.task == "lm":
+                from ..data.lm_text import DEFAULT_SEGMENT
+
+                spec["segment"] = self.segment or DEFAULT_SEGMENT
+                for k in ("train_text", "valid_text"):
+                    if getattr(self, k):
+                        spec[k] = str(Path(getattr(self, k)).resolve())
             return spec
         spec = {
             "tokenise": self.tokenise,
@@ -150,27 +193,25 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.batch_size < 1:
-            raise ValueError(
-                f"epochs={self.epochs}, batch_size={self.batch_size}; both must be >= 1"
-            )
+            raise _error(self, "{epochs=}, {batch_size=}; both must be >= 1")
         finite = ("lr", "clip", "time_limit", "target_exact", "label_smoothing", "report_seconds")
         for name in finite:
-            _finite(name, getattr(self, name))
+            _finite(self, name)
         if not 0 < self.lr <= FLOAT32_MAX:
-            raise ValueError(f"lr={self.lr}; it must be positive and within float32's range")
+            raise _error(self, "{lr=}; it must be positive and within float32's range")
         spans = (self.clip, self.patience, self.save_every, self.time_limit, self.warmup,
                  self.report_every, self.report_seconds)  # fmt: skip
         if min(spans) < 0:
-            raise ValueError(
-                "clip, patience, save_every, time_limit, warmup, report_every and "
-                "report_seconds must not be negative"
-            )
+            raise _error(
+                self, "{clip}, {patience}, {save_every}, {time_limit}, {warmup}, {report_every} "
+                "and {report_seconds} must not be negative",
+            )  # fmt: skip
         if not 0 <= self.target_exact <= 1:
-            raise ValueError(f"target_exact={self.target_exact}; it must be in [0, 1]")
+            raise _error(self, "{target_exact=}; it must be in [0, 1]")
         if not 0 <= self.label_smoothing < 1:
-            raise ValueError(f"label_smoothing={self.label_smoothing}; it must be in [0, 1)")
+            raise _error(self, "{label_smoothing=}; it must be in [0, 1)")
         if self.valid_decode < -1:
-            raise ValueError(f"valid_decode={self.valid_decode}; use -1 (all), 0 or a count")
+            raise _error(self, "{valid_decode=}; use -1 (all), 0 or a count")
 
     def lr_at(self, step: int) -> float:
         """Learning rate of step 1, 2, ...: constant, or with ``warmup`` steps rising
@@ -203,17 +244,18 @@ class FitConfig:
 
     def __post_init__(self) -> None:
         if not str(self.out).strip():
-            raise ValueError("--out is empty; name a folder for the run, e.g. --out runs/NAME")
+            raise _error(self, "{out} is empty; name a folder for the run (e.g. runs/NAME)")
         if self.resume and self.overwrite:
-            raise ValueError("--resume continues the run in OUT, --overwrite replaces it: pick one")
+            raise _error(self, "{resume} continues the run in {out}, {overwrite} replaces it: "
+                               "pick one")  # fmt: skip
         if self.device not in ("auto", "cpu", "cuda"):
-            raise ValueError(f"--device {self.device!r}; choose auto, cpu or cuda")
+            raise _error(self, "{device=}; choose auto, cpu or cuda")
         if self.threads < 1:
-            raise ValueError(f"--threads {self.threads}; it must be at least 1")
+            raise _error(self, "{threads=}; it must be at least 1")
 
     def to_json(self) -> dict[str, Any]:
         """The config as a JSON-able dict (``out`` as a string)."""
         return {**asdict(self), "out": str(self.out)}
 
 
-__all__ = ["DataConfig", "FitConfig", "ModelConfig", "TrainConfig"]
+__all__ = ["DataConfig", "FieldError", "FitConfig", "ModelConfig", "TrainConfig"]

@@ -9,6 +9,9 @@ parameters as one never stopped. Ctrl-C finishes the current update, writes ``la
     train_step(...)     one update
     validate(...)       valid loss and greedy exact match
 
+The update and the loop over an epoch's updates are the core it shares with classify.py's
+``fit_classifier`` (updates.py).
+
 Legend: B batch, T target length, V target vocabulary.
 """
 
@@ -36,7 +39,8 @@ from ..models import Seq2Seq
 from . import checkpoint, stopping
 from .config import TrainConfig
 from .distributed import DistContext
-from .family import TRANSLATE, Family
+from .family import Family, translation
+from .updates import run_updates, update
 
 Log = Callable[[str], None]
 
@@ -66,14 +70,16 @@ class LoopState:
 
 
 def loss_of(model: Seq2Seq, b: Batch, label_smoothing: float = 0.0) -> tuple[torch.Tensor, Any]:
-    """The translate family's training loss (see family.py), kept here for its callers."""
-    return TRANSLATE.loss_of(model, b, label_smoothing)
+    """The translate family's training loss (tasks/translate.py), kept here for its callers."""
+    return translation().loss_of(model, b, label_smoothing)
 
 
 @torch.no_grad()
-def valid_loss(model: torch.nn.Module, data: list[Any], fam: Family = TRANSLATE) -> float:
+def valid_loss(model: torch.nn.Module, data: list[Any], fam: Family | None = None) -> float:
     """Mean validation loss per unit (target token, example, ...) over ``data``: plain
-    cross-entropy for translation, no label smoothing and no training-only terms."""
+    cross-entropy for translation (the family without ``fam``), no label smoothing and no
+    training-only terms."""
+    fam = fam or translation()
     model.eval()
     total, count = 0.0, 0
     for b in data:
@@ -114,7 +120,7 @@ class Trainer:
     dist: DistContext | None = None
     ddp: torch.nn.Module | None = None
     out: Path = Path(".")  # the run folder (for messages)
-    family: Family = TRANSLATE
+    family: Family = field(default_factory=translation)
 
 
 def train_step(t: Trainer, b: Batch, step: int) -> float:
@@ -128,11 +134,7 @@ def train_step(t: Trainer, b: Batch, step: int) -> float:
         loss = t.family.loss_of(t.model, b, ls)[0]
     else:
         loss = t.dist.loss(t.ddp, b, ls)
-    t.opt.zero_grad(set_to_none=True)
-    loss.backward()
-    if t.cfg.clip > 0:
-        torch.nn.utils.clip_grad_norm_(t.model.parameters(), t.cfg.clip)
-    t.opt.step()
+    update(t.model, t.opt, loss, t.cfg.clip)
     return float(loss.detach()) if t.dist is None else t.dist.mean_loss(loss)
 
 
@@ -198,13 +200,14 @@ def train(
     meta: dict[str, Any] | None = None,
     log: Log | None = None,
     dist: DistContext | None = None,
-    family: Family = TRANSLATE,
+    family: Family | None = None,
 ) -> TrainResult:
     """Train ``model`` and write ``out/best`` (lowest valid loss), ``out/last`` (resumable)
     and ``out/history.json``. ``resume`` continues from ``resume_from`` (default: the last
     checkpoint in ``out``). With ``dist`` (see distributed.py) each global batch is split
     across the ranks and only rank 0 writes files and logs. ``family`` (family.py) says how
-    the examples batch, what the loss is and how validation scores them."""
+    the examples batch, what the loss is and how validation scores them (default: translate)."""
+    family = family or translation()
     out = Path(out)
     if dist is not None and not family.data_parallel:
         raise ValueError(
@@ -331,10 +334,9 @@ def _train_epoch(
     report = Progress(desc, unit="updates", total=len(train_batches), done=state.step_in_epoch,
                       every=cfg.report_every, seconds=cfg.report_seconds, log=log)  # fmt: skip
     tokens, t0, run_loss = 0, time.perf_counter(), 0.0
-    reason = None
-    for i in range(state.step_in_epoch, len(train_batches)):
-        b = train_batches[i]
-        lv = train_step(t, b, state.global_step + 1)
+
+    def after(i: int, lv: float, b: Any) -> str | None:
+        nonlocal tokens, run_loss
         if not math.isfinite(lv):  # already on the host; under DDP the mean over ranks
             raise diverged(f"the training loss is {lv}", state.global_step + 1, cfg, t.out)
         state.step_in_epoch, state.global_step = i + 1, state.global_step + 1
@@ -353,8 +355,15 @@ def _train_epoch(
             reason = stopping.TIME_LIMIT if t.dist.any(reason is not None) else None
         if interrupted[0]:
             reason = stopping.INTERRUPTED
-        if reason is not None:
-            break
+        return reason
+
+    reason = run_updates(
+        state.step_in_epoch,
+        len(train_batches),
+        train_batches.__getitem__,
+        lambda i, b: train_step(t, b, state.global_step + 1),
+        after,
+    )
     bar.close()
     return reason, run_loss
 

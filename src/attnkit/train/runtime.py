@@ -28,14 +28,14 @@ def set_threads(n: int) -> None:
 def compile_options(device: str) -> dict[str, Any]:
     """Inductor options for ``torch.compile`` of a model trained on ``device``.
 
-    On a CPU, measured on this machine (torch 2.13, small Transformer on toy-ko, one thread;
-    docs/performance.md, "Why compiled training was slower than eager"):
+    On a CPU (the measurements: docs/performance.md, "Why compiled training was slower than
+    eager"):
 
-    - ``cpp.simdlen=0``: scalar C++ kernels. The vectorised kernels store a comparison into
-      a bool tensor (the ReLU mask its backward keeps, dropout masks, attention masks) at
-      ~1.1 ms per 98k elements, 17x the scalar store, and made the compiled forward slower
-      than eager. (Not ``cpp.vec_isa_ok=False``: inductor caches the CPU's vector ISAs under
-      it, and a later compile in the process with default options fails to build.)
+    - ``cpp.simdlen=0``: scalar C++ kernels. The vectorised kernels' store of a comparison
+      into a bool tensor (the ReLU mask its backward keeps, dropout masks, attention masks) is
+      far slower than the scalar store, and made the compiled forward slower than eager.
+      (Not ``cpp.vec_isa_ok=False``: inductor caches the CPU's vector ISAs under it, and a
+      later compile in the process with default options fails to build.)
     - ``fallback_random=True``: dropout draws from ATen's generator, as in eager mode (the
       same numbers from the same seed), instead of inductor's in-kernel generator.
 

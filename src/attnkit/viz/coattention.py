@@ -1,7 +1,7 @@
 """Both maps of a co-attention model on one question about one canvas: the weights over the
 image patches (upsampled onto the canvas) and over the question words (bars).
 
-    maps = attnkit.families.qa.coattention_maps(model, example, src_vocab, tgt_vocab)
+    maps = attnkit.tasks.qa.coattention_maps(model, example, src_vocab, tgt_vocab)
     coattention_figure(maps, path="qa.png")        # a PNG (or SVG/PDF by suffix)
     write_coattention_page("qa.html", maps)        # ONE self-contained HTML file
 

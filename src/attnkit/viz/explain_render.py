@@ -55,6 +55,58 @@ def header(st: ExplainSteps) -> list[str]:
     ]
 
 
+def _encoder_table(st: ExplainSteps) -> StepTable:
+    """Step (0): the encoder states (as random numbers, or a BiRNN's two halves) and h_t."""
+    d, tok = st.encoder.shape[1], st.src_tokens
+    query = "s_{t-1} (decoder)" if st.decoder_kind == "bahdanau" else "h_t (decoder)"
+    if st.embeddings is None:
+        return StepTable(
+            "(0) encoder hidden states",
+            "h_j = encoder(x_j), j = 1 … S;  h_t = decoder state at step t",
+            "one vector per source token (seeded random, one decimal, to follow by hand); "
+            "the decoder state h_t is the query",
+            ["j", "token", *_dims(d, "h_j")],
+            [[str(j), tok[j], *_vec(st.encoder[j])] for j in range(len(tok))]
+            + [["t", query, *_vec(st.decoder_state)]],
+        )
+    half = d // 2
+    return StepTable(
+        "(0) encoder hidden states: a bidirectional RNN",
+        "h_j = [→h_j ; ←h_j],  →h_j = tanh(W_f x_j + U_f →h_{j-1}),  "
+        "←h_j = tanh(W_b x_j + U_b ←h_{j+1})   (Bahdanau 2015, §3.2)",
+        "→h_j has read x_1 … x_j and ←h_j has read x_S … x_j, so h_j summarises the whole "
+        "sentence with a focus around x_j; the decoder state is the query",
+        ["j", "token", *[f"→h_j[{k}]" for k in range(half)],
+         *[f"←h_j[{k}]" for k in range(half)]],  # fmt: skip
+        [[str(j), tok[j], *_vec(st.encoder[j])] for j in range(len(tok))]
+        + [["t", query, *_vec(st.decoder_state)]],
+    )
+
+
+def _decoder_table(st: ExplainSteps) -> StepTable:
+    """Step (5): Luong's attentional state, or Bahdanau's next RNN state."""
+    d = st.encoder.shape[1]
+    if st.decoder_kind == "bahdanau":
+        assert st.prev_output is not None
+        return StepTable(
+            "(5) fed to the decoder's recurrence",
+            st.attentional_formula,
+            "the query was s_{t-1}; c_t enters the next state with the previous output y_{t-1} "
+            "(f is a tanh RNN cell with seeded weights here, a GRU in the paper); "
+            "p(y_t) = g(y_{t-1}, s_t, c_t)",
+            ["", *_dims(d, "·")],
+            [["y_{t-1}", *_vec(st.prev_output)], ["s_t", *_vec(st.attentional)]],
+        )
+    return StepTable(
+        "(5) fed to the decoder",
+        st.attentional_formula,
+        "W_c is a seeded random (D, 2D) matrix here; Bahdanau 2015 instead feeds c_t into "
+        "the next RNN state: s_t = f(s_{t-1}, y_{t-1}, c_t) (--decoder bahdanau)",
+        ["", *_dims(d, "h̃_t")],
+        [["h̃_t", *_vec(st.attentional)]],
+    )
+
+
 def step_tables(st: ExplainSteps) -> list[StepTable]:
     """The six steps of the example as tables of formatted numbers."""
     d = st.encoder.shape[1]
@@ -77,15 +129,7 @@ def step_tables(st: ExplainSteps) -> list[StepTable]:
     sum_row = ["", "Σ", "", _num(float(st.normalised.sum()))]
     sum_row += ["", _num(float(st.weights.sum()))] if has_prior else []
     return [
-        StepTable(
-            "(0) encoder hidden states",
-            "h_j = encoder(x_j), j = 1 … S;  h_t = decoder state at step t",
-            "one vector per source token (seeded random, one decimal, to follow by hand); "
-            "the decoder state h_t is the query",
-            ["j", "token", *_dims(d, "h_j")],
-            [[str(j), tok[j], *_vec(st.encoder[j])] for j in idx]
-            + [["t", "h_t (decoder)", *_vec(st.decoder_state)]],
-        ),
+        _encoder_table(st),
         StepTable(
             "(1) a score for every encoder state",
             f"e_j = {st.score_formula}",
@@ -119,14 +163,7 @@ def step_tables(st: ExplainSteps) -> list[StepTable]:
             ["", *_dims(d, "c_t")],
             [["c_t = Σ a_j h_j", *_vec(st.context)]],
         ),
-        StepTable(
-            "(5) fed to the decoder",
-            "h̃_t = tanh(W_c [c_t; h_t])   (Luong 2015, eq. 5);  p(y_t) = softmax(W_s h̃_t)",
-            "W_c is a seeded random (D, 2D) matrix here; Bahdanau 2015 instead feeds c_t into "
-            "the next RNN state: s_t = f(s_{t-1}, y_{t-1}, c_t)",
-            ["", *_dims(d, "h̃_t")],
-            [["h̃_t", *_vec(st.attentional)]],
-        ),
+        _decoder_table(st),
     ]
 
 

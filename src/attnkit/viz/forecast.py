@@ -64,7 +64,7 @@ def show_window(
         return lines
     steps = [f"t+{h}" for h in range(1, k + 1)]
     past: Sequence[str] = [f"t-{w - 1 - j}" if j < w - 1 else "t" for j in range(w)]
-    lines += show(weights, steps, past, out=out, png=png, terminal=not (out or png),
+    lines += show(weights, steps, past, page_path=out, png_path=png, terminal=not (out or png),
                   gold=period_links(w, k, p), title=f"{title} (boxes: lags k·{p})")  # fmt: skip
     return lines
 

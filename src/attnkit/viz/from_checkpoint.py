@@ -4,7 +4,7 @@
     loaded = checkpoint.load("runs/tf")
     hyp, maps = sentence_maps(loaded, "I am a student".split())
     record = select_map(maps, "enc-self", loaded.model_name)        # (L, H, S, S)
-    show(record.weights, record.tgt_tokens, record.src_tokens, out="attn.html")
+    show(record.weights, record.tgt_tokens, record.src_tokens, page_path="attn.html")
 
 Kinds of attention (``KINDS``), each an AttentionRecord with weights (L, H, Tq, Tk):
 

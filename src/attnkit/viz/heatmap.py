@@ -1,7 +1,7 @@
 """Attention heatmaps as matplotlib figures: tokens on the axes, one panel per head, gold
 alignments marked.
 
-    fig = heatmap(weights, tgt_tokens, src_tokens, gold=[(0, 0), (1, 2)], path="attn.png")
+    fig = heatmap(weights, query_tokens, key_tokens, gold=[(0, 0), (1, 2)], path="attn.png")
 
 Legend: L layers, H heads, Tq queries (rows, target tokens), Tk keys (columns, source tokens).
 Drawn with the Agg canvas and no pyplot, so it works headless and leaves pyplot's state alone.

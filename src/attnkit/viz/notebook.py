@@ -1,8 +1,8 @@
 """attnkit in Jupyter: the viewer inline, and attention in bertviz's format.
 
-    attnkit.viz.show(weights, tgt_tokens, src_tokens)        # the last expression of a cell:
+    attnkit.viz.show(weights, query_tokens, key_tokens)      # the last expression of a cell:
                                                                # the interactive page, inline
-    attnkit.viz.heatmap(weights, tgt_tokens, src_tokens)     # a figure, drawn inline
+    attnkit.viz.heatmap(weights, query_tokens, key_tokens)   # a figure, drawn inline
     attention, tokens = to_bertviz(weights, tokens)           # for bertviz.head_view(...)
     record = from_bertviz(attention, tokens)                  # back to an AttentionRecord
 

@@ -1,7 +1,7 @@
 """A compact terminal heatmap of an attention matrix: one row per query (target) token, two
 columns of Unicode shading per key (source) token, key tokens written downwards on top.
 
-    print(terminal_heatmap(weights, tgt_tokens, src_tokens))
+    print(terminal_heatmap(weights, query_tokens, key_tokens, heads=0))
 
 Legend: L layers, H heads, Tq queries, Tk keys.
 """
@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import as_stack
+from .._renamed import renamed_keywords
 from .._text import printable
 from ._weights import check_tokens, display_width, fit, pick
 
@@ -34,13 +35,14 @@ def _header(keys: list[str], depth: int, indent: int) -> list[str]:
     return lines
 
 
+@renamed_keywords(head="heads")
 def terminal_heatmap(
     weights: Any,
     query_tokens: Sequence[str],
     key_tokens: Sequence[str] | None = None,
     *,
     layer: int = -1,
-    head: int | None = None,
+    heads: int | None = None,
     shades: str = SHADES,
     vmax: float | None = None,
     label_width: int = 12,
@@ -49,14 +51,14 @@ def terminal_heatmap(
     """The heatmap as a string (no colour codes, safe to print anywhere).
 
     weights (Tq, Tk) | (H, Tq, Tk) | (L, H, Tq, Tk); ``layer`` picks a layer of a stack,
-    ``head`` a head (None = mean over heads). key_tokens None = self-attention (keys are the
-    queries). ``vmax``: the weight drawn as a full block (default: the matrix's maximum).
-    Each row ends with the key it attends most and that weight.
+    ``heads`` one head (None = mean over heads; ``head=`` until this release). key_tokens
+    None = self-attention (keys are the queries). ``vmax``: the weight drawn as a full block
+    (default: the matrix's maximum). Each row ends with the key it attends most and that weight.
     """
     if len(shades) < 2:
         raise ValueError("shades needs at least two characters, e.g. ' ░▒▓█'")
     stack = as_stack(weights)
-    mat = pick(stack, layer, head)  # (Tq, Tk)
+    mat = pick(stack, layer, heads)  # (Tq, Tk)
     tq, tk = mat.shape
     queries = [printable(t) for t in check_tokens(query_tokens, tq, "query tokens", "queries")]
     keys = (
@@ -70,7 +72,7 @@ def terminal_heatmap(
 
     what = [f"layer {layer % stack.shape[0]}"] if stack.shape[0] > 1 else []
     if stack.shape[1] > 1:
-        what.append("mean of heads" if head is None else f"head {head % stack.shape[1]}")
+        what.append("mean of heads" if heads is None else f"head {heads % stack.shape[1]}")
     legend = f"'{shades[0]}' = 0 … '{shades[-1]}' = {top:.2f}"
     lines = [", ".join([*what, legend])]
     lines += _header(keys, header_depth, label_width + 1)

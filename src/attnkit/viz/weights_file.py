@@ -7,7 +7,7 @@ tokens)``, as a Hugging Face model's ``output_attentions`` are often saved). A f
 ``kind`` (older, or from another tool) is self-attention when its two lists are the same.
 ``attnkit view --weights FILE`` reads it.
 
-    save_attention("attn.safetensors", weights, tgt_tokens, src_tokens)
+    save_attention("attn.safetensors", weights, query_tokens, key_tokens)
     record = load_attention("attn.safetensors")
 """
 
@@ -24,6 +24,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from .._checks import as_stack
+from .._renamed import renamed_keywords
 
 KINDS = ("self", "cross")
 
@@ -56,23 +57,25 @@ def _kind(
     return kind
 
 
+@renamed_keywords(tgt_tokens="query_tokens", src_tokens="key_tokens")
 def save_attention(
     path: str | Path,
     weights: Any,
-    tgt_tokens: Sequence[str] | None = None,
-    src_tokens: Sequence[str] | None = None,
+    query_tokens: Sequence[str] | None = None,
+    key_tokens: Sequence[str] | None = None,
     *,
     name: str = "weights",
     kind: str | None = None,
 ) -> Path:
-    """Write ``weights`` (as float32) and the tokens to a safetensors file. ``kind`` "self" |
-    "cross" | None (inferred: self-attention when ``src_tokens`` is None or the same list as
-    ``tgt_tokens``; pass "cross" for a cross-attention whose two token lists are the same).
-    Self-attention is stored with one token list."""
+    """Write ``weights`` (as float32) and the tokens to a safetensors file (as its metadata
+    ``tgt_tokens`` and ``src_tokens``). ``kind`` "self" | "cross" | None (inferred:
+    self-attention when ``key_tokens`` is None or the same list as ``query_tokens``; pass
+    "cross" for a cross-attention whose two token lists are the same). Self-attention is
+    stored with one token list. (``tgt_tokens=``/``src_tokens=`` until this release.)"""
     as_stack(weights)  # checks the rank and that every weight is finite
     tensor = torch.as_tensor(weights).detach().to("cpu", torch.float32).contiguous()
-    tgt = None if tgt_tokens is None else [str(t) for t in tgt_tokens]
-    src = None if src_tokens is None else [str(t) for t in src_tokens]
+    tgt = None if query_tokens is None else [str(t) for t in query_tokens]
+    src = None if key_tokens is None else [str(t) for t in key_tokens]
     meta = {}
     if tgt is not None:
         meta["kind"] = _kind(tensor, tgt, src, kind)

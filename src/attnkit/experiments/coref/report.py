@@ -1,8 +1,10 @@
-"""The coref experiment's outputs: Markdown tables (per seed; per layer and head), coref.csv,
-coref.json, coref.png (attention mass from "it" on the right vs the wrong noun per head, and
-accuracy by model and seed), coref-famous.png (the best head's maps of "... too tired" and
-"... too wide" side by side, the right noun boxed) and coref.html (the same two pronoun rows
-in one matrix, and every layer and head of both sentences behind the page's switch)."""
+"""The coref experiment's outputs: Markdown tables (per seed; every head of the first seed),
+the checks, coref.csv (one row per seed, attention kind, layer and head), coref.json,
+coref.png (every encoder head's held-out follows rate per seed, the chosen head and the
+untrained control marked; pronoun accuracy per seed), coref-famous.png (the first seed's
+chosen head on "... too tired" and "... too wide", side by side, the right noun boxed) and
+coref.html (both pronoun rows in one matrix, and every encoder head of both sentences behind
+the page's switch). The famous two are figures, not the verdict."""
 
 from __future__ import annotations
 
@@ -11,70 +13,86 @@ from pathlib import Path
 from typing import Any
 
 from ..base import Say, markdown_table, write_outputs
-from . import MODELS
+from ..evidence import checks_table
+from .measure import KINDS
 
-LABELS = {"transformer": "Transformer", "lstm": "LSTM"}
 ADJECTIVES = ("tired", "wide")
 
 
 def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per seed, layer and head: mean mass on the right and the wrong noun, share of
-    held-out sentences where the right noun gets more, and whether it is the seed's best."""
+    """One row per seed, attention kind, layer and head: the held-out follows and flips
+    rates, mean mass on the right and the wrong noun, the validation follows rate, and
+    whether it is the head chosen for that kind."""
     out = []
     for r in result["seeds"]:
-        m = r["mass"]
-        for layer, heads in enumerate(m["right"]):
-            for head in range(len(heads)):
-                out.append({
-                    "seed": r["seed"], "layer": layer, "head": head,
-                    "right": round(m["right"][layer][head], 4),
-                    "wrong": round(m["wrong"][layer][head], 4),
-                    "picks_right": round(m["picks_right"][layer][head], 4),
-                    "best": r["best_head"] == [layer, head],
-                })  # fmt: skip
+        for kind in KINDS:
+            t, v = r["heads"][kind], r["valid_heads"][kind]
+            for layer, heads in enumerate(t["follows"]):
+                for head in range(len(heads)):
+                    out.append({
+                        "seed": r["seed"], "attention": kind, "layer": layer, "head": head,
+                        "follows": round(t["follows"][layer][head], 4),
+                        "flips": round(t["flips"][layer][head], 4),
+                        "right": round(t["right"][layer][head], 4),
+                        "wrong": round(t["wrong"][layer][head], 4),
+                        "valid_follows": round(v["follows"][layer][head], 4),
+                        "chosen": r["chosen"][kind]["head"] == [layer, head],
+                    })  # fmt: skip
     return out
 
 
+def _top(f: dict[str, Any]) -> str:
+    """The chosen head's top noun on one famous sentence."""
+    return f["tokens"][f["referent"] if f["right"] > f["wrong"] else f["other"]]
+
+
 def seed_table(result: dict[str, Any]) -> str:
-    head = ["seed", "Transformer acc %", "LSTM acc %", "best head", "right / wrong (held out)"]
-    head += [f"'too {a}' right / wrong" for a in ADJECTIVES]
+    head = ["seed", "pronoun acc % (genders differ)", "pronoun acc % (all)", "word acc %",
+            "chosen enc head", "follows: valid / test %", "flips test %", "control follows %",
+            "best cross head follows %", "best dec-self head follows %",
+            "famous: top noun phrase (tired / wide)"]  # fmt: skip
     body = []
-    for c in result["checks"]["per_seed"]:
-        r = next(x for x in result["seeds"] if x["seed"] == c["seed"])
-        l, h = c["best_head"]
-        body.append(
-            [str(c["seed"]), f"{100 * c['accuracy']:.1f}", f"{100 * r['lstm']['accuracy']:.1f}",
-             f"L{l}H{h}", f"{c['right']:.2f} / {c['wrong']:.2f}"]
-            + [f"{fr:.2f} / {fw:.2f}" for fr, fw in zip(c["famous_right"], c["famous_wrong"],
-                                                         strict=True)]
-        )  # fmt: skip
+    for r in result["seeds"]:
+        c, sc = r["chosen"], r["scores"]
+        (l, h), e = c["enc-self"]["head"], c["enc-self"]
+        body.append([
+            str(r["seed"]), f"{100 * sc['pronoun_differ']:.1f}", f"{100 * sc['pronoun']:.1f}",
+            f"{100 * sc['words']:.1f}", f"L{l}H{h}",
+            f"{100 * e['valid']:.1f} / {100 * e['follows']:.1f}", f"{100 * e['flips']:.1f}",
+            f"{100 * r['control']['enc-self']['follows']:.1f}",
+            f"{100 * c['cross']['follows']:.1f}", f"{100 * c['dec-self']['follows']:.1f}",
+            " / ".join(_top(f) for f in r["famous"]),
+        ])  # fmt: skip
     return markdown_table(head, body)
 
 
 def head_table(result: dict[str, Any]) -> str:
-    """Every head of the first seed's Transformer."""
+    """Every encoder head of the first seed, on the held-out pairs."""
     seed = result["seeds"][0]["seed"]
     body = [
-        [f"L{r['layer']}H{r['head']}" + (" (best)" if r["best"] else ""), f"{r['right']:.2f}",
-         f"{r['wrong']:.2f}", f"{100 * r['picks_right']:.0f}"]
-        for r in rows(result) if r["seed"] == seed
+        [f"L{r['layer']}H{r['head']}" + (" (chosen)" if r["chosen"] else ""),
+         f"{100 * r['valid_follows']:.1f}", f"{100 * r['follows']:.1f}",
+         f"{100 * r['flips']:.1f}", f"{r['right']:.2f}", f"{r['wrong']:.2f}"]
+        for r in rows(result) if r["seed"] == seed and r["attention"] == "enc-self"
     ]  # fmt: skip
-    return markdown_table(["head", "mass on right noun", "on wrong noun", "right > wrong %"], body)
+    return markdown_table(["encoder head", "follows valid %", "follows test %", "flips test %",
+                           "mass on referent", "on other noun"], body)  # fmt: skip
 
 
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
-    """Print budgets, the tables and the verdict; write the files."""
-    p, u, first = result["parameters"], result["updates"], result["seeds"][0]
+    """Print budgets, the tables, the checks and the verdict; write the files."""
+    u, s, th = result["updates"], result["sentences"], result["thresholds"]
     say(
-        f"same updates: {u['steps']} Adam steps of {u['batch_size']} (lr {u['lr']}, clip "
-        f"{u['clip']}), same batches; parameters: Transformer {p['transformer']:,}, LSTM "
-        f"{p['lstm']:,} (hidden {result['lstm_width']}); {result['train_sentences']} training "
-        f"sentences, {result['test_sentences']} held out; a coin between the two nouns "
-        f"scores {100 * result['chance']:.0f}%"
+        f"{u['steps']} Adam updates of {u['batch_size']} (lr {u['lr']}, clip {u['clip']}); "
+        f"{result['parameters']:,} parameters; {s['train']} training sentences, "
+        f"{s['valid_pairs']} validation and {s['test_pairs']} test minimal pairs; a coin per "
+        f"sentence follows {100 * th['coin_follows']:.0f}% of pairs and flips "
+        f"{100 * th['coin_flips']:.0f}%; il / elle by chance {100 * th['pronoun_chance']:.0f}%"
     )
     say(seed_table(result))
-    say(f"attention from 'it', every head of seed {first['seed']} (held-out sentences):")
+    say(f"every encoder head of seed {result['seeds'][0]['seed']} (held-out pairs):")
     say(head_table(result))
+    say(checks_table(result["checks"]))
     famous_png = lambda d: famous_figure(result, d / "coref-famous.png")  # noqa: E731
     page = lambda d: famous_page(result, d / "coref.html")  # noqa: E731
     paths = write_outputs("coref", rows(result), result, plot, out, say, (famous_png, page))
@@ -84,31 +102,37 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:
-    """Left: mass on the right vs the wrong noun per head (first seed); right: accuracy."""
+    """Left: every encoder head's held-out follows rate per seed (the chosen head and the
+    untrained control marked); right: pronoun accuracy per seed."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    first = result["seeds"][0]
-    own = [r for r in rows(result) if r["seed"] == first["seed"]]
-    x = list(range(len(own)))
+    th = result["thresholds"]
+    seeds = result["seeds"]
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [2, 1]})
-    ax.bar([i - 0.2 for i in x], [r["right"] for r in own], 0.4, label="right noun")
-    ax.bar([i + 0.2 for i in x], [r["wrong"] for r in own], 0.4, label="wrong noun")
-    ax.set_xticks(x, [f"L{r['layer']}H{r['head']}" + ("*" if r["best"] else "") for r in own])
-    ax.axhline(0.5, color="grey", lw=0.8, ls=":")
-    ax.set(ylim=(0, 1), ylabel="mean attention from 'it'",
-           title=f"held-out sentences, seed {first['seed']} (* best head)")  # fmt: skip
-    ax.legend()
-    seeds = [r["seed"] for r in result["seeds"]]
-    for k, m in enumerate(MODELS):
-        accs = [100 * r[m]["accuracy"] for r in result["seeds"]]
-        bx.bar([i + (k - 0.5) * 0.4 for i in range(len(seeds))], accs, 0.4, label=LABELS[m])
-    bx.axhline(100 * result["chance"], color="grey", lw=0.8, ls=":", label="coin: 1 of 2 nouns")
-    bx.set_xticks(range(len(seeds)), [str(s) for s in seeds])
-    bx.set(ylim=(0, 102), xlabel="seed", ylabel="held-out accuracy (%)",
-           title="unseen (frame, nouns, adjective)")  # fmt: skip
+    for i, r in enumerate(seeds):
+        rates = [x for row in r["heads"]["enc-self"]["follows"] for x in row]
+        ax.scatter([i] * len(rates), [100 * x for x in rates], s=14, color="grey", alpha=0.6,
+                   label="encoder heads" if i == 0 else None)  # fmt: skip
+        ax.scatter([i], [100 * r["chosen"]["enc-self"]["follows"]], marker="*", s=120,
+                   color="C0", label="chosen on valid pairs" if i == 0 else None)  # fmt: skip
+        ax.scatter([i], [100 * r["control"]["enc-self"]["follows"]], marker="x", color="C3",
+                   label="untrained control" if i == 0 else None)  # fmt: skip
+    ax.axhline(100 * th["follows"], color="C0", lw=0.8, ls="--", label="claim threshold")
+    ax.axhline(100 * th["coin_follows"], color="grey", lw=0.8, ls=":", label="coin")
+    ax.set_xticks(range(len(seeds)), [str(r["seed"]) for r in seeds])
+    ax.set(ylim=(-2, 102), xlabel="seed", ylabel="held-out pairs followed (%)",
+           title="top noun from 'it' follows the referent in both sentences")  # fmt: skip
+    ax.legend(fontsize=8)
+    acc = [100 * r["scores"]["pronoun_differ"] for r in seeds]
+    bx.bar(range(len(seeds)), acc, 0.6, color="C2")
+    bx.axhline(100 * th["pronoun_chance"], color="grey", lw=0.8, ls=":", label="chance")
+    bx.axhline(100 * th["learned"], color="C2", lw=0.8, ls="--", label="learned")
+    bx.set_xticks(range(len(seeds)), [str(r["seed"]) for r in seeds])
+    bx.set(ylim=(0, 102), xlabel="seed", ylabel="il / elle right (%)",
+           title="held-out, nouns of different gender")  # fmt: skip
     bx.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -116,27 +140,27 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     return path
 
 
-def _best_maps(result: dict[str, Any]) -> tuple[list[int], list[dict[str, Any]]]:
+def _chosen_maps(result: dict[str, Any]) -> tuple[list[int], list[dict[str, Any]]]:
     first = result["seeds"][0]
-    return first["best_head"], first["famous"]
+    return first["chosen"]["enc-self"]["head"], first["famous"]
 
 
 def famous_figure(result: dict[str, Any], path: Path) -> Path:
-    """The best head (first seed) on both famous sentences, drawn by ``viz.heatmap`` one at a
-    time and put side by side; the pronoun's right noun is boxed."""
+    """The chosen encoder head (first seed) on both famous sentences, drawn by
+    ``viz.heatmap`` one at a time and put side by side; the pronoun's right noun is boxed."""
     import matplotlib.image as mpimg
     import numpy as np
 
     from ...viz.heatmap import heatmap
 
-    (layer, head), maps = _best_maps(result)
+    (layer, head), maps = _chosen_maps(result)
     images = []
     with tempfile.TemporaryDirectory() as tmp:
         for adj, f in zip(ADJECTIVES, maps, strict=True):
             png = Path(tmp) / f"{adj}.png"
             heatmap(f["weights"][layer][head], f["tokens"], gold=[(f["referent"], f["pronoun"])],
-                    path=png, title=f"L{layer}H{head}: '... too {adj}' (it → "
-                    f"{f['tokens'][f['referent']]}: {f['right']:.2f})", dpi=100)  # fmt: skip
+                    path=png, title=f"enc L{layer}H{head}: '... too {adj}' (it → "
+                    f"{f['tokens'][f['referent']]}: {f['right_noun']:.2f})", dpi=100)  # fmt: skip
             images.append(mpimg.imread(png))
     h = max(im.shape[0] for im in images)
     padded = [np.pad(im, ((0, h - im.shape[0]), (0, 0), (0, 0)), constant_values=1.0)
@@ -146,28 +170,28 @@ def famous_figure(result: dict[str, Any], path: Path) -> Path:
 
 
 def famous_page(result: dict[str, Any], path: Path) -> Path:
-    """One page (``viz.page``): the best head's pronoun rows of both sentences in one matrix
-    (the right nouns outlined), then every layer and head of each sentence behind the switch."""
+    """One page (``viz.page``): the chosen head's pronoun rows of both sentences in one matrix
+    (the right nouns outlined), then every encoder head of each sentence behind the switch."""
     import torch
 
     from ...viz.page import write_attention_page
     from ...viz.weights_file import AttentionRecord
 
-    (layer, head), maps = _best_maps(result)
+    (layer, head), maps = _chosen_maps(result)
     rows_ = [f["weights"][layer][head][f["pronoun"]] for f in maps]  # 2 × (S,)
     keys = [a if a == b else f"{a} / {b}" for a, b in zip(*(f["tokens"] for f in maps),
                                                         strict=True)]  # fmt: skip
     more = {
-        f"'... too {adj}', every head": AttentionRecord(
+        f"'... too {adj}', every encoder head": AttentionRecord(
             torch.tensor(f["weights"]), f["tokens"], None
         )  # fmt: skip
         for adj, f in zip(ADJECTIVES, maps, strict=True)
     }
     return write_attention_page(
         path, torch.tensor(rows_), [f"it (... too {a})" for a in ADJECTIVES], keys,
-        title=f"coref: head L{layer}H{head} of seed {result['seeds'][0]['seed']}",
+        title=f"coref: encoder head L{layer}H{head} of seed {result['seeds'][0]['seed']}",
         gold=[(f["referent"], i) for i, f in enumerate(maps)],
-        name=f"best head L{layer}H{head}: 'it' in both sentences", more=more,
+        name=f"chosen head L{layer}H{head}: 'it' in both sentences", more=more,
     )  # fmt: skip
 
 

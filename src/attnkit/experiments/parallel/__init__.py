@@ -50,7 +50,7 @@ import torch
 
 from ..._checks import check_ranges
 from ...data.batching import Batch
-from ...models import Seq2Seq, build_model
+from ...models import Seq2Seq, build_seq2seq
 from ...train.config import TrainConfig
 from ...train.loop import Trainer, loss_of, train_step
 from ..base import Experiment, option, report_of
@@ -121,7 +121,7 @@ def build(cfg: ParallelConfig, name: str) -> Seq2Seq:
     else:
         widths = dict(dim=cfg.dim, ff=cfg.ff, heads=cfg.heads, enc_layers=cfg.layers,
                       dec_layers=cfg.layers)  # fmt: skip
-    return build_model(name, src_vocab=cfg.vocab, tgt_vocab=cfg.vocab, dropout=0.0, **widths)
+    return build_seq2seq(name, src_vocab=cfg.vocab, tgt_vocab=cfg.vocab, dropout=0.0, **widths)
 
 
 def random_batch(batch: int, n: int, vocab: int, seed: int) -> Batch:

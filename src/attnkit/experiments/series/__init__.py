@@ -283,7 +283,7 @@ def run_experiment(cfg: SeriesConfig, out: Path, say: Any = print) -> dict[str, 
     """Train, forecast the test windows, score MASE and where attention peaks."""
     from ...data.series import HORIZON
     from ...eval.forecast import scores, seasonal_naive
-    from ...families.forecast import arrays, predict
+    from ...tasks.forecast import arrays, predict
     from ...train import checkpoint
 
     what = cfg.csv or "generated series (periods 12, 16, 24)"

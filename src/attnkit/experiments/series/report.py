@@ -104,7 +104,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
 
 def example(result: dict[str, Any], out: Path) -> Path:
     """The attention heatmap of the first test window of the first seed's attention model."""
-    from ...families.forecast import predict
+    from ...tasks.forecast import predict
     from ...train import checkpoint
     from ...viz.forecast import show_window
     from . import SeriesConfig, csv_data

@@ -229,7 +229,7 @@ def score_caption(cfg: CaptionSettings, out: Path) -> dict[str, Any]:
     from ...data.tasks import load_task
     from ...data.vocab import Vocab
     from ...eval.text import score
-    from ...families.caption import attention_in_cell, decode
+    from ...tasks.caption import attention_in_cell, decode
     from ...train import checkpoint
     from ..pool import steps_done
     from . import measure as sm

@@ -65,7 +65,7 @@ def measure(seeds: list[int], steps: int, quick: bool, say: Say) -> list[dict[st
     """One row per (variant, seed): {"task", "model", "seed", "accuracy", "parameters",
     "seconds_per_step", "key_peak"} (key_peak None for mean and max pooling, which have no
     sentence attention)."""
-    from ...families.docs import measure as score
+    from ...tasks.docs import measure as score
     from ...train import checkpoint
     from ...train.fit import fit, prepare
 

@@ -23,9 +23,9 @@ from torch import Tensor, nn
 
 from ...data.digit_qa import QAExample, digit_qa_task
 from ...data.vocab import Vocab
-from ...families.qa import make_batch
 from ...models import make_config
 from ...models.digit_qa import COATTENTION, DigitQA
+from ...tasks.qa import make_batch
 from ...train.classify import accuracy, fit_classifier
 from ..base import Tally
 

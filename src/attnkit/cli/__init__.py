@@ -1,9 +1,10 @@
-"""The ``attnkit`` command. Each subcommand lives in ``attnkit.commands.<name>`` and exposes
+"""The ``attnkit`` command. Each subcommand lives in ``attnkit.cli.<name>`` and exposes
 ``add_parser(subparsers)``; modules are imported only when their command runs... except for
 their small ``add_parser``, which every invocation needs to build the help. Every parser is a
 ``Parser``, whose ``HelpFormatter`` shows each option's default.
 
-Bad input (a ValueError or FileNotFoundError, whose message says what to change) and a path
+Bad input (a ValueError or FileNotFoundError, whose message says what to change; a library
+config's ``FieldError`` is said with this command's flags, see ``in_flags``) and a path
 that cannot be read or written (any other OSError: read-only, a file where a folder is needed,
 /proc) print one line and exit with status 2; any other exception is a bug and propagates with
 its traceback."""
@@ -12,12 +13,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import re
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import __version__
+from .. import __version__
 
 COMMANDS = [
     "demo",
@@ -76,7 +78,7 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"attnkit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        module = importlib.import_module(f"attnkit.commands.{name.replace('-', '_')}")
+        module = importlib.import_module(f"attnkit.cli.{name.replace('-', '_')}")
         if name == "experiment":
             module.add_parser(sub, only=_named_experiment(argv))
         else:
@@ -113,6 +115,17 @@ def check_integers(args: argparse.Namespace) -> None:
             )
 
 
+def in_flags(err: Exception, args: argparse.Namespace) -> str:
+    """The error's message; a library config's ``FieldError`` (attnkit._checks), which names
+    its fields (``out is empty``), with each field the command has a flag for named by it
+    (``--out is empty``)."""
+    say = getattr(err, "say", None)
+    if say is None:
+        return str(err)
+    given = vars(args)
+    return str(say(lambda field: "--" + field.replace("_", "-") if field in given else None))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = make_parser(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
@@ -122,8 +135,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         check_integers(args)
         return int(args.run(args) or 0)
+    except BrokenPipeError:  # the reader stopped reading (`attnkit info | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return 0
     except (ValueError, FileNotFoundError) as err:  # bad input: attnkit says what to change
-        print(f"attnkit {args.command}: error: {err}", file=sys.stderr)
+        print(f"attnkit {args.command}: error: {in_flags(err, args)}", file=sys.stderr)
         return 2
     except OSError as err:  # a path that cannot be read or written: read-only, /proc, a file
         where = f"{err.filename}: " if err.filename else ""

@@ -6,8 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from attnkit.cli import main
-from attnkit.commands import info
+from attnkit.cli import info, main
 
 
 def _raise(err: Exception):  # type: ignore[no-untyped-def]
@@ -42,7 +41,7 @@ def test_a_tokens_file_of_the_wrong_type_is_bad_input(tmp_path: Path, capsys) ->
 
 
 def test_train_help_lists_every_generated_task() -> None:
-    from attnkit.commands.train import TASK_NAMES
+    from attnkit.cli.train import TASK_NAMES
     from attnkit.data.tasks import TASKS
 
     assert set(TASK_NAMES) == set(TASKS)

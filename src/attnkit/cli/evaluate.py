@@ -26,7 +26,7 @@ def add_parser(sub: Any) -> None:
         "stored in a checkpoint, and checks each file's sha256 against the one recorded)"
     )
     for key in ("train_tsv", "train_src", "train_tgt", "valid_src", "valid_tgt", "test_src",
-                "test_tgt", "docs_csv"):  # fmt: skip
+                "test_tgt", "docs_csv", "train_text", "valid_text"):  # fmt: skip
         flag = "--" + key.replace("_", "-")
         g.add_argument(flag, default=None, metavar="FILE", help=f"{flag} of the training run")
     p.add_argument("--split", default="test", help="train | valid | test")
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     if args.limit:
         examples = examples[: args.limit]
     fam = family(model_family(loaded.model_name))
-    if fam.name != "translate":
+    if not fam.translates:
         return _family_scores(args, loaded, fam, examples, f"{task} {args.split}")
     out = translate(
         loaded.model,
@@ -209,7 +209,7 @@ def _score_files(args: argparse.Namespace, loaded: Any) -> int:
 
     from ..data.source import FILE_KEYS
     from ..eval.files import score_files
-    from ..train.family import model_family
+    from ..train.family import family, model_family
 
     if args.src is None or not args.ref:
         raise ValueError("--src FILE and --ref FILE go together: name the sources and references")
@@ -220,7 +220,7 @@ def _score_files(args: argparse.Namespace, loaded: Any) -> int:
         others.append("--limit/--split")
     if others:
         raise ValueError(f"{', '.join(others)} score a task's split; --src/--ref score the files")
-    if model_family(loaded.model_name) != "translate":
+    if not family(model_family(loaded.model_name)).translates:
         raise ValueError(f"{loaded.model_name} does not translate: --src/--ref score translations")
     s = score_files(
         loaded,

@@ -37,6 +37,7 @@ MODEL_OPTIONS: dict[str, type] = {
     "entropy_weight": float,
     "reward_baseline": str,
     "decoder": str,
+    "memory": int,
 }
 
 
@@ -44,7 +45,7 @@ MODEL_OPTIONS: dict[str, type] = {
 # no task generator; a test keeps the two equal)
 TASK_NAMES = (
     "toy-ko", "dates", "copy", "reverse", "sort", "coref", "series", "docs", "digit-qa",
-    "digit-captions", "digit-captions-pos",
+    "digit-captions", "digit-captions-pos", "lm",
 )  # fmt: skip
 
 
@@ -54,7 +55,8 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
         "--model",
         default=None,
         help="rnnsearch (the default for translation) | rnnencdec | luong | transformer; other "
-        "tasks' models (the default for their task): captioner | forecaster | han | digit-qa",
+        "tasks' models (the default for their task): captioner | forecaster | han | digit-qa | "
+        "transformer-xl (language modelling, --task lm) | transformer-lm",
     )
     g.add_argument("--preset", default="small", help="tiny | small | base | paper")
     for name, kind in MODEL_OPTIONS.items():
@@ -114,6 +116,8 @@ MODEL_HELP = {
     "entropy_weight": "hard: weight of the entropy bonus (default 0.01)",
     "reward_baseline": "hard, variational sample: REINFORCE baseline, average (moving "
     "average, Xu 2015; default) | soft (log-likelihood of the soft context, Deng 2018)",
+    "memory": "transformer-xl: memory length, hidden states kept per layer from the previous "
+    "segments (Dai 2019, §3.2; default: the preset's)",
     "decoder": "rnnsearch/luong: context (the soft context feeds the recurrence; default) | "
     "deng (Deng et al. 2018: no context in the recurrence, the alignment alone carries the "
     "source; luong: with --no-input-feeding)",
@@ -229,6 +233,22 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="with --task docs: real documents, rows 'label,text' (.csv) or 'label<TAB>text' "
         "(.tsv), instead of generated ones; split 80/10/10 by --task-seed",
+    )
+    g.add_argument(
+        "--train-text",
+        default=None,
+        metavar="FILE",
+        help="--task lm (implied): a UTF-8 text to model character by character (.gz ok)",
+    )
+    g.add_argument(
+        "--valid-text",
+        default=None,
+        metavar="FILE",
+        help="--task lm: held-out text (default: the last 5% of --train-text)",
+    )
+    g.add_argument(
+        "--segment", type=int, default=None, help="--task lm: characters per training segment "
+        "(default 64)"
     )
     g.add_argument("--task-seed", type=int, default=0, help="seed of the generated data")
     for split in ("train", "valid", "test"):

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .._progress import Progress, lines_wanted
     from ..train import checkpoint
-    from ..train.family import model_family
+    from ..train.family import family, model_family
     from ..train.runtime import pick_device
 
     if _chosen(args) and not (args.show or args.save_attention):
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         )
     loaded = checkpoint.load(args.checkpoint, pick_device(args.device))
     kind = model_family(loaded.model_name)
-    if kind != "translate":
+    if not family(kind).translates:
         raise ValueError(
             f"{loaded.model_name} is a {kind} model, not a translation model: score it with "
             f"attnkit evaluate --checkpoint {args.checkpoint}, look at it with attnkit view "
@@ -282,7 +282,7 @@ def _heatmap_text(
         record.tgt_tokens,
         record.src_tokens,
         layer=-1 if args.layer is None else args.layer,
-        head=head if isinstance(head, int) else None,
+        heads=head if isinstance(head, int) else None,
     )
 
 

@@ -33,6 +33,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--dim", type=int, default=4, help="width of the states")
     p.add_argument("--step", type=int, default=2, help="decoder step t")
     p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.add_argument("--encoder", choices=("random", "birnn"), default="random",
+                   help="step 0's states: seeded numbers, or a bidirectional RNN's forward and "
+                   "backward halves (Bahdanau 2015, §3.2)")  # fmt: skip
+    p.add_argument("--decoder", choices=("luong", "bahdanau"), default="luong",
+                   help="step 5: Luong's attentional state tanh(W_c [c_t; h_t]), or Bahdanau's "
+                   "next state s_t = f(s_{t-1}, y_{t-1}, c_t)")  # fmt: skip
     p.add_argument("--html", help="also write the steps as an HTML stepper here")
     p.add_argument("--gif", help="also write the steps as an animated GIF here")
     p.set_defaults(run=run)
@@ -56,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
         temperature=args.temperature,
         target_step=args.step,
         seed=args.seed,
+        encoder=args.encoder,
+        decoder=args.decoder,
     )
     render_terminal(steps)
     if args.html:

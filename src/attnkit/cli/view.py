@@ -94,6 +94,9 @@ def add_parser(sub: Any) -> None:
         metavar="FILE",
         help="with --example: the documents file the model was trained on (checked by sha256)",
     )
+    for flag in ("--train-text", "--valid-text"):
+        p.add_argument(flag, default=None, metavar="FILE",
+                       help=f"with --example: the {flag} the language model was trained on")
     p.set_defaults(run=run)
 
 
@@ -182,13 +185,13 @@ def _from_checkpoint(args: argparse.Namespace, head: int | str | None) -> list[s
     from ..data.source import tokenisers_for
     from ..eval.alignment import parse_pharaoh
     from ..train import checkpoint
-    from ..train.family import model_family
+    from ..train.family import family, model_family
     from ..viz.from_checkpoint import select_map, sentence_maps
     from ..viz.outputs import show
 
     loaded = checkpoint.load(args.checkpoint)
     name = model_family(loaded.model_name)
-    if name != "translate":
+    if not family(name).translates:
         return _from_family(args, loaded, name)
     if args.example is not None:
         raise ValueError("--example goes with models that do not translate; pass a sentence")
@@ -220,17 +223,17 @@ def _from_checkpoint(args: argparse.Namespace, head: int | str | None) -> list[s
     if args.out:
         cross = maps["cross"]
         others = {k: r for k, r in maps.items() if k != "cross"}
-        lines += show(cross.weights, cross.tgt_tokens or [], cross.src_tokens, out=args.out,
+        lines += show(cross.weights, cross.tgt_tokens or [], cross.src_tokens, page_path=args.out,
                       gold=gold, title=title, name="cross", more=others, shown=kind)  # fmt: skip
     picked = title if kind == "cross" else f"{title} [{kind}]"
     lines += show(
         record.weights,
         record.tgt_tokens or [],
         record.src_tokens,
-        png=args.png,
+        png_path=args.png,
         terminal=args.terminal or not (args.out or args.png),
         layer=args.layer,
-        head=head,
+        heads=head,
         gold=gold,
         title=picked,
     )
@@ -259,11 +262,11 @@ def run(args: argparse.Namespace) -> int:
         record.weights,
         tgt,
         src,
-        out=args.out,
-        png=args.png,
+        page_path=args.out,
+        png_path=args.png,
         terminal=args.terminal or not (args.out or args.png),
         layer=args.layer,
-        head=head,
+        heads=head,
         gold=parse_pharaoh(args.gold) if args.gold else None,
         title=args.title or Path(args.weights).stem,
     )

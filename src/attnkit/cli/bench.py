@@ -87,9 +87,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--sizes", help="comma-separated n for every scenario (default 1k..32k/64k)")
     p.add_argument(
         "--scenarios",
-        default="global,local,causal,additive",
+        default="global,local,causal,additive,sparse",
         help="any of global (every key), local (radius each side), causal (look-back), "
-        "additive (Bahdanau scores, chunked); or whole models: train (steps/s of a small "
+        "additive (Bahdanau scores, chunked), sparse (the Sparse Transformer's causal strided "
+        "pattern split across heads, stride --stride), sparse-fixed (its fixed pattern, c = 8 "
+        "summary columns); or whole models: train (steps/s of a small "
         "Transformer eager vs torch.compile), decode (greedy and beam 5 sentences/s), models "
         "(RNNsearch and Transformer 'base' training speed against the same networks in plain "
         "PyTorch, --repeats rounds)",
@@ -111,6 +113,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--modes", default="fwd,fwd+bwd", help="fwd and/or fwd+bwd")
     p.add_argument("--radius", type=int, default=256, help="local radius each side")
     p.add_argument("--lookback", type=int, default=512, help="causal look-back")
+    p.add_argument(
+        "--stride",
+        type=int,
+        default=0,
+        help="the sparse scenarios' stride l (0: round(√n) at each n, the paper's l ≈ √n)",
+    )
     p.add_argument(
         "--heads",
         type=int,
@@ -240,6 +248,7 @@ def run(args: argparse.Namespace) -> int:
         memory_limit_gib=args.memory_limit,
         local_radius=args.radius,
         causal_radius=args.lookback,
+        sparse_stride=args.stride or None,
         heads=args.heads,
         device=args.device,
     )
@@ -249,7 +258,8 @@ def run(args: argparse.Namespace) -> int:
         cfg.repeats, cfg.warmup, cfg.isolate, cfg.matmul_repeats = 1, 1, False, 1
         cfg.matmul_size = 512  # a smoke run: its % of matmul is not the 2048 reference
         if not args.variants:  # FlexAttention compiles for ~15 s: not a smoke test
-            cfg.variants = ["attnkit", "sdpa", "sdpa-band", "naive", "local-attention"]
+            cfg.variants = ["attnkit", "sdpa", "sdpa-band", "sdpa-mask", "naive",
+                            "local-attention"]  # fmt: skip
     if args.sizes:
         cfg.global_sizes = cfg.local_sizes = cfg.additive_sizes = _sizes(args.sizes)
     return _kernels(args, cfg)

@@ -1,1 +1,0 @@
-"""Subcommands of the ``attnkit`` CLI, one module each."""

@@ -1,0 +1,86 @@
+"""The settings of the context experiment (context/__init__.py); every field is a flag of
+``attnkit experiment context``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..._checks import check_ranges
+from ..base import option
+
+
+def parse_ints(text: str, name: str, minimum: int = 0) -> list[int]:
+    """ "0,32,128" -> [0, 32, 128] (increasing, each >= ``minimum``)."""
+    try:
+        xs = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(
+            f"--{name} {text!r}: give comma-separated integers, e.g. 0,32,128"
+        ) from None
+    if len(xs) < 2 or min(xs) < minimum or xs != sorted(set(xs)):
+        raise ValueError(f"--{name} {text!r}: give two or more increasing integers >= {minimum}")
+    return xs
+
+
+@dataclass
+class ContextConfig:
+    """The generated text, the two models (equal parameters), their training, and what is
+    measured: bpc by evaluation memory, and evaluation time by context length."""
+
+    train_size: int = option(60_000, "characters of generated training text")
+    valid_size: int = option(3_000, "characters of validation text")
+    test_size: int = option(5_000, "characters of test text (bpc is measured on it)")
+    segment: int = option(32, "training segment length L (characters)")
+    memory: int = option(32, "Transformer-XL's training memory length M")
+    dim: int = option(64, "model width (both models)")
+    heads: int = option(4, "attention heads")
+    layers: int = option(2, "layers")
+    ff: int = option(256, "feed-forward width (the vanilla LM's is widened to XL's parameters)")
+    epochs: int = option(3, "passes over the training text (no early stopping)")
+    batch_size: int = option(16, "streams per update")
+    lr: float = option(2e-3, "Adam learning rate, constant")
+    seeds: int = option(3, "seeds seed, seed+1, ...: each a new text and initialisation")
+    eval_memories: str = option("0,16,32,64,128,256", "XL's memory lengths at evaluation")
+    eval_streams: int = option(4, "streams the test text is read in (fewer: longer streams)")
+    lengths: str = option("64,128,256,512", "context lengths C of the evaluation timing")
+    timing_chars: int = option(256, "characters predicted per timing")
+    repeats: int = option(3, "timings per context length (the interval is over them)")
+    seed: int = option(0, "first seed of the text, the initialisation and the batches")
+    jobs: int = option(2, "models trained at once, in a process pool")
+    threads: int = option(1, "torch threads for the measurements and per training process")
+
+    def __post_init__(self) -> None:
+        check_ranges(self, positive=(
+            "train_size", "valid_size", "test_size", "segment", "dim", "heads", "layers", "ff",
+            "epochs", "batch_size", "seeds", "eval_streams", "timing_chars", "repeats", "jobs",
+            "threads"), non_negative=("memory",), fractions=(), as_flags=True)  # fmt: skip
+        memories = parse_ints(self.eval_memories, "eval-memories")
+        if self.memory not in memories or memories[-1] <= self.memory:
+            raise ValueError(
+                f"--eval-memories {self.eval_memories!r} must hold the training --memory "
+                f"{self.memory} and a longer one (the claim is about memory beyond training)"
+            )
+        lengths = parse_ints(self.lengths, "lengths", minimum=2)
+        if self.test_size < 2 * lengths[-1] + 2:
+            raise ValueError(
+                f"--test-size {self.test_size}: the timing at C = {lengths[-1]} needs at "
+                f"least {2 * lengths[-1] + 2} characters of test text"
+            )
+
+    @property
+    def memory_list(self) -> list[int]:
+        """The evaluation memory lengths, increasing."""
+        return parse_ints(self.eval_memories, "eval-memories")
+
+    @property
+    def length_list(self) -> list[int]:
+        """The timing's context lengths, increasing."""
+        return parse_ints(self.lengths, "lengths", minimum=2)
+
+    @property
+    def seed_list(self) -> list[int]:
+        """The seeds: seed, seed + 1, ..."""
+        return list(range(self.seed, self.seed + self.seeds))
+
+
+__all__ = ["ContextConfig", "parse_ints"]

@@ -1,0 +1,58 @@
+"""The settings of ``attnkit experiment coref``: one flag per field."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..._checks import check_ranges
+from ...data.coref import FILLERS, OPENERS
+from ..base import option
+
+
+@dataclass
+class CorefConfig:
+    seeds: int = option(6, "models trained: seeds --seed, --seed + 1, ... (an interval needs 2)")
+    dim: int = option(64, "Transformer width")
+    heads: int = option(4, "heads per attention")
+    enc_layers: int = option(3, "encoder layers")
+    dec_layers: int = option(2, "decoder layers")
+    ff: int = option(128, "feed-forward width")
+    steps: int = option(1500, "Adam updates per model")
+    batch_size: int = option(64, "sentences per update")
+    lr: float = option(1e-3, "Adam learning rate")
+    clip: float = option(1.0, "gradient-norm clipping")
+    valid_fraction: float = option(0.1, "share of noun pairs held out to choose the head")
+    test_fraction: float = option(0.2, "share of noun pairs held out for the test")
+    openers: int = option(5, "openers each sentence comes after (1-5: '', 'yesterday ,', ...)")
+    fillers: int = option(2, "at most this many filler words before each noun (0 = fixed "
+                          "positions)")
+    seed: int = option(0, "split seed and first model seed")
+    jobs: int = option(2, "seeds trained at once, in a process pool")
+    threads: int = option(1, "torch threads per training process")
+
+    def __post_init__(self) -> None:
+        check_ranges(self, fractions=(), as_flags=True, positive=(
+            "seeds", "dim", "heads", "enc_layers", "dec_layers", "ff", "steps", "batch_size",
+            "jobs", "threads",
+        ))  # fmt: skip
+        if not 1 <= self.openers <= len(OPENERS):
+            raise ValueError(f"--openers {self.openers}; pass 1 to {len(OPENERS)}")
+        if not 0 <= self.fillers <= len(FILLERS):
+            raise ValueError(f"--fillers {self.fillers}; pass 0 to {len(FILLERS)}")
+        if self.seeds < 2:
+            raise ValueError(f"--seeds {self.seeds}; an interval needs at least 2")
+        if self.dim % self.heads or self.dim % 2:
+            raise ValueError(f"--dim {self.dim} must be even and divisible by --heads {self.heads}")
+        if not self.lr > 0 or self.clip < 0:
+            raise ValueError(f"--lr {self.lr} must be positive and --clip {self.clip} >= 0")
+        for name in ("valid_fraction", "test_fraction"):
+            if not 0 < getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} {getattr(self, name)}: pass a "
+                                 "fraction in (0, 1)")  # fmt: skip
+        if self.valid_fraction + self.test_fraction >= 1:
+            raise ValueError(f"--valid-fraction + --test-fraction = "
+                             f"{self.valid_fraction + self.test_fraction}: leave some noun "
+                             "pairs for training")  # fmt: skip
+
+
+__all__ = ["CorefConfig"]

@@ -1,0 +1,116 @@
+"""The context experiment (Dai 2019; experiments/context): its measurements against explicit
+computations, its checks on planted numbers (each of the three outcomes), its settings."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnkit.data.lm_text import generate_text, segments
+from attnkit.data.vocab import Vocab
+from attnkit.experiments.context import ContextConfig
+from attnkit.experiments.context.checks import checks_of
+from attnkit.experiments.context.measure import (
+    sliding_segment_bits,
+    time_per_char,
+    unigram_bits,
+    xl_segment_bits,
+)
+from attnkit.experiments.evidence import verdict_of
+from attnkit.models import build_model
+from attnkit.tasks.lm import text_nll
+
+
+def tiny(name: str, vocab: Vocab, **kw):  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    return build_model(name, src_vocab=4, tgt_vocab=len(vocab), dim=16, heads=2, layers=1,
+                       ff=16, dropout=0.0, **kw).double().eval()  # fmt: skip
+
+
+TEXT = generate_text(150, seed=2)
+VOCAB = Vocab.build([list(TEXT)])
+
+
+def test_the_sliding_window_recomputes_each_characters_context():
+    model = tiny("transformer-lm", VOCAB)
+    ids = VOCAB.encode(list(TEXT), eos=False)
+    context, segment = 12, 10
+    bits = sliding_segment_bits(model, TEXT, VOCAB, context, segment)
+    explicit = []  # character t from (at most) the 12 before it, one forward each
+    with torch.no_grad():
+        for t in range(1, len(ids)):
+            window = torch.tensor([ids[max(0, t - context) : t]])
+            logits = model(window).logits[0, -1]
+            explicit.append(float(F.cross_entropy(logits[None], torch.tensor([ids[t]]))))
+    per_segment = [sum(explicit[k : k + segment]) / len(explicit[k : k + segment]) / math.log(2)
+                   for k in range(0, len(explicit), segment)]  # fmt: skip
+    assert len(bits) == len(segments(TEXT, segment))
+    assert bits == pytest.approx(per_segment, rel=1e-9)
+
+
+def test_xl_segment_bits_sum_to_the_familys_nll():
+    model = tiny("transformer-xl", VOCAB, memory=8)
+    segs = segments(TEXT, 8)
+    bits = xl_segment_bits(model, segs, VOCAB, streams=3, memory=16)
+    nats, count = text_nll(model, segs, VOCAB, streams=3, memory=16)
+    sizes = [len(s.tokens) - 1 for s in segs]
+    assert sum(b * n for b, n in zip(bits, sizes, strict=True)) == pytest.approx(
+        nats / math.log(2), rel=1e-9)  # fmt: skip
+    assert count == sum(sizes)
+
+
+def test_the_timing_returns_positive_seconds_per_character():
+    xl, lm = tiny("transformer-xl", VOCAB), tiny("transformer-lm", VOCAB)
+    ids = torch.tensor(VOCAB.encode(list(TEXT), eos=False))
+    vanilla, mem = time_per_char(xl.float(), lm.float(), ids, 16, 8)
+    assert vanilla > 0 and mem > 0
+
+
+def test_unigram_bits_by_hand():
+    # train "aab": counts a 2, b 1; total = 3 + 2 kinds + 1 = 6; test "xab" predicts a, b
+    assert unigram_bits("aab", "xab") == pytest.approx((-math.log2(3 / 6) - math.log2(2 / 6)) / 2)
+
+
+def planted(xl_gain: float, memory_gain: float, learned: bool = True, growth: float = 1.0):
+    """Numbers of 3 seeds x 40 segments: XL's bits (training memory 32) and at memory 128
+    lower by ``memory_gain``; the vanilla LM higher by ``xl_gain``; speedups C^growth / 2."""
+    rng = random.Random(0)
+    base = [[1.0 + 0.05 * rng.random() for _ in range(40)] for _ in range(3)]
+    shift = lambda rows, d: [[x + d for x in r] for r in rows]  # noqa: E731
+    timing = {str(c): [[c**growth * (1 + 0.01 * r) / 2e3, 1e-3] for r in range(3)]
+              for c in (64, 128, 256, 512)}  # fmt: skip
+    return {
+        "xl": {"0": shift(base, 0.3), "32": base, "128": shift(base, -memory_gain)},
+        "vanilla": shift(base, xl_gain),
+        "unigram": [4.0 if learned else 1.1] * 3,
+        "train_memory": 32,
+        "timing": timing,
+    }
+
+
+def test_the_checks_give_each_outcome():
+    assert verdict_of(checks_of(planted(0.2, 0.05))) == "REPRODUCED"
+    no_gain = verdict_of(checks_of(planted(-0.2, 0.05)))
+    assert no_gain.startswith("NOT REPRODUCED: (a) vanilla bpc - XL bpc"), no_gain
+    flat = verdict_of(checks_of(planted(0.2, 0.05, growth=0.2)))
+    assert flat.startswith("NOT REPRODUCED") and "exponent" in flat, flat
+    unlearned = verdict_of(checks_of(planted(0.2, 0.05, learned=False)))
+    assert unlearned.startswith("INCONCLUSIVE: best bpc / unigram bpc"), unlearned
+    names = [c.name for c in checks_of(planted(0.2, -0.05))]
+    assert "(c) XL bpc at memory 32 - at 128" in names
+    assert verdict_of(checks_of(planted(0.2, -0.05))).startswith("NOT REPRODUCED: (c)")
+
+
+def test_settings_are_checked_as_flags():
+    with pytest.raises(ValueError, match=r"^--batch-size 0; it must be >= 1$"):
+        ContextConfig(batch_size=0)
+    with pytest.raises(ValueError, match="must hold the training --memory 32 and a longer"):
+        ContextConfig(eval_memories="0,16,64")
+    with pytest.raises(ValueError, match="--lengths '64'"):
+        ContextConfig(lengths="64")
+    with pytest.raises(ValueError, match="needs at least 1026 characters"):
+        ContextConfig(test_size=1000)

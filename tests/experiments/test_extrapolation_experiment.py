@@ -1,0 +1,113 @@
+"""The extrapolation experiment (Press 2022; experiments/extrapolation): the evaluation at
+k·L against a hand loop, its checks on planted numbers (each of the three outcomes), its
+settings."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnkit.data.lm_text import generate_text
+from attnkit.data.vocab import Vocab
+from attnkit.experiments.evidence import verdict_of
+from attnkit.experiments.extrapolation import ExtrapolationConfig, bpc_table
+from attnkit.experiments.extrapolation.checks import checks_of
+from attnkit.models import build_model
+from attnkit.tasks.lm import window_bits
+
+TEXT = generate_text(200, seed=3)
+VOCAB = Vocab.build([list(TEXT)])
+
+
+def tiny(position: str):  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    return build_model("transformer-lm", src_vocab=4, tgt_vocab=len(VOCAB), dim=16, heads=2,
+                       layers=2, ff=16, dropout=0.0, position=position
+                       ).double().eval()  # fmt: skip
+
+
+@pytest.mark.parametrize("position", ["alibi", "sinusoidal"])
+@pytest.mark.parametrize("length", [4, 8, 16])
+def test_window_bits_equals_a_hand_loop(position, length):
+    """Block b predicts characters 16b + 1 .. 16b + 16, each window of ``length`` read on
+    its own from scratch: one forward per window, by hand."""
+    model = tiny(position)
+    ids = VOCAB.encode(list(TEXT), eos=False)
+    block = 16
+    bits = window_bits(model, torch.tensor(ids), length, block, batch=length * 3)
+    blocks = (len(ids) - 1) // block
+    hand = []
+    with torch.no_grad():
+        for b in range(blocks):
+            nats = []
+            for s in range(b * block, (b + 1) * block, length):
+                logits = model(torch.tensor([ids[s : s + length]])).logits[0]  # (length, V)
+                target = torch.tensor(ids[s + 1 : s + length + 1])
+                nats += F.cross_entropy(logits, target, reduction="none").tolist()
+            hand.append(sum(nats) / len(nats) / math.log(2))
+    assert len(bits) == blocks
+    assert bits == pytest.approx(hand, rel=1e-10)
+
+
+def test_window_bits_errors_say_what_to_do():
+    ids = torch.tensor(VOCAB.encode(list(TEXT), eos=False))
+    with pytest.raises(ValueError, match="multiple of the window length 3"):
+        window_bits(tiny("alibi"), ids, 3, 16)
+    with pytest.raises(ValueError, match="hold no block of 512"):
+        window_bits(tiny("alibi"), ids, 8, 512)
+
+
+def planted(alibi_rise: float, sin_rise: float, *, unigram: float = 4.0, spread: float = 0.05):
+    """3 seeds x 30 blocks at k = 1, 4; each arm at k = 4 shifted by its rise; the blocks'
+    noise ``spread`` (a larger spread: a wider interval)."""
+    rng = random.Random(0)
+    base = [[1.5 + spread * rng.gauss(0, 1) for _ in range(30)] for _ in range(3)]
+    noisy = lambda d: [[x + d + spread * rng.gauss(0, 1) for x in r] for r in base]  # noqa: E731
+    return {
+        "bits": {"sinusoidal": {"1": base, "4": noisy(sin_rise)},
+                 "learned": {"1": base, "4": None},
+                 "alibi": {"1": base, "4": noisy(alibi_rise)}},
+        "unigram": [unigram] * 3,
+    }  # fmt: skip
+
+
+def test_the_checks_give_each_outcome():
+    assert verdict_of(checks_of(planted(-0.1, 0.5))) == "REPRODUCED"
+    assert verdict_of(checks_of(planted(0.0, 0.5))) == "REPRODUCED"  # flat within 0.02
+    rises = verdict_of(checks_of(planted(0.3, 0.5)))
+    assert rises.startswith("NOT REPRODUCED: ALiBi bpc at 4L - at L"), rises
+    no_rise = verdict_of(checks_of(planted(-0.1, -0.2)))
+    assert no_rise.startswith("NOT REPRODUCED: sinusoidal bpc at 4L - at L"), no_rise
+    straddle = verdict_of(checks_of(planted(0.02, 0.5, spread=0.3)))
+    assert straddle.startswith("INCONCLUSIVE: ALiBi bpc at 4L - at L"), straddle
+    assert "holds both" in straddle
+    unlearned = verdict_of(checks_of(planted(-0.1, 0.5, unigram=1.6)))
+    assert unlearned.startswith("INCONCLUSIVE: worse of sinusoidal, ALiBi bpc at L"), unlearned
+
+
+def test_the_bpc_table_keeps_learned_past_l_as_not_applicable():
+    table = bpc_table(planted(0.0, 0.5))
+    assert table["learned"]["4"] is None
+    assert table["alibi"]["1"] == [round(sum(r) / len(r), 4) for r in planted(0.0, 0.5)
+                                   ["bits"]["alibi"]["1"]]  # fmt: skip
+
+
+def test_settings_are_checked_as_flags():
+    with pytest.raises(ValueError, match=r"^--seeds 0; it must be >= 1$"):
+        ExtrapolationConfig(seeds=0)
+    with pytest.raises(ValueError, match="starting at 1"):
+        ExtrapolationConfig(factors="2,4")
+    with pytest.raises(ValueError, match="starting at 1"):
+        ExtrapolationConfig(factors="1")
+    with pytest.raises(ValueError, match="lacks alibi"):
+        ExtrapolationConfig(arms="sinusoidal,rope")
+    with pytest.raises(ValueError, match="position"):
+        ExtrapolationConfig(arms="sinusoidal,alibi,wavy")
+    with pytest.raises(ValueError, match="needs at least 513 characters"):
+        ExtrapolationConfig(test_size=500)
+    cfg = ExtrapolationConfig()
+    assert cfg.block == 16 * 32 and cfg.factor_list == [1, 2, 4, 8, 16]
