@@ -1,6 +1,7 @@
 """``attnkit experiment softness``: the verdict on synthetic numbers, each measurement against
 an independent computation, equal budgets for every row, and clear config errors."""
 
+import json
 import math
 from pathlib import Path
 
@@ -14,7 +15,6 @@ from attnkit.experiments.softness import (
     model_options,
     summarise,
     train_config,
-    verdict,
 )
 from attnkit.experiments.softness.measure import (
     exact_scores,
@@ -24,48 +24,6 @@ from attnkit.experiments.softness.measure import (
     relative_variance,
     score_flops,
 )
-
-
-def summary(quality, entropy, ppl) -> dict:
-    """One task's summary from per-row (quality, entropy, ppl) means."""
-    return {"toy-ko": {r: {"quality": quality[r], "entropy": entropy[r], "ppl": ppl[r]}
-                       for r in quality}}  # fmt: skip
-
-
-GOOD = dict(
-    quality={"mean": 20.0, "soft": 90.0, "hard": 80.0, "gumbel": 85.0, "variational": 91.0,
-             "variational-sample": 89.0},
-    entropy={"mean": 2.0, "soft": 0.9, "hard": 0.2, "gumbel": 0.5, "variational": 0.5,
-             "variational-sample": 0.6},
-    ppl={"mean": 5.0, "soft": 1.5, "hard": 1.9, "gumbel": 1.7, "variational": 1.4,
-         "variational-sample": 1.45},
-)  # fmt: skip
-
-
-def test_verdict_reproduced() -> None:
-    reasons, checks = verdict(summary(**GOOD))
-    assert reasons == [] and checks["reasons"] == []
-    assert checks["toy-ko"]["ppl"]["variational"] == 1.4
-
-
-def test_verdict_fails_on_each_claim() -> None:
-    bad = {k: dict(v) for k, v in GOOD.items()}
-    bad["quality"]["hard"] = 20.0  # not above mean pooling (ties fail)
-    bad["entropy"]["variational-sample"] = 1.0  # above soft's 0.9
-    bad["ppl"]["soft"] = 2.0  # above hard's 1.9
-    reasons, _ = verdict(summary(**bad))
-    text = " | ".join(reasons)
-    assert "not above mean pooling's 20.0: hard 20.0" in text
-    assert "entropy not hard < variational-sample < soft: 0.200, 1.000, 0.900" in text
-    assert "perplexity not variational <= soft <= hard: 1.400, 2.000, 1.900" in text
-    assert len(reasons) == 4  # both variational rows fail the perplexity order
-
-
-def test_verdict_needs_the_rows_it_compares() -> None:
-    only = {k: {r: v[r] for r in ("soft", "gumbel")} for k, v in GOOD.items()}
-    reasons, _ = verdict(summary(**only))
-    assert any("mean pooling" in r for r in reasons)
-    assert any("hard, soft and a variational row" in r for r in reasons)
 
 
 def test_summarise_means_and_stds_by_hand() -> None:
@@ -160,6 +118,17 @@ def test_every_row_has_the_same_widths_data_and_updates(tmp_path: Path) -> None:
         (dict(baseline="learned"), "--baseline"),
         (dict(caption_epochs=0), "--caption-epochs"),
         (dict(caption_train_size=0), "--caption-train-size"),
+        (dict(caption_cnn_epochs=0), "--caption-cnn-epochs"),
+        (dict(caption_reward="max"), "--caption-reward"),
+        (dict(caption_mix_per="step"), "--caption-mix-per"),
+        (dict(caption_baseline_on="expected"), "--caption-baseline-on"),
+        (dict(caption_gate="hard"), "--caption-gate"),
+        (dict(caption_patch=3), "--caption-patch"),
+        (dict(caption_cnn_layers=4), "--caption-cnn-layers"),
+        (dict(caption_patch=1), "--caption-cnn-layers 3"),
+        (dict(caption_hard_mix=1.5), "--caption-hard-mix"),
+        (dict(caption_reward_scale=0.0), "--caption-reward-scale"),
+        (dict(caption_entropy=-1.0), "--caption-entropy"),
         (dict(decoder="bahdanau"), "--decoder"),
     ],
 )
@@ -169,19 +138,6 @@ def test_bad_config_fails_clearly(bad, match) -> None:
 
 
 # -- digit-captions ----------------------------------------------------------------------------
-
-
-def test_verdict_is_per_task() -> None:
-    caption_rows = ("mean", "soft", "hard", "gumbel", "variational")  # no variational-sample
-    good = summary(**GOOD)["toy-ko"]
-    bad = {r: dict(good[r]) for r in caption_rows}
-    bad["variational"]["ppl"] = 1.6  # above soft's 1.5
-    reasons, checks = verdict({"toy-ko": good, "digit-captions": bad})
-    assert reasons == ["digit-captions: perplexity not variational <= soft <= hard: 1.600, "
-                       "1.500, 1.900"]  # fmt: skip
-    assert set(checks["digit-captions"]["ppl"]) == set(caption_rows)
-    reasons, _ = verdict({"toy-ko": good, "digit-captions": {r: good[r] for r in caption_rows}})
-    assert reasons == []
 
 
 def tiny_captioner(softness: str, updates: int = 3):
@@ -256,18 +212,99 @@ def test_caption_variational_bound_mean_entropy_and_scores(tmp_path: Path) -> No
     assert ent / steps == pytest.approx(math.log(36)) and steps == int((b.tgt_out != 0).sum())
 
 
-def test_caption_rows_have_the_same_widths_data_and_updates(tmp_path: Path) -> None:
+def test_caption_rows_have_the_same_widths_data_cnn_and_updates(tmp_path: Path) -> None:
     from attnkit.experiments.softness import TASKS
-    from attnkit.experiments.softness.captions import CAPTION_ROWS
+    from attnkit.experiments.softness.captions import CAPTION_DEFAULT_ROWS, CAPTION_ROWS
 
-    cfg = SoftnessConfig(tasks="toy-ko,digit-captions")
-    assert TASKS["digit-captions"].rows == CAPTION_ROWS and cfg.caption_updates == 1008
+    cfg = SoftnessConfig(tasks="toy-ko,digit-captions", caption_cnn="cnn.pt")
+    assert TASKS["digit-captions"].rows == CAPTION_ROWS and cfg.caption_updates == 1880
+    assert cfg.rows_of("digit-captions") == list(CAPTION_DEFAULT_ROWS) == ["mean", "soft", "hard"]
     fits = [train_config(cfg, "digit-captions", r, 0, tmp_path / r) for r in CAPTION_ROWS]
     assert len({repr((f.data, f.train)) for f in fits}) == 1
     assert {f.model.name for f in fits} == {"captioner"}
-    opts = [{k: v for k, v in f.model.options.items() if k != "softness"} for f in fits]
-    assert all(o == opts[0] for o in opts) and opts[0]["tau_steps"] == 1008
+    opts = [{k: v for k, v in f.model.options.items() if k not in ("softness", "gate")}
+            for f in fits]  # fmt: skip
+    assert all(o == opts[0] for o in opts) and opts[0]["tau_steps"] == 1880
+    assert opts[0]["features"] == "cnn.pt" and opts[0]["freeze_cnn"] is True  # one frozen CNN
+    assert fits[0].train.lr == cfg.caption_lr == 2e-3 and opts[0]["dec_hidden"] == 64
+    assert fits[0].train.valid_decode == -1  # every valid canvas decoded each epoch: the curve
     assert [f.model.options["softness"] for f in fits] == list(CAPTION_ROWS)
+    # Xu's hard recipe by default: per-token reward x 0.1, entropy 0.002, the expected
+    # context per minibatch with p 0.5, the baseline on sampled captions
+    assert {k: opts[0][k] for k in ("reward", "reward_scale", "entropy_weight", "hard_mix",
+                                    "mix_per", "baseline_on")} == dict(
+        reward="mean", reward_scale=0.1, entropy_weight=0.002, hard_mix=0.5, mix_per="batch",
+        baseline_on="sampled")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "gate,on",
+    [("soft", {"mean", "soft", "variational"}), ("all", set(("mean", "soft", "hard", "gumbel",
+     "variational"))), ("none", set())],
+)  # fmt: skip
+def test_the_beta_gate_is_on_the_deterministic_rows_as_xu_has_it(gate, on) -> None:
+    """Xu 2015 puts the β gate in §4.2.1, deterministic soft attention: the default gives it
+    to mean, soft and variational (whose LSTM reads the soft context), not to hard, gumbel."""
+    from attnkit.experiments.softness.captions import CAPTION_ROWS, caption_options
+
+    cfg = SoftnessConfig(caption_gate=gate)
+    assert {r for r in CAPTION_ROWS if caption_options(cfg, r, 10)["gate"]} == on
+
+
+def test_scratch_and_an_untrained_cnn_freeze_nothing() -> None:
+    from attnkit.experiments.softness.captions import caption_options
+
+    for cnn in ("", "scratch"):
+        o = caption_options(SoftnessConfig(caption_cnn=cnn), "soft", 10)
+        assert o["features"] == "" and o["freeze_cnn"] is False
+
+
+def _records(soft, hard, mean, valid=95.0, n=40, seeds=3):
+    """Caption records with per-caption exact items: a row's seed s gets round(p·n) right."""
+    out = []
+    for row, p in (("soft", soft), ("hard", hard), ("mean", mean)):
+        for s in range(seeds):
+            k = round(p[s] * n / 100) if isinstance(p, list) else round(p * n / 100)
+            items = [100.0] * k + [0.0] * (n - k)
+            out.append({"task": "digit-captions", "row": row, "seed": s, "exact_items": items,
+                        "quality": sum(items) / n, "valid_exact": valid})  # fmt: skip
+    return out
+
+
+def test_caption_checks_reproduced_not_reproduced_and_inconclusive() -> None:
+    from attnkit.experiments.evidence import exit_code, verdict_of
+    from attnkit.experiments.softness.checks import caption_checks
+
+    ok = caption_checks(_records(80, 80, 10), resamples=300)
+    assert [c.outcome for c in ok] == ["pass"] * 5 and verdict_of(ok) == "REPRODUCED"
+    far = caption_checks(_records(90, 50, 10), resamples=300)  # hard 40 points below soft
+    assert far[2].outcome == "fail" and exit_code(verdict_of(far)) == 1
+    low = caption_checks(_records(90, 85, 80), resamples=300)  # barely above mean pooling
+    assert [c.outcome for c in low[3:]] == ["fail", "fail"]
+    # straddling: hard 5 below soft on average, the interval holds −5
+    mid = caption_checks(_records(90, [80, 85, 90], 10), resamples=300)
+    assert mid[2].outcome == "inconclusive" and exit_code(verdict_of(mid)) == 2
+    # soft short of 90% valid exact match: INCONCLUSIVE whatever the claims say
+    unlearned = caption_checks(_records(90, 50, 10, valid=60.0), resamples=300)
+    assert unlearned[0].outcome == "inconclusive" and unlearned[2].outcome == "fail"
+    assert verdict_of(unlearned).startswith("INCONCLUSIVE") and "not learned" in verdict_of(
+        unlearned)
+    # soft and hard both at the ceiling: INCONCLUSIVE (a gap within 5 cannot fail)
+    top = caption_checks(_records(100, 100, 10), resamples=300)
+    assert top[1].outcome == "inconclusive" and verdict_of(top).startswith("INCONCLUSIVE")
+    # one seed: no interval, inconclusive, not an error
+    one = caption_checks(_records(80, 80, 10, seeds=1), resamples=300)
+    assert [c.outcome for c in one[2:]] == ["inconclusive"] * 3
+
+
+def test_within_by_hand() -> None:
+    from attnkit.experiments.evidence import Interval
+    from attnkit.experiments.softness.checks import within
+
+    assert within("g", Interval(0.0, -4.9, 4.9, 3), 5.0).outcome == "pass"
+    assert within("g", Interval(-6.0, -7.0, -5.0, 3), 5.0).outcome == "fail"
+    assert within("g", Interval(6.0, 5.0, 7.0, 3), 5.0).outcome == "fail"
+    assert within("g", Interval(-4.0, -6.0, -2.0, 3), 5.0).outcome == "inconclusive"
 
 
 def test_quick_run_on_captions_scores_every_row(tmp_path: Path) -> None:
@@ -277,9 +314,20 @@ def test_quick_run_on_captions_scores_every_row(tmp_path: Path) -> None:
     result = run_experiment(cfg, tmp_path, say=lambda *_: None)
     s = result["summary"]["digit-captions"]
     assert list(s) == ["mean", "soft", "hard"] and result["task_updates"]["digit-captions"] == 2
-    assert s["mean"]["entropy"] == pytest.approx(math.log(36))
-    assert all(0 <= s[r]["quality"] <= 100 and s[r]["ppl"] > 1 and s[r]["aer"] is None
-               for r in s)  # fmt: skip
+    assert s["mean"]["entropy"] == pytest.approx(math.log(9))  # one patch per cell: 3x3
+    assert all(0 <= s[r]["quality"] <= 100 and s[r]["aer"] is None for r in s)
+    assert s["soft"]["ppl"] > 1 and s["mean"]["ppl"] > 1
+    assert s["hard"]["ppl"] is None  # not enumerable: no perplexity where it is not exact
+    assert (tmp_path / "digit-captions" / "cnn.pt").exists() and result["caption_cnn"]
+    runs = [r for r in result["runs"] if r["task"] == "digit-captions"]
+    assert all(len(r["curve"]) == 1 and len(r["exact_items"]) == 8 for r in runs)
+    hist = json.loads((tmp_path / "digit-captions" / "soft" / "seed0" / "history.json")
+                      .read_text())  # fmt: skip
+    assert runs[1]["curve"] == [100 * hist[0]["valid_exact"]] and runs[1]["row"] == "soft"
+    assert all(sum(r["exact_items"]) / 8 == pytest.approx(r["exact"]) for r in runs)
+    assert [c["name"].split(": ")[1] for c in result["checks"]][:2] == [
+        "soft learns (final valid exact match, mean over seeds)",
+        "soft and hard below the ceiling"]  # fmt: skip
     assert s["mean"]["grad_variance"] is None  # NaN: the score takes no part; no mean
     assert s["soft"]["grad_variance"] == pytest.approx(0.0, abs=1e-20)
     assert s["hard"]["grad_variance"] > 0
@@ -412,12 +460,12 @@ def test_combined_verdict_of_the_two_tasks() -> None:
 
 def test_rows_default_to_each_tasks_own() -> None:
     from attnkit.experiments.softness import DENG_ROWS
-    from attnkit.experiments.softness.captions import CAPTION_ROWS
+    from attnkit.experiments.softness.captions import CAPTION_DEFAULT_ROWS
 
     cfg = SoftnessConfig(tasks="toy-ko,digit-captions")
     assert cfg.rows_of("toy-ko") == list(DENG_ROWS) == ["soft", "exact", "hard", "variational",
                                                          "variational-sample"]  # fmt: skip
-    assert cfg.rows_of("digit-captions") == list(CAPTION_ROWS)
+    assert cfg.rows_of("digit-captions") == list(CAPTION_DEFAULT_ROWS)
     cfg = SoftnessConfig(tasks="toy-ko,digit-captions", rows="mean,exact,soft")
     assert cfg.rows_of("toy-ko") == ["mean", "exact", "soft"]
     assert cfg.rows_of("digit-captions") == ["mean", "soft"]  # no exact row for captions

@@ -67,6 +67,41 @@ class ExpectationMix:
         return Reduced(torch.where(pick, soft, sampled.context), sampled.extras)
 
 
+REWARDS = ("sum", "mean")
+MIX_PER = ("image", "batch")
+BASELINE_ON = ("all", "sampled")
+
+
+def caption_reward(nll: Tensor, real: Tensor, how: str, scale: float) -> Tensor:
+    """Hard attention's reward R per caption (Xu 2015, §4.1, eq. 12: R = log p(y | s̃, a)).
+
+    nll (B, T) −log p(y_t | z̃, x) per step, real (B, T) bool the caption's tokens (eos
+    included) -> (B,):
+
+        "sum"    R = scale · Σ_t log p(y_t)
+        "mean"   R = scale · (1/T_b) Σ_t log p(y_t), T_b the caption's real tokens; Xu's
+                 code (arctic-captions, capgen.py) takes masked_cost.mean(0) / 10 over
+                 minibatches of captions of one length (homogeneous_data.py), which is this
+                 with scale = 0.1."""
+    ll = -(nll * real).sum(1)  # (B,) Σ_t log p(y_t)
+    if how == "mean":
+        ll = ll / real.sum(1).clamp_min(1)
+    elif how != "sum":
+        raise ValueError(f"reward={how!r}; choose one of {', '.join(REWARDS)}")
+    return scale * ll
+
+
+def expected_context(batch: int, p: float, per: str, device: torch.device | str = "cpu") -> Tensor:
+    """Which captions read the expected context Σ α a instead of a sample (B,) bool: each
+    image with probability ``p`` (``per="image"``), or the whole minibatch at once
+    (``per="batch"``, Xu's code: one h_sampling_mask ~ Bernoulli(p) per minibatch)."""
+    if per == "image":
+        return torch.rand(batch, device=device) < p
+    if per == "batch":
+        return (torch.rand((), device=device) < p).expand(batch)
+    raise ValueError(f"mix_per={per!r}; choose one of {', '.join(MIX_PER)}")
+
+
 def doubly_stochastic_penalty(weights: Tensor, steps: Tensor, patches: Tensor) -> Tensor:
     """Xu et al. 2015, eq. 14: the penalty Σ_i (1 − Σ_t α_ti)² that asks every patch to be
     attended to about once over the caption (Σ_i α_ti = 1 already holds at each step).
@@ -94,16 +129,30 @@ def check_softness(cfg: Any) -> None:
             raise ValueError(f"{cls}.{name}={value}; it must be >= 0")
     if not 0 <= cfg.hard_mix <= 1:
         raise ValueError(f"{cls}.hard_mix={cfg.hard_mix}; it is a probability, in [0, 1]")
+    for name, known in (("reward", REWARDS), ("mix_per", MIX_PER), ("baseline_on", BASELINE_ON)):
+        if getattr(cfg, name) not in known:
+            raise ValueError(f"{cls}.{name}={getattr(cfg, name)!r}; choose one of "
+                             f"{', '.join(known)}")  # fmt: skip
+    if not 0 < cfg.reward_scale < float("inf"):
+        raise ValueError(f"{cls}.reward_scale={cfg.reward_scale}; it must be > 0")
+    if cfg.freeze_cnn and not cfg.features:
+        raise ValueError(f"{cls}.freeze_cnn=True with no features: a frozen CNN of random "
+                         "weights; give features= (a file of trained CNN weights)")  # fmt: skip
     if not 0 <= cfg.baseline_decay < 1:
         raise ValueError(f"{cls}.baseline_decay={cfg.baseline_decay}; it must be in [0, 1)")
 
 
 __all__ = [
     "AT_TEST",
+    "BASELINE_ON",
+    "MIX_PER",
+    "REWARDS",
     "ExpectationMix",
     "SOFTNESS",
+    "caption_reward",
     "check_softness",
     "doubly_stochastic_penalty",
+    "expected_context",
     "stages",
     "tau_at",
     "uniform",

@@ -17,10 +17,27 @@ attends over them at every step:
 
     soft/mean/gumbel   −log p(y | x) + λ Σ_i (1 − Σ_t α_ti)²
     hard               the same for the sampled locations z̃, plus the REINFORCE surrogate
-                       −(R − b) Σ_t log p(z̃_t) − λ_e Σ_t H(α_t), with the reward R = log p(y | z̃, x)
-                       (the task loss, negated), b a moving average of R (``baseline`` buffer);
-                       with probability ``hard_mix`` an image's caption uses the expected (soft)
-                       context instead of a sample, as Xu 2015 §4.1 do with probability 0.5
+                       −(R − b) Σ_t log p(z̃_t) − λ_e Σ_t H(α_t) (Xu 2015, eq. 12), b a moving
+                       average of R (``baseline`` buffer); with probability ``hard_mix`` the
+                       expected (soft) context is used instead of a sample (§4.1: 0.5)
+
+Hard attention's recipe, each piece an option (library default first, Xu's second):
+
+    reward        "sum": R = log p(y | z̃, x) = Σ_t log p(y_t) | "mean": R = the per-token mean
+                  (Xu's code, arctic-captions capgen.py: masked_cost.mean(0), with minibatches of
+                  one caption length); in "mean" mode the surrogate is summed over the captions
+                  of the minibatch, not averaged (Xu's known_grads are per caption, the NLL is
+                  the minibatch mean)
+    reward_scale  R multiplied by it: 1.0 | 0.1 (Xu's code: "/10.")
+    mix_per       "image": hard_mix drawn per image | "batch": per minibatch (Xu's code: one
+                  h_sampling_mask for the whole minibatch; the entropy term then applies on
+                  every minibatch, as in his code)
+    baseline_on   "all": b fed every caption's R | "sampled": only the sampled captions' (§4.1,
+                  b tracks log p(y | s̃, a); a minibatch with none leaves b as it was)
+    entropy_weight  0.01 | 0.002 (Xu's code: alpha_entropy_c)
+    gate          the β gate: True | Xu puts it in §4.2.1, deterministic (soft) attention
+    features, freeze_cnn   CNN weights loaded from a file, and the CNN frozen (Xu: fixed
+                  features of a pretrained VGG net; models/caption_features.py trains one)
     variational        −ELBO_t = −E_q[log p(y_t | a_z)] + KL(q(z_t | x, y) ‖ α_t) (Deng et al.
                        2018), enumerated over the patches; the LSTM reads the soft context, the
                        output layer one patch; at test the exact marginal Σ_z α_tz p(y_t | a_z)
@@ -43,10 +60,13 @@ from ..core import attend
 from ..mechanisms.hard import MovingAverageBaseline, reinforce_loss
 from ..mechanisms.variational import enumerated_elbo, log_normalise
 from ..stages.scores import AdditiveScore
+from .caption_features import cnn
 from .caption_softness import (
     ExpectationMix,
+    caption_reward,
     check_softness,
     doubly_stochastic_penalty,
+    expected_context,
     stages,
 )
 from .latent import InferenceNetwork, tau_at
@@ -78,6 +98,13 @@ class CaptionerConfig:
     max_len: int = 12  # greedy decoding stops here
     max_grid: int = 32  # the most patch rows (and columns) an image may have
     q_hidden: int = 32  # variational: the inference network's GRU width
+    reward: str = "sum"  # hard: sum | mean (per token, Xu's code)
+    reward_scale: float = 1.0  # hard: R times this (Xu's code: 0.1)
+    mix_per: str = "image"  # hard: hard_mix drawn per image | batch (Xu's code)
+    baseline_on: str = "all"  # hard: b fed all captions' R | sampled (Xu 2015 §4.1)
+    cnn_layers: int = 2  # 2 | 3 (a max-pool and a third conv: a feature sees 12x12 pixels)
+    features: str = ""  # a file of CNN weights (encoder.cnn's state_dict) loaded at build
+    freeze_cnn: bool = False  # the CNN gets no gradient (Xu: fixed pretrained features)
 
     def __post_init__(self) -> None:
         check_ranges(
@@ -98,6 +125,9 @@ class CaptionerConfig:
         )
         if self.patch not in (1, 2, 4, 8):
             raise ValueError(f"CaptionerConfig.patch={self.patch}; choose 1, 2, 4 or 8 pixels")
+        if self.cnn_layers not in (2, 3) or (self.cnn_layers == 3 and self.patch < 2):
+            raise ValueError(f"CaptionerConfig.cnn_layers={self.cnn_layers}; choose 2, or 3 "
+                             "with patch >= 2")  # fmt: skip
         check_softness(self)
 
 
@@ -129,22 +159,28 @@ class CaptionOutput:
 
 
 class PatchEncoder(nn.Module):
-    """Two 3x3 convolutions, a max-pool of patch x patch pixels, a projection to D and row and
-    column embeddings: image (B, 1, H, W), pixels (B, H, W) bool -> Patches."""
+    """The CNN (``caption_features.cnn``: by default two 3x3 convolutions and a max-pool of
+    patch x patch pixels), a projection to D and row and column embeddings: image
+    (B, 1, H, W), pixels (B, H, W) bool -> Patches."""
 
     def __init__(self, c: CaptionerConfig) -> None:
         super().__init__()
-        self.cnn = nn.Sequential(
-            nn.Conv2d(1, c.channels, 3, padding=1),
-            nn.ReLU(),
-            nn.Conv2d(c.channels, c.channels, 3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2d(c.patch),
-        )
+        self.cnn = cnn(c.channels, c.patch, c.cnn_layers)  # caption_features.py
         self.proj = nn.Linear(c.channels, c.feat)  # W_f
         self.rows = nn.Embedding(c.max_grid, c.feat)  # P_row
         self.cols = nn.Embedding(c.max_grid, c.feat)  # P_col
         self.patch, self.max_grid = c.patch, c.max_grid
+        if c.features and not self.proj.weight.is_meta:  # a meta copy checks shapes only
+            try:
+                state = torch.load(c.features, map_location="cpu", weights_only=True)
+            except FileNotFoundError as e:
+                raise FileNotFoundError(
+                    f"CaptionerConfig.features={c.features!r}: no such file; train the CNN "
+                    "(attnkit.models.caption_features.pretrain_cnn) or set features=''"
+                ) from e
+            self.cnn.load_state_dict(state)
+        if c.freeze_cnn:
+            self.cnn.requires_grad_(False)
 
     def forward(self, image: Tensor, pixels: Tensor) -> Patches:
         p = self.patch
@@ -152,7 +188,9 @@ class PatchEncoder(nn.Module):
             raise ValueError(
                 f"an image of {tuple(image.shape[-2:])} pixels is not a grid of {p}x{p} patches"
             )
-        grid = self.cnn(image)  # (B, C, H/p, W/p)
+        frozen = not any(p.requires_grad for p in self.cnn.parameters())
+        with torch.set_grad_enabled(torch.is_grad_enabled() and not frozen):
+            grid = self.cnn(image)  # (B, C, H/p, W/p)
         r, c = grid.shape[-2:]
         if max(r, c) > self.max_grid:
             raise ValueError(
@@ -284,8 +322,8 @@ class Captioner(nn.Module):
         CaptionBatch); in training mode it counts the update (τ and b read the count)."""
         c = self.config
         expected = None
-        if c.softness == "hard" and self.training:  # Xu 2015 §4.1: per image, p = hard_mix
-            expected = torch.rand(b.image.shape[0], device=b.image.device) < c.hard_mix  # (B,)
+        if c.softness == "hard" and self.training:  # Xu 2015 §4.1, p = hard_mix
+            expected = expected_context(b.image.shape[0], c.hard_mix, c.mix_per, b.image.device)
         out = self(b.image, b.pixels, b.tgt_in, expected)
         real = b.tgt_out != 0  # (B, T)
         n_tokens = real.sum().clamp_min(1)
@@ -308,15 +346,18 @@ class Captioner(nn.Module):
         loss = self._penalised(loss, out, b, real, n_tokens)
         if out.log_prob is not None and out.entropy is not None:
             sampled = real if expected is None else real & ~expected[:, None]  # (B, T)
-            reward = -(nll * real).sum(1).detach()  # (B,) log p(y | z̃, x)
+            reward = caption_reward(nll.detach(), real, c.reward, c.reward_scale)  # (B,)
+            rows = sampled.any(1) if c.baseline_on == "sampled" else torch.ones_like(reward > 0)
+            baseline = self._baseline(reward[rows]) if bool(rows.any()) else 0.0
             surrogate = reinforce_loss(
                 out.log_prob * sampled,
                 reward,
-                self._baseline(reward),
-                entropy=out.entropy * sampled,
+                baseline,
+                entropy=out.entropy * (real if c.mix_per == "batch" else sampled),
                 entropy_weight=c.entropy_weight,
-            )
-            loss = loss + surrogate * real.shape[0] / n_tokens
+            )  # the mean over the B captions
+            per_caption = real.shape[0] if c.reward == "mean" else 1  # Xu: summed over them
+            loss = loss + surrogate * per_caption * real.shape[0] / n_tokens
         return loss, out
 
     def _penalised(

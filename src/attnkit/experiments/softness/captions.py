@@ -13,9 +13,11 @@ Which likelihood is reported (``caption_token_scores``), per softness:
                    p(y_t | x, y<t) = Σ_z α_tz p(y_t | a_z, h_t) is enumerated over the L patches
                    (Deng et al. 2018, eq. 2); the bound exp(−mean ELBO_t) under q as well
     hard, gumbel   the LSTM reads the sampled patch, so the history depends on every earlier
-                   z and the sequence marginal Σ_{z_1..T} (L^T terms) is not enumerable; reported
-                   is the marginal over the current step's patch, the history along the
-                   test-time (argmax) path:  Σ_z α_tz p(y_t | a_z, h_{t-1}^argmax)
+                   z and the sequence marginal Σ_{z_1..T} (L^T terms) is not enumerable;
+                   ``caption_token_scores`` gives the marginal over the current step's patch,
+                   the history along the test-time (argmax) path,
+                   Σ_z α_tz p(y_t | a_z, h_{t-1}^argmax), which is not the likelihood:
+                   ``caption_scores`` reports no perplexity for these rows
 
 Legend: B batch, T caption steps, L patches, D patch feature width, E embedding width,
 n decoder width, V target vocabulary.
@@ -45,14 +47,28 @@ class CaptionSettings(Protocol):
     test_size: int
     batch_size: int
     hidden: int
+    caption_hidden: int
     emb: int
     tau_start: float
     tau_end: float
     timing_reps: int
     draws: int
+    caption_patch: int
+    caption_cnn_layers: int
+    caption_cnn: str
+    caption_reward: str
+    caption_reward_scale: float
+    caption_entropy: float
+    caption_hard_mix: float
+    caption_mix_per: str
+    caption_baseline_on: str
+    caption_gate: str
 
 # the captioner has the enumerated ELBO only (docs/captioning.md): no variational-sample row
 CAPTION_ROWS = ("mean", "soft", "hard", "gumbel", "variational")
+# the default: Xu 2015 Table 1's two rows and the no-attention baseline the claim needs
+CAPTION_DEFAULT_ROWS = ("mean", "soft", "hard")
+DETERMINISTIC = ("mean", "soft", "variational")  # the rows whose test-time likelihood is exact
 
 
 def caption_data(cfg: CaptionSettings) -> DataConfig:
@@ -62,13 +78,54 @@ def caption_data(cfg: CaptionSettings) -> DataConfig:
 
 
 def caption_options(cfg: CaptionSettings, row: str, updates: int) -> dict[str, Any]:
-    """The captioner's options of ``row``: the same widths for every row (CNN channels,
-    patch features, score and decoder widths = ``hidden``, embeddings = ``emb``); only the
-    softness differs (Gumbel's τ reaches tau_end at the last update)."""
-    return {"channels": cfg.hidden, "feat": cfg.hidden, "emb": cfg.emb,
-            "dec_hidden": cfg.hidden, "attn_hidden": cfg.hidden, "q_hidden": cfg.hidden,
-            "softness": ROWS[row]["softness"], "dropout": 0.0, "tau_start": cfg.tau_start,
-            "tau_end": cfg.tau_end, "tau_steps": updates}  # fmt: skip
+    """The captioner's options of ``row``: the same widths for every row (CNN channels =
+    ``hidden``, patch features, score and decoder widths = ``caption_hidden``, embeddings =
+    ``emb``), the same
+    CNN (``caption_cnn``: a file of trained weights, frozen; empty: trained with the rest);
+    only the softness differs, with what goes with it: hard attention's recipe (Xu's by
+    default; the fields are read by hard alone), the β gate (``caption_gate`` "soft": on the
+    deterministic rows only, as Xu 2015 §4.2.1 puts it; "all"; "none"), and Gumbel's τ,
+    which reaches tau_end at the last update."""
+    softness = ROWS[row]["softness"]
+    gate = {"soft": softness in DETERMINISTIC, "all": True, "none": False}[cfg.caption_gate]
+    cnn_file = "" if cfg.caption_cnn == "scratch" else cfg.caption_cnn
+    w = cfg.caption_hidden
+    return {"channels": cfg.hidden, "feat": w, "emb": cfg.emb, "dec_hidden": w,
+            "attn_hidden": w, "q_hidden": w, "patch": cfg.caption_patch,
+            "cnn_layers": cfg.caption_cnn_layers,
+            "features": cnn_file, "freeze_cnn": bool(cnn_file),
+            "softness": softness, "dropout": 0.0, "tau_start": cfg.tau_start,
+            "tau_end": cfg.tau_end, "tau_steps": updates, "gate": gate,
+            "reward": cfg.caption_reward, "reward_scale": cfg.caption_reward_scale,
+            "entropy_weight": cfg.caption_entropy, "hard_mix": cfg.caption_hard_mix,
+            "mix_per": cfg.caption_mix_per, "baseline_on": cfg.caption_baseline_on}  # fmt: skip
+
+
+def pretrain_features(cfg: CaptionSettings, epochs: int, path: Path) -> dict[str, Any]:
+    """Train the captioner's CNN once as a digit classifier of every patch on the training
+    canvases (models/caption_features.py), seeded by ``cfg.seed``; save its weights to
+    ``path``; returns the classifier's patch accuracies and updates."""
+    from ...data.tasks import load_task
+    from ...models.caption_features import pretrain_cnn
+
+    d = caption_data(cfg)
+    data = load_task("digit-captions", seed=d.task_seed, train_size=cfg.caption_train_size,
+                     valid_size=cfg.valid_size, test_size=cfg.test_size)  # fmt: skip
+    state, report = pretrain_cnn([e.canvas for e in data.train], [e.canvas for e in data.valid],
+                                 channels=cfg.hidden, patch=cfg.caption_patch, seed=cfg.seed,
+                                 layers=cfg.caption_cnn_layers, epochs=epochs,
+                                 batch_size=cfg.batch_size * 2)  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(state, path)
+    return report
+
+
+def learning_curve(out: Path) -> list[float]:
+    """The validation exact match (%) after each epoch of one run (its history.json)."""
+    import json
+
+    history = json.loads((out / "history.json").read_text())
+    return [100 * row["valid_exact"] for row in history]
 
 
 def _gold(logp: Tensor, y: Tensor) -> Tensor:
@@ -138,11 +195,14 @@ def caption_entropy(model: Any, b: Any) -> tuple[float, int]:
 
 
 def caption_scores(model: Any, examples: list[Any], tgt_vocab: Any) -> dict[str, Any]:
-    """Per-token perplexity exp(−mean log p), variational's bound exp(−mean ELBO) (None for
-    the others) and the mean attention entropy over every caption token of ``examples``."""
+    """Per-token perplexity exp(−mean log p) where it is exact (soft, mean, variational;
+    None for hard and gumbel, whose per-step marginal along the argmax history is not the
+    likelihood: see the module docstring), variational's bound exp(−mean ELBO) (None for the
+    others) and the mean attention entropy over every caption token of ``examples``."""
     from ...data import digit_captions as dc
     from ...data.vocab import Vocab
 
+    exact = model.config.softness in DETERMINISTIC
     nll = bound = ent = 0.0
     tokens = steps = 0
     has_bound = True
@@ -157,7 +217,7 @@ def caption_scores(model: Any, examples: list[Any], tgt_vocab: Any) -> dict[str,
             bound -= float(elbo[real].sum())
         e, n = caption_entropy(model, b)
         ent, steps = ent + e, steps + n
-    return {"ppl": math.exp(nll / tokens),
+    return {"ppl": math.exp(nll / tokens) if exact else None,
             "ppl_bound": math.exp(bound / tokens) if has_bound else None,
             "entropy": ent / steps, "tokens": tokens}  # fmt: skip
 
@@ -184,6 +244,7 @@ def score_caption(cfg: CaptionSettings, out: Path) -> dict[str, Any]:
     hyps, maps, grid = decode(m, test, tv, batch_size=128)
     decode_s = (time.perf_counter() - t0) / len(test)
     s = score(hyps, [Example([], e.tgt) for e in test])
+    items = [100.0 * (list(h) == list(e.tgt)) for h, e in zip(hyps, test, strict=True)]
     fixed = dc.batches(test[: cfg.batch_size], Vocab.build([]), tv, cfg.batch_size, None)[0]
 
     def loss() -> Tensor:
@@ -202,11 +263,18 @@ def score_caption(cfg: CaptionSettings, out: Path) -> dict[str, Any]:
         "grad_variance": sm.gradient_variance(m, fixed, cfg.draws, loss=loss, params=attention),
         "parameters": sum(p.numel() for p in m.parameters()),
         "updates": steps_done(out),
+        "exact_items": items,  # per test caption: 0 or 100 (the paired bootstrap's input)
+        "curve": (curve := learning_curve(out)),  # valid exact match (%) after each epoch
+        "valid_exact": curve[-1] if curve else None,
     }
 
 
 __all__ = [
+    "CAPTION_DEFAULT_ROWS",
     "CAPTION_ROWS",
+    "DETERMINISTIC",
+    "learning_curve",
+    "pretrain_features",
     "caption_data",
     "caption_entropy",
     "caption_options",

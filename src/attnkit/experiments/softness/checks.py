@@ -1,4 +1,4 @@
-"""The softness experiment's translation checks, on the experiment contract (evidence.py):
+"""The softness experiment's checks, on the experiment contract (evidence.py):
 Deng, Kim, Chiu, Guo & Rush (2018), "Latent Alignment and Variational Attention", Table 1
 (IWSLT14 De→En): test perplexity, exact (the marginal over the alignment for the latent rows),
 orders
@@ -29,7 +29,18 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..evidence import INCONCLUSIVE, Check, ceiling, on_interval, t_interval
+from ..evidence import (
+    FAIL,
+    INCONCLUSIVE,
+    PASS,
+    Check,
+    Interval,
+    ceiling,
+    learned,
+    on_interval,
+    paired_bootstrap,
+    t_interval,
+)
 
 PPL_FLOOR_EPS = 0.05
 # (name, the row whose PPL is claimed larger, the row claimed smaller)
@@ -98,6 +109,89 @@ def paired_gaps(records: Sequence[Mapping[str, Any]], task: str, key: str,
     return out
 
 
+# -- digit-captions: Xu et al. 2015, Table 1 ------------------------------------------------------
+#
+# Xu 2015, Table 1 (BLEU-1..4, METEOR on Flickr8k, Flickr30k, COCO): hard attention within a
+# point or two of soft on every data set (COCO BLEU-4 25.0 hard vs 24.3 soft). Claim checks,
+# fixed before the run, on the paired bootstrap over seeds × test captions (evidence.py) of the
+# per-caption exact match (0 or 100):
+#
+#     exact(hard) − exact(soft)  within ±CAPTION_MARGIN   hard within 5 points of soft
+#     exact(soft) − exact(mean)  > CAPTION_ABOVE_MEAN     soft far above mean pooling
+#     exact(hard) − exact(mean)  > CAPTION_ABOVE_MEAN     hard too
+#
+# Design checks: soft learns (mean final valid exact match ≥ CAPTION_LEARNED over seeds; else
+# the budget cannot judge), and soft and hard are not both at the ceiling of 100 (within
+# CAPTION_CEILING_EPS, where a gap within 5 cannot fail).
+
+CAPTION_MARGIN = 5.0
+CAPTION_ABOVE_MEAN = 20.0
+CAPTION_LEARNED = 90.0
+CAPTION_CEILING_EPS = 1.0
+
+
+def within(name: str, gap: Interval, margin: float) -> Check:
+    """The claim |gap| < margin on ``gap``'s interval: wholly inside (−margin, margin)
+    passes, wholly outside fails, across an end is inconclusive."""
+    if -margin < gap.lo and gap.hi < margin:
+        outcome = PASS
+    elif gap.hi <= -margin or gap.lo >= margin:
+        outcome = FAIL
+    else:
+        outcome = INCONCLUSIVE
+    reason = (f"{name}: {gap.value:.4g}, {gap.level:.0%} interval [{gap.lo:.4g}, {gap.hi:.4g}]"
+              f" over {gap.n} seeds, claim within ±{margin:.4g}")  # fmt: skip
+    if outcome == INCONCLUSIVE:
+        reason += ": the interval holds both the claim and its negation"
+    return Check(name, gap.value, (gap.lo, gap.hi), margin, outcome, "claim", reason)
+
+
+def _items(records: Sequence[Mapping[str, Any]], task: str, row: str) -> dict[int, list]:
+    return {r["seed"]: r["exact_items"] for r in records if r["task"] == task and r["row"] == row}
+
+
+def _bootstrap(records: Sequence[Mapping[str, Any]], task: str, a: str, b: str,
+               resamples: int) -> Interval | str:  # fmt: skip
+    """The paired bootstrap of exact(a) − exact(b), or why it cannot be made."""
+    ia, ib = _items(records, task, a), _items(records, task, b)
+    if not ia or not ib:
+        return f"needs the {a} and {b} rows"
+    seeds = sorted(set(ia) & set(ib))
+    if len(seeds) < 2:
+        return f"{len(seeds)} paired seed(s); an interval needs 2 (--seeds)"
+    return paired_bootstrap([ia[s] for s in seeds], [ib[s] for s in seeds], resamples=resamples)
+
+
+def caption_checks(records: Sequence[Mapping[str, Any]], task: str = "digit-captions",
+                   resamples: int = 2000) -> list[Check]:  # fmt: skip
+    """The two design checks and three claims of the block above, for ``task``'s records
+    (each with ``exact_items``: per test caption 0 or 100, and ``valid_exact``: the final
+    validation exact match, %)."""
+    out: list[Check] = []
+    soft_valid = [r["valid_exact"] for r in records if r["task"] == task and r["row"] == "soft"]
+    if soft_valid:
+        out.append(learned(f"{task}: soft learns (final valid exact match, mean over seeds)",
+                           sum(soft_valid) / len(soft_valid), CAPTION_LEARNED))  # fmt: skip
+    else:
+        out.append(Check(f"{task}: soft learns", math.nan, (math.nan, math.nan),
+                         CAPTION_LEARNED, INCONCLUSIVE, "design",
+                         f"{task}: soft learns: no soft row, nothing to judge the budget by"))
+    pair = {row: [r["quality"] for r in records if r["task"] == task and r["row"] == row]
+            for row in ("soft", "hard")}  # fmt: skip
+    if all(pair.values()):
+        out.append(ceiling(f"{task}: soft and hard below the ceiling", pair, 100.0,
+                           eps=CAPTION_CEILING_EPS))  # fmt: skip
+    name = f"{task}: exact hard − soft (claim: within ±{CAPTION_MARGIN:g} points)"
+    gap = _bootstrap(records, task, "hard", "soft", resamples)
+    out.append(_cannot(name, gap) if isinstance(gap, str) else within(name, gap, CAPTION_MARGIN))
+    for row in ("soft", "hard"):
+        name = f"{task}: exact {row} − mean (claim: > {CAPTION_ABOVE_MEAN:g} points)"
+        gap = _bootstrap(records, task, row, "mean", resamples)
+        out.append(_cannot(name, gap) if isinstance(gap, str)
+                   else on_interval(name, gap, CAPTION_ABOVE_MEAN, above=True))  # fmt: skip
+    return out
+
+
 def combined_verdict(parts: Mapping[str, str]) -> str:
     """One verdict from each part's (task -> verdict): REPRODUCED when every part is; else
     NOT REPRODUCED when a part is not reproduced; else INCONCLUSIVE; the parts' reasons,
@@ -113,6 +207,12 @@ def combined_verdict(parts: Mapping[str, str]) -> str:
 
 
 __all__ = [
+    "CAPTION_ABOVE_MEAN",
+    "CAPTION_CEILING_EPS",
+    "CAPTION_LEARNED",
+    "CAPTION_MARGIN",
+    "caption_checks",
+    "within",
     "PPL_CLAIMS",
     "PPL_FLOOR_EPS",
     "combined_verdict",

@@ -38,8 +38,10 @@ def text_table(result: dict[str, Any], task: str) -> str:
         (metric, "quality", lambda s: f"{_num(s['quality'], '.1f')} ± "
                                       f"{_num(s['quality_std'], '.1f')}"),
         ("exact %", "exact", lambda s: _num(s["exact"], ".1f")),
+        ("valid exact %", "valid_exact", lambda s: _num(s.get("valid_exact"), ".1f")),
         ("BLEU", "bleu", lambda s: _num(s.get("bleu"), ".1f")),
-        ("PPL", "ppl", lambda s: f"{_num(s['ppl'], '.3f')} ± {_num(s['ppl_std'], '.3f')}"),
+        ("PPL", "ppl", lambda s: "—" if s["ppl"] is None else
+                                 f"{_num(s['ppl'], '.3f')} ± {_num(s['ppl_std'], '.3f')}"),
         ("PPL bound (q)", "ppl_bound", lambda s: _num(s["ppl_bound"], ".3f")),
         ("entropy", "entropy", lambda s: f"{_num(s['entropy'], '.3f')} ± "
                                          f"{_num(s['entropy_std'], '.3f')}"),
@@ -99,13 +101,48 @@ def check_lines(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def curves(result: dict[str, Any], task: str = "digit-captions") -> dict[str, list[float]]:
+    """row -> the validation exact match (%) after each epoch, the mean over seeds (the runs'
+    ``curve``); empty when the task has no curves."""
+    per: dict[str, list[list[float]]] = {}
+    for r in result["runs"]:
+        if r["task"] == task and r.get("curve"):
+            per.setdefault(r["row"], []).append(r["curve"])
+    return {row: [sum(c[i] for c in cs) / len(cs) for i in range(min(map(len, cs)))]
+            for row, cs in per.items()}  # fmt: skip
+
+
+def curve_lines(
+    result: dict[str, Any], task: str = "digit-captions", points: int = 10
+) -> list[str]:
+    """The learning curves as a table: mean valid exact match per row at ``points`` epochs."""
+    mean = curves(result, task)
+    if not mean:
+        return []
+    epochs = min(map(len, mean.values()))
+    per_epoch = result["task_updates"][task] // max(result["config"]["caption_epochs"], 1)
+    at = sorted({max(1, round(epochs * (i + 1) / points)) for i in range(min(points, epochs))})
+    table = markdown_table(["row"] + [f"{e * per_epoch}" for e in at],
+                           [[row] + [f"{c[e - 1]:.1f}" for e in at] for row, c in mean.items()])
+    return [f"{task}: valid exact match (%, mean over seeds) after this many updates:", table]
+
+
+def cnn_lines(result: dict[str, Any]) -> list[str]:
+    c = result.get("caption_cnn")
+    if not c:
+        return []
+    return [f"digit-captions: the frozen CNN, trained once as a patch digit classifier "
+            f"({c['updates']} updates): patch accuracy train {c['train_accuracy']:.4f}, "
+            f"valid {c['valid_accuracy']:.4f}"]  # fmt: skip
+
+
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     """Print a table per task, the reduction's cost and the verdict; write
     softness.{csv,json,png}."""
-    say(f"{len(result['seeds'])} seeds {result['seeds']}; toy-ko PPL exact (the marginal over "
-        "the alignment for exact, hard, gumbel, variational); digit-captions PPL exact for "
-        "soft, mean, variational, for hard and gumbel the marginal over the step's patch with "
-        "the argmax history (captions.py); entropy in nats of the force-decoded "
+    say(f"seeds per task {result.get('task_seeds', result['seeds'])}; toy-ko PPL exact (the "
+        "marginal over the alignment for exact, hard, gumbel, variational); digit-captions "
+        "PPL exact for soft, mean, variational, none for hard and gumbel (not enumerable, "
+        "captions.py); valid exact = the last epoch's; entropy in nats of the force-decoded "
         "attention (the prior p); α on named digit = attention mass on the digit's cell when it"
         " was named right; grad rel. var = Σ Var / Σ mean² of the attention parameters' "
         "gradient over draws on one batch")  # fmt: skip
@@ -113,7 +150,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     for task in result["summary"]:
         say(f"\n{task} ({updates.get(task, result['updates'])} updates per run):")
         say(text_table(result, task))
-    for line in cost_lines(result) + check_lines(result):
+    for line in cnn_lines(result) + curve_lines(result) + cost_lines(result) + check_lines(result):
         say(line)
     paths = write_outputs("softness", rows(result), result, plot, out, say)
     say(f"total {result['total_seconds']:.0f}s (training and scoring)")
@@ -129,8 +166,22 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     tasks = list(result["summary"])
-    fig, axes = plt.subplots(len(tasks), 3, figsize=(13, 3.6 * len(tasks)), squeeze=False)
+    fig, axes = plt.subplots(len(tasks), 4, figsize=(17, 3.6 * len(tasks)), squeeze=False)
     for i, task in enumerate(tasks):
+        ax = axes[i][3]
+        per_epoch = result["task_updates"][task] // max(result["config"]["caption_epochs"], 1)
+        runs = [r for r in result["runs"] if r["task"] == task and r.get("curve")]
+        if not runs:
+            ax.axis("off")
+        colours = {row: f"C{k}" for k, row in enumerate(result["summary"][task])}
+        for r in runs:
+            xs = [per_epoch * (e + 1) for e in range(len(r["curve"]))]
+            ax.plot(xs, r["curve"], color=colours[r["row"]], alpha=0.6, lw=1,
+                    label=r["row"] if r["seed"] == min(x["seed"] for x in runs) else None)
+        if runs:
+            ax.set(title=f"{task}: learning curves (each seed)", xlabel="updates",
+                   ylabel="valid exact match %", ylim=(0, 100))  # fmt: skip
+            ax.legend(fontsize=7)
         summary = result["summary"][task]
         names = list(summary)
         for j, (key, label) in enumerate(
@@ -138,13 +189,15 @@ def plot(result: dict[str, Any], path: Path) -> Path:
              ("entropy", "attention entropy (nats)"))  # fmt: skip
         ):
             ax = axes[i][j]
-            vals = [summary[n][key] or 0.0 for n in names]
+            vals = [summary[n][key] or 0.0 for n in names]  # 0 = none (hard's caption PPL)
             errs = [summary[n][f"{key}_std"] or 0.0 for n in names]
             ax.bar(range(len(names)), vals, yerr=errs, color="tab:blue", capsize=3)
             ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
             ax.set_title(f"{task}: {label}")
-    title = f"softness ({result['config']['model']}, {result['updates']} updates, "
-    title += f"{len(result['seeds'])} seeds): {result['verdict'][:90]}"
+    seeds = result.get("task_seeds", {t: result["seeds"] for t in tasks})
+    title = "softness (" + "; ".join(
+        f"{t}: {result['task_updates'][t]} updates, {len(seeds[t])} seeds" for t in tasks
+    ) + f"): {result['verdict'][:90]}"
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -152,4 +205,5 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     return path
 
 
-__all__ = ["check_lines", "cost_lines", "plot", "report", "rows", "text_table", "verdict_line"]
+__all__ = ["check_lines", "cnn_lines", "cost_lines", "curve_lines", "curves", "plot", "report",
+           "rows", "text_table", "verdict_line"]
