@@ -29,11 +29,13 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import torch
+from torch import Tensor
 
 from .variants import Case, Step, make_step, synchronised
 
@@ -168,3 +170,25 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))
+
+
+class SavedBytes(torch.autograd.graph.saved_tensors_hooks):
+    """Bytes of the distinct storages autograd saves for backward inside the block, leaving out
+    those of ``skip`` (parameters or inputs: they exist without a forward pass): the
+    activation memory of what runs in the block."""
+
+    def __init__(self, skip: Iterable[Tensor]) -> None:
+        self.seen: dict[int, int] = {}
+        known = {t.untyped_storage().data_ptr() for t in skip}
+
+        def pack(t: Tensor) -> Tensor:
+            s = t.untyped_storage()
+            if s.data_ptr() not in known:
+                self.seen[s.data_ptr()] = s.nbytes()
+            return t
+
+        super().__init__(pack, lambda t: t)
+
+    @property
+    def total(self) -> int:
+        return sum(self.seen.values())

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
+from ...bench.measure import SavedBytes
 from ...local import DEFAULT_BLOCK, native
 from ...nn import MultiheadAttention
 from ...stages.alignment import SlidingWindow
@@ -156,25 +157,6 @@ def split_flops(counter: FlopCounterMode) -> tuple[int, int]:
     return counter.get_total_flops(), attn
 
 
-class SavedBytes(torch.autograd.graph.saved_tensors_hooks):
-    """Bytes of the distinct storages autograd saves for backward inside the block, leaving out
-    the parameters' (they exist without a forward pass): the activation memory of a layer."""
-
-    def __init__(self, params: Iterable[Tensor]) -> None:
-        self.seen: dict[int, int] = {}
-        skip = {p.untyped_storage().data_ptr() for p in params}
-
-        def pack(t: Tensor) -> Tensor:
-            s = t.untyped_storage()
-            if s.data_ptr() not in skip:
-                self.seen[s.data_ptr()] = s.nbytes()
-            return t
-
-        super().__init__(pack, lambda t: t)
-
-    @property
-    def total(self) -> int:
-        return sum(self.seen.values())
 
 
 def graph_depth(y: Tensor) -> int:

@@ -14,32 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor
 
+from ...bench.measure import SavedBytes
 from ...core import attend
 from ...registry import build_alignment
 from .config import ARMS, SparseConfig, stride_of
-
-
-class SavedBytes(torch.autograd.graph.saved_tensors_hooks):
-    """Bytes of the distinct storages autograd saves inside the block, leaving out those of
-    ``skip`` (the inputs: they exist without a forward pass)."""
-
-    def __init__(self, skip: list[Tensor]) -> None:
-        self.seen: dict[int, int] = {}
-        known = {t.untyped_storage().data_ptr() for t in skip}
-
-        def pack(t: Tensor) -> Tensor:
-            s = t.untyped_storage()
-            if s.data_ptr() not in known:
-                self.seen[s.data_ptr()] = s.nbytes()
-            return t
-
-        super().__init__(pack, lambda t: t)
-
-    @property
-    def total(self) -> int:
-        return sum(self.seen.values())
 
 
 def layer_cost(arm: str, n: int, heads: int, head_dim: int, repeats: int) -> dict[str, Any]:
