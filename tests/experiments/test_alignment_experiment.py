@@ -1,163 +1,295 @@
-"""``attnkit experiment alignment``: the task statistics and the verdict against hand-computed
-values, the equal budgets of every row, and one tiny trained model scored independently."""
+"""``attnkit experiment alignment``: the generator's word orders, the checks on synthetic
+numbers (each of the three outcomes), the arms of a run, config errors, and the extraction of
+force-decoded attention (a planted diagonal must score AER 0: the "+1 offset" test)."""
 
-from pathlib import Path
+import random
 
 import pytest
+import torch
 
-from attnkit.experiments.alignment import (
-    BLEU_FLOOR,
+from attnkit.data.example import Example
+from attnkit.experiments import evidence as ev
+from attnkit.experiments.alignment import AlignmentConfig, arm_of, groups
+from attnkit.experiments.alignment.checks import (
+    CRITERION,
     GLOBAL,
-    QUICK,
-    ROWS,
-    AlignmentConfig,
+    MIN_REORDERED,
+    all_learned,
+    best_local,
+    claim_checks,
+    gaps,
+    reorders,
+)
+from attnkit.experiments.alignment.data import (
+    MAX_WORDS,
+    MIN_WORDS,
+    ORDERINGS,
     crosses,
     diagonal_links,
-    mean_std,
-    score_run,
-    summarise,
+    generate,
     task_stats,
-    train_config,
-    verdict,
 )
+from attnkit.experiments.alignment.measure import ROWS, offsets
+
+# -- the generator --------------------------------------------------------------------------
 
 
-def test_crossing_links_are_reordering() -> None:
-    # "you write a book" -> "너는 책을 쓴다": the verb moves to the end, its link crosses
-    assert crosses([(0, 0), (1, 2), (3, 1)])
-    assert not crosses([(0, 0), (1, 1), (3, 2)])  # monotone, with an unaligned "a"
+@pytest.fixture(scope="module")
+def data() -> dict[str, list[Example]]:
+    return {o: generate(300, 7, o) for o in ORDERINGS}
+
+
+def test_sentences_are_10_to_30_words_and_the_same_english_in_every_order(data) -> None:
+    for o, exs in data.items():
+        assert all(MIN_WORDS <= len(e.src) <= MAX_WORDS for e in exs), o
+        assert len({" ".join(e.src) for e in exs}) == len(exs)  # distinct
+    lengths = [len(e.src) for e in data["monotone"]]
+    assert min(lengths) <= 12 and max(lengths) >= 28  # the range is used, not a corner of it
+    for o in ORDERINGS:
+        assert [e.src for e in data[o]] == [e.src for e in data["monotone"]]
+        # the same target words: only their order differs
+        assert [sorted(e.tgt) for e in data[o]] == [sorted(e.tgt) for e in data["monotone"]]
+
+
+def test_gold_links_are_a_one_to_one_alignment(data) -> None:
+    for o, exs in data.items():
+        for e in exs:
+            assert len(e.tgt) == len(e.src)
+            assert sorted(s for s, _ in e.links) == list(range(len(e.src))), o
+            assert sorted(t for _, t in e.links) == list(range(len(e.tgt))), o
+
+
+def test_gold_links_translate_word_for_word(data) -> None:
+    # every source word maps to one target word, whatever the ordering and the sentence
+    lexicon: dict[str, set[str]] = {}
+    for exs in data.values():
+        for e in exs:
+            for s, t in e.links:
+                lexicon.setdefault(e.src[s], set()).add(e.tgt[t])
+    nouns = {"cat", "dog", "bird", "student", "teacher", "child"}  # topic or object case
+    assert all(len(v) == 1 for w, v in lexicon.items() if w not in nouns), lexicon
+    assert all(len(lexicon[w]) <= 2 for w in nouns if w in lexicon)
+
+
+def test_monotone_never_crosses_and_sov_always_reorders(data) -> None:
+    stats = {o: task_stats(exs) for o, exs in data.items()}
+    assert stats["monotone"]["reordered_fraction"] == 0.0
+    assert stats["monotone"]["diagonal_aer"] == 0.0  # same lengths: the diagonal is the gold
+    assert stats["swap"]["reordered_fraction"] >= MIN_REORDERED
+    assert stats["sov"]["reordered_fraction"] > 0.95
+    assert stats["monotone"]["diagonal_aer"] < stats["swap"]["diagonal_aer"] \
+        < stats["sov"]["diagonal_aer"]  # fmt: skip
+    # sov moves the verb further than swap moves anything
+    def far(e: Example) -> int:
+        return max(abs(s - t) for s, t in e.links)
+
+    assert sum(map(far, data["sov"])) > sum(map(far, data["swap"]))
+
+
+def test_crossing_links_and_diagonal_by_hand() -> None:
+    assert crosses([(0, 0), (1, 2), (2, 1)])
+    assert not crosses([(0, 0), (1, 1), (3, 2)])
     assert not crosses([(0, 0), (1, 0), (2, 1)])  # two words to one: no crossing
-    assert not crosses([])
-
-
-def test_diagonal_guess_and_its_aer_by_hand() -> None:
-    from attnkit.data.example import Example
-
     assert diagonal_links(4, 3) == {(0, 0), (1, 1), (3, 2)}  # round(4/3)=1, round(8/3)=3
-    assert diagonal_links(2, 4) == {(0, 0), (0, 1), (1, 2), (1, 3)}  # round(1.5)=2 -> S-1
-    ex = [
-        Example(["you", "write", "a", "book"], ["너는", "책을", "쓴다"], [(0, 0), (1, 2), (3, 1)]),
-        Example(["I", "sleep"], ["나는", "잔다"], [(0, 0), (1, 1)]),
-    ]
-    stats = task_stats(ex)
-    assert stats["reordered_fraction"] == 0.5
-    # A = {00, 11, 32} + {00, 11}; S = {00, 12, 31} + {00, 11}: |A∩S| = 1 + 2, |A| + |S| = 5 + 5
-    assert stats["diagonal_aer"] == pytest.approx(1 - (3 + 3) / (5 + 5))
+    with pytest.raises(ValueError, match="choose one of monotone, swap, sov"):
+        generate(3, 0, "vso")
 
 
-def test_toy_ko_needs_reordering() -> None:
-    from attnkit.data.tasks import load_task
+# -- the checks on synthetic numbers ----------------------------------------------------------
 
-    test = load_task("toy-ko", seed=0, train_size=10, valid_size=10, test_size=200).test
-    assert task_stats(test)["reordered_fraction"] > 0.8  # SVO -> SOV: nearly every sentence
+SEEDS = 8
 
 
-def test_mean_std_by_hand() -> None:
-    assert mean_std([1.0, 2.0, 3.0]) == pytest.approx((2.0, 1.0))
-    assert mean_std([0.25]) == (0.25, 0.0)
+def per_seed(mean: float, spread: float, seed: int = 0) -> list[float]:
+    rng = random.Random(seed)
+    return [mean + rng.uniform(-spread, spread) for _ in range(SEEDS)]
 
 
-def runs(aer: dict[str, list[float]], bleu: float = 95.0) -> list[dict]:
-    return [
-        {"model": m, "seed": s, "aer": a, "bleu": bleu, "exact": 90.0, "parameters": 10,
-         "updates": 600, "seconds": 1.0}
-        for m, xs in aer.items() for s, a in enumerate(xs)
-    ]  # fmt: skip
+def judge(aer: dict[str, list[float]], bleu: float = 97.0) -> tuple[list[ev.Check], str]:
+    reached = {m: [bleu >= CRITERION] * SEEDS for m in aer}
+    valid = {m: [bleu] * SEEDS for m in aer}
+    checks = [reorders("swap", 0.9), *claim_checks("swap", aer, reached, valid)]
+    return checks, ev.verdict_of(checks)
 
 
-def test_summarise_means_and_stds() -> None:
-    s = summarise(runs({"global-location": [0.4, 0.5, 0.6], "local-m": [0.3, 0.3, 0.3]}))
-    assert s["global-location"]["aer_mean"] == pytest.approx(0.5)
-    assert s["global-location"]["aer_std"] == pytest.approx(0.1)
-    assert s["local-m"]["aer_std"] == 0.0 and s["local-m"]["paper_aer"] == 0.34
-    assert s["local-m"]["updates"] == [600] and s["local-m"]["seeds"] == 3
-    assert s["global-location"]["aer_by_seed"] == [0.4, 0.5, 0.6]
+def test_reproduced_when_the_local_interval_is_below_global() -> None:
+    aer = {GLOBAL: per_seed(0.40, 0.03, 1), "local-m": per_seed(0.30, 0.03, 2),
+           "local-p": per_seed(0.35, 0.03, 3)}  # fmt: skip
+    checks, verdict = judge(aer)
+    assert verdict == ev.REPRODUCED
+    gap = checks[-1]
+    assert "local-m" in gap.name and gap.kind == "claim" and gap.outcome == ev.PASS
+    want = [g - x for g, x in zip(aer[GLOBAL], aer["local-m"], strict=True)]
+    assert gap.value == pytest.approx(sum(want) / SEEDS)
+    assert gap.ci[0] > 0 and ev.exit_code(verdict) == 0
 
 
-def test_verdict_reproduced() -> None:
-    s = summarise(runs({GLOBAL: [0.40, 0.42, 0.44], "local-m": [0.30, 0.31, 0.32],
-                        "local-p": [0.35, 0.5, 0.2], "rnnsearch": [0.1, 0.1, 0.1]}))  # fmt: skip
-    reasons, checks = verdict(s, reordered=0.9)
-    assert reasons == []
-    assert checks["best_local"] == "local-m"  # lower mean than local-p (0.31 < 0.35)
-    assert checks["aer_gap"] == pytest.approx(0.11)
-    assert checks["aer_margin"] == pytest.approx(0.02)  # the larger of the two stds
+def test_not_reproduced_when_global_aligns_better() -> None:
+    aer = {GLOBAL: per_seed(0.25, 0.02, 1), "local-m": per_seed(0.45, 0.02, 2),
+           "local-p": per_seed(0.40, 0.02, 3)}  # fmt: skip
+    checks, verdict = judge(aer)
+    assert verdict.startswith("NOT REPRODUCED: ") and "local-p" in verdict
+    assert checks[-1].ci[1] < 0 and ev.exit_code(verdict) == 1
 
 
-def test_verdict_not_reproduced() -> None:
-    # the gap 0.05 is inside the global row's seed std 0.1
-    s = summarise(runs({GLOBAL: [0.3, 0.4, 0.5], "local-p": [0.35, 0.35, 0.35]}))
-    reasons, _ = verdict(s, reordered=0.9)
-    assert len(reasons) == 1 and "not below global-location" in reasons[0]
-    # local worse than global, a task without reordering, a model that did not learn
-    s = summarise(runs({GLOBAL: [0.2, 0.2], "local-m": [0.3, 0.3]}, bleu=BLEU_FLOOR - 1))
-    reasons, checks = verdict(s, reordered=0.1)
-    assert len(reasons) == 3
-    assert "need reordering" in reasons[0] and "gap -0.100" in reasons[1]
-    assert "not learnt" in reasons[2] and "local-m 79.0" in reasons[2]
-    assert checks["reasons"] == reasons
-    reasons, _ = verdict(summarise(runs({"local-m": [0.3]})), reordered=0.9)
-    assert "needs global-location and a local row" in reasons[0]
+def test_inconclusive_when_an_arm_is_below_bleu_95() -> None:
+    # a clear gap, but the models have not learned the task: the gap does not count
+    aer = {GLOBAL: per_seed(0.40, 0.01), "local-m": per_seed(0.20, 0.01, 1)}
+    _, verdict = judge(aer, bleu=CRITERION - 0.1)
+    assert verdict.startswith("INCONCLUSIVE: ") and "below greedy valid BLEU 95" in verdict
+    assert ev.exit_code(verdict) == 2
+    # one seed of one arm short is enough
+    check = all_learned("x", {GLOBAL: [True] * 8, "local-p": [True] * 7 + [False]},
+                        {GLOBAL: [99.0] * 8, "local-p": [99.0] * 7 + [80.0]})  # fmt: skip
+    assert check.outcome == ev.INCONCLUSIVE and check.value == pytest.approx(7 / 8)
+    assert "local-p (88% of seeds, lowest valid BLEU 80.0)" in check.reason
 
 
-def test_bad_settings_fail_clearly() -> None:
-    with pytest.raises(ValueError, match="--models 'global,local-m'; choose from"):
-        AlignmentConfig(models="global,local-m")
-    with pytest.raises(ValueError, match="names a row twice"):
-        AlignmentConfig(models="local-m,local-m")
-    with pytest.raises(ValueError, match="--seeds 0; it must be >= 1"):
-        AlignmentConfig(seeds=0)
-    with pytest.raises(ValueError, match="--lr"):
-        AlignmentConfig(lr=0.0)
+def test_inconclusive_when_the_interval_straddles_zero() -> None:
+    aer = {GLOBAL: [0.40, 0.30, 0.45, 0.28, 0.41, 0.33, 0.39, 0.31],
+           "local-m": [0.35, 0.36, 0.34, 0.37, 0.33, 0.36, 0.35, 0.34]}  # fmt: skip
+    checks, verdict = judge(aer)
+    lo, hi = checks[-1].ci
+    assert lo < 0 < hi and checks[-1].outcome == ev.INCONCLUSIVE
+    assert verdict.startswith("INCONCLUSIVE: ") and "holds both" in verdict
 
 
-def test_every_row_gets_the_same_data_batches_optimiser_and_updates(tmp_path: Path) -> None:
+def test_inconclusive_at_the_floor_of_aer() -> None:
+    aer = {GLOBAL: per_seed(0.015, 0.004), "local-m": per_seed(0.005, 0.004, 1)}
+    checks, verdict = judge(aer)
+    assert checks[2].kind == "design" and checks[2].outcome == ev.INCONCLUSIVE
+    assert verdict.startswith("INCONCLUSIVE: ") and "AER off the floor" in verdict
+
+
+def test_reorders_checks_each_ordering_against_its_design() -> None:
+    assert reorders("monotone", 0.0).outcome == ev.PASS
+    assert reorders("monotone", 0.01).outcome == ev.INCONCLUSIVE  # the control must not
+    assert reorders("sov", 0.9).outcome == ev.PASS
+    assert reorders("swap", MIN_REORDERED - 0.01).outcome == ev.INCONCLUSIVE
+
+
+def test_best_local_and_paired_gaps_by_hand() -> None:
+    aer = {GLOBAL: [0.5, 0.4], "local-m": [0.3, 0.4], "local-p": [0.2, 0.45]}
+    assert best_local(aer) == "local-p"  # mean 0.325 < 0.35
+    assert gaps(aer, "local-p") == pytest.approx([0.3, -0.05])
+    with pytest.raises(ValueError, match="add local-m or local-p"):
+        best_local({GLOBAL: [0.1]})
+
+
+def test_offsets_count_where_the_argmax_lands() -> None:
+    e = Example(["a", "b", "c"], ["x", "y", "z"], [(0, 0), (1, 2), (2, 1)])
+    w = torch.tensor([[0.9, 0.1, 0.0], [0.0, 0.2, 0.8], [0.0, 0.7, 0.3]])  # (T, S)
+    # t=0 -> 0 (gold 0), t=1 -> 2 (gold 2), t=2 -> 1 (gold 1)
+    assert offsets([w], [e]) == {0: 3}
+    shifted = torch.roll(torch.eye(3), 1, dims=1)  # argmax s = t + 1 (mod 3)
+    assert offsets([shifted], [Example(["a", "b", "c"], ["x", "y", "z"],
+                                       [(0, 0), (1, 1), (2, 2)])]) == {1: 2, -2: 1}  # fmt: skip
+
+
+# -- the arms of a run, config errors ------------------------------------------------------------
+
+
+def test_default_arms_are_the_claims_core_with_equal_settings() -> None:
     cfg = AlignmentConfig()
-    assert cfg.updates == 600
-    fits = {m: train_config(cfg, m, 1, tmp_path).to_json() for m in ROWS}
-    for f in fits.values():
-        assert f["data"] == fits[GLOBAL]["data"] and f["train"] == fits[GLOBAL]["train"]
-        assert f["train"]["seed"] == 1 and f["train"]["patience"] == 0  # no early stop
-    opts = {m: f["model"]["options"] for m, f in fits.items()}
-    assert (opts["local-p"]["align"], opts["local-p"]["score"]) == ("local-p", "general")
-    assert (opts[GLOBAL]["align"], opts[GLOBAL]["score"]) == ("global", "location")
-    assert fits["rnnsearch"]["model"]["name"] == "rnnsearch"
+    arms = cfg.arms()
+    assert len(arms) == 3 * 3 * 8 + 3 * 8  # 3 orderings x 3 rows x 8 seeds, + swap forwards
+    assert {a.window for a in arms if ROWS[a.row].windowed} == {5}
+    assert {a.window for a in arms if not ROWS[a.row].windowed} == {0}
+    assert {a.ordering for a in arms if not a.reverse} == {"swap"}
+    assert len(set(arms)) == len(arms)
+    for g in groups(cfg):  # every row of a setting trains on the same seeds
+        for s in range(8):
+            assert {arm_of(cfg, m, g, s).seed for m in cfg.rows} == {s}
+            assert all(arm_of(cfg, m, g, s) in arms for m in cfg.rows)
 
 
-def test_score_run_matches_an_independent_computation(tmp_path: Path, one_thread: None) -> None:
-    """A tiny trained local-p model: the AER of its argmax attention counted here by hand,
-    BLEU by sacrebleu itself, and the updates it took."""
-    import sacrebleu
-    import torch
+def test_full_adds_d10_forward_reading_and_the_other_rows() -> None:
+    cfg = AlignmentConfig(full=True)
+    assert cfg.window_list == [5, 10] and cfg.forward_list == list(ORDERINGS)
+    assert cfg.rows == list(ROWS)
+    arms = cfg.arms()
+    assert {a.window for a in arms if a.row == "local-p"} == {5, 10}
+    assert not any(a.reverse for a in arms if a.row == "rnnsearch")  # bidirectional: once
+    assert len(groups(cfg)) == 3 * 2 * 2
 
-    from attnkit.data.tasks import load_task
-    from attnkit.decode import translate
-    from attnkit.train import checkpoint
-    from attnkit.train.fit import fit
 
-    cfg = AlignmentConfig(**{**QUICK, "epochs": 2})
-    result = fit(train_config(cfg, "local-p", 0, tmp_path), log=lambda s: None)
-    test = load_task("toy-ko", seed=0, train_size=cfg.train_size, valid_size=cfg.valid_size,
-                     test_size=cfg.test_size).test  # fmt: skip
-    assert [e.src for e in test] == [e.src for e in result.data.test]
-    got = score_run(tmp_path, test)
-    assert got["updates"] == cfg.updates == 4
+@pytest.mark.parametrize("kw,match", [
+    (dict(orderings="monotone,sov"), "the claim is checked on swap"),
+    (dict(orderings="swap,vso"), "at most once"),
+    (dict(models="local-m,local-p"), "the claim needs global-location"),
+    (dict(models="global-location"), "the claim needs global-location"),
+    (dict(models="global-location,local-x"), "at most once"),
+    (dict(windows="0"), "at least 1"),
+    (dict(windows="five"), "comma-separated integers"),
+    (dict(seeds=1), "an interval needs at least 2"),
+    (dict(cap=0), "--cap"),
+    (dict(lr=0.0), "--lr"),
+    (dict(forward="sov", orderings="swap"), "--forward 'sov'"),
+    (dict(full=True, windows="3"), "--full sets --windows itself"),
+])  # fmt: skip
+def test_bad_settings_fail_clearly(kw: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        AlignmentConfig(**kw)
 
-    ck = checkpoint.load(tmp_path / "last")
-    hit = n_pred = n_gold = 0
-    with torch.no_grad():
-        for e in test:
-            src = ck.src_vocab.encode(e.src)  # words, eos
-            tgt_in = ck.tgt_vocab.encode(e.tgt, bos=True)[:-1]  # bos, words
-            out = ck.model(torch.tensor([src]), torch.tensor([len(src)]), torch.tensor([tgt_in]))
-            w = out.weights[0]  # (T+1, S+1): word rows and columns, then eos
-            pred = {(int(w[t, : len(e.src)].argmax()), t) for t in range(len(e.tgt))}
-            gold = set(e.links)
-            hit, n_pred, n_gold = hit + len(pred & gold), n_pred + len(pred), n_gold + len(gold)
-    assert got["aer"] == pytest.approx(1 - 2 * hit / (n_pred + n_gold))
 
-    hyps = translate(ck.model, test, ck.src_vocab, ck.tgt_vocab).hyps
-    bleu = sacrebleu.corpus_bleu([" ".join(h) for h in hyps], [[" ".join(e.tgt) for e in test]],
-                                 tokenize="none").score  # fmt: skip
-    assert got["bleu"] == pytest.approx(bleu)
-    assert got["parameters"] == sum(p.numel() for p in ck.model.parameters())
+# -- the "+1 offset": force-decoded attention is read at the right step ------------------------
+
+
+class Planted(torch.nn.Module):
+    """A stand-in model whose teacher-forced attention is planted: target step t attends
+    source word t + shift (clipped to the source's eos)."""
+
+    def __init__(self, shift: int) -> None:
+        super().__init__()
+        self.shift = shift
+        self.p = torch.nn.Parameter(torch.zeros(1))
+
+    def forward(self, src, src_len, tgt_in):
+        from attnkit.models.base import Seq2SeqOutput
+
+        b, t, s = tgt_in.shape[0], tgt_in.shape[1], src.shape[1]
+        cols = (torch.arange(t)[:, None] + self.shift).clamp(max=s - 1)  # (T, 1)
+        w = torch.zeros(b, t, s)  # (B, T+1, S+1): rows bos y_1.., columns x_1.. eos
+        w.scatter_(2, cols.expand(b, t, 1).contiguous(), 1.0)
+        return Seq2SeqOutput(torch.zeros(b, t, 5), w)
+
+
+def test_a_planted_diagonal_scores_aer_0_on_monotone_data() -> None:
+    from attnkit.data.vocab import Vocab
+    from attnkit.eval.forced import attention_aer
+
+    exs = generate(40, 3, "monotone")
+    src, tgt = Vocab.build(e.src for e in exs), Vocab.build(e.tgt for e in exs)
+    assert attention_aer(Planted(0), exs, src, tgt) == 0.0
+    # the offset the issue saw (argmax one source word after the gold one) cannot hide
+    off = attention_aer(Planted(1), exs, src, tgt)
+    assert off == pytest.approx(1.0)
+
+
+def test_luong_local_m_reads_the_window_of_its_own_target_word_when_reversed() -> None:
+    """The attention row of target word t (fed y_{t-1}, h_t computed after it) is centred on
+    source word t in the source's own order, whether the encoder reads it reversed or not."""
+    from attnkit.models import build_seq2seq
+
+    for reverse in (False, True):
+        torch.manual_seed(0)
+        m = build_seq2seq("luong", preset=None, src_vocab=30, tgt_vocab=30, emb=8, hidden=8,
+                          layers=1, cell="gru", align="local-m", score="general", window=2,
+                          reverse_source=reverse).eval()  # fmt: skip
+        src = torch.randint(3, 30, (2, 12))
+        src[1, 8:] = 0
+        with torch.no_grad():
+            w = m(src, torch.tensor([12, 8]), torch.randint(3, 30, (2, 10))).weights
+        t, s = torch.arange(10)[:, None], torch.arange(12)[None, :]
+        assert (w[:, (s - t).abs() > 2] == 0).all()
+        assert (w[0, (s - t).abs() <= 2] > 0).all()
+
+
+def test_full_is_a_switch_on_the_command_line(capsys) -> None:
+    from attnkit.cli import main, make_parser
+
+    argv = ["experiment", "alignment", "--full"]
+    assert make_parser(argv).parse_args(argv).full is True
+    assert make_parser(argv[:2]).parse_args(argv[:2]).full is None  # left to the config
+    assert main([*argv, "--windows", "3"]) == 2  # refused before any training
+    assert "--full sets --windows itself" in capsys.readouterr().err

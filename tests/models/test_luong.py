@@ -213,3 +213,29 @@ def test_cli_trains_and_translates_with_options(tmp_path, capsys) -> None:
     capsys.readouterr()
     assert main(["translate", "--checkpoint", out, "--beam", "2", "I am a student"]) == 0
     assert capsys.readouterr().out.strip()
+
+
+def test_reversed_source_is_read_right_to_left_and_put_back_in_place() -> None:
+    """reverse_source (Luong 2015, Table 1 "+reverse"): the encoder reads x_S .. x_1 <eos>;
+    h̄_s is the state just after reading x_s, stored at x_s's position. Checked against the
+    same GRU run on each row's words reversed by hand."""
+    from attnkit.models.luong import reversed_words
+
+    lengths = torch.tensor([5, 3, 1])  # eos included; the last row is eos alone
+    order = reversed_words(lengths, 5)
+    assert order.tolist() == [[3, 2, 1, 0, 4], [1, 0, 2, 3, 4], [0, 1, 2, 3, 4]]
+    assert (order.gather(1, order) == torch.arange(5)).all()  # its own inverse
+    m = model(align="global", cell="gru", reverse_source=True)
+    src = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [2, 0, 0, 0, 0]])
+    with torch.no_grad():
+        keys = m.encode(src, lengths)["keys"]  # (B, S, n)
+        for b, n in enumerate(lengths.tolist()):
+            words = src[b, : n - 1].flip(0).tolist() + [src[b, n - 1].item()]
+            states, _, _ = m.encoder(torch.tensor([words]), torch.tensor([n]))  # (1, n, h)
+            for s in range(n - 1):  # x_s was read at step n-2-s
+                torch.testing.assert_close(keys[b, s], states[0, n - 2 - s])
+            torch.testing.assert_close(keys[b, n - 1], states[0, n - 1])  # eos: read last
+        forward = model(align="global", cell="gru").encode(src, lengths)["keys"]
+    assert not torch.allclose(keys[0, :4], forward[0, :4])  # the reading does change h̄
+    with pytest.raises(ValueError, match="reverse_source"):
+        LuongConfig(10, 10, reverse_source="yes")  # type: ignore[arg-type]

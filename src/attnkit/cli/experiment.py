@@ -39,8 +39,11 @@ def add_parser(sub: Any, only: set[str] | None = None) -> None:
         exp = get(name)
         for f in fields(exp.config):
             kind = type(f.default) if f.default is not MISSING else str
-            q.add_argument(f"--{f.name.replace('_', '-')}", type=kind, default=None,
-                           help=field_help(f))  # fmt: skip
+            flag = f"--{f.name.replace('_', '-')}"
+            if kind is bool:  # a switch: given means True
+                q.add_argument(flag, action="store_true", default=None, help=field_help(f))
+                continue
+            q.add_argument(flag, type=kind, default=None, help=field_help(f))
         q.add_argument("--out", default=f"runs/{name}", help="output folder")
         q.add_argument(
             "--overwrite",

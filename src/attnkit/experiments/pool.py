@@ -128,6 +128,20 @@ def train_all(
     return seconds
 
 
+def run_each(fn: Callable[[Any], T], items: list[Any], jobs: int,
+             done: Callable[[Any, T], None]) -> None:  # fmt: skip
+    """``fn(item)`` for every item, ``jobs`` at a time in a ``QuietPool`` (``jobs=1``: one after
+    the other in this process); ``done(item, result)`` as each result comes, in ``items``'
+    order. ``fn`` must be a module-level function (it is pickled to the workers)."""
+    if jobs == 1:
+        for item in items:
+            done(item, fn(item))
+        return
+    with QuietPool(min(jobs, len(items))) as pool:  # workers never see Ctrl-C
+        futures = [pool.submit(fn, item) for item in items]
+        for item, fut in zip(items, futures, strict=True):
+            done(item, fut.result())
+
 
 def generator(*key: int) -> torch.Generator:
     """A torch generator seeded by a tuple of ints (seed, stream, step ...), so that every
@@ -137,4 +151,4 @@ def generator(*key: int) -> torch.Generator:
         seed = (seed * 1_000_003 + k) % (2**63 - 1)
     return torch.Generator().manual_seed(seed)
 
-__all__ = ["generator", "QuietPool", "fit_logged", "steps_done", "train_all"]
+__all__ = ["generator", "QuietPool", "fit_logged", "run_each", "steps_done", "train_all"]

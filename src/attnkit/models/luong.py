@@ -77,6 +77,7 @@ class LuongConfig(SoftnessConfig):
     input_feeding: bool = True
     max_src_len: int = 100  # rows of W_a for the location score
     dropout: float = 0.0
+    reverse_source: bool = False  # the encoder reads the words right to left (Table 1)
 
     def __post_init__(self) -> None:
         check_ranges(
@@ -91,6 +92,8 @@ class LuongConfig(SoftnessConfig):
             check_window_for(self.align, self.window)
         except ValueError as e:
             raise ValueError(f"LuongConfig.window={self.window}: {e}") from None
+        if not isinstance(self.reverse_source, bool):
+            raise ValueError(f"LuongConfig.reverse_source={self.reverse_source!r}; use True/False")
         if not isinstance(self.input_feeding, bool):
             raise ValueError(f"LuongConfig.input_feeding={self.input_feeding!r}; use True/False")
         if self.decoder == "deng" and self.input_feeding:
@@ -109,6 +112,19 @@ PRESETS: dict[str, dict[str, float | int | str | bool]] = {
     # Luong 2015, §4.1: 4 layers, 1000 cells, 1000-d embeddings, dropout 0.2, D = 10
     "paper": dict(emb=1000, hidden=1000, layers=4, window=10, dropout=0.2),
 }
+
+
+def reversed_words(src_len: Tensor, width: int) -> Tensor:
+    """The index (B, S) that reverses each row's words and keeps its ``<eos>`` (the last real
+    token) and padding in place: s -> ℓ-2-s for s < ℓ-1, else s (ℓ = src_len, eos included).
+    It is its own inverse: gathering with it twice gives the row back.
+
+    Sutskever et al. (2014) and Luong et al. (2015, Table 1: "+reverse") feed the source
+    reversed; attnkit gathers the encoder states back so that h̄_s stays at x_s's position:
+    the attention, local-m's p_t = t and the alignment links index the source in its order."""
+    s = torch.arange(width, device=src_len.device)  # (S,)
+    last = src_len[:, None] - 1  # (B, 1): the eos position
+    return torch.where(s < last, last - 1 - s, s)  # (B, S)
 
 
 class StackedCell(nn.Module):
@@ -169,7 +185,12 @@ class Luong(LatentSeq2Seq):
                 f"source length {src.shape[1]} > max_src_len={self.config.max_src_len} of the "
                 "location score; build the model with a larger max_src_len"
             )
+        if self.config.reverse_source:
+            order = reversed_words(src_len, src.shape[1])  # (B, S)
+            src = src.gather(1, order)  # x_S .. x_1 <eos>
         states, _, final = self.encoder(src, src_len)  # (B, S, n); final: (L, B, n) [x2]
+        if self.config.reverse_source:  # h̄_s back at the position of x_s
+            states = states.gather(1, order[..., None].expand_as(states))  # (B, S, n)
         h, c = final if isinstance(final, tuple) else (final, torch.zeros_like(final))
         return {
             "keys": states,  # h̄_s (B, S, n)
@@ -212,4 +233,4 @@ class Luong(LatentSeq2Seq):
         return self.out(self.drop(torch.tanh(self.combine(torch.cat([ctx, h_t], -1)))))
 
 
-__all__ = ["ALIGN_NAMES", "PRESETS", "SCORE_NAMES", "Luong", "LuongConfig"]
+__all__ = ["ALIGN_NAMES", "PRESETS", "SCORE_NAMES", "Luong", "LuongConfig", "reversed_words"]

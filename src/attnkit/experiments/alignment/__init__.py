@@ -1,336 +1,299 @@
 """Which attention aligns best? Luong, Pham & Manning (2015), Table 6: the alignment error rate
 of the attention of global vs local-m vs local-p models, force-decoded on the reference.
 
-The paper (RWTH English-German alignment data, argmax links): global (location) 0.39,
-local-m (general) 0.34, local-p (general) 0.36 (ensemble 0.34, Berkeley Aligner 0.32): the
-local models align better than the global one.
+The paper (RWTH English-German alignment data, argmax links, source reversed): global
+(location) 0.39, local-m (general) 0.34, local-p (general) 0.36 (ensemble 0.34, Berkeley
+Aligner 0.32): the local models align better than the global one.
 
     a_t(s) = softmax_s(score(h_t, h̄_s))                 global: every source word
     local-m: p_t = t, window [p_t - D, p_t + D]         local-p: p_t = S·σ(v_pᵀ tanh(W_p h_t)),
                                                         weights · exp(-(s - p_t)² / 2σ²), σ = D/2
     AER = 1 - (|A ∩ S| + |A ∩ P|) / (|A| + |S|)          (Och & Ney 2003), A = argmax links
 
-Here, on ``toy-ko`` (English SVO -> Korean SOV with gold links; most sentences need
-reordering, which ``reordered_fraction`` measures), attnkit's ``luong`` model (1-layer GRU,
-input feeding, D = 3) is trained with each of the paper's three rows, plus global (general)
-as a same-score control and RNNsearch (Bahdanau 2015, attends before emitting) as a fourth
-model. Every model gets the same data, batches, optimiser (Adam) and number of updates, for
-each of ``seeds`` training seeds, through ``attnkit.fit`` (``jobs`` at a time, pool.py).
+The run: toy-ko-style sentences of 10-30 words with gold links under three word orders
+(``data.py``: monotone, swap = local En->De-like swaps, sov = Korean SOV), so that how much
+the task reorders is swept. For each ordering, each window D, each seed and each row
+(``measure.ROWS``: attnkit's ``luong`` model, 1-layer GRU, input feeding, source reversed as
+the paper does), one model is trained (Adam, the same widths, data, learning rate and cap for
+every row) until its greedy valid BLEU reaches 95 or the cap, then its force-decoded
+attention is scored on the test set (AER, and where its argmax lands beside the gold word).
 
-Checks (thresholds fixed from the claim before the runs):
-  1. the task needs reordering: >= MIN_REORDERED of test sentences have crossing gold links;
-  2. the best local row's mean AER is below global (location)'s by more than the larger of
-     their two seed standard deviations (the paper's Table 6 comparison);
-  3. every model learnt the task: mean greedy BLEU >= BLEU_FLOOR on the test set.
+The checks: ``checks.py`` (thresholds fixed from the claim before any run). ``--full`` adds
+D = 10, the source read forwards on every ordering, global (general) and RNNsearch.
 """
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from ..._checks import check_ranges
-from ...data.example import Example
-from ...eval.alignment import GoldAlignment, Link, corpus_aer
-from ...train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
-from ..base import Experiment, Say, option, report_of
-from ..base import verdict as verdict_text
-from ..pool import steps_done, train_all
+from .. import evidence as ev
+from ..base import Experiment, Say, Tally, option, report_of
+from ..pool import run_each
+from .checks import (
+    CLAIM_ORDERING,
+    CRITERION,
+    GLOBAL,
+    LOCALS,
+    best_local,
+    claim_checks,
+    gaps,
+    reorders,
+)
+from .data import ORDERINGS, splits, task_stats
+from .measure import ROWS, Arm, Setting, train_job
 
-
-@dataclass(frozen=True)
-class Row:
-    """One model of the comparison: its label, attnkit model and attention options."""
-
-    label: str
-    model: str  # attnkit model name
-    options: Mapping[str, str]  # alignment and score of the luong model
-    paper_aer: float | None  # Luong et al. 2015, Table 6 (None: not in it)
-
-
-ROWS: dict[str, Row] = {
-    "global-location": Row("global (location)", "luong", {"align": "global", "score": "location"},
-                           0.39),
-    "global-general": Row("global (general)", "luong", {"align": "global", "score": "general"},
-                          None),
-    "local-m": Row("local-m (general)", "luong", {"align": "local-m", "score": "general"}, 0.34),
-    "local-p": Row("local-p (general)", "luong", {"align": "local-p", "score": "general"}, 0.36),
-    "rnnsearch": Row("RNNsearch (Bahdanau)", "rnnsearch", {}, None),
-}  # fmt: skip
-GLOBAL = "global-location"  # the global row of the paper's Table 6
-LOCALS = ("local-m", "local-p")
-MIN_REORDERED = 0.5  # check 1: at least half the test sentences need reordering
-BLEU_FLOOR = 80.0  # check 3: mean greedy BLEU of every model
-
+DEFAULT_ROWS = "global-location,local-m,local-p"
+FULL = dict(models=",".join(ROWS), windows="5,10", forward=",".join(ORDERINGS))
 
 
 @dataclass
 class AlignmentConfig:
     """The flags of ``attnkit experiment alignment`` (one per field)."""
 
-    models: str = option(",".join(ROWS), f"comma-separated rows, of {', '.join(ROWS)} "
-                       f"({GLOBAL} and a local row are needed for the verdict)")
-    seeds: int = option(3, "training seeds per model: --seed, --seed+1, ...")
-    train_size: int = option(3200, "toy-ko training pairs")
-    epochs: int = option(6, "passes over them; updates = epochs * ceil(train_size / batch_size), "
-                       "the same for every model (6: 600 updates)")
-    batch_size: int = option(32, "pairs per update")
+    orderings: str = option(",".join(ORDERINGS), "target word orders, comma-separated, of "
+                            f"{', '.join(ORDERINGS)} (the claim is checked on "
+                            f"{CLAIM_ORDERING}, which must be among them)")  # fmt: skip
+    models: str = option(DEFAULT_ROWS, f"comma-separated rows, of {', '.join(ROWS)} "
+                         f"({GLOBAL} and a local row are needed for the claim)")
+    windows: str = option("5", "D, half-width of the local-m/local-p window, comma-separated")
+    forward: str = option(CLAIM_ORDERING, "orderings whose Luong rows are also trained with "
+                          "the source read forwards (every Luong arm reads it reversed, as the "
+                          "paper; the forward arms are reported, not checked); 'none': none")
+    full: bool = option(False, "the full sweep: --models all five rows, --windows 5,10, "
+                        f"--forward {','.join(ORDERINGS)} (about 4x the default's time)")
+    seeds: int = option(8, "training seeds per arm: --seed, --seed+1, ... (an interval needs 2)")
+    train_size: int = option(3000, "training sentences per ordering")
+    valid_size: int = option(200, "validation sentences (greedy BLEU for the criterion)")
+    test_size: int = option(300, "test sentences scored for AER and BLEU")
     emb: int = option(32, "embedding width of every model")
-    hidden: int = option(64, "hidden width of every model: luong encoder/decoder, RNNsearch "
-                       "encoder (per direction), decoder, attention and maxout")
-    window: int = option(3, "D, half-width of the local-m/local-p window")
-    lr: float = option(5e-3, "Adam learning rate")
-    valid_size: int = option(100, "validation pairs")
-    test_size: int = option(500, "test pairs scored for AER and BLEU")
+    hidden: int = option(64, "hidden width of every model (RNNsearch: per direction, attention "
+                         "and maxout too)")
+    batch_size: int = option(32, "sentences per update")
+    lr: float = option(5e-3, "Adam learning rate of every model")
+    cap: int = option(1500, "updates at most per arm; an arm below the criterion there does "
+                      "not count (the verdict is INCONCLUSIVE)")
+    eval_every: int = option(100, f"updates between greedy valid BLEU checks (stop at "
+                             f">= {CRITERION:g})")
     seed: int = option(0, "data seed and first training seed")
-    jobs: int = option(2, "models trained at once, in a process pool")
+    jobs: int = option(2, "arms trained at once, in a process pool")
     threads: int = option(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
-        unknown = [m for m in self.rows if m not in ROWS]
-        if unknown or not self.rows:
-            raise ValueError(f"--models {self.models!r}; choose from {', '.join(ROWS)}")
-        if len(set(self.rows)) != len(self.rows):
-            raise ValueError(f"--models {self.models!r} names a row twice")
+        if self.full:
+            changed = [k for k, v in FULL.items() if getattr(self, k) != DEFAULTS[k]]
+            if changed:
+                raise ValueError(f"--full sets --{', --'.join(changed)} itself; drop them or "
+                                 "drop --full")  # fmt: skip
+            for k, v in FULL.items():
+                setattr(self, k, v)
+        _ = self.ordering_list, self.rows, self.window_list, self.forward_list  # raise if bad
+        if self.seeds < 2:
+            raise ValueError(f"--seeds {self.seeds}: an interval needs at least 2 (8 advised)")
         check_ranges(self, fractions=(), as_flags=True, positive=(
-            "seeds", "train_size", "epochs", "batch_size", "emb", "hidden", "window", "valid_size",
-            "test_size", "jobs", "threads"
-        ))  # fmt: skip
-        if not (math.isfinite(self.lr) and self.lr > 0):
+            "train_size", "valid_size", "test_size", "emb", "hidden", "batch_size", "cap",
+            "eval_every", "jobs", "threads"))  # fmt: skip
+        if not self.lr > 0:
             raise ValueError(f"--lr {self.lr}; it must be positive")
 
     @property
-    def rows(self) -> list[str]:
-        return [m.strip() for m in self.models.split(",") if m.strip()]
+    def ordering_list(self) -> list[str]:
+        got = [o.strip() for o in self.orderings.split(",") if o.strip()]
+        if not got or len(set(got)) != len(got) or not set(got) <= set(ORDERINGS):
+            raise ValueError(f"--orderings {self.orderings!r}: name each of "
+                             f"{', '.join(ORDERINGS)} at most once")  # fmt: skip
+        if CLAIM_ORDERING not in got:
+            raise ValueError(f"--orderings {self.orderings!r}: the claim is checked on "
+                             f"{CLAIM_ORDERING}; include it")  # fmt: skip
+        return [o for o in ORDERINGS if o in got]
 
     @property
-    def updates(self) -> int:
-        return self.epochs * math.ceil(self.train_size / self.batch_size)
+    def rows(self) -> list[str]:
+        got = [m.strip() for m in self.models.split(",") if m.strip()]
+        if not got or len(set(got)) != len(got) or not set(got) <= set(ROWS):
+            raise ValueError(f"--models {self.models!r}: name each of {', '.join(ROWS)} at "
+                             "most once")  # fmt: skip
+        if GLOBAL not in got or not set(got) & set(LOCALS):
+            raise ValueError(f"--models {self.models!r}: the claim needs {GLOBAL} and "
+                             f"{' or '.join(LOCALS)}")  # fmt: skip
+        return [m for m in ROWS if m in got]
+
+    @property
+    def forward_list(self) -> list[str]:
+        if self.forward.strip() == "none":
+            return []
+        got = [o.strip() for o in self.forward.split(",") if o.strip()]
+        if not set(got) <= set(self.ordering_list):
+            raise ValueError(f"--forward {self.forward!r}: name orderings of --orderings "
+                             f"({self.orderings}), or none")  # fmt: skip
+        return got
+
+    def readings(self, ordering: str) -> tuple[bool, ...]:
+        """Source reversed (True) for every Luong arm; also forwards on ``forward_list``."""
+        return (True, False) if ordering in self.forward_list else (True,)
+
+    @property
+    def window_list(self) -> list[int]:
+        try:
+            got = sorted({int(d) for d in self.windows.split(",") if d.strip()})
+        except ValueError:
+            raise ValueError(f"--windows {self.windows!r}: pass comma-separated integers, "
+                             "e.g. 5,10") from None  # fmt: skip
+        if not got or got[0] < 1:
+            raise ValueError(f"--windows {self.windows!r}: every D must be at least 1")
+        return got
+
+    @property
+    def setting(self) -> Setting:
+        return Setting(self.seed, self.train_size, self.valid_size, self.test_size, self.emb,
+                       self.hidden, self.batch_size, self.lr, self.cap, self.eval_every,
+                       self.threads)  # fmt: skip
+
+    def arms(self) -> list[Arm]:
+        """Every (ordering, row, D, reading, seed) to train; a row without a window is
+        trained once for all D; RNNsearch (bidirectional) once, unreversed."""
+        out = []
+        for o in self.ordering_list:
+            for m in self.rows:
+                windows = self.window_list if ROWS[m].windowed else [0]
+                readings = self.readings(o) if ROWS[m].model == "luong" else (False,)
+                out += [Arm(o, m, d, r, self.seed + i) for d in windows for r in readings
+                        for i in range(self.seeds)]  # fmt: skip
+        return out
 
 
-QUICK = dict(seeds=1, train_size=16, epochs=1, batch_size=8, emb=8, hidden=8, valid_size=8,
-             test_size=16, jobs=1)  # fmt: skip
+DEFAULTS = {k: getattr(AlignmentConfig, k) for k in FULL}
+
+QUICK = dict(orderings="swap", forward="none", seeds=2, train_size=32, valid_size=8,
+             test_size=8, emb=8, hidden=8, batch_size=8, cap=4, eval_every=2,
+             jobs=1)  # fmt: skip
 
 
-def train_config(cfg: AlignmentConfig, row: str, seed: int, out: Path) -> FitConfig:
-    """The ``attnkit.fit`` config of ``row`` trained with ``seed``: the same data, batches,
-    optimiser and updates for every row; only the model (and its attention) differs."""
-    r = ROWS[row]
-    if r.model == "luong":
-        options: dict[str, Any] = dict(emb=cfg.emb, hidden=cfg.hidden, layers=1, cell="gru",
-                                       window=cfg.window, **r.options)  # fmt: skip
-    else:
-        options = dict(emb=cfg.emb, enc_hidden=cfg.hidden, dec_hidden=cfg.hidden,
-                       attn_hidden=cfg.hidden, maxout=cfg.hidden)  # fmt: skip
-    return FitConfig(
-        data=DataConfig(task="toy-ko", task_seed=cfg.seed, train_size=cfg.train_size,
-                        valid_size=cfg.valid_size, test_size=cfg.test_size),  # fmt: skip
-        model=ModelConfig(r.model, "small", {**options, "dropout": 0.0}),
-        train=TrainConfig(epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr, patience=0,
-                          save_every=max(cfg.updates // 10, 10), seed=seed,
-                          progress=False),  # fmt: skip
-        out=out,
-        overwrite=True,  # the experiment's own folder: a re-run replaces its models
-        threads=cfg.threads,
-    )
+def groups(cfg: AlignmentConfig) -> list[tuple[str, int, bool]]:
+    """The settings compared: (ordering, D, source reversed), each with every row."""
+    return [(o, d, r) for o in cfg.ordering_list for d in cfg.window_list
+            for r in cfg.readings(o)]  # fmt: skip
 
 
-# -- the task: does it need reordering? -------------------------------------------------------
+def setting_name(ordering: str, window: int, reverse: bool) -> str:
+    return f"{ordering}, D={window}, {'reversed' if reverse else 'forward'}"
 
 
-def crosses(links: Iterable[Link]) -> bool:
-    """True when two gold links cross: (s1, t1), (s2, t2) with s1 < s2 and t1 > t2."""
-    ls = sorted(set(links))
-    return any(s1 < s2 and t1 > t2 for i, (s1, t1) in enumerate(ls) for s2, t2 in ls[i + 1 :])
+def arm_of(cfg: AlignmentConfig, row: str, group: tuple[str, int, bool], seed: int) -> Arm:
+    """The arm of ``row`` in ``group`` (a row without a window or reading shares its arm)."""
+    o, d, r = group
+    luong = ROWS[row].model == "luong"
+    return Arm(o, row, d if ROWS[row].windowed else 0, r and luong, seed)
 
 
-def diagonal_links(src_len: int, tgt_len: int) -> set[Link]:
-    """A monotone guess: target word t links to source word min(round(t·S/T), S-1)."""
-    return {(min(round(t * src_len / tgt_len), src_len - 1), t) for t in range(tgt_len)}
-
-
-def task_stats(examples: Sequence[Example]) -> dict[str, float]:
-    """How much toy-ko reorders: the fraction of sentences with crossing gold links, and the
-    corpus AER of the monotone diagonal guess."""
-    gold = [GoldAlignment(frozenset(e.links), frozenset(e.links)) for e in examples]
-    guess = [diagonal_links(len(e.src), len(e.tgt)) for e in examples]
+def summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One row of one setting over its seeds: AER mean and t-interval, BLEU, criterion,
+    updates, where the argmax lands (share of words at offset -1, 0, +1 of the gold word)."""
+    aer = [r["aer"] for r in records]
+    ci = ev.t_interval(aer)
+    counts: dict[int, int] = {}
+    for r in records:
+        for k, n in r["offsets"].items():
+            counts[int(k)] = counts.get(int(k), 0) + n
+    words = max(sum(counts.values()), 1)
     return {
-        "sentences": len(examples),
-        "reordered_fraction": sum(crosses(e.links) for e in examples) / max(len(examples), 1),
-        "diagonal_aer": corpus_aer(guess, gold),
-    }
-
-
-# -- numbers and verdict ----------------------------------------------------------------------
-
-
-def mean_std(xs: Sequence[float]) -> tuple[float, float]:
-    """Mean and sample standard deviation (n - 1); the deviation of one number is 0."""
-    return statistics.fmean(xs), statistics.stdev(xs) if len(xs) > 1 else 0.0
-
-
-def summarise(runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per row: AER and BLEU mean and std over its seeds, exact match, parameters, seconds."""
-    out: dict[str, dict[str, Any]] = {}
-    for row in dict.fromkeys(r["model"] for r in runs):
-        mine = [r for r in runs if r["model"] == row]
-        aer, aer_sd = mean_std([r["aer"] for r in mine])
-        bleu, bleu_sd = mean_std([r["bleu"] for r in mine])
-        out[row] = {
-            "label": ROWS[row].label,
-            "paper_aer": ROWS[row].paper_aer,
-            "aer_mean": aer,
-            "aer_std": aer_sd,
-            "bleu_mean": bleu,
-            "bleu_std": bleu_sd,
-            "exact_mean": statistics.fmean(r["exact"] for r in mine),
-            "parameters": mine[0]["parameters"],
-            "updates": sorted({r["updates"] for r in mine}),
-            "aer_by_seed": [r["aer"] for r in mine],
-            "seconds_mean": statistics.fmean(r["seconds"] for r in mine),
-            "seeds": len(mine),
-        }
-    return out
-
-
-def verdict(summary: Mapping[str, Mapping[str, Any]], reordered: float) -> tuple[list[str], dict]:
-    """The three checks of the module docstring on the per-row summary; (failed checks, each
-    with its numbers; the checks' numbers)."""
-    reasons: list[str] = []
-    if not reordered >= MIN_REORDERED:
-        reasons.append(f"only {reordered:.0%} of test sentences need reordering "
-                       f"(< {MIN_REORDERED:.0%}): alignment is nearly trivial")  # fmt: skip
-    locals_ = [m for m in LOCALS if m in summary]
-    checks: dict[str, Any] = {"reordered_fraction": reordered, "min_reordered": MIN_REORDERED}
-    if GLOBAL not in summary or not locals_:
-        reasons.append(f"the AER check needs {GLOBAL} and a local row in --models")
-    else:
-        best = min(locals_, key=lambda m: summary[m]["aer_mean"])
-        g, b = summary[GLOBAL], summary[best]
-        gap = g["aer_mean"] - b["aer_mean"]
-        margin = max(g["aer_std"], b["aer_std"])
-        checks.update(best_local=best, best_local_aer=b["aer_mean"], global_aer=g["aer_mean"],
-                      aer_gap=gap, aer_margin=margin)  # fmt: skip
-        if not gap > margin:
-            reasons.append(
-                f"best local ({best}) AER {b['aer_mean']:.3f} is not below {GLOBAL} "
-                f"{g['aer_mean']:.3f} by more than the seed std {margin:.3f} (gap {gap:+.3f})"
-            )
-    bleu = {m: s["bleu_mean"] for m, s in summary.items()}
-    checks.update(bleu_floor=BLEU_FLOOR, bleu_mean=bleu)
-    low = [f"{m} {v:.1f}" for m, v in bleu.items() if not v >= BLEU_FLOOR]
-    if low:
-        reasons.append(f"not learnt (mean BLEU < {BLEU_FLOOR:.0f}): {', '.join(low)}")
-    checks["reasons"] = reasons
-    return reasons, checks
-
-
-def score_run(out: Path, test: Sequence[Example]) -> dict[str, Any]:
-    """AER of the force-decoded attention against the gold links, greedy BLEU and exact match
-    (%) of the test set, parameters and updates of the checkpoint ``out/last``."""
-    from ...decode import translate
-    from ...eval.forced import attention_aer
-    from ...eval.text import score
-    from ...train import checkpoint
-
-    ck = checkpoint.load(out / "last")
-    aer = attention_aer(ck.model, test, ck.src_vocab, ck.tgt_vocab)
-    if aer is None:
-        raise ValueError(f"no AER for {out}: the model has no attention or the test no links")
-    s = score(translate(ck.model, test, ck.src_vocab, ck.tgt_vocab, batch_size=128).hyps, test)
-    return {
-        "aer": aer,
-        "bleu": s.bleu,
-        "exact": 100 * s.exact_match,
-        "parameters": sum(p.numel() for p in ck.model.parameters()),
-        "updates": steps_done(out),
+        "aer_by_seed": aer,
+        "aer_mean": ci.value,
+        "aer_ci": [ci.lo, ci.hi],
+        "valid_bleu_by_seed": [r["valid_bleu"] for r in records],
+        "reached": [r["reached"] for r in records],
+        "test_bleu_mean": statistics.fmean(r["test_bleu"] for r in records),
+        "updates_by_seed": [r["updates"] for r in records],
+        "offset_share": {str(k): counts.get(k, 0) / words for k in (-1, 0, 1)},
+        "parameters": records[0]["parameters"],
+        "cpu_seconds_mean": statistics.fmean(r["cpu_seconds"] for r in records),
     }
 
 
 def run_experiment(cfg: AlignmentConfig, out: Path, say: Say = print) -> dict[str, Any]:
-    """Train every row with every seed, score each on the test set, summarise, judge."""
-    import torch
-
-    from ...data.tasks import load_task
-
-    seeds = [cfg.seed + i for i in range(cfg.seeds)]
+    """Train every arm to the criterion or the cap, score it, summarise, check."""
+    arms, setting = cfg.arms(), cfg.setting
     say(
-        f"alignment experiment: toy-ko, {', '.join(cfg.rows)} x seeds {seeds}; "
-        f"{cfg.updates} updates of {cfg.batch_size} each (emb {cfg.emb}, hidden {cfg.hidden}, "
-        f"D {cfg.window}), {cfg.jobs} at a time; output in {out}/"
+        f"alignment experiment: {', '.join(cfg.ordering_list)} orderings (10-30 words), "
+        f"{', '.join(cfg.rows)}, D in {cfg.window_list}, source reversed (and forwards on "
+        f"{', '.join(cfg.forward_list) or 'none'}), {cfg.seeds} "
+        f"seeds = {len(arms)} arms, each to greedy valid BLEU >= {CRITERION:g} (checked every "
+        f"{cfg.eval_every} updates) or {cfg.cap} updates of {cfg.batch_size}; {cfg.jobs} at "
+        f"a time; output in {out}/"
     )
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    runs = {(m, s): out / m / f"seed{s}" for s in seeds for m in cfg.rows}
-    configs = {f"{m}/seed{s}": train_config(cfg, m, s, d) for (m, s), d in runs.items()}
-    seconds = train_all(configs, jobs=cfg.jobs, steps=cfg.updates, log_dir=out, say=say)
-    test = load_task("toy-ko", seed=cfg.seed, train_size=cfg.train_size,
-                     valid_size=cfg.valid_size, test_size=cfg.test_size).test  # fmt: skip
-    threads = torch.get_num_threads()
-    torch.set_num_threads(cfg.threads)  # measured: 1 thread scores 10x faster on busy cores
-    try:
-        records = [
-            {"model": m, "seed": s, **score_run(d, test), "seconds": seconds[f"{m}/seed{s}"]}
-            for (m, s), d in runs.items()
-        ]
-    finally:
-        torch.set_num_threads(threads)
-    task = task_stats(test)
-    summary = summarise(records)
-    reasons, checks = verdict(summary, task["reordered_fraction"])
+    tally = Tally(len(arms), say)
+    res: dict[Arm, dict[str, Any]] = {}
+
+    def done(job: tuple[Arm, Setting], r: dict[str, Any]) -> None:
+        res[job[0]] = r
+        tally(f"{job[0].name}: {r['updates']} updates, valid BLEU {r['valid_bleu']:.1f}, "
+              f"AER {r['aer']:.3f}, {r['train_seconds']:.0f}s")  # fmt: skip
+
+    order = sorted(arms, key=lambda a: a.ordering != "sov")  # the slowest first
+    run_each(train_job, [(a, setting) for a in order], cfg.jobs, done)
+    seeds = [cfg.seed + i for i in range(cfg.seeds)]
+    tasks = {o: task_stats(splits(cfg.seed, o, (cfg.train_size, cfg.valid_size,
+                                                cfg.test_size))[2])
+             for o in cfg.ordering_list}  # fmt: skip
+    checks = [reorders(o, t["reordered_fraction"]) for o, t in tasks.items()]
+    settings: dict[str, Any] = {}
+    for g in groups(cfg):
+        recs = {m: [res[arm_of(cfg, m, g, s)] for s in seeds] for m in cfg.rows}
+        aer = {m: [r["aer"] for r in rs] for m, rs in recs.items()}
+        gap_ci = {m: ev.t_interval(gaps(aer, m)) for m in LOCALS if m in aer}
+        settings[setting_name(*g)] = {
+            "ordering": g[0], "window": g[1], "reversed": g[2],
+            "claim": g[0] == CLAIM_ORDERING and g[2],
+            "best_local": best_local(aer),
+            "rows": {m: summary(rs) for m, rs in recs.items()},
+            "gaps": {m: {"value": i.value, "ci": [i.lo, i.hi]} for m, i in gap_ci.items()},
+        }  # fmt: skip
+        if settings[setting_name(*g)]["claim"]:
+            checks += claim_checks(setting_name(*g), aer,
+                                   {m: [r["reached"] for r in rs] for m, rs in recs.items()},
+                                   {m: [r["valid_bleu"] for r in rs] for m, rs in recs.items()})
     return {
         "config": asdict(cfg),
         "seeds": seeds,
-        "updates": cfg.updates,
-        "task": task,
-        "summary": summary,
-        "runs": records,
+        "rows": {m: {"label": ROWS[m].label, "paper_aer": ROWS[m].paper_aer} for m in cfg.rows},
+        "criterion": CRITERION,
+        "tasks": tasks,
+        "settings": settings,
+        "runs": [{**asdict(a), **r} for a, r in res.items()],
+        "cpu_seconds": round(sum(r["cpu_seconds"] for r in res.values()), 1),
         "total_seconds": round(time.perf_counter() - t0, 1),
-        "checks": checks,
-        "verdict": verdict_text(reasons),
+        "checks": [c.as_json() for c in checks],
+        "verdict": ev.verdict_of(checks),
     }
-
 
 
 EXPERIMENT = Experiment(
     name="alignment",
-    help="AER of global vs local-m vs local-p attention (Luong 2015, Table 6)",
-    typical="under 5 min idle (164 s of CPU); 8 min on a busy 2-core CPU",
-    description="Train attnkit's luong model with global (location), global (general), "
-    "local-m and local-p attention, and RNNsearch, on toy-ko (English->Korean, gold links) "
-    "with the same data, batches and updates for each of 3 seeds; score the force-decoded "
-    "attention's AER against the gold links and the greedy translations' BLEU, and check "
-    "that a local row aligns better than global (location), as in the paper. Writes "
-    "OUT/alignment.{csv,json,png} and the checkpoints; exits 1 when the claim does not "
-    "reproduce.",
+    help="AER of global vs local-m vs local-p attention under three word orders (Luong 2015, "
+    "Table 6)",
+    typical="69 min with --jobs 2 on the shared 2-core CPU at load 6-9 (60 min of CPU: "
+    "about 30 min idle)",
+    description="Train attnkit's luong model (1-layer GRU, source reversed as in the paper) "
+    "with global (location), local-m and local-p attention (D = 5) on toy-ko-style sentences "
+    "of 10-30 words with gold links, under three word orders (monotone, local En->De-like "
+    "swaps, Korean SOV), each arm to greedy valid BLEU 95 (or a cap) over 8 seeds; score the "
+    "force-decoded attention's AER, and check on the swap order that the best local row's "
+    "AER is below global (location)'s on a 95% t-interval over seeds (the swap order's Luong "
+    "rows also read the source forwards, reported). --full adds D = 10, the source read "
+    "forwards on every order, global (general) and RNNsearch. Writes "
+    "OUT/alignment.{csv,json,png}; exits 0 REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE.",
     config=AlignmentConfig,
     quick=QUICK,
     run=run_experiment,
     report=report_of(__name__),
 )
 
-__all__ = [
-    "BLEU_FLOOR",
-    "EXPERIMENT",
-    "GLOBAL",
-    "LOCALS",
-    "MIN_REORDERED",
-    "QUICK",
-    "ROWS",
-    "AlignmentConfig",
-    "Row",
-    "crosses",
-    "diagonal_links",
-    "mean_std",
-    "run_experiment",
-    "score_run",
-    "summarise",
-    "task_stats",
-    "train_config",
-    "verdict",
-]
+__all__ = ["EXPERIMENT", "QUICK", "AlignmentConfig", "arm_of", "groups", "run_experiment",
+           "setting_name", "summary"]  # fmt: skip

@@ -1,5 +1,6 @@
-"""The alignment experiment's outputs: a Markdown table (the paper's AER beside ours), CSV,
-JSON and a PNG of AER and BLEU per model (mean ± seed std, the paper's AER marked)."""
+"""The alignment experiment's outputs: per setting (ordering, D, reading) a Markdown table of
+every row (the paper's AER beside ours, with its 95% interval over seeds, BLEU, the criterion,
+where the argmax lands), the gaps, the checks; CSV, JSON and a PNG of AER per ordering."""
 
 from __future__ import annotations
 
@@ -7,105 +8,124 @@ from pathlib import Path
 from typing import Any
 
 from ..base import Say, markdown_table, write_outputs
+from ..evidence import checks_table
 
 
 def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """One CSV row per model: the paper's AER, ours and BLEU (mean, std), budgets."""
-    return [
-        {
-            "model": m,
-            "label": s["label"],
-            "paper_aer": "" if s["paper_aer"] is None else s["paper_aer"],
-            "aer_mean": round(s["aer_mean"], 4),
-            "aer_std": round(s["aer_std"], 4),
-            "aer_by_seed": " ".join(f"{a:.3f}" for a in s["aer_by_seed"]),
-            "bleu_mean": round(s["bleu_mean"], 2),
-            "bleu_std": round(s["bleu_std"], 2),
-            "exact_mean": round(s["exact_mean"], 2),
-            "parameters": s["parameters"],
-            "updates": "/".join(map(str, s["updates"])),
-            "seeds": s["seeds"],
-            "seconds_mean": round(s["seconds_mean"], 1),
-        }
-        for m, s in result["summary"].items()
-    ]
+    """One CSV row per (setting, model)."""
+    out = []
+    for name, st in result["settings"].items():
+        for m, s in st["rows"].items():
+            paper = result["rows"][m]["paper_aer"]
+            out.append({
+                "setting": name,
+                "ordering": st["ordering"],
+                "window": st["window"],
+                "reversed": st["reversed"],
+                "model": m,
+                "paper_aer": "" if paper is None else paper,
+                "aer_mean": round(s["aer_mean"], 4),
+                "aer_lo": round(s["aer_ci"][0], 4),
+                "aer_hi": round(s["aer_ci"][1], 4),
+                "aer_by_seed": " ".join(f"{a:.3f}" for a in s["aer_by_seed"]),
+                "reached": sum(s["reached"]),
+                "seeds": len(s["reached"]),
+                "valid_bleu_min": round(min(s["valid_bleu_by_seed"]), 2),
+                "test_bleu_mean": round(s["test_bleu_mean"], 2),
+                "updates_mean": round(sum(s["updates_by_seed"]) / len(s["updates_by_seed"])),
+                "argmax_at_gold_minus_1": round(s["offset_share"]["-1"], 4),
+                "argmax_at_gold": round(s["offset_share"]["0"], 4),
+                "argmax_at_gold_plus_1": round(s["offset_share"]["1"], 4),
+                "parameters": s["parameters"],
+                "cpu_seconds_mean": round(s["cpu_seconds_mean"], 1),
+            })  # fmt: skip
+    return out
 
 
 def text_table(result: dict[str, Any]) -> str:
-    head = ["model", "paper AER (En-De)", "AER (toy-ko)", "AER by seed", "BLEU", "exact %",
-            "parameters", "updates", "s / run"]  # fmt: skip
+    head = ["setting", "model", "paper AER (En-De)", "AER [95% CI]", "reached BLEU 95",
+            "min valid BLEU", "updates", "argmax at gold -1 / 0 / +1", "params"]  # fmt: skip
     body = [
-        [r["label"], "—" if r["paper_aer"] == "" else f"{r['paper_aer']:.2f}",
-         f"{r['aer_mean']:.3f} ± {r['aer_std']:.3f}", r["aer_by_seed"].replace(" ", " / "),
-         f"{r['bleu_mean']:.1f} ± {r['bleu_std']:.1f}",
-         f"{r['exact_mean']:.1f}", f"{r['parameters']:,}", r["updates"], f"{r['seconds_mean']:.0f}"]
+        [r["setting"] + (" (claim)" if result["settings"][r["setting"]]["claim"] else ""),
+         result["rows"][r["model"]]["label"],
+         "—" if r["paper_aer"] == "" else f"{r['paper_aer']:.2f}",
+         f"{r['aer_mean']:.3f} [{r['aer_lo']:.3f}, {r['aer_hi']:.3f}]",
+         f"{r['reached']}/{r['seeds']}", f"{r['valid_bleu_min']:.1f}", str(r["updates_mean"]),
+         f"{r['argmax_at_gold_minus_1']:.0%} / {r['argmax_at_gold']:.0%} / "
+         f"{r['argmax_at_gold_plus_1']:.0%}", f"{r['parameters']:,}"]
         for r in rows(result)
     ]  # fmt: skip
-    t = result["task"]
-    body.append(["monotone diagonal guess", "—", f"{t['diagonal_aer']:.3f}", *[""] * 6])
     return markdown_table(head, body)
 
 
-def verdict_line(result: dict[str, Any]) -> str:
-    c = result["checks"]
-    nums = f"{c['reordered_fraction']:.0%} of test sentences need reordering"
-    if "best_local" in c:
-        nums += (f"; best local {c['best_local']} AER {c['best_local_aer']:.3f} vs "
-                 f"global (location) {c['global_aer']:.3f} (gap {c['aer_gap']:+.3f}, "
-                 f"seed std {c['aer_margin']:.3f})")  # fmt: skip
-    low = min(c["bleu_mean"].values())
-    nums += f"; lowest mean BLEU {low:.1f} (floor {c['bleu_floor']:.0f})"
-    return f"verdict: {result['verdict']}. {nums}"
+def gap_table(result: dict[str, Any]) -> str:
+    """AER(global-location) - AER(local) per setting, 95% t-interval over paired seeds."""
+    body = [[name, m, f"{g['value']:+.3f}", f"[{g['ci'][0]:+.3f}, {g['ci'][1]:+.3f}]",
+             "checked" if st["claim"] and m == st["best_local"] else "reported"]
+            for name, st in result["settings"].items() for m, g in st["gaps"].items()]  # fmt: skip
+    return markdown_table(["setting", "local row", "AER(global-location) - AER(local)",
+                           "95% CI (seeds)", ""], body)  # fmt: skip
+
+
+def task_table(result: dict[str, Any]) -> str:
+    body = [[o, f"{t['reordered_fraction']:.0%}", f"{t['diagonal_aer']:.3f}",
+             f"{t['mean_src_len']:.1f}"] for o, t in result["tasks"].items()]  # fmt: skip
+    return markdown_table(["ordering", "test sentences with crossing links",
+                           "AER of the monotone diagonal guess", "mean words"], body)
 
 
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
-    """Print the table and the verdict; write alignment.{csv,json,png}."""
-    say(f"{len(result['seeds'])} seeds {result['seeds']}, {result['updates']} updates per run; "
-        f"AER of the argmax of the force-decoded attention on {result['task']['sentences']} "
-        "test sentences (paper: Luong et al. 2015, Table 6, RWTH En-De)")  # fmt: skip
+    """Print the tables and the verdict; write alignment.{csv,json,png}."""
+    say(f"{len(result['seeds'])} seeds {result['seeds']}; AER of the argmax of the "
+        f"force-decoded attention on the test set, each arm trained to greedy valid BLEU >= "
+        f"{result['criterion']:g} (paper: Luong et al. 2015, Table 6, RWTH En-De)")  # fmt: skip
+    say(task_table(result))
     say(text_table(result))
+    say(gap_table(result))
+    say(checks_table(result["checks"]))
     paths = write_outputs("alignment", rows(result), result, plot, out, say)
-    say(f"total {result['total_seconds']:.0f}s (training and scoring)")
-    say(verdict_line(result))
+    say(f"total {result['total_seconds']:.0f}s ({result['cpu_seconds']:.0f}s of CPU in the "
+        "training processes)")  # fmt: skip
+    say(f"verdict: {result['verdict']}")
     return paths
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:
-    """Two panels: AER (ours, mean ± std over seeds; the paper's as a marker) and BLEU."""
+    """AER per ordering, one bar per model (mean and 95% interval over seeds) at the claim's
+    window and reading; the paper's Table 6 AER as markers."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rs = rows(result)
-    x = list(range(len(rs)))
-    labels = [r["label"].replace(" (", "\n(") for r in rs]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4.2))
-    a.bar(x, [r["aer_mean"] for r in rs], yerr=[r["aer_std"] for r in rs], capsize=4,
-          color="tab:blue", label="toy-ko (ours)")  # fmt: skip
-    paper = [(i, r["paper_aer"]) for i, r in enumerate(rs) if r["paper_aer"] != ""]
-    if paper:
-        a.plot(*zip(*paper, strict=True), "r_", markersize=28, mew=3,
-               label="Luong 2015, Table 6 (En-De)")  # fmt: skip
-    a.axhline(result["task"]["diagonal_aer"], ls=":", c="gray", label="monotone guess")
-    a.set_ylabel("AER (lower is better)")
-    a.set_ylim(0, 1)
-    a.legend(fontsize=8)
-    b.bar(x, [r["bleu_mean"] for r in rs], yerr=[r["bleu_std"] for r in rs], capsize=4,
-          color="tab:green")  # fmt: skip
-    b.axhline(result["checks"]["bleu_floor"], ls=":", c="gray", label="floor")
-    b.set_ylabel("greedy BLEU")
-    b.set_ylim(0, 100)
-    b.legend(fontsize=8)
-    for ax in (a, b):
-        ax.set_xticks(x, labels, fontsize=8)
-        ax.grid(axis="y", alpha=0.3)
-    fig.suptitle(f"toy-ko, {len(result['seeds'])} seeds x {result['updates']} updates "
-                 "(cf. Luong et al. 2015, Table 6)", fontsize=10)  # fmt: skip
+    claim = next(st for st in result["settings"].values() if st["claim"])
+    shown = {n: st for n, st in result["settings"].items()
+             if st["window"] == claim["window"] and st["reversed"] == claim["reversed"]}
+    models = list(result["rows"])
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    width = 0.8 / len(models)
+    for j, m in enumerate(models):
+        xs = [i + (j - (len(models) - 1) / 2) * width for i in range(len(shown))]
+        s = [st["rows"][m] for st in shown.values()]
+        mean = [r["aer_mean"] for r in s]
+        err = [[r["aer_mean"] - r["aer_ci"][0] for r in s], [r["aer_ci"][1] - r["aer_mean"]
+                                                              for r in s]]  # fmt: skip
+        ax.bar(xs, mean, width, yerr=err, capsize=3, label=result["rows"][m]["label"])
+        paper = result["rows"][m]["paper_aer"]
+        if paper is not None:
+            ax.plot(xs, [paper] * len(xs), "k_", markersize=12, mew=2)
+    ax.set_xticks(range(len(shown)), [st["ordering"] for st in shown.values()])
+    ax.set_ylabel("AER (lower is better); black: the paper's (En-De)")
+    ax.set_ylim(0, 1)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(f"D = {claim['window']}, source {'reversed' if claim['reversed'] else 'forward'}"
+                 f", {len(result['seeds'])} seeds, 95% t-intervals (cf. Luong et al. 2015, "
+                 "Table 6)", fontsize=9)  # fmt: skip
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
-__all__ = ["plot", "report", "rows", "text_table", "verdict_line"]
+__all__ = ["gap_table", "plot", "report", "rows", "task_table", "text_table"]
