@@ -1,106 +1,198 @@
-"""``attnkit experiment structure``: the verdict on synthetic rows (a pass, and each way of
-failing, including digit-qa not measured), the per-model means, the docs measure's rows against
-an independent parameter count and a tiny run, bad config values."""
+"""``attnkit experiment structure``: the decoy and two-aspect document generators (sizes,
+exactly one decisive sentence, decoys present, the label a function of the decisive sentence
+by an independent reading, no single word's presence telling the label), the learning-curve
+AUC, the checks on synthetic numbers (REPRODUCED, NOT REPRODUCED, INCONCLUSIVE on a ceiling,
+on a straddling interval, on unequal parameters; the final accuracy reported, not judged, at
+the ceiling), the digit-qa widths matched to equal parameters, bad config values."""
+
+import random
+from collections import Counter
 
 import pytest
 
-from attnkit.experiments import structure
-from attnkit.experiments.structure import StructureConfig, means, verdict
-from attnkit.experiments.structure import docs as structure_docs
-from attnkit.experiments.structure.report import csv_rows, summary
-from attnkit.models import build_model
+from attnkit.data.docs import NEGATIVE, POSITIVE
+from attnkit.experiments import evidence as ev
+from attnkit.experiments.structure import StructureConfig, data, jobs_of
+from attnkit.experiments.structure import checks as sc
+from attnkit.experiments.structure.measure import auc
+from attnkit.experiments.structure.qa import build, matched, parameters
 
 
-def _rows(qa=None, docs=None, peak=0.9):
-    qa = {"parallel": 0.80, "alternating": 0.78, "none": 0.70} if qa is None else qa
-    docs = docs or {"attention": 0.95, "mean": 0.90, "max": 0.92, "multidim": 0.95,
-                    "disan": 0.94}  # fmt: skip
-    out = []
-    for seed in (0, 1, 2):
-        wobble = (seed - 1) * 0.005  # the mean over seeds is the value given
-        for m, a in qa.items():
-            out.append({"task": "digit-qa", "model": m, "seed": seed, "accuracy": a + wobble,
-                        "parameters": 10, "seconds_per_step": 0.01})  # fmt: skip
-        for m, a in docs.items():
-            has = m not in ("mean", "max")
-            out.append({"task": "docs", "model": f"han-{m}", "seed": seed,
-                        "accuracy": a + wobble, "parameters": 20, "seconds_per_step": 0.02,
-                        "key_peak": peak if has else None})  # fmt: skip
-    return out
+def _reads_positive(words):
+    """Independent reading: the sign of the one polarity word, flipped by "not" before it."""
+    (i,) = [k for k, w in enumerate(words) if w in POSITIVE + NEGATIVE]
+    flip = i > 0 and words[i - 1] == "not"
+    return (words[i] in POSITIVE) ^ flip
 
 
-def test_means_average_over_seeds_and_skip_missing_values():
-    rows = _rows()
-    acc = means(rows)
-    assert acc[("docs", "han-mean")] == pytest.approx(0.90)
-    assert acc[("digit-qa", "none")] == pytest.approx(0.70)
-    peaks = means(rows, "key_peak")
-    assert ("docs", "han-mean") not in peaks and peaks[("docs", "han-attention")] == 0.9
+def test_decoy_documents_have_one_decisive_sentence_among_decoys():
+    docs = data.decoy_docs(400, seed=3)
+    assert docs == data.decoy_docs(400, seed=3)  # seeded
+    negated_keys, positions = 0, Counter()
+    for d in docs:
+        assert 10 <= len(d.sentences) <= 30
+        assert all(5 <= len(s) <= 9 for s in d.sentences)
+        both = [i for i, s in enumerate(d.sentences) if "overall" in s and "finally" in s]
+        assert both == [d.key]  # exactly one decisive sentence, and it is d.key
+        marker_only = [s for s in d.sentences if "overall" in s and "finally" not in s]
+        condition_only = [s for s in d.sentences if "finally" in s and "overall" not in s]
+        assert marker_only and condition_only  # the two half-decoys, at least one each
+        for s in d.sentences:  # one polarity word per sentence
+            assert sum(w in POSITIVE + NEGATIVE for w in s) == 1
+        key = d.sentences[d.key]
+        assert d.label == ("pos" if _reads_positive(key) else "neg")
+        assert data.sentence_polarity(key) == _reads_positive(key)
+        negated_keys += "not" in key
+        positions[d.key] += 1
+    assert 0.2 < negated_keys / len(docs) < 0.5  # negation decides about a third of labels
+    assert len(positions) >= 20
+    assert 150 < Counter(d.label for d in docs)["pos"] < 250
 
 
-def test_the_verdict_passes_when_every_claim_holds():
-    reasons, checks = verdict(_rows())
-    assert reasons == []
-    assert checks["qa"]["best"] == "parallel" and checks["qa"]["gain"] == pytest.approx(0.10)
-    assert checks["han"]["gains"]["max"] == pytest.approx(0.03)
-    assert checks["multidim"]["difference"] == pytest.approx(0.0)
+def test_no_word_and_no_pooled_polarity_tells_the_label_of_a_decoy_document():
+    docs = data.decoy_docs(600, seed=4)
+    # the marker-like words are in (nearly) every document, whatever its label
+    for w in ("overall", "finally"):
+        assert all(any(w in s for s in d.sentences) for d in docs)
+    # a bag of polarities (what mean pooling of polarity features gives) is near chance ...
+    vote = sum((sum(_reads_positive(s) for s in d.sentences) * 2 > len(d.sentences))
+               == (d.label == "pos") for d in docs) / len(docs)  # fmt: skip
+    assert vote < 0.62
+    # ... and so is the polarity of a sentence holding the marker without the condition
+    first_marker = sum(
+        _reads_positive(next(s for s in d.sentences if "overall" in s and "finally" not in s))
+        == (d.label == "pos") for d in docs) / len(docs)  # fmt: skip
+    assert 0.4 < first_marker < 0.6
 
 
-@pytest.mark.parametrize(
-    "rows,expected",
-    [
-        (_rows(qa={"parallel": 0.705, "alternating": 0.70, "none": 0.70}),
-         "digit-qa: co-attention (parallel) 0.705 vs none 0.700"),
-        ([r for r in _rows() if r["task"] == "docs"], "digit-qa not measured"),
-        (_rows(docs={"attention": 0.95, "mean": 0.90, "max": 0.945, "multidim": 0.95}),
-         "docs: HAN 0.950 vs max pooling 0.945 (gain +0.005 < 0.01)"),
-        (_rows(peak=0.3), "peaks on the key sentence in 30.0% of documents (< 50%)"),
-        (_rows(docs={"attention": 0.95, "mean": 0.90, "max": 0.92, "multidim": 0.93}),
-         "multi-dimensional pooling 0.930 below scalar 0.950 by 0.020"),
-        ([r for r in _rows() if r["task"] != "docs"], "docs not measured"),
-    ],
-)  # fmt: skip
-def test_the_verdict_fails_with_the_numbers(rows, expected):
-    reasons, _ = verdict(rows)
-    assert len(reasons) == 1 and expected in reasons[0], reasons
+def test_aspect_documents_need_two_different_sentences():
+    docs = data.aspect_docs(300, seed=5)
+    labels = Counter()
+    for d in docs:
+        pace, acting = d.keys
+        assert pace != acting and d.key == pace
+        assert [i for i, s in enumerate(d.sentences) if "pacing" in s] == [pace]
+        assert [i for i, s in enumerate(d.sentences) if "acting" in s] == [acting]
+        want = ("pos" if _reads_positive(d.sentences[pace]) else "neg") + "-" + (
+            "pos" if _reads_positive(d.sentences[acting]) else "neg")
+        assert d.label == want
+        labels[d.label] += 1
+    assert set(labels) == set(data.ASPECT_LABELS) and min(labels.values()) > 50
 
 
-def test_the_docs_measure_trains_every_variant_for_the_same_updates():
-    seen = []
-    rows = structure_docs.measure([5], 2, True, seen.append)
-    assert [r["model"] for r in rows] == list(structure_docs.VARIANTS)
-    s = structure_docs.QUICK_SETTINGS
-    for r in rows:
-        assert r["task"] == "docs" and r["seed"] == 5 and 0 <= r["accuracy"] <= 1
-        opts = structure_docs.VARIANTS[r["model"]]
-        fresh = build_model("han", src_vocab=len(_vocab(5, 2)), tgt_vocab=6, emb=s["emb"],
-                            hidden=s["hidden"], attn=s["attn"], **opts)  # fmt: skip
-        assert r["parameters"] == sum(p.numel() for p in fresh.parameters())
-        assert (r["key_peak"] is None) == (opts["pool"] in ("mean", "max"))
-    assert len(seen) == len(rows)
-    table = summary({"rows": rows})
-    assert len(table) == len(rows) and len(csv_rows({"rows": rows})[0]) == 7
+def test_generators_refuse_shapes_that_cannot_hold_the_pattern():
+    with pytest.raises(ValueError, match="need 3 <= min <= max sentences"):
+        data.Shape(2, 5)
+    with pytest.raises(ValueError, match="5 <= min <= max words"):
+        data.Shape(10, 30, 4, 9)
+    with pytest.raises(ValueError, match="no polarity word"):
+        data.sentence_polarity(("the", "movie"))
 
 
-def _vocab(seed, steps):
-    from attnkit.train.config import DataConfig
-    from attnkit.train.fit import prepare
-
-    s = structure_docs.QUICK_SETTINGS
-    data = DataConfig(task="docs", task_seed=seed, train_size=steps * s["batch"],
-                      valid_size=s["valid"], test_size=s["test"])  # fmt: skip
-    return prepare(data).src_vocab
+def test_the_auc_is_the_mean_of_the_curve_after_its_start():
+    assert auc([0.5, 0.5, 1.0, 1.0]) == pytest.approx(2.5 / 3)
+    assert auc([0.0, 1.0]) == 1.0
+    with pytest.raises(ValueError, match="needs a_0 and at least a_1"):
+        auc([0.5])
 
 
-def test_the_qa_measure_is_optional():
-    found = structure.measures()
-    assert found["docs"] is structure_docs.measure and "digit-qa" in found
+def _docs_numbers(gaps, level=0.8, final=0.8, n=200):
+    """Per arm: AUC per seed (level + gap + a wobble), final validation, test correctness
+    with a share ``final + gap`` of ones."""
+    rng = random.Random(0)
+    auc_ = {a: [level + g + 0.01 * (s - 2) for s in range(5)] for a, g in gaps.items()}
+    valid = {a: [min(1.0, final + g)] * 5 for a, g in gaps.items()}
+    correct = {a: [[int(rng.random() < min(1.0, final + g)) for _ in range(n)]
+                   for _ in range(5)] for a, g in gaps.items()}  # fmt: skip
+    return auc_, valid, correct
+
+
+def _han(gaps, **kw):
+    auc_, valid, correct = _docs_numbers(gaps, **kw)
+    return sc.pooling_checks("HAN", auc_, valid, correct, "attention", ("mean", "max"), 0.5)
+
+
+def test_han_checks_reproduced_not_reproduced_and_inconclusive():
+    assert ev.verdict_of(_han({"attention": 0.1, "mean": -0.05, "max": 0.0})) == ev.REPRODUCED
+    lost = ev.verdict_of(_han({"attention": 0.0, "mean": 0.08, "max": 0.1}))
+    assert lost.startswith("NOT REPRODUCED") and "AUC attention − mean" in lost
+    # a straddling AUC interval: the gaps wobble around zero
+    straddle = _han({"attention": 0.1, "mean": -0.05, "max": 0.0})
+    auc_, valid, correct = _docs_numbers({"attention": 0.1, "mean": -0.05, "max": 0.0})
+    auc_["attention"] = [a + d for a, d in zip(auc_["max"], [0.05, -0.05, 0.04, -0.03, 0.0],
+                                               strict=True)]  # fmt: skip
+    straddle = sc.pooling_checks("HAN", auc_, valid, correct, "attention", ("mean", "max"), 0.5)
+    v = ev.verdict_of(straddle)
+    assert v.startswith("INCONCLUSIVE") and "holds both the claim and its negation" in v
+
+
+def test_han_at_the_ceiling_is_inconclusive_and_the_final_accuracy_only_reported():
+    ceiling = _han({"attention": 0.0, "mean": 0.0, "max": -0.005}, level=0.99, final=1.0)
+    v = ev.verdict_of(ceiling)
+    assert v.startswith("INCONCLUSIVE") and "every arm at the ceiling" in v
+    # the curves separate, every arm ends at 100%: the final gap is reported, the AUC judged
+    checks = _han({"attention": 0.1, "mean": 0.0, "max": 0.05}, final=1.0)
+    final = [c for c in checks if "final" in c.name]
+    assert final and all(c.kind == "report" for c in final)
+    assert ev.verdict_of(checks) == ev.REPRODUCED
+    # below the ceiling the final gap is a claim
+    assert all(c.kind == "claim" for c in _han({"attention": 0.1, "mean": 0.0, "max": 0.0})
+               if "final" in c.name)  # fmt: skip
+
+
+def test_an_arm_that_has_not_learnt_makes_the_part_inconclusive():
+    v = ev.verdict_of(_han({"attention": 0.05, "mean": -0.05, "max": -0.1}, final=0.7))
+    assert v.startswith("INCONCLUSIVE") and "not learned at this budget" in v
+
+
+def _qa(gaps, params=None, stopped=True):
+    rng = random.Random(1)
+    correct = {a: [[int(rng.random() < 0.6 + g) for _ in range(300)] for _ in range(3)]
+               for a, g in gaps.items()}  # fmt: skip
+    valid = {a: [0.6 + g] * 3 for a, g in gaps.items()}
+    params = params or {a: 1000 for a in gaps}
+    return sc.qa_checks(correct, valid, params, {a: [stopped] * 3 for a in gaps}, 6000)
+
+
+def test_coattention_checks():
+    good = {"parallel": 0.15, "alternating": 0.1, "none": 0.0}
+    assert ev.verdict_of(_qa(good)) == ev.REPRODUCED
+    lost = ev.verdict_of(_qa({"parallel": 0.15, "alternating": -0.1, "none": 0.0}))
+    assert lost.startswith("NOT REPRODUCED") and "alternating − none" in lost
+    tie = ev.verdict_of(_qa({"parallel": 0.0, "alternating": 0.0, "none": 0.0}))
+    assert tie.startswith("INCONCLUSIVE") and "holds both" in tie
+    unequal = ev.verdict_of(_qa(good, params={"parallel": 1000, "alternating": 1100,
+                                              "none": 1000}))  # fmt: skip
+    assert unequal.startswith("INCONCLUSIVE") and "not equal parameters" in unequal
+    capped = ev.verdict_of(_qa(good, stopped=False))
+    assert capped.startswith("INCONCLUSIVE") and "may not have converged" in capped
+
+
+def test_the_digit_qa_widths_match_parameters_within_the_tolerance():
+    widths = matched("tiny", 30, 20)
+    counts = {v: parameters(build(v, "tiny", 30, 20, **w)) for v, w in widths.items()}
+    assert widths["parallel"] == {} and set(widths["none"]) == {"dim"}
+    unmatched = parameters(build("none", "tiny", 30, 20))
+    assert abs(unmatched - counts["parallel"]) / counts["parallel"] > sc.PARAM_TOLERANCE
+    assert all(abs(c - counts["parallel"]) / counts["parallel"] <= sc.PARAM_TOLERANCE
+               for c in counts.values())  # fmt: skip
+
+
+def test_jobs_follow_the_parts_and_seeds():
+    cfg = StructureConfig(parts="han,qa", seeds=2, qa_seeds=2)
+    names = [n for n, _, _ in jobs_of(cfg)]
+    assert names[:3] == ["qa/parallel/0", "qa/alternating/0", "qa/none/0"]
+    assert len(names) == 3 * 2 + 3 * 2 and "han/max/1" in names
+    full = [n for n, _, _ in jobs_of(StructureConfig(parts="qa", seeds=5, qa_seeds=3, full=1))]
+    assert len(full) == 3 * 5
 
 
 @pytest.mark.parametrize(
     "bad,match",
-    [({"steps": 0}, "--steps 0"), ({"qa_steps": 0}, "--qa-steps 0"), ({"seeds": 0}, "--seeds 0"),
-     ({"tiny": 2}, "--tiny 2"), ({"seed": -1}, "--seed -1")],
+    [({"parts": "han,han"}, "--parts"), ({"parts": "coref"}, "--parts"),
+     ({"seeds": 1}, "--seeds 1"), ({"cap": 0}, "--cap 0"), ({"full": 2}, "--full 2"),
+     ({"seed": -1}, "--seed -1"), ({"cap": 20}, "--cap 20 or --qa-cap 6000 below one"),
+     ({"tiny": 3}, "--tiny 3"), ({"jobs": 0}, "--jobs 0")],
 )  # fmt: skip
 def test_bad_config_values_fail_clearly(bad, match):
     with pytest.raises(ValueError, match=match):

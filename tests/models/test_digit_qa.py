@@ -11,7 +11,7 @@ import torch
 
 import attnkit
 from attnkit.cli import main
-from attnkit.experiments.structure.qa import measure
+from attnkit.experiments.structure.qa import QASetting, train_qa_arm
 from attnkit.families.qa import accuracies
 from attnkit.models import build_model
 from attnkit.models.digit_qa import DigitQAConfig
@@ -102,15 +102,15 @@ def test_upsample_spreads_each_patch_over_its_pixels():
         upsample(w, (5, 6))
 
 
-def test_measure_quick_gives_one_row_per_variant_with_equal_updates():
-    rows = measure([0], 2, True, lambda s: None)
-    assert [r["model"] for r in rows] == ["parallel", "alternating", "none"]
-    for r in rows:
-        assert r["task"] == "digit-qa" and r["seed"] == 0 and 0.0 <= r["accuracy"] <= 1.0
-        assert r["parameters"] > 0 and r["seconds_per_step"] > 0
-    assert rows[2]["parameters"] < rows[0]["parameters"]  # the baseline has no co-attention
-    with pytest.raises(ValueError, match="at least one seed"):
-        measure([], 2, True, lambda s: None)
+def test_the_structure_experiments_qa_arm_trains_at_matched_parameters():
+    s = QASetting("tiny", (64, 16, 16), 8, 2e-3, 1.0, 2, 1, 1, 1)
+    runs = {v: train_qa_arm(v, 0, s) for v in ("parallel", "alternating", "none")}
+    for r in runs.values():
+        assert 0.0 <= r["test_accuracy"] <= 1.0 and len(r["test_correct"]) == 16
+        assert r["steps_run"] <= 2 and r["parameters"] > 0
+    ref = runs["parallel"]["parameters"]
+    assert all(abs(r["parameters"] - ref) / ref <= 0.05 for r in runs.values())
+    assert runs["none"]["widths"] == {"dim": runs["none"]["widths"]["dim"]}  # the baseline widened
 
 
 def test_multidim_pooling_option_weights_each_feature_and_ignores_padding():

@@ -159,6 +159,15 @@ def power_exponent(xs: Sequence[float], ys: Sequence[float]) -> float:
     return sum((a - mx) * (b - my) for a, b in zip(lx, ly, strict=True)) / sxx
 
 
+def names_of(flag: str, text: str, allowed: Sequence[str]) -> list[str]:
+    """The comma-separated names of a flag's value, each one of ``allowed`` and named at most
+    once: names_of("--parts", "han, qa", PARTS) -> ["han", "qa"]."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names or len(set(names)) != len(names) or not set(names) <= set(allowed):
+        raise ValueError(f"{flag} {text!r}: name each of {tuple(allowed)} at most once")
+    return names
+
+
 def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A Markdown table: readable on a terminal, pasteable into docs."""
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

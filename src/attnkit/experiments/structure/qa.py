@@ -1,21 +1,26 @@
-"""digit-qa rows of the ``structure`` experiment: parallel co-attention, alternating
+"""digit-qa arms of the ``structure`` experiment: parallel co-attention, alternating
 co-attention (Lu et al. 2016, eq. 3-4 and 5-6) and a baseline that pools the question and the
-image by their means, trained with the same updates per seed.
+image by their means, each trained to convergence at equal parameters.
 
-    rows = measure(seeds=[0, 1, 2], steps=1500, quick=False, say=print)
-    rows[0] == {"task": "digit-qa", "model": "parallel", "seed": 0, "accuracy": ...,
-                "parameters": ..., "seconds_per_step": ...}
+Equal parameters: the co-attention layers add weights, so the baseline's width D (``dim``)
+and alternating co-attention's hidden width K (``hidden``) are chosen so that every model's
+parameter count is the nearest to parallel co-attention's at the preset (``matched``; within
+a few per cent, reported).
 
-Every variant of one seed sees the same batches (``make_batch(step)`` draws batch ``step`` from
-the training split with a generator seeded by (seed, step)), the same optimiser (Adam), learning
-rate, clipping and number of steps (``attnkit.train.classify.fit_classifier``); the data (task
-seed 0) are the same for every seed. Accuracy is on the test split: the held-out template ×
-digit-count combinations, on images never seen in training (``attnkit.data.digit_qa``).
+Convergence: Adam on random training batches (a pure function of (seed, step), the same for
+every variant), scored on the validation split every ``every`` updates; training stops after
+``patience`` scores without a better one, or at the cap, and the weights of the best
+validation score are the ones tested (early stopping, the same rule and cap for all).
+Test: per question, right or wrong, on the test split (the held-out template × digit-count
+combinations on images never seen in training, ``attnkit.data.digit_qa``), so that two
+variants can be compared by a paired bootstrap over seeds × test questions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+import time
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -26,18 +31,29 @@ from ...data.vocab import Vocab
 from ...models import make_config
 from ...models.digit_qa import COATTENTION, DigitQA
 from ...tasks.qa import make_batch
-from ...train.classify import accuracy, fit_classifier
-from ..base import Tally
+from ...train.classify import History, fit_classifier
+from ..pool import generator
 
 TASK_SEED = 0
-BATCH = 64
-LR = 2e-3
-# (train, valid, test) examples and the model preset, full and quick
-SIZES = {False: (6000, 1, 1000), True: (192, 1, 96)}
-PRESET = {False: "small", True: "tiny"}
+BASELINE = "none"
 
 
-class _Indexed(nn.Module):
+@dataclass(frozen=True)
+class QASetting:
+    """What every digit-qa arm shares."""
+
+    preset: str  # the models' preset (attnkit.models.digit_qa.PRESETS)
+    sizes: tuple[int, int, int]  # train, valid, test questions
+    batch_size: int
+    lr: float
+    clip: float
+    cap: int  # updates at most
+    every: int  # updates between two validation scores
+    patience: int  # validation scores without a better one before stopping
+    threads: int
+
+
+class Indexed(nn.Module):
     """A split's rendered examples held once; forward(indices (B,)) -> the model's logits
     (B, A) on those examples. Lets ``fit_classifier`` (inputs -> logits) train a model that
     reads a canvas, a question and its length."""
@@ -51,46 +67,97 @@ class _Indexed(nn.Module):
     def forward(self, idx: Tensor) -> Tensor:
         return self.model(self.image[idx], self.question[idx], self.q_len[idx]).logits  # (B, A)
 
-
-def _batches(data: _Indexed, seed: int) -> Callable[[int], tuple[Tensor, Tensor]]:
-    """make_batch(step): BATCH random training examples, a pure function of (seed, step)."""
-    n = len(data.answer)
-
-    def make(step: int) -> tuple[Tensor, Tensor]:
-        g = torch.Generator().manual_seed(seed * 1_000_003 + step)
-        idx = torch.randint(n, (BATCH,), generator=g)  # (B,)
-        return idx, data.answer[idx]
-
-    return make
+    @torch.no_grad()
+    def correct(self) -> list[int]:
+        """1 for each example of the split answered right (eval mode)."""
+        was = self.training
+        self.eval()
+        idx = torch.arange(len(self.answer))  # (N,)
+        hits = [(self(i).argmax(-1) == self.answer[i]).int() for i in idx.split(256)]
+        self.train(was)
+        return [int(h) for h in torch.cat(hits)]
 
 
-def measure(seeds: list[int], steps: int, quick: bool, say: Callable[[str], None]) -> list[dict]:
-    """Train parallel, alternating and none on digit-qa for ``steps`` updates per seed; one row
-    per (variant, seed) with the test accuracy, the parameter count and the seconds per step."""
-    if steps < 1 or not seeds:
-        raise ValueError(f"steps={steps}, seeds={seeds}: give at least one seed and one step")
-    splits = digit_qa_task(SIZES[quick], TASK_SEED)
+def splits_and_vocabs(sizes: tuple[int, int, int]) -> tuple[Any, Vocab, Vocab]:
+    splits = digit_qa_task(sizes, TASK_SEED)
     src = Vocab.build(e.question for e in splits.train)
     tgt = Vocab.build((e.answer,) for e in splits.train)
-    rows: list[dict[str, Any]] = []
-    tally = Tally(len(seeds) * len(COATTENTION), say)
-    for seed in seeds:
-        for variant in COATTENTION:
-            torch.manual_seed(seed)
-            model = DigitQA(make_config("digit-qa", preset=PRESET[quick], src_vocab=len(src),
-                                        tgt_vocab=len(tgt), coattention=variant))  # fmt: skip
-            train = _Indexed(model, splits.train, src, tgt)
-            test = _Indexed(model, splits.test, src, tgt)
-            hist = fit_classifier(train, _batches(train, seed), steps, LR, seed)
-            acc = accuracy(test, torch.arange(len(test.answer)), test.answer)
-            rows.append({
-                "task": "digit-qa", "model": variant, "seed": seed, "accuracy": acc,
-                "parameters": sum(p.numel() for p in model.parameters()),
-                "seconds_per_step": hist.seconds / steps,
-            })  # fmt: skip
-            tally(f"digit-qa {variant:<11} seed {seed}: test accuracy {acc:.3f} after {steps} "
-                  f"steps ({hist.seconds / steps * 1000:.0f} ms/step)")  # fmt: skip
-    return rows
+    return splits, src, tgt
 
 
-__all__ = ["measure"]
+def build(variant: str, preset: str, src: int, tgt: int, **widths: int) -> DigitQA:
+    return DigitQA(make_config("digit-qa", preset=preset, src_vocab=src, tgt_vocab=tgt,
+                               coattention=variant, **widths))  # fmt: skip
+
+
+def parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def matched(preset: str, src: int, tgt: int) -> dict[str, dict[str, int]]:
+    """Per variant, the width overrides that bring its parameter count nearest to parallel
+    co-attention's: the baseline's ``dim`` (even), alternating's ``hidden``."""
+    target = parameters(build("parallel", preset, src, tgt))
+    base = build("parallel", preset, src, tgt).config
+
+    def nearest(variant: str, key: str, values: range) -> dict[str, int]:
+        best = min(values, key=lambda v: abs(parameters(build(variant, preset, src, tgt,
+                                                                **{key: v})) - target))  # fmt: skip
+        return {key: best}
+
+    return {
+        "parallel": {},
+        "alternating": nearest("alternating", "hidden", range(2, base.hidden + 1)),
+        BASELINE: nearest(BASELINE, "dim", range(base.dim, 2 * base.dim + 1, 2)),
+    }
+
+
+def train_qa_arm(variant: str, seed: int, s: QASetting) -> dict[str, Any]:
+    """Train ``variant`` (matched widths) with early stopping; its per-question test
+    correctness at the best validation score, the updates run, parameters and seconds."""
+    torch.set_num_threads(s.threads)
+    splits, src, tgt = splits_and_vocabs(s.sizes)
+    widths = matched(s.preset, len(src), len(tgt))[variant]
+    torch.manual_seed(seed)
+    model = build(variant, s.preset, len(src), len(tgt), **widths)
+    train = Indexed(model, splits.train, src, tgt)
+    valid = Indexed(model, splits.valid, src, tgt)
+    n = len(train.answer)
+
+    def batch(step: int) -> tuple[Tensor, Tensor]:
+        idx = torch.randint(n, (s.batch_size,), generator=generator(seed, step))  # (B,)
+        return idx, train.answer[idx]
+
+    curve: list[float] = []
+    best: dict[str, Any] = {"score": -1.0, "state": None, "step": 0}
+
+    def stop(h: History) -> bool:
+        if h.steps % s.every:
+            return False
+        curve.append(sum(valid.correct()) / len(valid.answer))
+        if curve[-1] > best["score"]:
+            best.update(score=curve[-1], state=copy.deepcopy(model.state_dict()), step=h.steps)
+        return len(curve) - 1 - curve.index(max(curve)) >= s.patience
+
+    t0 = time.process_time()
+    hist = fit_classifier(train, batch, s.cap, s.lr, seed, clip=s.clip, until=stop)
+    if best["state"] is not None:
+        model.load_state_dict(best["state"])
+    test = Indexed(model, splits.test, src, tgt).correct()
+    return {
+        "widths": widths,
+        "parameters": parameters(model),
+        "valid_curve": [round(a, 4) for a in curve],
+        "valid_best": round(best["score"], 4),
+        "best_step": best["step"],
+        "steps_run": hist.steps,
+        "stopped_early": hist.steps < s.cap,
+        "test_correct": test,
+        "test_accuracy": round(sum(test) / len(test), 4),
+        "train_seconds": round(hist.seconds, 2),
+        "cpu_seconds": round(time.process_time() - t0, 2),
+    }
+
+
+__all__ = ["BASELINE", "COATTENTION", "Indexed", "QASetting", "build", "matched", "parameters",
+           "splits_and_vocabs", "train_qa_arm"]  # fmt: skip

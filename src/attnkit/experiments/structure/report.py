@@ -1,47 +1,67 @@
-"""The structure experiment's outputs: a table of mean accuracy (± spread over seeds),
-parameters and seconds per update for each (task, model); CSV of every (model, seed) row;
-JSON; a PNG of accuracy per model, one panel per task, seeds as dots."""
+"""The structure experiment's outputs: per part a Markdown table of its arms (AUC, final and
+test accuracy as mean [min, max] over seeds, parameters, updates, CPU seconds), the checks,
+structure.csv (one row per run), structure.json and structure.png (the learning curves: docs
+validation accuracy per update count, digit-qa validation accuracy per score)."""
 
 from __future__ import annotations
 
+import statistics
 import textwrap
 from pathlib import Path
 from typing import Any
 
 from ..base import Say, markdown_table, write_outputs
+from ..evidence import checks_table
 
-COLUMNS = ("task", "model", "seed", "accuracy", "parameters", "seconds_per_step", "key_peak")
+COLUMNS = ("part", "arm", "seed", "auc", "valid_final", "valid_best", "test_accuracy",
+           "parameters", "steps_run", "cpu_seconds")  # fmt: skip
 
 
 def csv_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every (model, seed) row with the same columns (a task without a column leaves it
+    """One row per run, the same columns for every part (a part without one leaves it
     empty)."""
-    rows = [{c: r.get(c, "") for c in COLUMNS} for r in result["rows"]]
-    return [{k: ("" if v is None else v) for k, v in r.items()} for r in rows] or [
-        dict.fromkeys(COLUMNS, "")
-    ]
+    rows = []
+    for name, r in result["runs"].items():
+        part, arm, seed = name.split("/")
+        cells = {"part": part, "arm": arm, "seed": int(seed)}
+        rows.append({c: cells.get(c, r.get(c, "")) for c in COLUMNS})
+    return rows or [dict.fromkeys(COLUMNS, "")]
+
+
+def _spread(xs: list[float]) -> str:
+    return f"{statistics.fmean(xs):.3f} [{min(xs):.3f}, {max(xs):.3f}]" if xs else "-"
 
 
 def summary(result: dict[str, Any]) -> list[list[str]]:
-    """One line per (task, model): accuracy mean [min, max], key peak, parameters, s/update."""
+    """One line per (part, arm): AUC, final validation, test accuracy (mean [min, max] over
+    seeds), parameters, updates run (mean), CPU seconds per run, seeds."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for r in result["rows"]:
-        groups.setdefault((r["task"], r["model"]), []).append(r)
+    for name, r in result["runs"].items():
+        part, arm, _ = name.split("/")
+        groups.setdefault((part, arm), []).append(r)
     out = []
-    for (task, model), rs in groups.items():
-        acc = [r["accuracy"] for r in rs]
-        peaks = [r["key_peak"] for r in rs if r.get("key_peak") is not None]
-        sps = sum(r["seconds_per_step"] for r in rs) / len(rs)
+    for (part, arm), rs in groups.items():
+        def col(key: str, rs: list[dict[str, Any]] = rs) -> list[float]:
+            return [r[key] for r in rs if key in r]
+
+        steps = col("steps_run")
         out.append([
-            task, model, f"{sum(acc) / len(acc):.3f} [{min(acc):.3f}, {max(acc):.3f}]",
-            f"{sum(peaks) / len(peaks):.3f}" if peaks else "-",
-            str(rs[0]["parameters"]), f"{1000 * sps:.1f}", str(len(rs)),
+            part, arm, _spread(col("auc")),
+            _spread(col("valid_final") or col("valid_best")), _spread(col("test_accuracy")),
+            str(rs[0]["parameters"]),
+            f"{statistics.fmean(steps):.0f}" if steps else str(result["config"]["cap"]),
+            f"{statistics.fmean(col('cpu_seconds')):.0f}", str(len(rs)),
         ])  # fmt: skip
     return out
 
 
-HEAD = ["task", "model", "accuracy mean [min, max]", "key-sentence peak", "parameters",
-        "ms / update", "seeds"]  # fmt: skip
+HEAD = ["part", "arm", "AUC mean [min, max]", "valid acc (final / best)", "test acc",
+        "parameters", "updates", "CPU s / run", "seeds"]  # fmt: skip
+
+
+def _mean_curve(curves: list[list[float]]) -> list[float]:
+    n = min(len(c) for c in curves)
+    return [statistics.fmean(c[i] for c in curves) for i in range(n)]
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:
@@ -50,37 +70,50 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    tasks = list(dict.fromkeys(r["task"] for r in result["rows"])) or ["(nothing measured)"]
-    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.6), squeeze=False)
-    for ax, task in zip(axes[0], tasks, strict=True):
-        rs = [r for r in result["rows"] if r["task"] == task]
-        models = list(dict.fromkeys(r["model"] for r in rs))
-        for i, m in enumerate(models):
-            acc = [r["accuracy"] for r in rs if r["model"] == m]
-            peaks = [r["key_peak"] for r in rs if r["model"] == m and r.get("key_peak") is not None]
-            first = i == 0
-            ax.bar(i, sum(acc) / len(acc), color="tab:blue", alpha=0.6,
-                   label="accuracy, mean" if first else None)  # fmt: skip
-            ax.plot([i] * len(acc), acc, "k.", ms=5, label="accuracy, a seed" if first else None)
-            ax.plot([i + 0.25] * len(peaks), peaks, "rd", ms=4,
-                    label="key-sentence peak, a seed" if first else None)  # fmt: skip
-        ax.set_xticks(range(len(models)), models, rotation=30, ha="right", fontsize=8)
+    parts = list(result["parts"]) or ["(nothing measured)"]
+    fig, axes = plt.subplots(1, len(parts), figsize=(4.6 * len(parts), 3.6), squeeze=False)
+    cfg = result["config"]
+    for ax, part in zip(axes[0], parts, strict=True):
+        qa = part == "qa"
+        from . import SETTINGS
+
+        s = SETTINGS[bool(cfg["tiny"])]
+        key, every = ("valid_curve", s["qa_every"]) if qa else ("curve", s["every"])
+        for arm in result["parts"].get(part, {}).get("arms", []):
+            curves = [r[key] for n, r in result["runs"].items()
+                      if n.split("/")[:2] == [part, arm]]  # fmt: skip
+            if not curves:
+                continue
+            for c in curves:
+                xs = [(i + qa) * every for i in range(len(c))]
+                ax.plot(xs, c, lw=0.5, alpha=0.35, color=f"C{arms_index(result, part, arm)}")
+            mean = _mean_curve(curves)
+            ax.plot([(i + qa) * every for i in range(len(mean))], mean, lw=2,
+                    color=f"C{arms_index(result, part, arm)}", label=arm)  # fmt: skip
         ax.set_ylim(0, 1.02)
-        ax.set_ylabel("test accuracy")
-        steps = result["budgets"]["updates_per_model"].get(task, "?")
-        ax.set_title(f"{task} ({steps} updates each)", fontsize=9)
-        ax.legend(fontsize=7, loc="lower left")
-    fig.suptitle(textwrap.fill(result["verdict"], 85 * len(tasks)), fontsize=7)
+        ax.set_xlabel("updates")
+        ax.set_ylabel("validation accuracy")
+        ax.set_title(f"{part}: {result['parts'].get(part, {}).get('verdict', '')[:40]}",
+                     fontsize=8)  # fmt: skip
+        ax.legend(fontsize=7, loc="lower right")
+    fig.suptitle(textwrap.fill(result["verdict"], 110 * len(parts) // 2), fontsize=6)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
 
 
+def arms_index(result: dict[str, Any], part: str, arm: str) -> int:
+    return result["parts"][part]["arms"].index(arm)
+
+
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     say(markdown_table(HEAD, summary(result)))
+    say(checks_table(result["checks"]))
+    for part, p in result["parts"].items():
+        say(f"{part}: {p['verdict']}")
     say(f"verdict: {result['verdict']}")
     return write_outputs("structure", csv_rows(result), result, plot, out, say)
 
 
-__all__ = ["COLUMNS", "csv_rows", "plot", "report", "summary"]
+__all__ = ["COLUMNS", "HEAD", "csv_rows", "plot", "report", "summary"]

@@ -1,0 +1,134 @@
+"""The structure experiment's checks (evidence.py's contract), on numbers only: testable on
+synthetic inputs. Thresholds fixed from the papers' claims before any run.
+
+HAN (Yang 2016, Table 2: HN-ATT above HN-AVE and HN-MAX), on the decoy documents:
+  * (design) the best arm learnt: its mean final validation accuracy >= ``LEARNED`` (90%);
+  * (design) not every arm's mean AUC within ``EPS`` of 1 (ceiling) or of chance (floor);
+  * (claim) AUC(HAN) − AUC(HN-AVE) > 0 and AUC(HAN) − AUC(HN-MAX) > 0, each on the 95%
+    t-interval of the per-seed gaps (paired by seed: same batches, same initial seed);
+  * (claim) final test accuracy HAN − HN-AVE > 0 and HAN − HN-MAX > 0, on a paired bootstrap
+    over seeds × test documents; when every arm's final test accuracy is within ``EPS`` of 1
+    at the cap, no final gap can show: these two are then *reported* (kind "report", outside
+    the verdict) and the learning curve's AUC is what is judged (issue 28, "converged or
+    curved").
+Feature-wise pooling (Shen 2018: multi-dimensional above scalar attention), on the two-aspect
+documents: the same design checks; (claim) AUC(multidim) − AUC(attention) > 0 (t over seeds);
+the final test accuracy gap likewise (paired bootstrap; reported at the ceiling).
+Co-attention (Lu 2016: co-attention above no co-attention), on digit-qa at equal parameters:
+  * (design) parameter counts within ``PARAM_TOLERANCE`` (5%) of parallel co-attention's;
+  * (design) every run stopped by early stopping, not at the cap (converged);
+  * (design) the best arm learnt: mean best validation accuracy >= ``QA_LEARNED`` (50%;
+    the majority answer is 17% of the test split), and not every arm at the ceiling;
+  * (claim) test accuracy parallel − none > 0 and alternating − none > 0, each on a paired
+    bootstrap over seeds × test questions (the best-validation weights of each run).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from .. import evidence as ev
+
+LEARNED = 0.90  # the best docs arm's final validation accuracy
+QA_LEARNED = 0.50  # the best digit-qa arm's best validation accuracy
+EPS = 0.02  # ceiling / floor band, in accuracy (or AUC) units
+PARAM_TOLERANCE = 0.05  # parameter counts within 5% of the reference model's
+RESAMPLES = 2000
+
+PerSeed = Mapping[str, Sequence[float]]  # arm -> one number per seed
+Correct = Mapping[str, Sequence[Sequence[float]]]  # arm -> [seed][test example] 1/0
+
+
+def bounds(part: str, auc: PerSeed, chance: float) -> list[ev.Check]:
+    """The AUC's ceiling and floor design checks of one part."""
+    return [ev.ceiling(f"{part}: AUC below the ceiling", auc, 1.0, eps=EPS),
+            ev.ceiling(f"{part}: AUC above chance", auc, chance, eps=EPS, floor=True)]  # fmt: skip
+
+
+def learnt(part: str, final_valid: PerSeed, criterion: float) -> ev.Check:
+    best = max(statistics.fmean(v) for v in final_valid.values())
+    return ev.learned(f"{part}: the best arm learnt", best, criterion)
+
+
+def auc_gap(part: str, auc: PerSeed, arm: str, other: str) -> ev.Check:
+    gaps = [a - b for a, b in zip(auc[arm], auc[other], strict=True)]
+    return ev.on_interval(f"{part}: AUC {arm} − {other}", ev.t_interval(gaps), 0.0)
+
+
+def final_gap(part: str, correct: Correct, arm: str, other: str, at_ceiling: bool) -> ev.Check:
+    """The paired-bootstrap claim ``arm`` − ``other`` > 0 on the final test accuracy;
+    reported, outside the verdict, when every arm sits at the ceiling (``at_ceiling``)."""
+    gap = ev.paired_bootstrap(correct[arm], correct[other], resamples=RESAMPLES)
+    check = ev.on_interval(f"{part}: final test accuracy {arm} − {other}", gap, 0.0)
+    if at_ceiling:
+        return replace(check, kind="report", reason=check.reason + (
+            ": every arm at the ceiling at the cap, reported, not judged (the AUC is)"))
+    return check
+
+
+def at_ceiling(correct: Correct) -> bool:
+    """Every arm's final test accuracy (mean over seeds and examples) within EPS of 1."""
+    return all(
+        1.0 - statistics.fmean(statistics.fmean(s) for s in seeds) <= EPS
+        for seeds in correct.values()
+    )
+
+
+def pooling_checks(part: str, auc: PerSeed, final_valid: PerSeed, correct: Correct,
+                   arm: str, others: Sequence[str], chance: float) -> list[ev.Check]:  # fmt: skip
+    """The checks of a docs part: ``arm`` (the claim's model) against each of ``others``."""
+    checks = [learnt(part, final_valid, LEARNED), *bounds(part, auc, chance)]
+    checks += [auc_gap(part, auc, arm, o) for o in others]
+    ceil = at_ceiling(correct)
+    checks += [final_gap(part, correct, arm, o, ceil) for o in others]
+    return checks
+
+
+def equal_parameters(part: str, params: Mapping[str, int], reference: str) -> ev.Check:
+    """A design check: every arm's parameter count within PARAM_TOLERANCE of ``reference``."""
+    ref = params[reference]
+    worst = max(abs(p - ref) / ref for p in params.values())
+    ok = worst <= PARAM_TOLERANCE
+    shown = ", ".join(f"{k} {v}" for k, v in params.items())
+    reason = f"{part}: parameters {shown}; largest difference {worst:.1%}, allowed " \
+             f"{PARAM_TOLERANCE:.0%}" + ("" if ok else ": not equal parameters")  # fmt: skip
+    return ev.Check(f"{part}: equal parameters", worst, (0.0, worst), PARAM_TOLERANCE,
+                    ev.PASS if ok else ev.INCONCLUSIVE, "design", reason)  # fmt: skip
+
+
+def converged(part: str, stopped: Mapping[str, Sequence[bool]], cap: int) -> ev.Check:
+    """A design check: every run stopped by early stopping before ``cap``."""
+    runs = [s for v in stopped.values() for s in v]
+    share = sum(runs) / len(runs)
+    reason = f"{part}: {share:.0%} of the runs stopped early (before the cap of {cap})"
+    if share < 1:
+        reason += ": a run at the cap may not have converged"
+    return ev.Check(f"{part}: converged", share, (share, share), 1.0,
+                    ev.PASS if share >= 1 else ev.INCONCLUSIVE, "design", reason)  # fmt: skip
+
+
+def qa_checks(correct: Correct, valid_best: PerSeed, params: Mapping[str, int],
+              stopped: Mapping[str, Sequence[bool]], cap: int, baseline: str = "none"
+              ) -> list[ev.Check]:  # fmt: skip
+    """The co-attention part's checks (module docstring)."""
+    part = "co-attention"
+    accs = {k: [statistics.fmean(s) for s in v] for k, v in correct.items()}
+    checks = [equal_parameters(part, params, "parallel"), converged(part, stopped, cap),
+              learnt(part, valid_best, QA_LEARNED),
+              ev.ceiling(f"{part}: test accuracy below the ceiling", accs, 1.0, eps=EPS)]
+    for arm in (a for a in correct if a != baseline):
+        gap = ev.paired_bootstrap(correct[arm], correct[baseline], resamples=RESAMPLES)
+        checks.append(ev.on_interval(f"{part}: test accuracy {arm} − {baseline}", gap, 0.0))
+    return checks
+
+
+def part_verdict(checks: Sequence[ev.Check], prefix: str) -> str:
+    """The verdict of the checks whose name starts with ``prefix`` (one part)."""
+    return ev.verdict_of([c for c in checks if c.name.startswith(prefix)])
+
+
+__all__ = ["EPS", "LEARNED", "PARAM_TOLERANCE", "QA_LEARNED", "at_ceiling", "auc_gap",
+           "bounds", "converged", "equal_parameters", "final_gap", "learnt", "part_verdict",
+           "pooling_checks", "qa_checks"]  # fmt: skip

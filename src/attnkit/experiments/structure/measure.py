@@ -1,0 +1,163 @@
+"""What one docs arm of the structure experiment measures: a HAN variant (``pool``) trained on
+fresh generated documents, its learning curve on a fixed validation split, and its per-document
+correctness on a fixed test split.
+
+Learning curve and its area. The model is scored on the validation documents after every
+``every`` updates (and at 0); with a_k the validation accuracy after k·every updates,
+k = 0..K (K·every = the cap),
+
+    AUC = (1/K) Σ_{k=1..K} a_k                        (mean accuracy over the curve, in [0, 1])
+
+so a model that learns sooner has the larger AUC, whatever both reach at the cap (the
+trapezoid's a_0 is chance for every arm and is left out). Every arm of one seed sees the same
+batches (a pure function of seed and step), the same optimiser (Adam), learning rate, clipping
+and number of updates (``attnkit.train.classify.fit_classifier``).
+Legend: B documents, S sentences, T words, C classes (target vocabulary).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from ...data.docs import LABELS, Doc
+from ...data.vocab import SPECIALS, Vocab
+from ...models.han import HAN, HANConfig
+from ...tasks.docs import encode
+from ...train.classify import History, fit_classifier
+from .data import ASPECT_LABELS, WORDS, Shape, aspect_docs, decoy_docs
+
+GENERATORS: dict[str, tuple[Callable[..., Sequence[Doc]], tuple[str, ...]]] = {
+    "decoy": (decoy_docs, LABELS),
+    "aspect": (aspect_docs, ASPECT_LABELS),
+}
+VALID_SEED, TEST_SEED = 10_001, 10_002  # the fixed held-out documents (every seed, every arm)
+
+
+@dataclass(frozen=True)
+class DocsSetting:
+    """What every docs arm shares."""
+
+    shape: Shape
+    emb: int
+    hidden: int
+    attn: int
+    batch_size: int
+    lr: float
+    clip: float
+    cap: int  # updates
+    every: int  # updates between two validation scores
+    valid: int  # validation documents
+    test: int  # test documents
+    threads: int
+
+
+@dataclass(frozen=True)
+class DocsArm:
+    """One run: HAN with ``pool`` on the ``task`` documents, ``seed``."""
+
+    task: str  # decoy | aspect
+    pool: str  # attention | mean | max | multidim
+    seed: int
+
+
+def vocabularies(task: str) -> tuple[Vocab, Vocab]:
+    """The fixed source vocabulary (every word the generators use) and the task's labels."""
+    return Vocab([*SPECIALS, *WORDS]), Vocab([*SPECIALS, *GENERATORS[task][1]])
+
+
+def documents(task: str, n: int, seed: int, shape: Shape) -> Sequence[Doc]:
+    return GENERATORS[task][0](n, seed, shape)
+
+
+def encoded(task: str, docs: Sequence[Doc]) -> tuple[Tensor, Tensor]:
+    """docs -> word ids (B, S, T), class ids (B,) in 0..C-1 (the label's index after the
+    target vocabulary's specials)."""
+    src, tgt = vocabularies(task)
+    b = encode(docs, src, tgt, list(range(len(docs))))
+    return b.words, b.labels - len(SPECIALS)
+
+
+class Logits(nn.Module):
+    """HAN's logits only, for ``fit_classifier`` (inputs -> logits): words (B, S, T) ->
+    (B, C)."""
+
+    def __init__(self, han: HAN) -> None:
+        super().__init__()
+        self.han = han
+
+    def forward(self, words: Tensor) -> Tensor:
+        return self.han(words).logits  # (B, C)
+
+
+def build(arm: DocsArm, s: DocsSetting) -> Logits:
+    src, tgt = vocabularies(arm.task)
+    torch.manual_seed(arm.seed)
+    classes = len(tgt) - len(SPECIALS)
+    return Logits(HAN(HANConfig(src_vocab=len(src), tgt_vocab=classes, emb=s.emb,
+                                hidden=s.hidden, attn=s.attn, pool=arm.pool)))  # fmt: skip
+
+
+@torch.no_grad()
+def correct(model: nn.Module, x: Tensor, y: Tensor, chunk: int = 128) -> list[int]:
+    """1 for each document of ``x`` (N, S, T) whose arg-max logit is its label ``y`` (N,)."""
+    was = model.training
+    model.eval()
+    hits = [(model(x[i : i + chunk]).argmax(-1) == y[i : i + chunk]).int()  # (chunk,)
+            for i in range(0, len(x), chunk)]  # fmt: skip
+    model.train(was)
+    return [int(h) for h in torch.cat(hits)]
+
+
+def auc(curve: Sequence[float]) -> float:
+    """The module docstring's AUC of a curve [a_0, a_1, ..., a_K] (a_0 left out)."""
+    if len(curve) < 2:
+        raise ValueError(f"a curve of {len(curve)} point(s): needs a_0 and at least a_1")
+    return sum(curve[1:]) / (len(curve) - 1)
+
+
+def train_docs_arm(arm: DocsArm, s: DocsSetting) -> dict[str, Any]:
+    """Train ``arm`` for ``s.cap`` updates; its validation curve, AUC, final validation
+    accuracy, per-document test correctness, parameters and seconds."""
+    torch.set_num_threads(s.threads)
+    model = build(arm, s)
+    xv, yv = encoded(arm.task, documents(arm.task, s.valid, VALID_SEED, s.shape))
+    xt, yt = encoded(arm.task, documents(arm.task, s.test, TEST_SEED, s.shape))
+
+    def batch(step: int) -> tuple[Tensor, Tensor]:
+        return encoded(arm.task, documents(arm.task, s.batch_size,
+                                           arm.seed * 1_000_003 + step, s.shape))  # fmt: skip
+
+    def score(x: Tensor, y: Tensor) -> float:
+        hits = correct(model, x, y)
+        return sum(hits) / len(hits)
+
+    curve = [score(xv, yv)]
+
+    def checkpoint(h: History) -> bool:
+        if h.steps % s.every == 0:
+            curve.append(score(xv, yv))
+        return False
+
+    t0 = time.process_time()
+    hist = fit_classifier(model, batch, s.cap, s.lr, arm.seed, clip=s.clip, until=checkpoint)
+    test = correct(model, xt, yt)
+    return {
+        "curve": [round(a, 4) for a in curve],
+        "auc": round(auc(curve), 4),
+        "valid_final": round(curve[-1], 4),
+        "test_correct": test,
+        "test_accuracy": round(sum(test) / len(test), 4),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "train_seconds": round(hist.seconds, 2),
+        "cpu_seconds": round(time.process_time() - t0, 2),
+    }
+
+
+__all__ = ["DocsArm", "DocsSetting", "GENERATORS", "Logits", "auc", "build", "correct",
+           "documents", "encoded", "train_docs_arm", "vocabularies"]  # fmt: skip
