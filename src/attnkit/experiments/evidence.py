@@ -202,16 +202,29 @@ def ceiling(
     return Check(name, closest, (lo, hi), bound, outcome, "design", reason)
 
 
+def _design(name: str, value: float, threshold: float, above: bool, shown: str,
+            why: str) -> Check:  # fmt: skip
+    """A design check: ``value`` on the threshold's side passes, otherwise INCONCLUSIVE
+    with ``why``."""
+    ok = value >= threshold if above else value <= threshold
+    reason = f"{name}: {shown}{value:.4g}, needs {'>=' if above else '<='} {threshold:.4g}"
+    if not ok:
+        reason += f": {why}"
+    return Check(name, value, (value, value), threshold, PASS if ok else INCONCLUSIVE,
+                 "design", reason)  # fmt: skip
+
+
 def learned(name: str, best: float, criterion: float, *, above: bool = True) -> Check:
     """A design check: the best arm reached ``criterion`` (e.g. valid BLEU ≥ 95) at the
     budget; otherwise the verdict cannot come from this budget."""
-    ok = best >= criterion if above else best <= criterion
-    side = ">=" if above else "<="
-    reason = f"{name}: best arm {best:.4g}, needs {side} {criterion:.4g}"
-    if not ok:
-        reason += ": not learned at this budget"
-    return Check(name, best, (best, best), criterion, PASS if ok else INCONCLUSIVE, "design",
-                 reason)  # fmt: skip
+    return _design(name, best, criterion, above, "best arm ", "not learned at this budget")
+
+
+def can_tell(name: str, value: float, threshold: float, *, above: bool = True) -> Check:
+    """A design check on an exact number that says whether the measurement can test the
+    claim (e.g. the grid holds a point with n < d, a layer took the kernel it names): on the
+    threshold's side (``>=``; ``above=False``: ``<=``) passes, otherwise INCONCLUSIVE."""
+    return _design(name, value, threshold, above, "", "the measurement cannot test the claim")
 
 
 def verdict_of(checks: Sequence[Check]) -> str:
@@ -260,6 +273,7 @@ __all__ = [
     "Check",
     "Interval",
     "bootstrap_medians",
+    "can_tell",
     "ceiling",
     "checks_table",
     "exit_code",
