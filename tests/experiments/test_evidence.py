@@ -132,3 +132,14 @@ def test_bootstrap_medians_resamples_within_each_group() -> None:
     with pytest.raises(ValueError, match="no repeats"):
         ev.bootstrap_medians([[1.0], []], sum)
     assert ev.point(3.0) == ev.Interval(3.0, 3.0, 3.0, 1, 1.0)
+
+
+def test_can_tell_is_a_design_check_that_makes_the_verdict_inconclusive() -> None:
+    ok = ev.can_tell("grid points with n < d", 2.0, 1.0)
+    assert (ok.outcome, ok.kind, ok.ci) == (ev.PASS, "design", (2.0, 2.0))
+    no = ev.can_tell("grid points with n < d", 0.0, 1.0)
+    failed = ev.on_interval("gap", ev.Interval(-0.2, -0.3, -0.1, 5), 0.0)
+    verdict = ev.verdict_of([no, failed])
+    assert verdict == "INCONCLUSIVE: grid points with n < d: 0, needs >= 1: the measurement " \
+        "cannot test the claim"
+    assert ev.can_tell("error", 0.5, 0.1, above=False).outcome == ev.INCONCLUSIVE
