@@ -300,7 +300,7 @@ def run_experiment(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, 
 EXPERIMENT = Experiment(
     name="length",
     help="BLEU by source length, RNNencdec vs RNNsearch (Bahdanau 2015, Fig. 2)",
-    typical="unknown",
+    typical="16 min with --jobs 2 on a loaded 2-core CPU (load 6-7; 8.6 min of CPU)",
     description="Train RNNencdec and RNNsearch with the same widths, data and number of "
     "updates on an algorithmic task with sources of 5-50 tokens, 5 training seeds, score the "
     "test set by source length, and check on 95% t-intervals over the seeds that RNNencdec "

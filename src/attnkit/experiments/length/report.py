@@ -82,9 +82,9 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     ax.set_ylabel("BLEU")
     ax.set_ylim(0, 100)
     ax.set_title(
-        f"{cfg['task']} task, {cfg['steps']} updates of {cfg['batch_size']}, "
-        f"{len(result['seeds'])} seeds (band: seed range) (cf. Bahdanau 2015, Fig. 2)",
-        fontsize=10,
+        f"{cfg['task']}, {cfg['steps']} updates of {cfg['batch_size']}, "
+        f"{len(result['seeds'])} seeds, band: their range (cf. Bahdanau 2015, Fig. 2)",
+        fontsize=9,
     )
     ax.grid(alpha=0.3)
     ax.legend()
