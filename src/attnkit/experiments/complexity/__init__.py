@@ -206,7 +206,7 @@ EXPERIMENT = Experiment(
     name="complexity",
     help="per-layer cost, sequential ops, path length: recurrent vs conv vs self-attention "
     "(Vaswani 2017, Table 1)",
-    typical="about 2 min of CPU; 5.7 min on a busy 2-core CPU",
+    typical="about 3 min of CPU; 7.2 min on a busy 2-core CPU (load 6)",
     description="Time forward+backward, count FLOPs, bytes saved for backward and autograd "
     "depth of a GRU, a causal conv, self-attention and restricted (sliding-window) "
     "self-attention over a grid of n and d; measure the layers a stack needs to connect "
