@@ -257,7 +257,7 @@ EXPERIMENT = Experiment(
     name="parallel",
     help="sequential depth and step time by sentence length, RNNsearch vs Transformer "
     "(Vaswani 2017, Table 1)",
-    typical="about 80 s on a 2-core CPU",
+    typical="7.8 min at load 6-8 on a 2-core CPU (3.9 min of CPU); 69 s with --threads 1",
     description="Time training steps of RNNsearch and a Transformer of similar size on random "
     "batches of sentences of n = 8..256 tokens, measure the longest path of each step's "
     "autograd graph and the recurrent cell calls, fit exponents in n, and check that the "
