@@ -1,6 +1,8 @@
 """``attnkit experiment complexity``: each measurement against an independent computation on a
 tiny input (FLOPs by hand, saved bytes by hand, autograd depth of a known chain, path lengths
-of small stacks, the band path by a spy), the fits, and the verdict on synthetic numbers."""
+of small stacks, the band path by a spy), the fits, and the checks on synthetic numbers
+(REPRODUCED, NOT REPRODUCED with the number, INCONCLUSIVE on a straddling interval and on a
+grid that cannot test the claim)."""
 
 import copy
 import math
@@ -9,8 +11,9 @@ import pytest
 import torch
 from _spies import only_path
 
+from attnkit.experiments import evidence as ev
 from attnkit.experiments.complexity import ComplexityConfig
-from attnkit.experiments.complexity.checks import crossover, slope, verdict
+from attnkit.experiments.complexity.checks import checks_of, crossover, slope, summarise
 from attnkit.experiments.complexity.models import (
     LAYERS,
     CausalConv,
@@ -135,6 +138,7 @@ def test_measure_times_and_counts() -> None:
     m = measure(layer, torch.randn(1, 6, 4, requires_grad=True), repeats=2)
     assert m.flops_forward == 2 * 6 * 2 * 4 * 4 and m.flops_total > m.flops_forward
     assert m.cpu_seconds > 0 and m.wall_seconds > 0 and m.flops_attention == 0
+    assert len(m.cpu_repeats) == 2 and m.cpu_seconds == min(m.cpu_repeats)
 
 
 def test_slope_and_crossover() -> None:
@@ -147,11 +151,12 @@ def test_slope_and_crossover() -> None:
 
 
 def _numbers() -> dict:
-    """Synthetic numbers the table's claims hold for."""
+    """Synthetic numbers the table's claims hold for (time exponents with tight intervals)."""
     ns, ds = [64, 256, 1024, 2048], [64, 128]
     exps = {
         kind: {
             "time_n": {"64": t, "128": t},
+            "time_n_ci": {"64": [t - 0.05, t + 0.05], "128": [t - 0.05, t + 0.05]},
             "saved_n": {"64": 1.0, "128": 1.0},
             "flops_n": fn,
             "flops_d": fd,
@@ -166,9 +171,11 @@ def _numbers() -> dict:
         ]
     }
     cross = {
-        "64": {"time_ratio": {"64": 0.5, "256": 0.8}, "flops": {"n": 64.0}, "time": {}},
-        "128": {"time_ratio": {"64": 0.3, "256": 1.5}, "flops": {"n": 128.0}, "time": {}},
-    }
+        "64": {"time_ratio": {"64": 0.5, "256": 0.8}, "flops": {"n": 64.0}, "time": {},
+               "below_d": None},
+        "128": {"time_ratio": {"64": 0.3, "256": 1.5}, "flops": {"n": 128.0}, "time": {},
+                "below_d": {"value": 0.3, "ci": [0.25, 0.4], "n": [64]}},
+    }  # fmt: skip
     paths = {
         k: {"layers": v, "expected": v}
         for k, v in [
@@ -192,48 +199,105 @@ def _numbers() -> dict:
     }
 
 
-def test_verdict_passes_when_the_table_holds() -> None:
-    reasons, checks = verdict(_numbers())
-    assert reasons == [] and checks["reproduced"]
+def test_checks_pass_when_the_table_holds() -> None:
+    checks = checks_of(_numbers())
+    assert ev.verdict_of(checks) == "REPRODUCED", [c.reason for c in checks if c.outcome != "pass"]
+    names = {c.name for c in checks}
     # self-attention checked only at d = 64 (fit from 256 >= 4·64), not at d = 128
-    assert set(checks["time_exponents_checked"]) >= {"self_attention@d=64"}
-    assert "self_attention@d=128" not in checks["time_exponents_checked"]
+    assert "self_attention time exponent in n, d=64" in names
+    assert not any(n.startswith("self_attention time exponent in n, d=128") for n in names)
+    # a band is two checks on one interval; exact counts are points
+    assert {"recurrent time exponent in n, d=64 > 0.7",
+            "recurrent time exponent in n, d=64 < 1.3"} <= names  # fmt: skip
+    by = {c.name: c for c in checks}
+    assert by["restricted path: layers off Table 1's 4 by"].ci == (0.0, 0.0)
+    assert {c.kind for c in checks if c.name.startswith("widths d")} == {"design"}
 
 
 @pytest.mark.parametrize(
     ("edit", "expect"),
     [
-        (lambda x: x["exponents"]["self_attention"]["time_n"].update({"64": 1.3}),
-         "self_attention time grows as n^1.3 at d=64"),
-        (lambda x: x["exponents"]["recurrent"]["time_n"].update({"128": 0.5}),
-         "recurrent time grows as n^0.5"),
-        (lambda x: x["exponents"]["convolution"].update(depth_n=0.5), "autograd depth"),
-        (lambda x: x["exponents"]["recurrent"].update(depth_n=0.0), "recurrent autograd depth"),
-        (lambda x: x["paths"]["restricted"].update(layers=5), "restricted path: 5 layers"),
-        (lambda x: x["paths"]["recurrent"].update(steps=1), "recurrent path runs 1 steps"),
-        (lambda x: x["crossover"]["128"]["time_ratio"].update({"64": 1.2}),
-         "not faster than the GRU at n < d"),
+        (lambda x: x["exponents"]["self_attention"].update(
+            time_n={"64": 1.3, "128": 1.3}, time_n_ci={"64": [1.2, 1.4], "128": [1.2, 1.4]}),
+         "self_attention time exponent in n, d=64: 1.3"),
+        (lambda x: x["exponents"]["recurrent"].update(
+            time_n={"64": 1.0, "128": 0.5}, time_n_ci={"64": [0.9, 1.1], "128": [0.4, 0.6]}),
+         "recurrent time exponent in n, d=128 > 0.7: 0.5"),
+        (lambda x: x["exponents"]["convolution"].update(depth_n=0.5),
+         "convolution autograd depth exponent in n: 0.5"),
+        (lambda x: x["exponents"]["recurrent"].update(depth_n=0.0),
+         "recurrent autograd depth exponent in n: 0"),
+        (lambda x: x["paths"]["restricted"].update(layers=5),
+         "restricted path: layers off Table 1's 4 by: 1"),
+        (lambda x: x["paths"]["conv_dilated"].update(layers=None), "conv_dilated path: layers off"),
+        (lambda x: x["paths"]["recurrent"].update(steps=1),
+         "recurrent path: steps off n-1 = 63 by: 62"),
+        (lambda x: x["crossover"]["128"].update(
+            below_d={"value": 1.2, "ci": [1.1, 1.3], "n": [64]}),
+         "largest self-attention / GRU time ratio at n < d, d=128 (medians): 1.2"),
         (lambda x: x["crossover"]["64"].update(flops={"n": None, "where": "above"}),
-         "FLOP crossover is above"),
-        (lambda x: x.update(flop_formula_max_rel_error=0.05), "differ from the formula"),
-        (lambda x: x["exponents"]["self_attention"].update(flops_n=1.0), "not n²·d"),
-        (lambda x: x["restricted_band"].update(matches_band_formula=False), "band kernel"),
+         "FLOP crossover n*/d, d=64 < 2: 32"),  # above n = 2048 = 32·d: fails
+        (lambda x: x.update(flop_formula_max_rel_error=0.05),
+         "forward FLOPs: largest relative error"),
+        (lambda x: x["exponents"]["self_attention"].update(flops_n=1.0),
+         "self_attention FLOP exponents (n, d) vs n²·d: largest deviation: 1"),
     ],
 )  # fmt: skip
-def test_verdict_fails_with_the_number(edit, expect: str) -> None:
+def test_checks_fail_with_the_number(edit, expect: str) -> None:
     numbers = copy.deepcopy(_numbers())
     edit(numbers)
-    reasons, checks = verdict(numbers)
-    assert not checks["reproduced"]
-    assert any(expect in r for r in reasons), reasons
+    checks = checks_of(numbers)
+    verdict = ev.verdict_of(checks)
+    assert verdict.startswith("NOT REPRODUCED: ") and ev.exit_code(verdict) == 1
+    assert expect in verdict, verdict
 
 
-def test_a_grid_without_n_below_d_cannot_pass() -> None:
+def test_a_time_exponent_interval_that_straddles_the_threshold_is_inconclusive() -> None:
+    numbers = copy.deepcopy(_numbers())
+    numbers["exponents"]["convolution"]["time_n_ci"]["64"] = [0.6, 1.1]  # value 0.95
+    checks = checks_of(numbers)
+    straddling = [c for c in checks if c.outcome == ev.INCONCLUSIVE]
+    assert [c.name for c in straddling] == ["convolution time exponent in n, d=64 > 0.7"]
+    verdict = ev.verdict_of(checks)
+    assert verdict.startswith("INCONCLUSIVE: convolution time exponent") and (
+        ev.exit_code(verdict) == 2)
+
+
+def test_a_grid_without_n_below_d_or_without_the_band_kernel_cannot_tell() -> None:
     numbers = copy.deepcopy(_numbers())
     for c in numbers["crossover"].values():
-        c["time_ratio"] = {"4096": 0.5}
-    reasons, _ = verdict(numbers)
-    assert any("untested" in r for r in reasons)
+        c["below_d"] = None
+    numbers["exponents"]["recurrent"]["depth_n"] = 0.0  # a failed claim does not decide it
+    verdict = ev.verdict_of(checks_of(numbers))
+    assert verdict.startswith("INCONCLUSIVE: widths d with a grid point n < d: 0") and (
+        "cannot test the claim" in verdict)
+    numbers = copy.deepcopy(_numbers())
+    numbers["restricted_band"]["matches_band_formula"] = False
+    assert ev.verdict_of(checks_of(numbers)).startswith("INCONCLUSIVE: restricted layer took")
+
+
+def test_summarise_fits_medians_with_bootstrap_intervals() -> None:
+    """Rows built from exact power laws (every repeat the same): the time exponents are the
+    laws' (1 for the GRU, 2 for attention) with point intervals; noisy repeats widen them;
+    the ratio at n < d is the median ratio."""
+    ns, ds = [16, 64, 256, 1024], [64]
+    law = {"recurrent": 1, "convolution": 1, "self_attention": 2, "restricted": 1}
+
+    def row(kind: str, n: int, noise: float) -> dict:
+        ms = 1e-3 * n ** law[kind]
+        return {"layer": kind, "n": n, "d": 64, "ms": ms, "saved_bytes": n, "depth": 5,
+                "ms_repeats": [ms * (1 - noise), ms, ms * (1 + noise)], "flops_term": n,
+                "flops_forward": n ** law[kind], "flops_formula": n ** law[kind],
+                "flops_term_formula": n}  # fmt: skip
+
+    exact = summarise([row(k, n, 0.0) for k in law for n in ns], ns, ds)
+    assert exact["exponents"]["self_attention"]["time_n"]["64"] == pytest.approx(2.0)
+    assert exact["exponents"]["recurrent"]["time_n_ci"]["64"] == pytest.approx([1.0, 1.0])
+    below = exact["crossover"]["64"]["below_d"]
+    assert below["n"] == [16] and below["value"] == pytest.approx(16**2 / 16)
+    noisy = summarise([row(k, n, 0.3) for k in law for n in ns], ns, ds)
+    lo, hi = noisy["exponents"]["recurrent"]["time_n_ci"]["64"]
+    assert lo < 1.0 < hi
 
 
 @pytest.mark.parametrize(

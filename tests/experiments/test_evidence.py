@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -95,3 +96,50 @@ def test_the_checks_table_shows_each_check_with_its_interval() -> None:
     lines = ev.checks_table([check], digits=3).splitlines()
     assert lines[0] == "| check | kind | value | 95% interval | threshold | outcome |"
     assert lines[2] == "| gap | claim | 0.2 | [0.1, 0.3] | 0 | pass |"
+
+
+def _power_law_repeats(k: float, sigma: float) -> tuple[list[int], list[list[float]]]:
+    """Seven timings at each n of 3·n^k, each times a log-normal factor of spread ``sigma``."""
+    rng = random.Random(0)
+    ns = [16, 32, 64, 128, 256, 512, 1024]
+    return ns, [[3 * n**k * math.exp(rng.gauss(0, sigma)) for _ in range(7)] for n in ns]
+
+
+def test_the_exponent_interval_recovers_a_power_law_and_widens_with_noise() -> None:
+    ns, exact = _power_law_repeats(1.5, 0.0)
+    iv = ev.exponent_interval(ns, exact, resamples=200)
+    assert (iv.value, iv.lo, iv.hi) == pytest.approx((1.5, 1.5, 1.5)) and iv.n == 7 * 7
+    widths = []
+    for sigma in (0.05, 0.3):
+        ns, reps = _power_law_repeats(1.5, sigma)
+        iv = ev.exponent_interval(ns, reps, resamples=500)
+        assert iv.lo < 1.5 < iv.hi and abs(iv.value - 1.5) < 2 * sigma / 3
+        medians = [sorted(r)[3] for r in reps]  # 7 repeats: the 4th
+        slope = np.polyfit(np.log(ns), np.log(medians), 1)[0]  # least squares in log-log
+        assert iv.value == pytest.approx(slope)
+        widths.append(iv.hi - iv.lo)
+    assert widths[1] > 3 * widths[0]  # noisier repeats, a wider interval
+    with pytest.raises(ValueError, match="2 xs but 1 groups"):
+        ev.exponent_interval([1, 2], [[1.0]])
+
+
+def test_bootstrap_medians_resamples_within_each_group() -> None:
+    """One group [1, 2, 30]: a resampled median is 1, 2 or 30, so the 95% interval of the
+    median reaches from 1 to 30 while the value is the median 2; a single repeat is a point."""
+    iv = ev.bootstrap_medians([[1.0, 2.0, 30.0]], lambda m: m[0], resamples=400)
+    assert (iv.value, iv.lo, iv.hi) == (2.0, 1.0, 30.0)
+    assert ev.bootstrap_medians([[4.0], [5.0]], sum, resamples=50) == ev.Interval(9.0, 9.0, 9.0, 2)
+    with pytest.raises(ValueError, match="no repeats"):
+        ev.bootstrap_medians([[1.0], []], sum)
+    assert ev.point(3.0) == ev.Interval(3.0, 3.0, 3.0, 1, 1.0)
+
+
+def test_can_tell_is_a_design_check_that_makes_the_verdict_inconclusive() -> None:
+    ok = ev.can_tell("grid points with n < d", 2.0, 1.0)
+    assert (ok.outcome, ok.kind, ok.ci) == (ev.PASS, "design", (2.0, 2.0))
+    no = ev.can_tell("grid points with n < d", 0.0, 1.0)
+    failed = ev.on_interval("gap", ev.Interval(-0.2, -0.3, -0.1, 5), 0.0)
+    verdict = ev.verdict_of([no, failed])
+    assert verdict == "INCONCLUSIVE: grid points with n < d: 0, needs >= 1: the measurement " \
+        "cannot test the claim"
+    assert ev.can_tell("error", 0.5, 0.1, above=False).outcome == ev.INCONCLUSIVE

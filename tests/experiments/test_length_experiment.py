@@ -1,5 +1,6 @@
-"""``attnkit experiment length``: bins, the verdict computed from the numbers, and a --quick run
-that writes the table, CSV, JSON and PNG."""
+"""``attnkit experiment length``: bins, the checks on synthetic numbers (REPRODUCED, NOT
+REPRODUCED, INCONCLUSIVE on a ceiling, on a task not learned and on an interval that straddles
+a threshold), and a --quick run that writes the table, CSV, JSON and PNG."""
 
 import csv
 import json
@@ -9,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from attnkit.cli import main
-from attnkit.experiments.length import LengthConfig, bins, train_argv, verdict
+from attnkit.experiments import evidence as ev
+from attnkit.experiments.length import LengthConfig, bins, checks_of, train_argv
 
 
 def test_bins_cover_the_lengths_once() -> None:
@@ -29,27 +31,76 @@ def test_train_argv_differ_only_in_model_and_its_own_width() -> None:
     assert diff == {"rnnencdec", "rnnsearch", "--context", "--attn-hidden"}
 
 
-def table(short: dict[str, float], long: dict[str, float]) -> dict:
-    return {
-        m: [{"src_len": "5-9", "bleu": short[m]}, {"src_len": "45-50", "bleu": long[m]}]
-        for m in short
-    }
+def seeds(short: dict[str, list[float]], long: dict[str, list[float]]) -> list[dict]:
+    """One {model: [shortest bin, longest bin]} table per seed from per-seed BLEU lists."""
+    return [
+        {m: [{"src_len": "5-9", "bleu": short[m][i]}, {"src_len": "45-50", "bleu": long[m][i]}]
+         for m in short}
+        for i in range(len(short["rnnsearch"]))
+    ]  # fmt: skip
 
 
-def test_verdict_reproduced_and_not() -> None:
-    ok = verdict(table({"rnnencdec": 60, "rnnsearch": 95}, {"rnnencdec": 10, "rnnsearch": 90}))
-    assert ok.reproduced and ok.reasons == []
-    assert ok.drop["rnnencdec"] == pytest.approx(1 - 10 / 60)
-    assert ok.gap_longest == pytest.approx(80)
+SHORT = {"rnnencdec": [60, 58, 62, 61, 59], "rnnsearch": [95, 96, 94, 95, 97]}
 
-    flat = verdict(table({"rnnencdec": 60, "rnnsearch": 95}, {"rnnencdec": 55, "rnnsearch": 50}))
-    assert not flat.reproduced
-    assert any("RNNsearch dropped" in r for r in flat.reasons)
-    assert any("RNNencdec dropped only" in r for r in flat.reasons)
 
-    dead = verdict(table({"rnnencdec": 0, "rnnsearch": 0}, {"rnnencdec": 0, "rnnsearch": 0}))
-    assert not dead.reproduced and math.isnan(dead.drop["rnnsearch"])
-    assert any("not learnt" in r for r in dead.reasons)
+def test_checks_reproduced_with_t_intervals_over_the_seeds() -> None:
+    long = {"rnnencdec": [10, 12, 8, 11, 9], "rnnsearch": [90, 91, 88, 92, 89]}
+    checks = checks_of(seeds(SHORT, long))
+    assert ev.verdict_of(checks) == "REPRODUCED"
+    gap = checks[2]
+    assert gap.name == "RNNsearch - RNNencdec BLEU on the longest bin"
+    gaps = [80, 79, 80, 81, 80]  # by hand: mean 80, s = sqrt(0.5), t_{4,.975} = 2.776445
+    half = 2.776445105 * math.sqrt(0.5) / math.sqrt(5)
+    assert gap.value == pytest.approx(sum(gaps) / 5)
+    assert gap.ci == pytest.approx((80 - half, 80 + half), rel=1e-8)
+    drop = checks[1]
+    assert drop.value == pytest.approx(sum(1 - b / a for a, b in zip(
+        SHORT["rnnencdec"], long["rnnencdec"], strict=True)) / 5)  # fmt: skip
+    assert [c.kind for c in checks] == ["claim", "claim", "claim", "design", "design"]
+
+
+def test_checks_not_reproduced_when_both_models_flatten() -> None:
+    long = {"rnnencdec": [55, 54, 57, 56, 55], "rnnsearch": [50, 52, 49, 51, 50]}
+    checks = checks_of(seeds(SHORT, long))
+    verdict = ev.verdict_of(checks)
+    assert verdict.startswith("NOT REPRODUCED: RNNsearch relative BLEU drop") and (
+        ev.exit_code(verdict) == 1)
+    assert [c.outcome for c in checks[:3]] == [ev.FAIL] * 3
+
+
+def test_both_models_at_the_ceiling_are_inconclusive_never_not_reproduced() -> None:
+    """Every arm within 2 BLEU of 100 on the longest bin: RNNencdec's drop fails its claim,
+    but the ceiling leaves no drop to show: INCONCLUSIVE."""
+    top = {"rnnencdec": [99.5, 100, 99, 100, 99.8], "rnnsearch": [100, 100, 99.9, 100, 100]}
+    checks = checks_of(seeds(top, top))
+    assert checks[1].outcome == ev.FAIL and checks[4].outcome == ev.INCONCLUSIVE
+    verdict = ev.verdict_of(checks)
+    assert verdict.startswith("INCONCLUSIVE: mean BLEU on the longest bin") and (
+        "every arm at the ceiling" in verdict and ev.exit_code(verdict) == 2)
+
+
+def test_a_gap_interval_that_straddles_the_threshold_is_inconclusive() -> None:
+    """Gaps 5, 35, 10, 30, 20 BLEU: mean 20, the claim's threshold, inside its interval."""
+    long = {"rnnencdec": [40, 10, 35, 15, 25], "rnnsearch": [45, 45, 45, 45, 45]}
+    short = {"rnnencdec": [95, 95, 95, 95, 95], "rnnsearch": [50, 50, 50, 50, 50]}
+    checks = checks_of(seeds(short, long))
+    assert checks[2].outcome == ev.INCONCLUSIVE and checks[2].ci[0] < 20 < checks[2].ci[1]
+    assert checks[0].outcome == ev.PASS and checks[1].outcome == ev.PASS
+    # RNNsearch at 50 BLEU on the shortest bin has not learned the copy: that is said first
+    verdict = ev.verdict_of(checks)
+    assert verdict.startswith("INCONCLUSIVE: RNNsearch mean BLEU on the shortest bin: best arm 50")
+    learned = seeds({**short, "rnnsearch": [95] * 5}, {**long, "rnnsearch": [90] * 5})
+    gaps = checks_of(learned)[2]  # gaps 50, 80, 55, 75, 65: clears 20
+    assert gaps.outcome == ev.PASS
+    open_ = checks_of(seeds({**short, "rnnsearch": [95] * 5}, long))
+    assert [c.outcome for c in open_] == [ev.FAIL, ev.PASS, ev.INCONCLUSIVE, ev.PASS, ev.PASS]
+
+
+def test_a_model_with_no_bleu_on_the_shortest_bin_gives_no_drop() -> None:
+    dead = {"rnnencdec": [0.0] * 3, "rnnsearch": [0.0] * 3}
+    checks = checks_of(seeds(dead, dead))
+    assert math.isnan(checks[0].value) and checks[0].outcome == ev.INCONCLUSIVE
+    assert ev.verdict_of(checks).startswith("INCONCLUSIVE: RNNsearch mean BLEU")
 
 
 def test_bad_settings_fail_clearly() -> None:
@@ -57,13 +108,16 @@ def test_bad_settings_fail_clearly() -> None:
         LengthConfig(task="dates")
     with pytest.raises(ValueError, match="--steps"):
         LengthConfig(steps=0)
+    with pytest.raises(ValueError, match="--seeds"):
+        LengthConfig(seeds=0)
 
 
 def test_quick_run_writes_table_csv_json_png(tmp_path: Path, one_thread: None, capsys) -> None:
     out = tmp_path / "len"
     assert main(["experiment", "length", "--quick", "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    head = "| source length | n | RNNencdec BLEU | RNNsearch BLEU | RNNencdec exact % |"
+    head = ("| source length | n | RNNencdec BLEU (seed range) | RNNsearch BLEU (seed range) "
+            "| RNNencdec exact % |")
     assert head in text
     assert "| 5-9 |" in text and "| 45-50 |" in text
     assert "verdict: " in text
@@ -76,6 +130,10 @@ def test_quick_run_writes_table_csv_json_png(tmp_path: Path, one_thread: None, c
         "n",
         "rnnencdec_bleu",
         "rnnsearch_bleu",
+        "rnnencdec_bleu_min",
+        "rnnencdec_bleu_max",
+        "rnnsearch_bleu_min",
+        "rnnsearch_bleu_max",
         "rnnencdec_exact",
         "rnnsearch_exact",
     }
@@ -85,19 +143,29 @@ def test_quick_run_writes_table_csv_json_png(tmp_path: Path, one_thread: None, c
         "rnnencdec",
         "rnnsearch",
     }
-    assert result["train_commands"]["rnnsearch"].startswith("attnkit train --task copy")
-    assert set(result["checks"]) >= {"drop", "gap_longest", "reproduced", "reasons"}
-    assert result["verdict"] == "REPRODUCED" or result["verdict"].startswith("NOT REPRODUCED: ")
+    assert result["seeds"] == [0, 1]  # --quick: two training seeds, one data set
+    cmd = result["train_commands"]["rnnsearch-s1"]
+    assert cmd.startswith("attnkit train --task copy --task-seed 0 ") and " --seed 1 " in cmd
+    assert [c["name"] for c in result["checks"]][:1] == [
+        "RNNsearch relative BLEU drop, shortest -> longest bin"]
+    assert {"name", "value", "ci", "threshold", "outcome", "kind"} <= set(result["checks"][0])
+    assert ev.exit_code(result["verdict"]) in (0, 1, 2)
+    assert "| check | kind | value | 95% interval | threshold | outcome |" in text
     png = (out / "length.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
     for m in ("rnnencdec", "rnnsearch"):
-        assert (out / m / "last" / "model.safetensors").is_file()
+        for s in (0, 1):
+            assert (out / f"{m}-s{s}" / "last" / "model.safetensors").is_file()
     _scores_match_sacrebleu(out, result)
+    first = result["by_seed"]["0"]["rnnsearch"][0]["bleu"]
+    second = result["by_seed"]["1"]["rnnsearch"][0]["bleu"]
+    assert result["by_length"]["rnnsearch"][0]["bleu"] == pytest.approx((first + second) / 2,
+                                                                        abs=0.006)  # fmt: skip
 
 
 def _scores_match_sacrebleu(out: Path, result: dict) -> None:
-    """Every bin's BLEU and exact match, recomputed here from the saved models' greedy output
-    with sacrebleu itself (tokens joined by spaces, tokenize="none")."""
+    """Every seed's and bin's BLEU and exact match, recomputed here from the saved models'
+    greedy output with sacrebleu itself (tokens joined by spaces, tokenize="none")."""
     import sacrebleu
 
     from attnkit.data.tasks import load_task
@@ -110,10 +178,10 @@ def _scores_match_sacrebleu(out: Path, result: dict) -> None:
         valid_size=c["valid_size"], test_size=c["test_size"],
         min_len=c["min_len"], max_len=c["max_len"],
     ).test  # fmt: skip
-    for m in ("rnnencdec", "rnnsearch"):
-        ck = checkpoint.load(out / m / "last")
+    for seed, m in [(s, m) for s in result["seeds"] for m in ("rnnencdec", "rnnsearch")]:
+        ck = checkpoint.load(out / f"{m}-s{seed}" / "last")
         hyps = translate(ck.model, test, ck.src_vocab, ck.tgt_vocab).hyps
-        for row in result["by_length"][m]:
+        for row in result["by_seed"][str(seed)][m]:
             lo, hi = map(int, row["src_len"].split("-"))
             idx = [i for i, e in enumerate(test) if lo <= len(e.src) <= hi]
             h = [" ".join(hyps[i]) for i in idx]
@@ -126,16 +194,20 @@ def _scores_match_sacrebleu(out: Path, result: dict) -> None:
 
 
 def test_train_argv_is_the_same_run_as_train_config(tmp_path: Path) -> None:
-    """The recorded `attnkit train` command describes exactly the run the experiment makes."""
+    """The recorded `attnkit train` command describes exactly the run the experiment makes;
+    a training seed changes the initialisation seed only, never the data's."""
     from attnkit.cli import make_parser
     from attnkit.cli.train import fit_config
     from attnkit.experiments.length import MODELS, train_config
 
-    cfg = LengthConfig(steps=10, batch_size=4, hidden=16)
+    cfg = LengthConfig(steps=10, batch_size=4, hidden=16, seed=3)
     for m in MODELS:
-        argv = train_argv(cfg, m, tmp_path / m)
-        parsed = fit_config(make_parser().parse_args(argv))
-        assert parsed.to_json() == train_config(cfg, m, tmp_path / m).to_json()
+        for seed in (None, 5):
+            argv = train_argv(cfg, m, tmp_path / m, seed)
+            parsed = fit_config(make_parser().parse_args(argv))
+            assert parsed.to_json() == train_config(cfg, m, tmp_path / m, seed).to_json()
+    a, b = train_config(cfg, "rnnsearch", tmp_path), train_config(cfg, "rnnsearch", tmp_path, 5)
+    assert (a.train.seed, b.train.seed) == (3, 5) and a.data == b.data
 
 
 def test_score_by_length_is_bleu_not_exact_match() -> None:
@@ -165,7 +237,7 @@ def test_models_train_side_by_side_in_a_pool(tmp_path: Path, one_thread: None) -
 
     cfg = LengthConfig(**{**QUICK, "jobs": 2})
     seconds = train_models(cfg, tmp_path / "pool", say=lambda s: None)
-    assert set(seconds) == {"rnnencdec", "rnnsearch"}
+    assert set(seconds) == {"rnnencdec-s0", "rnnsearch-s0", "rnnencdec-s1", "rnnsearch-s1"}
     train_models(LengthConfig(**QUICK), tmp_path / "serial", say=lambda s: None)
     for m in seconds:
         a = load_file(str(tmp_path / "pool" / m / "last" / "model.safetensors"))

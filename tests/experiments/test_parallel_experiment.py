@@ -1,6 +1,7 @@
 """``attnkit experiment parallel``: the graph depth against hand-counted and brute-force
-paths, the cell-call counter against hand formulas, the exponent fit, the verdict on
-synthetic numbers, bad settings, and a tiny run whose depths follow from the models."""
+paths, the cell-call counter against hand formulas, the exponent fit, the checks on
+synthetic numbers (REPRODUCED, NOT REPRODUCED, INCONCLUSIVE on a straddling interval), bad
+settings, and a tiny run whose depths follow from the models."""
 
 import json
 import math
@@ -10,22 +11,18 @@ import pytest
 import torch
 from torch import nn
 
+from attnkit.experiments import evidence as ev
+from attnkit.experiments.base import power_exponent
 from attnkit.experiments.parallel import (
-    MIN_TIME_EXPONENT_GAP,
     QUICK,
     ParallelConfig,
     build,
+    checks_of,
     random_batch,
     run_experiment,
     sequential_ops,
-    verdict,
 )
-from attnkit.experiments.parallel.measure import (
-    count_cell_calls,
-    graph_depth,
-    power_exponent,
-    time_steps,
-)
+from attnkit.experiments.parallel.measure import count_cell_calls, graph_depth, time_steps
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
 
@@ -127,36 +124,69 @@ def test_time_steps_warm_up_then_alternate() -> None:
     assert [len(t) for t in times] == [3, 3] and min(min(t) for t in times) >= 0
 
 
+NS = [8, 16, 32, 64]
+
+
+def repeats(f, spread: float = 0.0) -> list[list[float]]:
+    """Five timed repeats at each n around f(n): factors 1 ± spread, median exactly f(n)."""
+    factors = [1 - spread, 1 - spread / 2, 1.0, 1 + spread / 2, 1 + spread]
+    return [[f(n) * a for a in factors] for n in NS]
+
+
 def table(rnn_depth, tf_depth, rnn_time, tf_time, tf_calls=0) -> dict:
-    ns = [8, 16, 32, 64]
     return {
-        "rnnsearch": {"depth": rnn_depth, "cell_calls": [3 * n for n in ns],
-                      "seconds_min": rnn_time},
-        "transformer": {"depth": tf_depth, "cell_calls": [tf_calls] * 4,
-                        "seconds_min": tf_time},
+        "rnnsearch": {"depth": rnn_depth, "cell_calls": [3 * n for n in NS],
+                      "seconds": rnn_time},
+        "transformer": {"depth": tf_depth, "cell_calls": [tf_calls] * 4, "seconds": tf_time},
     }  # fmt: skip
 
 
-def test_verdict_reproduced_and_not() -> None:
-    ns = [8, 16, 32, 64]
-    rnn_depth = [22 + 20 * n for n in ns]
-    rnn_time = [0.01 * n for n in ns]  # exponent 1
-    ok, checks = verdict(ns, table(rnn_depth, [140] * 4, rnn_time, [0.05 * n**0.3 for n in ns]))
-    assert ok == [] and checks["reproduced"]
-    assert checks["exponents"]["transformer"]["seconds_min"] == pytest.approx(0.3)
-    assert checks["time_exponent_gap"] == pytest.approx(0.7)
+RNN_DEPTH = [22 + 20 * n for n in NS]
 
-    # both times linear: the timing half fails, the depth half holds
-    same, checks = verdict(ns, table(rnn_depth, [140] * 4, rnn_time, [0.002 * n for n in ns]))
-    assert len(same) == 1 and f"is not {MIN_TIME_EXPONENT_GAP} below" in same[0]
 
+def by_name(checks: list[ev.Check]) -> dict[str, ev.Check]:
+    return {c.name: c for c in checks}
+
+
+def test_checks_reproduced() -> None:
+    checks = checks_of(NS, table(RNN_DEPTH, [140] * 4, repeats(lambda n: 0.01 * n, 0.05),
+                                 repeats(lambda n: 0.05 * n**0.3, 0.05)))  # fmt: skip
+    assert ev.verdict_of(checks) == "REPRODUCED"
+    c = by_name(checks)
+    gap = c["step-time exponent RNNsearch - Transformer"]
+    assert gap.value == pytest.approx(0.7) and gap.ci[0] < 0.7 < gap.ci[1]
+    assert c["Transformer depth, max / min over n"].ci == (1.0, 1.0)  # exact: a point
+    assert all(x["kind"] == "claim" for x in (ch.as_json() for ch in checks))
+
+
+def test_checks_not_reproduced_name_the_number() -> None:
+    # both times linear: the timing gap fails, the depth half holds
+    same = checks_of(NS, table(RNN_DEPTH, [140] * 4, repeats(lambda n: 0.01 * n, 0.05),
+                               repeats(lambda n: 0.002 * n, 0.05)))  # fmt: skip
+    verdict = ev.verdict_of(same)
+    assert verdict.startswith("NOT REPRODUCED: step-time exponent RNNsearch - Transformer: ")
+    assert ev.exit_code(verdict) == 1
     # a Transformer whose depth grows, an RNN whose depth and time do not, a recurrent cell
-    bad, _ = verdict(ns, table([400] * 4, [100, 150, 200, 250], [1.0] * 4, [1.0] * 4, 5))
-    text = " ".join(bad)
-    assert "RNNsearch depth exponent 0.00" in text
-    assert "Transformer depth varies 2.50x" in text
-    assert "RNNsearch step-time exponent 0.00" in text
-    assert "5 recurrent cell calls" in text
+    flat = repeats(lambda n: 1.0, 0.05)
+    bad = by_name(checks_of(NS, table([400] * 4, [100, 150, 200, 250], flat, flat, 5)))
+    failed = {name for name, c in bad.items() if c.outcome == ev.FAIL}
+    assert failed == {"RNNsearch depth exponent in n", "Transformer depth, max / min over n",
+                      "Transformer recurrent cell calls (most at any n)",
+                      "RNNsearch step-time exponent in n (medians)",
+                      "step-time exponent RNNsearch - Transformer"}  # fmt: skip
+    assert bad["Transformer depth, max / min over n"].value == pytest.approx(2.5)
+
+
+def test_a_noisy_time_exponent_that_straddles_the_threshold_is_inconclusive() -> None:
+    """RNN time ∝ n^0.7 (the threshold) with repeats spread ±60%: the exponent's interval
+    holds 0.7, so the timing says neither yes nor no; the gap (0.7 - 0) still passes."""
+    checks = checks_of(NS, table(RNN_DEPTH, [140] * 4, repeats(lambda n: 0.01 * n**0.7, 0.6),
+                                 repeats(lambda n: 0.05, 0.01)))  # fmt: skip
+    c = by_name(checks)["RNNsearch step-time exponent in n (medians)"]
+    assert c.outcome == ev.INCONCLUSIVE and c.ci[0] < 0.7 < c.ci[1]
+    verdict = ev.verdict_of(checks)
+    assert verdict.startswith("INCONCLUSIVE: RNNsearch step-time exponent") and (
+        ev.exit_code(verdict) == 2)
 
 
 def test_bad_settings_fail_clearly() -> None:
@@ -182,12 +212,14 @@ def test_a_tiny_run_records_depths_calls_and_writes_its_files(tmp_path: Path) ->
     by = result["by_length"]
     assert by["rnnsearch"]["cell_calls"] == [6, 12]
     assert by["transformer"]["depth"][0] == by["transformer"]["depth"][1]
-    assert result["checks"]["exponents"]["transformer"]["depth"] == 0.0
+    assert result["exponents"]["transformer"]["depth"] == 0.0
+    assert len(result["checks"]) == 6 and {"name", "ci", "outcome"} <= set(result["checks"][0])
     assert result["parameters"]["rnnsearch"] == sum(
         p.numel() for p in build(cfg, "rnnsearch").parameters()
     )
     assert any(line.startswith("| n | RNNsearch depth |") for line in lines)
     assert lines[-1].startswith("verdict: ")
+    assert any(line.startswith("| check | kind | value | 95% interval |") for line in lines)
     saved = json.loads((tmp_path / "parallel.json").read_text())
     assert saved["config"]["lengths"] == "2,4" and saved["threads"] == 1
     assert (tmp_path / "parallel.csv").read_text().count("\n") == 3  # header + 2 lengths

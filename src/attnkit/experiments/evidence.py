@@ -25,11 +25,11 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .base import markdown_table
+from .base import markdown_table, power_exponent
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 REPRODUCED = "REPRODUCED"
@@ -90,10 +90,52 @@ def paired_bootstrap(
         stats.append(statistics.fmean(
             statistics.fmean(d[rng.randrange(len(d))] for _ in d) for d in seeds
         ))  # fmt: skip
-    stats.sort()
-    lo = stats[int(math.floor((1 - level) / 2 * (resamples - 1)))]
-    hi = stats[int(math.ceil((1 + level) / 2 * (resamples - 1)))]
-    return Interval(mean, min(lo, mean), max(hi, mean), len(diffs), level)
+    return _percentile_interval(mean, stats, len(diffs), level)
+
+
+def _percentile_interval(value: float, stats: list[float], n: int, level: float) -> Interval:
+    """``value`` with the percentile interval of its bootstrap ``stats`` (widened to hold
+    ``value``), made from ``n`` samples."""
+    stats = sorted(stats)
+    lo = stats[int(math.floor((1 - level) / 2 * (len(stats) - 1)))]
+    hi = stats[int(math.ceil((1 + level) / 2 * (len(stats) - 1)))]
+    return Interval(value, min(lo, value), max(hi, value), n, level)
+
+
+def point(value: float) -> Interval:
+    """An exact count (FLOPs, layers, graph depth, cell calls) as an interval: it has no
+    sampling error, so its interval is the point [value, value]."""
+    return Interval(value, value, value, 1, 1.0)
+
+
+def bootstrap_medians(
+    repeats: Sequence[Sequence[float]],
+    statistic: Callable[[list[float]], float],
+    *,
+    resamples: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> Interval:
+    """``statistic`` of the medians of ``repeats`` (e.g. the timed repeats at each n), with a
+    percentile interval from resampling each group's repeats with replacement and taking
+    ``statistic`` of the resampled medians."""
+    if not repeats or not all(repeats):
+        raise ValueError("no repeats to resample: time each point once at least")
+    value = statistic([statistics.median(r) for r in repeats])
+    rng = random.Random(seed)
+    stats = [statistic([statistics.median(rng.choices(r, k=len(r))) for r in repeats])
+             for _ in range(resamples)]  # fmt: skip
+    return _percentile_interval(value, stats, sum(len(r) for r in repeats), level)
+
+
+def exponent_interval(
+    xs: Sequence[float], repeats: Sequence[Sequence[float]], **kwargs: Any
+) -> Interval:
+    """k of y ≈ c·x^k (``base.power_exponent``) fitted to the median of the repeats at each
+    x, with the interval of ``bootstrap_medians``: ``repeats[i]`` are the timings at xs[i]."""
+    if len(xs) != len(repeats):
+        raise ValueError(f"{len(xs)} xs but {len(repeats)} groups of repeats")
+    return bootstrap_medians(repeats, lambda m: power_exponent(xs, m), **kwargs)
 
 
 @dataclass(frozen=True)
@@ -160,16 +202,29 @@ def ceiling(
     return Check(name, closest, (lo, hi), bound, outcome, "design", reason)
 
 
+def _design(name: str, value: float, threshold: float, above: bool, shown: str,
+            why: str) -> Check:  # fmt: skip
+    """A design check: ``value`` on the threshold's side passes, otherwise INCONCLUSIVE
+    with ``why``."""
+    ok = value >= threshold if above else value <= threshold
+    reason = f"{name}: {shown}{value:.4g}, needs {'>=' if above else '<='} {threshold:.4g}"
+    if not ok:
+        reason += f": {why}"
+    return Check(name, value, (value, value), threshold, PASS if ok else INCONCLUSIVE,
+                 "design", reason)  # fmt: skip
+
+
 def learned(name: str, best: float, criterion: float, *, above: bool = True) -> Check:
     """A design check: the best arm reached ``criterion`` (e.g. valid BLEU ≥ 95) at the
     budget; otherwise the verdict cannot come from this budget."""
-    ok = best >= criterion if above else best <= criterion
-    side = ">=" if above else "<="
-    reason = f"{name}: best arm {best:.4g}, needs {side} {criterion:.4g}"
-    if not ok:
-        reason += ": not learned at this budget"
-    return Check(name, best, (best, best), criterion, PASS if ok else INCONCLUSIVE, "design",
-                 reason)  # fmt: skip
+    return _design(name, best, criterion, above, "best arm ", "not learned at this budget")
+
+
+def can_tell(name: str, value: float, threshold: float, *, above: bool = True) -> Check:
+    """A design check on an exact number that says whether the measurement can test the
+    claim (e.g. the grid holds a point with n < d, a layer took the kernel it names): on the
+    threshold's side (``>=``; ``above=False``: ``<=``) passes, otherwise INCONCLUSIVE."""
+    return _design(name, value, threshold, above, "", "the measurement cannot test the claim")
 
 
 def verdict_of(checks: Sequence[Check]) -> str:
@@ -217,12 +272,16 @@ __all__ = [
     "REPRODUCED",
     "Check",
     "Interval",
+    "bootstrap_medians",
+    "can_tell",
     "ceiling",
     "checks_table",
     "exit_code",
+    "exponent_interval",
     "learned",
     "on_interval",
     "paired_bootstrap",
+    "point",
     "t_interval",
     "verdict_of",
 ]

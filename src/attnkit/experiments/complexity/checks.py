@@ -1,13 +1,17 @@
 """The complexity experiment's numbers and checks: exponents fitted in log-log, the
-self-attention / recurrent crossover, and the verdict (thresholds fixed from Vaswani et al.
-2017, Table 1, before any run; see ``complexity`` for what each check means)."""
+self-attention / recurrent crossover, and the checks (thresholds fixed from Vaswani et al.
+2017, Table 1, before any run; see ``complexity`` for what each check means). Exact counts
+(FLOPs, depth, layers) have no sampling error: their interval is the point [v, v]
+(``evidence.point``); timings get bootstrap intervals over the repeats at each n."""
 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from typing import Any
 
+from .. import evidence as ev
 from ..base import power_exponent as slope  # the exponent p of y ∝ x^p
 from .models import LAYERS
 
@@ -52,9 +56,11 @@ def summarise(rows: list[dict], ns: list[int], ds: list[int]) -> dict[str, Any]:
     big = ns[-FIT_POINTS:]
     exps: dict[str, dict[str, Any]] = {}
     for kind in LAYERS:
-        e: dict[str, Any] = {"time_n": {}, "saved_n": {}}
+        e: dict[str, Any] = {"time_n": {}, "time_n_ci": {}, "saved_n": {}}
         for d in ds:
-            e["time_n"][str(d)] = round(slope(big, [at[kind, n, d]["ms"] for n in big]), 3)
+            fit = ev.exponent_interval(big, [at[kind, n, d]["ms_repeats"] for n in big])
+            e["time_n"][str(d)] = round(fit.value, 3)  # of the medians over the repeats
+            e["time_n_ci"][str(d)] = [round(fit.lo, 3), round(fit.hi, 3)]
             saved = [at[kind, n, d]["saved_bytes"] for n in big]
             e["saved_n"][str(d)] = round(slope(big, saved), 3)
         e["flops_n"] = round(slope(big, [at[kind, n, ds[0]]["flops_term"] for n in big]), 3)
@@ -76,6 +82,7 @@ def summarise(rows: list[dict], ns: list[int], ds: list[int]) -> dict[str, Any]:
             "time": crossover(ns, t),
             "flops": crossover(ns, f),
             "time_ratio": {str(n): round(x, 3) for n, x in zip(ns, t, strict=True)},
+            "below_d": _largest_ratio_below_d(at, ns, d),
         }
     restricted = [r for r in rows if r["layer"] == "restricted"]
     last = at["restricted", ns[-1], ds[0]]
@@ -98,102 +105,92 @@ def summarise(rows: list[dict], ns: list[int], ds: list[int]) -> dict[str, Any]:
     }
 
 
-def verdict(numbers: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
-    """The checks of the module docstring on the measured numbers -> (failed checks, each
-    with its number; every check's numbers)."""
-    reasons: list[str] = []
-    exps, ds, fit_ns = numbers["exponents"], numbers["ds"], numbers["fit_ns"]
-    err = numbers["flop_formula_max_rel_error"]
-    if not err <= FLOP_TOL:
-        reasons.append(f"counted FLOPs differ from the formula by {err:.1%} (> {FLOP_TOL:.0%})")
-    flop_exps = {}
+def _largest_ratio_below_d(at: dict, ns: Sequence[int], d: int) -> dict[str, Any] | None:
+    """The largest self-attention / GRU ratio of median CPU times over the grid's n < d, with
+    its bootstrap interval over the repeats; None when no n < d."""
+    below = [n for n in ns if n < d]
+    if not below:
+        return None
+    k = len(below)
+    groups = [at[kind, n, d]["ms_repeats"] for kind in ("self_attention", "recurrent")
+              for n in below]  # fmt: skip
+
+    def largest(med: list[float]) -> float:  # self-attention's medians, then the GRU's
+        return max(a / r for a, r in zip(med[:k], med[k:], strict=True))
+
+    iv = ev.bootstrap_medians(groups, largest)
+    return {"value": iv.value, "ci": [iv.lo, iv.hi], "n": below}
+
+
+def _exact(name: str, value: float, threshold: float, above: bool = True) -> ev.Check:
+    return ev.on_interval(name, ev.point(value), threshold, above=above)
+
+
+def _band(name: str, iv: ev.Interval, lo: float, hi: float) -> list[ev.Check]:
+    """The claim "lo < statistic < hi" as two checks on one interval."""
+    return [ev.on_interval(f"{name} > {lo:g}", iv, lo),
+            ev.on_interval(f"{name} < {hi:g}", iv, hi, above=False)]  # fmt: skip
+
+
+def _crossover_over_d(c: dict[str, Any], ns: Sequence[int], d: int) -> ev.Interval:
+    """n*/d of a FLOP crossover; outside the grid, the bound it lies beyond: below the first
+    n, [0, n_0/d]; above the last, [n_last/d, no bound]."""
+    if c["n"] is not None:
+        return ev.point(c["n"] / d)
+    if c["where"] == "below":
+        return ev.Interval(ns[0] / d, 0.0, ns[0] / d, 1, 1.0)
+    return ev.Interval(ns[-1] / d, ns[-1] / d, sys.float_info.max, 1, 1.0)
+
+
+def checks_of(numbers: dict[str, Any]) -> list[ev.Check]:
+    """The checks of the module docstring on ``summarise``'s numbers (with "paths")."""
+    exps, ds, ns, fit_ns = numbers["exponents"], numbers["ds"], numbers["ns"], numbers["fit_ns"]
+    below_d = [d for d in ds if numbers["crossover"][str(d)]["below_d"] is not None]
+    checks = [
+        ev.can_tell("restricted layer took the band kernel (1 yes, 0 no)",
+                    float(numbers["restricted_band"]["matches_band_formula"]), 1.0),
+        ev.can_tell("widths d with a grid point n < d", float(len(below_d)), 1.0),
+        _exact("forward FLOPs: largest relative error vs the formula",
+               numbers["flop_formula_max_rel_error"], FLOP_TOL, above=False),
+    ]  # fmt: skip
     for kind, (pn, pd, term) in TERM.items():
-        got = (exps[kind]["flops_n"], exps[kind]["flops_d"])
-        flop_exps[kind] = {"n": got[0], "d": got[1], "expected": [pn, pd]}
-        bad = abs(got[0] - pn) > FLOP_EXP_TOL or (
-            got[1] is not None and abs(got[1] - pd) > FLOP_EXP_TOL
-        )
-        if bad:
-            d_part = "" if got[1] is None else f" d^{got[1]}"
-            reasons.append(f"{kind} FLOPs grow as n^{got[0]}{d_part}, not {term}")
-    band = numbers["restricted_band"]
-    if not band["matches_band_formula"]:
-        reasons.append(
-            "restricted attention did not take the band kernel (its attention FLOPs are "
-            f"{band['fraction_of_dense']:.2f} of dense, not the band formula's)"
-        )
-    time_checked = {}
+        e = exps[kind]
+        dev = max(abs(e["flops_n"] - pn), abs(e["flops_d"] - pd) if e["flops_d"] is not None
+                  else 0.0)  # fmt: skip
+        checks.append(_exact(f"{kind} FLOP exponents (n, d) vs {term}: largest deviation", dev,
+                             FLOP_EXP_TOL, above=False))  # fmt: skip
     for kind in LAYERS:
         for d in ds:
-            e = exps[kind]["time_n"][str(d)]
-            if kind == "self_attention":
-                if fit_ns[0] < QUADRATIC_FROM * d:
-                    continue  # the n·d² projections still weigh: reported, not checked
-                ok = e >= QUADRATIC_TIME
-                want = f">= {QUADRATIC_TIME}"
-            else:
-                ok = LINEAR_TIME[0] <= e <= LINEAR_TIME[1]
-                want = f"in [{LINEAR_TIME[0]}, {LINEAR_TIME[1]}]"
-            time_checked[f"{kind}@d={d}"] = e
-            if not ok:
-                reasons.append(f"{kind} time grows as n^{e} at d={d} (want exponent {want})")
+            lo, hi = exps[kind]["time_n_ci"][str(d)]
+            iv = ev.Interval(exps[kind]["time_n"][str(d)], lo, hi, FIT_POINTS)
+            name = f"{kind} time exponent in n, d={d}"
+            if kind != "self_attention":
+                checks += _band(name, iv, *LINEAR_TIME)
+            elif fit_ns[0] >= QUADRATIC_FROM * d:  # else the n·d² projections still weigh
+                checks.append(ev.on_interval(name, iv, QUADRATIC_TIME))
     for kind in LAYERS:
-        e = exps[kind]["depth_n"]
         grows = kind == "recurrent"
-        if (grows and e < DEPTH_GROWS) or (not grows and e > DEPTH_FLAT):
-            want = f">= {DEPTH_GROWS}" if grows else f"<= {DEPTH_FLAT}"
-            reasons.append(f"{kind} autograd depth grows as n^{e} (want {want})")
-    paths = numbers["paths"]
-    for kind, p in paths.items():
-        if p["layers"] != p["expected"]:
-            reasons.append(f"{kind} path: {p['layers']} layers, Table 1 gives {p['expected']}")
-    rec = paths["recurrent"]
-    if rec["steps"] != rec["expected_steps"]:
-        reasons.append(
-            f"recurrent path runs {rec['steps']} steps, not n-1 = {rec['expected_steps']}"
-        )
-    faster_below_d = {}
+        checks.append(_exact(f"{kind} autograd depth exponent in n", exps[kind]["depth_n"],
+                             DEPTH_GROWS if grows else DEPTH_FLAT, above=grows))  # fmt: skip
+    for kind, p in numbers["paths"].items():
+        got = p["layers"] if p["layers"] is not None else math.inf
+        checks.append(_exact(f"{kind} path: layers off Table 1's {p['expected']} by",
+                             min(abs(got - p["expected"]), sys.float_info.max), 0.5,
+                             above=False))  # fmt: skip
+    rec = numbers["paths"]["recurrent"]
+    checks.append(_exact(f"recurrent path: steps off n-1 = {rec['expected_steps']} by",
+                         abs(rec["steps"] - rec["expected_steps"]), 0.5, above=False))
     for d in ds:
-        ratio = numbers["crossover"][str(d)]["time_ratio"]
-        below = {n: r for n, r in ratio.items() if int(n) < d}
-        if below:
-            faster_below_d[str(d)] = below
-            slow = {n: r for n, r in below.items() if r >= 1}
-            if slow:
-                reasons.append(
-                    f"at d={d} self-attention is not faster than the GRU at n < d "
-                    f"(time ratio {slow})"
-                )
-        f = numbers["crossover"][str(d)]["flops"]
-        if f["n"] is None or not FLOP_CROSS[0] * d <= f["n"] <= FLOP_CROSS[1] * d:
-            reasons.append(f"at d={d} the FLOP crossover is {f['n'] or f['where']}, not ~d")
-    if not faster_below_d:
-        reasons.append("no grid point has n < d: the n < d claim is untested")
-    checks = {
-        "flop_formula_max_rel_error": err,
-        "flop_exponents": flop_exps,
-        "restricted_band": band,
-        "time_exponents_checked": time_checked,
-        "depth_exponents": {k: exps[k]["depth_n"] for k in LAYERS},
-        "paths": paths,
-        "attention_over_recurrent_time_at_n_below_d": faster_below_d,
-        "crossover_n": {
-            d: {"time": c["time"], "flops": c["flops"]} for d, c in numbers["crossover"].items()
-        },
-        "thresholds": {
-            "flop_tol": FLOP_TOL,
-            "flop_exp_tol": FLOP_EXP_TOL,
-            "linear_time": LINEAR_TIME,
-            "quadratic_time": QUADRATIC_TIME,
-            "quadratic_from_n_over_d": QUADRATIC_FROM,
-            "depth_grows": DEPTH_GROWS,
-            "depth_flat": DEPTH_FLAT,
-            "flop_cross": FLOP_CROSS,
-        },  # fmt: skip
-        "reproduced": not reasons,
-        "reasons": reasons,
-    }
-    return reasons, checks
+        c = numbers["crossover"][str(d)]
+        if c["below_d"] is not None:
+            b = c["below_d"]
+            iv = ev.Interval(b["value"], b["ci"][0], b["ci"][1], len(b["n"]))
+            checks.append(ev.on_interval(
+                f"largest self-attention / GRU time ratio at n < d, d={d} (medians)", iv, 1.0,
+                above=False))  # fmt: skip
+        checks += _band(f"FLOP crossover n*/d, d={d}", _crossover_over_d(c["flops"], ns, d),
+                        *FLOP_CROSS)  # fmt: skip
+    return checks
 
 
-__all__ = ["FIT_POINTS", "TERM", "crossover", "slope", "summarise", "verdict"]
+__all__ = ["FIT_POINTS", "TERM", "checks_of", "crossover", "slope", "summarise"]

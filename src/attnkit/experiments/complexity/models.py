@@ -182,8 +182,8 @@ def graph_depth(y: Tensor) -> int:
 @dataclass
 class Measured:
     """One layer at one (n, d): forward and fwd+bwd FLOPs, the forward FLOPs of attention
-    kernels, bytes saved for backward, autograd depth, and the least CPU and wall-clock
-    seconds of one fwd+bwd pass."""
+    kernels, bytes saved for backward, autograd depth, the least CPU and wall-clock seconds
+    of one fwd+bwd pass, and the CPU seconds of every timed pass."""
 
     flops_forward: int
     flops_attention: int
@@ -192,6 +192,7 @@ class Measured:
     depth: int
     cpu_seconds: float
     wall_seconds: float
+    cpu_repeats: list[float]
 
 
 def measure(layer: nn.Module, x: Tensor, repeats: int) -> Measured:
@@ -207,16 +208,16 @@ def measure(layer: nn.Module, x: Tensor, repeats: int) -> Measured:
     with flop_counter() as bwd:
         y.sum().backward()
     flops_fwd, attn = split_flops(fwd)
-    cpu = wall = math.inf
+    cpus, wall = [], math.inf
     for _ in range(repeats):
         layer.zero_grad(set_to_none=True)
         x.grad = None
         c0, w0 = time.process_time(), time.perf_counter()
         layer(x).sum().backward()
-        cpu = min(cpu, time.process_time() - c0)
+        cpus.append(time.process_time() - c0)
         wall = min(wall, time.perf_counter() - w0)
     total = flops_fwd + bwd.get_total_flops()
-    return Measured(flops_fwd, attn, total, saved.total, depth, cpu, wall)
+    return Measured(flops_fwd, attn, total, saved.total, depth, min(cpus), wall, cpus)
 
 
 def path_length(make: Callable[[int], nn.Module], n: int, d: int, max_layers: int) -> int | None:

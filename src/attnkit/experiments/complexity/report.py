@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base import Say, markdown_table, write_outputs
+from ..evidence import checks_table
 from .checks import TERM
 from .models import LAYERS
 
@@ -32,7 +33,8 @@ def _fmt(x: float | None) -> str:
 
 def table1(result: dict[str, Any]) -> str:
     """Per layer: Table 1's complexity, fitted FLOP exponents (n, d), time exponents in n per
-    d, autograd depth over the n grid, bytes saved for backward exponent."""
+    d (of the medians, with the 95% bootstrap interval), autograd depth over the n grid,
+    bytes saved for backward exponent."""
     exps, ds, ns = result["exponents"], result["ds"], result["ns"]
     head = ["layer", "Table 1", "FLOPs ∝ n^a d^b (a, b)"]
     head += [f"time exp. n, d={d}" for d in ds]
@@ -42,7 +44,8 @@ def table1(result: dict[str, Any]) -> str:
         e = exps[kind]
         body.append(
             [LABELS[kind], f"O({TERM[kind][2]})", f"{_fmt(e['flops_n'])}, {_fmt(e['flops_d'])}"]
-            + [_fmt(e["time_n"][str(d)]) for d in ds]
+            + [f"{_fmt(e['time_n'][str(d)])} [{_fmt(e['time_n_ci'][str(d)][0])}, "
+               f"{_fmt(e['time_n_ci'][str(d)][1])}]" for d in ds]  # fmt: skip
             + [
                 f"{e['depth'][str(ns[0])]}→{e['depth'][str(ns[-1])]} (exp. {e['depth_n']:.2f})",
                 _fmt(e["saved_n"][str(ds[-1])]),
@@ -107,6 +110,9 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     say(crossover_table(result))
     say("\nfwd+bwd CPU ms, least of the repeats (wall-clock ms in the CSV):")
     say(time_table(result))
+    say("\nchecks (exact counts: the point [v, v]; timings: 95% bootstrap intervals over the "
+        "repeats at each n)")
+    say(checks_table(result["checks"], digits=3))
     paths = write_outputs("complexity", result["rows"], result, plot, out, say)
     say(f"total {result['seconds']:.0f}s")
     say(verdict_line(result))

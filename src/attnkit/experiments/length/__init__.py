@@ -6,8 +6,21 @@ increases", while RNNsearch "does not deteriorate" (Sec. 5.1).
 
 Both models are trained with the same widths, the same data, the same batches and the same
 number of updates (one pass over ``steps · batch_size`` generated pairs), each by
-``attnkit.fit`` (the library call behind ``attnkit train``); the test set is then decoded
-greedily and scored (BLEU, exact match) in bins of source length.
+``attnkit.fit`` (the library call behind ``attnkit train``), for each of ``seeds`` training
+seeds seed, seed+1, ... (initialisation and batch order; the data are generated once, from
+``seed``); the test set is then decoded greedily and scored (BLEU, exact match) in bins of
+source length.
+
+Checks (thresholds fixed from the paper's claim before any run; evidence.py's contract: a
+t-interval over the training seeds, 95%, three outcomes). Drops are relative,
+1 − BLEU(longest bin) / BLEU(shortest bin), one per seed:
+* (claim) RNNsearch's drop < ``MAX_SEARCH_DROP`` (0.2): it "does not deteriorate";
+* (claim) RNNencdec's drop > ``MIN_ENCDEC_DROP`` (0.5): it "dramatically drops";
+* (claim) RNNsearch − RNNencdec BLEU on the longest bin > ``MIN_GAP`` (20 points);
+* (design) the best model learned the task: RNNsearch's mean BLEU on the shortest bin >=
+  ``LEARNED_BLEU`` (90); otherwise the verdict cannot come from this budget;
+* (design) not every arm at the ceiling: both models' mean BLEU on the longest bin within
+  ``CEILING_EPS`` (2) of 100 leaves no drop to show.
 """
 
 from __future__ import annotations
@@ -15,7 +28,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +36,8 @@ from ..._checks import check_ranges
 from ...data.example import Example
 from ...data.synthetic import check_max_len
 from ...train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
+from .. import evidence as ev
 from ..base import Experiment, option, report_of
-from ..base import verdict as verdict_text
 from ..pool import train_all
 
 MODELS = ("rnnencdec", "rnnsearch")  # without, with attention
@@ -45,7 +58,8 @@ class LengthConfig:
     valid_size: int = option(64, "validation pairs")
     test_size: int = option(540, "test pairs scored by length")
     bin_width: int = option(5, "source lengths per bin")
-    seed: int = option(0, "data and initialisation seed")
+    seed: int = option(0, "data seed, and the first training seed")
+    seeds: int = option(5, "training seeds seed, seed+1, ... (same data): an interval over them")
     jobs: int = option(2, "models trained at once, in a process pool")
     threads: int = option(1, "torch threads per training process")
 
@@ -57,7 +71,7 @@ class LengthConfig:
         check_max_len(self.max_len)
         check_ranges(self, fractions=(), as_flags=True, positive=(
             "steps", "batch_size", "emb", "hidden", "test_size", "bin_width", "valid_size",
-            "jobs", "threads"
+            "jobs", "threads", "seeds"
         ))  # fmt: skip
         if not self.lr > 0:
             raise ValueError(f"--lr {self.lr}; it must be positive")
@@ -67,12 +81,22 @@ class LengthConfig:
         return self.steps * self.batch_size  # one epoch = exactly ``steps`` updates
 
 
-QUICK = dict(steps=4, batch_size=8, emb=8, hidden=8, valid_size=8, test_size=46, jobs=1)
+QUICK = dict(steps=4, batch_size=8, emb=8, hidden=8, valid_size=8, test_size=46, jobs=1,
+             seeds=2)  # fmt: skip
 
 
-def train_config(cfg: LengthConfig, model: str, out: Path) -> FitConfig:
-    """The ``attnkit.fit`` config of ``model``; identical for both but the one width that only
-    one model has (attention width / summary width). One epoch = exactly ``steps`` updates."""
+def training_seeds(cfg: LengthConfig) -> list[int]:
+    return [cfg.seed + i for i in range(cfg.seeds)]
+
+
+def run_name(model: str, seed: int) -> str:
+    return f"{model}-s{seed}"
+
+
+def train_config(cfg: LengthConfig, model: str, out: Path, seed: int | None = None) -> FitConfig:
+    """The ``attnkit.fit`` config of ``model`` trained with ``seed`` (default ``cfg.seed``) on
+    the data of ``cfg.seed``; identical for both models but the one width that only one
+    model has (attention width / summary width). One epoch = exactly ``steps`` updates."""
     own = {"attn_hidden": cfg.hidden} if model == "rnnsearch" else {"context": cfg.hidden}
     widths = dict(emb=cfg.emb, enc_hidden=cfg.hidden, dec_hidden=cfg.hidden, maxout=cfg.hidden)
     return FitConfig(
@@ -92,7 +116,7 @@ def train_config(cfg: LengthConfig, model: str, out: Path) -> FitConfig:
             lr=cfg.lr,
             patience=0,
             save_every=max(cfg.steps // 10, 1),
-            seed=cfg.seed,
+            seed=cfg.seed if seed is None else seed,
             progress=False,
         ),
         out=out,
@@ -101,7 +125,7 @@ def train_config(cfg: LengthConfig, model: str, out: Path) -> FitConfig:
     )
 
 
-def train_argv(cfg: LengthConfig, model: str, out: Path) -> list[str]:
+def train_argv(cfg: LengthConfig, model: str, out: Path, seed: int | None = None) -> list[str]:
     """The ``attnkit train`` command that trains the same model as ``train_config`` (recorded
     in the results, so that one model can be re-trained by hand)."""
     own = ["--attn-hidden", cfg.hidden] if model == "rnnsearch" else ["--context", cfg.hidden]
@@ -113,16 +137,18 @@ def train_argv(cfg: LengthConfig, model: str, out: Path) -> list[str]:
         "--model", model, "--emb", cfg.emb, "--enc-hidden", cfg.hidden,
         "--dec-hidden", cfg.hidden, "--maxout", cfg.hidden, *own, "--dropout", 0,
         "--batch-size", cfg.batch_size, "--lr", cfg.lr, "--epochs", 1, "--patience", 0,
-        "--save-every", max(cfg.steps // 10, 1), "--seed", cfg.seed,
+        "--save-every", max(cfg.steps // 10, 1), "--seed", cfg.seed if seed is None else seed,
         "--threads", cfg.threads, "--no-progress", "--overwrite", "--out", out,
     ]  # fmt: skip
     return [str(a) for a in args]
 
 
 def train_models(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, float]:
-    """Train both models into ``out/<model>`` (logs in ``out/<model>.log``), ``cfg.jobs`` at a
-    time in a process pool; returns wall-clock seconds per model."""
-    configs = {m: train_config(cfg, m, out / m) for m in MODELS}
+    """Train both models with every training seed into ``out/<model>-s<seed>`` (logs in
+    ``out/<model>-s<seed>.log``), ``cfg.jobs`` at a time in a process pool; returns
+    wall-clock seconds per run."""
+    configs = {run_name(m, s): train_config(cfg, m, out / run_name(m, s), s)
+               for s in training_seeds(cfg) for m in MODELS}  # fmt: skip
     return train_all(configs, jobs=cfg.jobs, steps=cfg.steps, log_dir=out, say=say)
 
 
@@ -158,45 +184,72 @@ def score_by_length(
     return rows
 
 
-@dataclass
-class Verdict:
-    """Did the figure's shape appear? Drops are relative: 1 - score(longest) / score(shortest)."""
-
-    drop: dict[str, float]
-    gap_longest: float  # RNNsearch minus RNNencdec BLEU on the longest bin
-    reproduced: bool
-    reasons: list[str] = field(default_factory=list)
-
-
 MAX_SEARCH_DROP = 0.2  # RNNsearch keeps >= 80% of its short-sentence BLEU on the longest bin
 MIN_ENCDEC_DROP = 0.5  # RNNencdec loses at least half of it
 MIN_GAP = 20.0  # and RNNsearch leads by 20 BLEU points there
+LEARNED_BLEU = 90.0  # design: RNNsearch's mean BLEU on the shortest bin at least this
+CEILING_EPS = 2.0  # design: both models' longest-bin BLEU within this of 100 -> no drop shows
 
 
-def verdict(table: dict[str, list[dict[str, Any]]]) -> Verdict:
-    """Compare the shortest and the longest length bin of each model (computed, not assumed)."""
-    drop, reasons = {}, []
+def drop(table: list[dict[str, Any]]) -> float:
+    """1 - BLEU(longest bin) / BLEU(shortest bin) of one model's bins; NaN when it scored 0 on
+    the shortest bin (no drop is defined)."""
+    short, long = table[0]["bleu"], table[-1]["bleu"]
+    return 1.0 - long / short if short > 0 else math.nan
+
+
+def _over_seeds(samples: Sequence[float]) -> ev.Interval:
+    """The t-interval over the seeds, or an undefined (NaN) one when a sample is NaN (a model
+    with 0 BLEU on the shortest bin): on_interval then says inconclusive."""
+    if len(samples) >= 2 and all(math.isfinite(x) for x in samples):
+        return ev.t_interval(samples)
+    return ev.Interval(math.nan, math.nan, math.nan, len(samples))
+
+
+def checks_of(by_seed: Sequence[dict[str, list[dict[str, Any]]]]) -> list[ev.Check]:
+    """The checks of the module docstring from one ``{model: bins}`` table per training
+    seed (``score_by_length``'s rows, shortest bin first)."""
+    longest = {m: [t[m][-1]["bleu"] for t in by_seed] for m in MODELS}
+    gaps = [a - b for a, b in zip(longest["rnnsearch"], longest["rnnencdec"], strict=True)]
+    short_search = sum(t["rnnsearch"][0]["bleu"] for t in by_seed) / len(by_seed)
+    return [
+        ev.on_interval("RNNsearch relative BLEU drop, shortest -> longest bin",
+                       _over_seeds([drop(t["rnnsearch"]) for t in by_seed]), MAX_SEARCH_DROP,
+                       above=False),
+        ev.on_interval("RNNencdec relative BLEU drop, shortest -> longest bin",
+                       _over_seeds([drop(t["rnnencdec"]) for t in by_seed]), MIN_ENCDEC_DROP),
+        ev.on_interval("RNNsearch - RNNencdec BLEU on the longest bin", _over_seeds(gaps),
+                       MIN_GAP),
+        ev.learned("RNNsearch mean BLEU on the shortest bin", short_search, LEARNED_BLEU),
+        ev.ceiling("mean BLEU on the longest bin", longest, 100.0, eps=CEILING_EPS),
+    ]  # fmt: skip
+
+
+def mean_bins(by_seed: Sequence[dict[str, list[dict[str, Any]]]]) -> dict[str, list[dict]]:
+    """Per model and bin: n, and BLEU and exact match averaged over the seeds (with the
+    lowest and highest seed's BLEU)."""
+    out: dict[str, list[dict]] = {}
     for m in MODELS:
-        short, long = table[m][0]["bleu"], table[m][-1]["bleu"]
-        drop[m] = 1.0 - long / short if short > 0 else math.nan
-    gap = table["rnnsearch"][-1]["bleu"] - table["rnnencdec"][-1]["bleu"]
-    if math.isnan(drop["rnnsearch"]) or math.isnan(drop["rnnencdec"]):
-        reasons.append("a model scored 0 BLEU on the shortest bin: it has not learnt the task")
-    if drop["rnnsearch"] > MAX_SEARCH_DROP:
-        reasons.append(f"RNNsearch dropped {drop['rnnsearch']:.0%} (> {MAX_SEARCH_DROP:.0%})")
-    if drop["rnnencdec"] < MIN_ENCDEC_DROP:
-        reasons.append(f"RNNencdec dropped only {drop['rnnencdec']:.0%} (< {MIN_ENCDEC_DROP:.0%})")
-    if not gap >= MIN_GAP:
-        reasons.append(f"gap on the longest bin {gap:.1f} BLEU (< {MIN_GAP:.0f})")
-    return Verdict(drop, gap, not reasons, reasons)
+        rows = []
+        for i, first in enumerate(by_seed[0][m]):
+            bleu = [t[m][i]["bleu"] for t in by_seed]
+            exact = [t[m][i]["exact"] for t in by_seed]
+            rows.append({"src_len": first["src_len"], "n": first["n"],
+                         "bleu": round(sum(bleu) / len(bleu), 2),
+                         "bleu_min": min(bleu), "bleu_max": max(bleu),
+                         "exact": round(sum(exact) / len(exact), 2)})  # fmt: skip
+        out[m] = rows
+    return out
 
 
 def run_experiment(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, Any]:
     """Train, decode the test set, score by length. Returns the JSON-able result."""
+    seeds = training_seeds(cfg)
     say(
         f"length experiment: {cfg.task} {cfg.min_len}-{cfg.max_len} tokens, "
         f"{cfg.steps} updates of {cfg.batch_size} for each of RNNencdec and RNNsearch "
-        f"(emb {cfg.emb}, hidden {cfg.hidden}), {cfg.jobs} at a time; output in {out}/"
+        f"(emb {cfg.emb}, hidden {cfg.hidden}), training seeds {seeds}, {cfg.jobs} at a time; "
+        f"output in {out}/"
     )
     from ...data.tasks import load_task
     from ...decode import translate
@@ -215,35 +268,44 @@ def run_experiment(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, 
         max_len=cfg.max_len,
     ).test
     edges = bins(cfg)
-    table, params = {}, {}
-    for m in MODELS:
-        ck = checkpoint.load(out / m / "last")
-        params[m] = sum(p.numel() for p in ck.model.parameters())
-        hyps = translate(ck.model, test, ck.src_vocab, ck.tgt_vocab, batch_size=128).hyps
-        table[m] = score_by_length(hyps, test, edges)
-    v = verdict(table)
+    by_seed: list[dict[str, list[dict[str, Any]]]] = []
+    params = {}
+    for s in seeds:
+        table = {}
+        for m in MODELS:
+            ck = checkpoint.load(out / run_name(m, s) / "last")
+            params[m] = sum(p.numel() for p in ck.model.parameters())
+            hyps = translate(ck.model, test, ck.src_vocab, ck.tgt_vocab, batch_size=128).hyps
+            table[m] = score_by_length(hyps, test, edges)
+        by_seed.append(table)
+    checks = checks_of(by_seed)
     return {
         "config": asdict(cfg),
+        "seeds": seeds,
         "parameters": params,
-        "train_commands": {m: " ".join(["attnkit", *train_argv(cfg, m, out / m)]) for m in MODELS},
-        "train_seconds": {m: round(s, 1) for m, s in seconds.items()},
+        "train_commands": {run_name(m, s): " ".join(
+            ["attnkit", *train_argv(cfg, m, out / run_name(m, s), s)])
+            for s in seeds for m in MODELS},
+        "train_seconds": {n: round(v, 1) for n, v in seconds.items()},
         "total_seconds": round(time.perf_counter() - t0, 1),
-        "by_length": table,
-        "checks": asdict(v),
-        "verdict": verdict_text(v.reasons),
-    }
+        "by_length": mean_bins(by_seed),
+        "by_seed": {str(s): t for s, t in zip(seeds, by_seed, strict=True)},
+        "drops": {m: [drop(t[m]) for t in by_seed] for m in MODELS},
+        "checks": [c.as_json() for c in checks],
+        "verdict": ev.verdict_of(checks),
+    }  # fmt: skip
 
 
 
 EXPERIMENT = Experiment(
     name="length",
     help="BLEU by source length, RNNencdec vs RNNsearch (Bahdanau 2015, Fig. 2)",
-    typical="about 70 s on an idle 2-core CPU, 5-10 min when it is busy",
+    typical="16 min with --jobs 2 on a loaded 2-core CPU (load 6-7; 8.6 min of CPU)",
     description="Train RNNencdec and RNNsearch with the same widths, data and number of "
-    "updates on an algorithmic task with sources of 5-50 tokens, score the test set by "
-    "source length, and check that RNNencdec falls with length while RNNsearch holds up. "
-    "Writes OUT/length.{csv,json,png} and the two checkpoints; exits 1 when the expected "
-    "shape does not appear.",
+    "updates on an algorithmic task with sources of 5-50 tokens, 5 training seeds, score the "
+    "test set by source length, and check on 95% t-intervals over the seeds that RNNencdec "
+    "falls with length while RNNsearch holds up. Writes OUT/length.{csv,json,png} and the "
+    "checkpoints; exits 0 REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE.",
     config=LengthConfig,
     quick=QUICK,
     run=run_experiment,
@@ -255,10 +317,13 @@ __all__ = [
     "MODELS",
     "QUICK",
     "LengthConfig",
-    "Verdict",
     "bins",
+    "checks_of",
+    "drop",
+    "mean_bins",
     "run_experiment",
+    "run_name",
     "train_argv",
     "train_config",
-    "verdict",
+    "training_seeds",
 ]

@@ -1,20 +1,22 @@
-"""The length experiment's outputs: a text table, CSV, JSON and a PNG plot of BLEU against
-source length (the layout of Bahdanau 2015, Figure 2)."""
+"""The length experiment's outputs: a text table (BLEU by length, the mean over the
+training seeds), the checks, CSV, JSON and a PNG plot of BLEU against source length (the
+layout of Bahdanau 2015, Figure 2)."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 from ..base import Say, markdown_table, write_outputs
+from ..evidence import checks_table
 from . import MODELS
 
 LABELS = {"rnnencdec": "RNNencdec", "rnnsearch": "RNNsearch"}
 
 
 def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per length bin: n, then BLEU and exact match (%) of each model."""
+    """One row per length bin: n, then each model's BLEU (mean over the seeds, and the lowest
+    and highest seed's) and exact match (%, mean)."""
     table = result["by_length"]
     out = []
     for i, first in enumerate(table[MODELS[0]]):
@@ -22,52 +24,42 @@ def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
         for m in MODELS:
             row[f"{m}_bleu"] = table[m][i]["bleu"]
         for m in MODELS:
+            row[f"{m}_bleu_min"] = table[m][i]["bleu_min"]
+            row[f"{m}_bleu_max"] = table[m][i]["bleu_max"]
+        for m in MODELS:
             row[f"{m}_exact"] = table[m][i]["exact"]
         out.append(row)
     return out
 
 
 def text_table(result: dict[str, Any]) -> str:
-    """A Markdown table (readable on a terminal, pasteable into docs)."""
+    """A Markdown table (readable on a terminal, pasteable into docs): means over the seeds,
+    BLEU with the range over the seeds."""
     head = ["source length", "n"]
-    head += [f"{LABELS[m]} BLEU" for m in MODELS] + [f"{LABELS[m]} exact %" for m in MODELS]
+    head += [f"{LABELS[m]} BLEU (seed range)" for m in MODELS]
+    head += [f"{LABELS[m]} exact %" for m in MODELS]
     body = [
         [r["src_len"], str(r["n"])]
-        + [f"{r[f'{m}_bleu']:.1f}" for m in MODELS]
+        + [f"{r[f'{m}_bleu']:.1f} ({r[f'{m}_bleu_min']:.1f}-{r[f'{m}_bleu_max']:.1f})"
+           for m in MODELS]
         + [f"{r[f'{m}_exact']:.1f}" for m in MODELS]
         for r in rows(result)
-    ]
+    ]  # fmt: skip
     return markdown_table(head, body)
 
 
-def _pct(x: float) -> str:
-    return "n/a (no BLEU on the shortest bin)" if math.isnan(x) else f"{x:.0%}"
-
-
-def verdict_line(result: dict[str, Any]) -> str:
-    v = result["checks"]
-    d = v["drop"]
-    nums = (
-        f"BLEU drop from the shortest to the longest bin: RNNencdec {_pct(d['rnnencdec'])}, "
-        f"RNNsearch {_pct(d['rnnsearch'])}; RNNsearch leads by {v['gap_longest']:.1f} BLEU "
-        "on the longest bin"
-    )
-    if v["reproduced"]:
-        return f"verdict: REPRODUCED (RNNencdec falls with length, RNNsearch holds up). {nums}"
-    return f"verdict: NOT REPRODUCED ({'; '.join(v['reasons'])}). {nums}"
-
-
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
-    """Print what was trained, the table and the verdict; write the files."""
+    """Print what was trained, the table, the checks and the verdict; write the files."""
     secs = result["train_seconds"]
-    say(
-        "trained: "
-        + ", ".join(f"{m} {result['parameters'][m]:,} params in {secs[m]:.0f}s" for m in secs)
-    )
+    say(f"trained: RNNencdec {result['parameters']['rnnencdec']:,} params, RNNsearch "
+        f"{result['parameters']['rnnsearch']:,}; training seeds {result['seeds']}; "
+        f"{sum(secs.values()):.0f}s of training in all")  # fmt: skip
     say(text_table(result))
+    say("\nchecks (95% t-intervals over the training seeds)")
+    say(checks_table(result["checks"], digits=3))
     paths = write_outputs("length", rows(result), result, plot, out, say)
     say(f"total {result['total_seconds']:.0f}s (training and scoring)")
-    say(verdict_line(result))
+    say(f"verdict: {result['verdict']}")
     return paths
 
 
@@ -82,15 +74,17 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     for m, style in zip(MODELS, ("s--", "o-"), strict=True):
         bins = result["by_length"][m]
         x = [sum(map(int, b["src_len"].split("-"))) / 2 for b in bins]
-        ax.plot(x, [b["bleu"] for b in bins], style, label=LABELS[m])
+        line = ax.plot(x, [b["bleu"] for b in bins], style, label=f"{LABELS[m]} (mean)")
+        ax.fill_between(x, [b["bleu_min"] for b in bins], [b["bleu_max"] for b in bins],
+                        color=line[0].get_color(), alpha=0.2, lw=0)  # fmt: skip
     cfg = result["config"]
     ax.set_xlabel("source length (tokens)")
     ax.set_ylabel("BLEU")
     ax.set_ylim(0, 100)
     ax.set_title(
-        f"{cfg['task']} task, {cfg['steps']} updates of {cfg['batch_size']} "
-        "(cf. Bahdanau et al. 2015, Fig. 2)",
-        fontsize=10,
+        f"{cfg['task']}, {cfg['steps']} updates of {cfg['batch_size']}, "
+        f"{len(result['seeds'])} seeds, band: their range (cf. Bahdanau 2015, Fig. 2)",
+        fontsize=9,
     )
     ax.grid(alpha=0.3)
     ax.legend()
@@ -100,4 +94,4 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     return path
 
 
-__all__ = ["report", "rows", "text_table", "verdict_line"]
+__all__ = ["report", "rows", "text_table"]

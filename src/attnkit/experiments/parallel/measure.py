@@ -1,6 +1,6 @@
 """Measurements of the parallel experiment that know nothing of its models: the longest
-path of an autograd graph, recurrent cell calls counted by forward hooks, steps timed in
-turn, and the exponent of a power law fitted in log-log.
+path of an autograd graph, recurrent cell calls counted by forward hooks, and steps timed in
+turn (the exponents are fitted by ``base.power_exponent`` and ``evidence.exponent_interval``).
 
 Legend: B batch, T time steps.
 """
@@ -14,8 +14,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from torch import Tensor, nn
-
-from ..base import power_exponent
 
 
 def graph_depth(root: Tensor) -> tuple[int, int]:
@@ -95,4 +93,4 @@ def time_steps(
 
 
 
-__all__ = ["count_cell_calls", "graph_depth", "power_exponent", "time_steps"]
+__all__ = ["count_cell_calls", "graph_depth", "time_steps"]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base import Say, markdown_table, write_outputs
+from ..evidence import checks_table
 from . import MODELS
 
 LABELS = {"rnnsearch": "RNNsearch", "transformer": "Transformer"}
@@ -46,30 +47,17 @@ def text_table(result: dict[str, Any]) -> str:
                      f"{r[f'{m}_ms_min']:.1f} / {r[f'{m}_ms_median']:.1f}",
                      f"{r[f'{m}_us_per_token']:.1f}"]  # fmt: skip
         body.append(line)
-    k = result["checks"]["exponents"]
-    fit = ["exponent k (y ∝ n^k)"]
+    k = result["exponents"]
+    fit = ["exponent k (y ∝ n^k; time: medians, 95% interval)"]
     for m in MODELS:
-        fit += [_k(k[m]["depth"]), _k(k[m]["cell_calls"]), _k(k[m]["seconds_min"]), ""]
+        lo, hi = k[m]["seconds_ci"]
+        fit += [_k(k[m]["depth"]), _k(k[m]["cell_calls"]),
+                f"{_k(k[m]['seconds'])} [{_k(lo)}, {_k(hi)}]", ""]  # fmt: skip
     return markdown_table(head, [*body, fit])
 
 
 def _k(x: float | None) -> str:
     return "n/a" if x is None or math.isnan(x) else f"{x:.2f}"
-
-
-def verdict_line(result: dict[str, Any]) -> str:
-    c = result["checks"]
-    k = c["exponents"]
-    nums = (
-        f"exponents in n: sequential depth RNNsearch {_k(k['rnnsearch']['depth'])}, "
-        f"Transformer {_k(k['transformer']['depth'])} (max/min "
-        f"{c['transformer_depth_ratio']:.2f}); step time RNNsearch "
-        f"{_k(k['rnnsearch']['seconds_min'])}, Transformer {_k(k['transformer']['seconds_min'])}"
-    )
-    if c["reproduced"]:
-        return (f"verdict: REPRODUCED (recurrence is sequential in n, self-attention is not). "
-                f"{nums}")  # fmt: skip
-    return f"verdict: NOT REPRODUCED ({'; '.join(c['reasons'])}). {nums}"
 
 
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
@@ -80,9 +68,12 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
         f"batch {cfg['batch_size']}, {result['threads']} thread(s)"
     )
     say(text_table(result))
+    say("\nchecks (exact counts: the point [v, v]; step-time exponents: 95% bootstrap intervals "
+        "over the repeats)")
+    say(checks_table(result["checks"], digits=3))
     paths = write_outputs("parallel", rows(result), result, plot, out, say)
     say(f"total {result['total_seconds']:.0f}s")
-    say(verdict_line(result))
+    say(f"verdict: {result['verdict']}")
     return paths
 
 
@@ -95,19 +86,19 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     ns, table, batch = result["lengths"], result["by_length"], result["config"]["batch_size"]
-    k = result["checks"]["exponents"]
+    k = result["exponents"]
     fig, axes = plt.subplots(1, 3, figsize=(13, 4))
     for m, style in zip(MODELS, ("o-", "s-"), strict=True):
         t = table[m]
         lab = LABELS[m]
         axes[0].plot(ns, t["depth"], style, label=f"{lab} (k={_k(k[m]['depth'])})")
-        line = axes[1].plot(ns, [1e3 * s for s in t["seconds_min"]], style,
-                            label=f"{lab} (k={_k(k[m]['seconds_min'])})")  # fmt: skip
-        axes[1].plot(ns, [1e3 * s for s in t["seconds_median"]], ":",
+        line = axes[1].plot(ns, [1e3 * s for s in t["seconds_median"]], style,
+                            label=f"{lab} (k={_k(k[m]['seconds'])})")  # fmt: skip
+        axes[1].plot(ns, [1e3 * s for s in t["seconds_min"]], ":",
                      color=line[0].get_color())  # fmt: skip
         per_token = [1e6 * s / (batch * n) for s, n in zip(t["seconds_min"], ns, strict=True)]
         axes[2].plot(ns, per_token, style, label=lab)
-    titles = ("sequential depth (autograd longest path)", "training step, ms (min; median :)",
+    titles = ("sequential depth (autograd longest path)", "training step, ms (median; min :)",
               "µs per target token")  # fmt: skip
     for ax, title in zip(axes, titles, strict=True):
         ax.set_xscale("log", base=2)
@@ -127,4 +118,4 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     return path
 
 
-__all__ = ["plot", "report", "rows", "text_table", "verdict_line"]
+__all__ = ["plot", "report", "rows", "text_table"]
