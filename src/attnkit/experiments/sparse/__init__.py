@@ -26,7 +26,6 @@ bpc are reported, not checked: the machine is shared, so times vary with its loa
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -34,7 +33,7 @@ from typing import Any
 
 from .. import evidence as ev
 from ..base import Experiment, Say, report_of
-from ..pool import train_all
+from ..pool import train_lms
 from .config import SparseConfig
 from .jobs import make_jobs
 
@@ -63,11 +62,7 @@ def run_experiment(cfg: SparseConfig, out: Path, say: Say = print) -> dict[str, 
     set_threads(cfg.threads)
     say(f"measuring one attention's cost (forward + backward) at n = {cfg.cost_n}")
     cost = cost_grid(cfg)
-    jobs = make_jobs(cfg, out)
-    segs = math.ceil((cfg.train_size - 1) / cfg.segment)
-    steps = cfg.epochs * math.ceil(segs / min(cfg.batch_size, segs))
-    seconds = train_all(jobs, jobs=cfg.jobs, steps=steps, log_dir=out, say=say)
-    set_threads(cfg.threads)
+    steps, seconds = train_lms(cfg, make_jobs(cfg, out), out, say)
     say(f"measuring bpc on the test text at n = {cfg.segment}")
     per_seed = [measure_seed(cfg, s, out) for s in cfg.seed_list]
     numbers: dict[str, Any] = {
