@@ -309,3 +309,11 @@ def check_ranges(
                 flag = f"--{name.replace('_', '-')} {value}"
                 subject = flag if as_flags else f"{cls}.{name}={value}"
                 raise ValueError(f"{subject}; it must be {rule}")
+
+
+def unreadable_safetensors(path: object, err: Exception, what_to_do: str) -> ValueError:
+    """The one-line error for a safetensors file that ``safe_open`` could not read (its
+    SafetensorError is not importable as a class on every version): the path, the first line
+    of ``err``, and ``what_to_do``."""
+    first = str(err).splitlines()[0] if str(err) else type(err).__name__
+    return ValueError(f"{path} is not a readable safetensors file ({first}); {what_to_do}")

@@ -190,6 +190,12 @@ def verdict_of(checks: Sequence[Check]) -> str:
     return REPRODUCED
 
 
+def judged(checks: Sequence[Check]) -> dict[str, Any]:
+    """The last two fields of an experiment's JSON: ``"checks"`` (each ``Check.as_json``)
+    and ``"verdict"`` (``verdict_of``)."""
+    return {"checks": [c.as_json() for c in checks], "verdict": verdict_of(checks)}
+
+
 def checks_table(checks: Sequence[dict[str, Any]], digits: int = 4) -> str:
     """The checks of an experiment's JSON (``Check.as_json``) as a Markdown table: one row per
     check, its value, 95% interval, threshold and outcome, to ``digits`` significant digits."""
@@ -220,6 +226,7 @@ __all__ = [
     "ceiling",
     "checks_table",
     "exit_code",
+    "judged",
     "learned",
     "on_interval",
     "paired_bootstrap",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, write_outputs
+from ..base import Say, markdown_table, pyplot, save_figure, write_outputs
 from .checks import TERM
 from .models import LAYERS
 
@@ -116,10 +116,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
 def plot(result: dict[str, Any], path: Path) -> Path:
     """Left: fwd+bwd time against n per layer (log-log, one line style per d). Right:
     self-attention / GRU time against n/d, with the claim's crossover n = d."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     at = {(r["layer"], r["n"], r["d"]): r for r in result["rows"]}
     ns, ds = result["ns"], result["ds"]
@@ -148,10 +145,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     bx.set_title("below 1: self-attention is faster than the GRU", fontsize=10)
     bx.grid(alpha=0.3, which="both")
     bx.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 __all__ = ["crossover_table", "path_table", "plot", "report", "table1", "time_table"]

@@ -44,7 +44,7 @@ from typing import Any
 import torch
 
 from .. import evidence as ev
-from ..base import Experiment, Say, report_of
+from ..base import Experiment, Say, begin, report_of
 from ..pool import lm_data, train_lms
 from .config import ContextConfig
 from .jobs import ARMS, make_jobs
@@ -104,14 +104,13 @@ def run_experiment(cfg: ContextConfig, out: Path, say: Say = print) -> dict[str,
     """Train both models for every seed, measure, check; returns the JSON-able result."""
     from .checks import checks_of
 
-    say(
+    t0 = begin(
+        out,
+        say,
         f"context experiment: transformer-xl (memory {cfg.memory}) vs transformer-lm, "
         f"d {cfg.dim}, {cfg.layers} layers, segment {cfg.segment}, {cfg.epochs} epochs of "
-        f"{cfg.batch_size} streams over {cfg.train_size:,} characters, seeds {cfg.seed_list}; "
-        f"output in {out}/"
+        f"{cfg.batch_size} streams over {cfg.train_size:,} characters, seeds {cfg.seed_list}",
     )
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
     steps, seconds = train_lms(cfg, make_jobs(cfg, out), out, say)
     say("measuring bpc on the test text")
     per_seed = [measure_seed(cfg, s, out) for s in cfg.seed_list]
@@ -135,8 +134,7 @@ def run_experiment(cfg: ContextConfig, out: Path, say: Say = print) -> dict[str,
         "total_seconds": round(time.perf_counter() - t0, 1),
         "bpc": bpc_table(numbers),
         "numbers": numbers,
-        "checks": [c.as_json() for c in checks],
-        "verdict": ev.verdict_of(checks),
+        **ev.judged(checks),
     }
 
 

@@ -8,7 +8,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, write_outputs
+from ..base import Say, markdown_table, pyplot, save_figure, write_outputs
 from ..evidence import checks_table
 
 
@@ -62,10 +62,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
 def plot(result: dict[str, Any], path: Path) -> Path:
     """Left: test bpc against XL's evaluation memory (seeds as dots), the vanilla LM's as
     lines. Right: seconds per character against the context length, both ways, log-log."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2))
     bpc = result["bpc"]
@@ -89,10 +86,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     bx.set_xlabel("context length C")
     bx.set_ylabel("seconds per predicted character")
     bx.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 __all__ = ["bpc_text", "plot", "report", "rows", "timing_text"]

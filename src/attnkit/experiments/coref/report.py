@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, write_outputs
+from ..base import Say, markdown_table, pyplot, save_figure, write_outputs
 from ..evidence import checks_table
 from .measure import KINDS
 
@@ -104,10 +104,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
 def plot(result: dict[str, Any], path: Path) -> Path:
     """Left: every encoder head's held-out follows rate per seed (the chosen head and the
     untrained control marked); right: pronoun accuracy per seed."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     th = result["thresholds"]
     seeds = result["seeds"]
@@ -134,10 +131,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     bx.set(ylim=(0, 102), xlabel="seed", ylabel="il / elle right (%)",
            title="held-out, nouns of different gender")  # fmt: skip
     bx.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def _chosen_maps(result: dict[str, Any]) -> tuple[list[int], list[dict[str, Any]]]:

@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from .. import evidence as ev
-from ..base import Experiment, Say, report_of
+from ..base import Experiment, Say, begin, report_of
 from ..pool import lm_data, train_lms
 from .config import ExtrapolationConfig
 from .jobs import make_jobs
@@ -72,14 +72,14 @@ def run_experiment(cfg: ExtrapolationConfig, out: Path, say: Say = print) -> dic
     """Train every arm for every seed at L, evaluate at k·L, check; the JSON-able result."""
     from .checks import checks_of
 
-    say(
+    t0 = begin(
+        out,
+        say,
         f"extrapolation experiment: transformer-lm with positions {cfg.arms}, d {cfg.dim}, "
         f"{cfg.layers} layers, trained at L = {cfg.segment}, {cfg.epochs} epochs of "
         f"{cfg.batch_size} segments over {cfg.train_size:,} characters, evaluated at "
-        f"k·L for k = {cfg.factors}, seeds {cfg.seed_list}; output in {out}/"
+        f"k·L for k = {cfg.factors}, seeds {cfg.seed_list}",
     )
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
     steps, seconds = train_lms(cfg, make_jobs(cfg, out), out, say)
     say(f"measuring bpc on the test text at k·L, k = {cfg.factors}")
     per_seed = [measure_seed(cfg, s, out) for s in cfg.seed_list]
@@ -100,8 +100,7 @@ def run_experiment(cfg: ExtrapolationConfig, out: Path, say: Say = print) -> dic
         "total_seconds": round(time.perf_counter() - t0, 1),
         "bpc": bpc_table(numbers),
         "numbers": numbers,
-        "checks": [c.as_json() for c in checks],
-        "verdict": ev.verdict_of(checks),
+        **ev.judged(checks),
     }
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..._checks import check_ranges
 from ...registry import canonical
-from ..base import option
+from ..base import Seeds, option
 
 CLAIMED = ("sinusoidal", "alibi")  # the two arms the claim is about
 
@@ -37,7 +37,7 @@ def parse_factors(text: str) -> list[int]:
 
 
 @dataclass
-class ExtrapolationConfig:
+class ExtrapolationConfig(Seeds):
     """The generated text, the arms (one vanilla LM per position method, equal sizes),
     their training at length L, and the evaluation lengths k·L."""
 
@@ -94,11 +94,6 @@ class ExtrapolationConfig:
     def block(self) -> int:
         """Characters per test block: the longest evaluation length, k_max · L."""
         return self.factor_list[-1] * self.segment
-
-    @property
-    def seed_list(self) -> list[int]:
-        """The seeds: seed, seed + 1, ..."""
-        return list(range(self.seed, self.seed + self.seeds))
 
 
 __all__ = ["CLAIMED", "ExtrapolationConfig", "parse_factors", "parse_list"]

@@ -23,7 +23,7 @@ from ..._checks import check_ranges
 from ...data.example import Example
 from ...data.synthetic import check_max_len
 from ...train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
-from ..base import Experiment, option, report_of
+from ..base import Experiment, begin, option, report_of
 from ..base import verdict as verdict_text
 from ..pool import train_all
 
@@ -193,17 +193,17 @@ def verdict(table: dict[str, list[dict[str, Any]]]) -> Verdict:
 
 def run_experiment(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, Any]:
     """Train, decode the test set, score by length. Returns the JSON-able result."""
-    say(
-        f"length experiment: {cfg.task} {cfg.min_len}-{cfg.max_len} tokens, "
-        f"{cfg.steps} updates of {cfg.batch_size} for each of RNNencdec and RNNsearch "
-        f"(emb {cfg.emb}, hidden {cfg.hidden}), {cfg.jobs} at a time; output in {out}/"
-    )
     from ...data.tasks import load_task
     from ...decode import translate
     from ...train import checkpoint
 
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
+    t0 = begin(
+        out,
+        say,
+        f"length experiment: {cfg.task} {cfg.min_len}-{cfg.max_len} tokens, "
+        f"{cfg.steps} updates of {cfg.batch_size} for each of RNNencdec and RNNsearch "
+        f"(emb {cfg.emb}, hidden {cfg.hidden}), {cfg.jobs} at a time",
+    )
     seconds = train_models(cfg, out, say)
     test = load_task(
         cfg.task,

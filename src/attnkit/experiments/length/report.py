@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, write_outputs
+from ..base import Say, markdown_table, pyplot, save_figure, write_outputs
 from . import MODELS
 
 LABELS = {"rnnencdec": "RNNencdec", "rnnsearch": "RNNsearch"}
@@ -73,10 +73,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
 
 def plot(result: dict[str, Any], path: Path) -> Path:
     """BLEU against source length (bin centres), one line per model."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for m, style in zip(MODELS, ("s--", "o-"), strict=True):
@@ -94,10 +91,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     )
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 __all__ = ["report", "rows", "text_table", "verdict_line"]

@@ -53,6 +53,7 @@ from ...data.batching import Batch
 from ...models import Seq2Seq, build_seq2seq
 from ...train.config import TrainConfig
 from ...train.loop import Trainer, loss_of, train_step
+from ...train.runtime import torch_threads
 from ..base import Experiment, option, report_of
 from ..base import verdict as verdict_text
 from .measure import count_cell_calls, graph_depth, power_exponent, time_steps
@@ -240,13 +241,9 @@ def run_experiment(cfg: ParallelConfig, out: Path, say: Any = print) -> dict[str
         f"{cfg.warmup} warm-up); RNNsearch {params['rnnsearch']:,} params, "
         f"Transformer {params['transformer']:,}"
     )
-    threads = torch.get_num_threads()
-    torch.set_num_threads(cfg.threads)
-    t0 = time.perf_counter()
-    try:
+    with torch_threads(cfg.threads):
+        t0 = time.perf_counter()
         table = measure(cfg, say)
-    finally:
-        torch.set_num_threads(threads)
     reasons, checks = verdict(cfg.ns, table)
     return {
         "config": asdict(cfg),

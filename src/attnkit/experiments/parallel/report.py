@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, write_outputs
+from ..base import Say, markdown_table, pyplot, save_figure, write_outputs
 from . import MODELS
 
 LABELS = {"rnnsearch": "RNNsearch", "transformer": "Transformer"}
@@ -89,10 +89,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
 def plot(result: dict[str, Any], path: Path) -> Path:
     """Three log-log panels against n: sequential depth, step time (min, median dotted),
     time per token."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     ns, table, batch = result["lengths"], result["by_length"], result["config"]["batch_size"]
     k = result["checks"]["exponents"]
@@ -121,10 +118,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
         "(cf. Vaswani et al. 2017, Table 1: sequential operations O(n) vs O(1))",
         fontsize=10,
     )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 __all__ = ["plot", "report", "rows", "text_table", "verdict_line"]

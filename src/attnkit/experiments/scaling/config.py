@@ -7,26 +7,13 @@ import math
 from dataclasses import dataclass
 
 from ..._checks import check_ranges
-from ..base import option
+from ..base import Seeds, option, parse_ints
 
 SCORES = ("dot", "scaled_dot")  # unscaled, scaled
 
 
 FALL_FROM = 16  # A: the monotone fall is checked from this d_k on
 
-
-
-def parse_ints(text: str, name: str) -> list[int]:
-    """ "4,16,64" -> [4, 16, 64] (each >= 1, increasing)."""
-    try:
-        xs = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(
-            f"--{name} {text!r}: give comma-separated integers, e.g. 4,16,64"
-        ) from None
-    if len(xs) < 2 or min(xs) < 1 or xs != sorted(set(xs)):
-        raise ValueError(f"--{name} {text!r}: give two or more increasing integers >= 1")
-    return xs
 
 
 def parse_widths(text: str) -> list[tuple[int, int]]:
@@ -45,7 +32,7 @@ def parse_widths(text: str) -> list[tuple[int, int]]:
 
 
 @dataclass
-class ScalingConfig:
+class ScalingConfig(Seeds):
     """The settings of (a) random q, k, (c) the Transformers and their shared stopping rule;
     every field is a flag of ``attnkit experiment scaling``."""
 
@@ -75,7 +62,7 @@ class ScalingConfig:
     threads: int = option(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
-        dims = parse_ints(self.dims, "dims")
+        dims = parse_ints(self.dims, "dims", 1, "4,16,64")
         if sum(d >= FALL_FROM for d in dims) < 2:
             raise ValueError(f"--dims {self.dims!r}: give two or more d_k >= {FALL_FROM} (the "
                              "fall is checked from there)")  # fmt: skip

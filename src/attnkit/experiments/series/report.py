@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import Say, markdown_table, write_outputs
+from ..base import Say, markdown_table, pyplot, save_figure, write_outputs
 from ..evidence import checks_table
 
 LABELS = {"attention": "attention", "seasonal": "no attention, lag-p input",
@@ -73,10 +73,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
 def plot(result: dict[str, Any], path: Path) -> Path:
     """Left: mean MASE per model (seeds as dots). Right: the attention model's mean weight at
     each lag, one line per period, with that period's multiples marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1, 2]})
     for i, m in enumerate(LABELS):
@@ -96,10 +93,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     bx.set_ylabel("mean attention weight")
     bx.set_title("attention by lag; dotted: multiples of the period", fontsize=10)
     bx.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def example(result: dict[str, Any], out: Path) -> Path:

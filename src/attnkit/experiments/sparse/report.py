@@ -7,7 +7,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, write_outputs
+from ..base import Say, markdown_table, pyplot, save_figure, write_outputs
 from ..evidence import checks_table
 
 
@@ -55,10 +55,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
 
 def plot(result: dict[str, Any], path: Path) -> Path:
     """Saved MiB and median time of one attention against n (log-log), one line per arm."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for i, (arm, by_n) in enumerate(result["numbers"]["cost"].items()):
@@ -74,10 +71,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
         ax.set_xlabel("sequence length n")
         ax.set_ylabel(label)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 __all__ = ["cost_text", "plot", "report", "rows"]
