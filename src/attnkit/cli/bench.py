@@ -7,14 +7,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from .._flags import int_list
+
 
 def _sizes(text: str) -> list[int]:
-    try:
-        sizes = [int(s) for s in text.split(",") if s.strip()]
-    except ValueError:
-        raise ValueError(
-            f"--sizes {text!r}: give comma-separated integers, e.g. 1024,4096"
-        ) from None
+    sizes = int_list(text, "sizes", "1024,4096")
     if not sizes or min(sizes) < 1:
         raise ValueError(f"--sizes {text!r}: sizes must be positive integers")
     return sizes

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._flags import int_list
+
 Say = Callable[[str], None]
 """How an experiment prints a line (``print``, or a logger)."""
 
@@ -95,17 +97,14 @@ class Seeds:
         return list(range(self.seed, self.seed + self.seeds))
 
 
-def parse_ints(text: str, flag: str, minimum: int = 1, example: str = "") -> list[int]:
+def parse_ints(text: str, flag: str, minimum: int = 1, example: str = "4,16,64") -> list[int]:
     """``--flag "4,16,64"`` -> [4, 16, 64]: two or more increasing integers, each >= ``minimum``;
     the errors name the flag and show ``example``."""
-    eg = f", e.g. {example}" if example else ""
-    try:
-        xs = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"--{flag} {text!r}: give comma-separated integers{eg}") from None
+    xs = int_list(text, flag, example)
     if len(xs) < 2 or min(xs) < minimum or xs != sorted(set(xs)):
         raise ValueError(
-            f"--{flag} {text!r}: give two or more increasing integers >= {minimum}{eg}"
+            f"--{flag} {text!r}: give two or more increasing integers >= {minimum}, "
+            f"e.g. {example}"
         )
     return xs
 

@@ -25,11 +25,12 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from .base import markdown_table
+from .base import Say, markdown_table, write_outputs
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 REPRODUCED = "REPRODUCED"
@@ -207,6 +208,25 @@ def checks_table(checks: Sequence[dict[str, Any]], digits: int = 4) -> str:
     )  # fmt: skip
 
 
+def conclude(
+    name: str,
+    rows: Sequence[dict[str, Any]],
+    result: dict[str, Any],
+    plot: Callable[[dict[str, Any], Path], Path],
+    out: Path,
+    say: Say,
+    work: str,
+    extra: Sequence[Callable[[Path], Path]] = (),
+) -> list[Path]:
+    """The end of an experiment's report: its checks as a table, the contract's files
+    (``write_outputs``), the run's total seconds (spent on ``work``) and the verdict."""
+    say(checks_table(result["checks"]))
+    paths = write_outputs(name, rows, result, plot, out, say, extra)
+    say(f"total {result['total_seconds']:.0f}s ({work})")
+    say(f"verdict: {result['verdict']}")
+    return paths
+
+
 def exit_code(verdict: str) -> int:
     """0 REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE."""
     for head, code in EXIT_CODES.items():
@@ -225,6 +245,7 @@ __all__ = [
     "Interval",
     "ceiling",
     "checks_table",
+    "conclude",
     "exit_code",
     "judged",
     "learned",

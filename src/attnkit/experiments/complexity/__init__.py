@@ -50,8 +50,9 @@ from typing import Any
 import torch
 
 from ..._checks import check_ranges
+from ..._flags import int_list
 from ...train.runtime import torch_threads
-from ..base import Experiment, Say, option, report_of
+from ..base import Experiment, Say, begin, option, report_of
 from ..base import verdict as verdict_text
 from .checks import summarise, verdict
 from .models import (
@@ -70,10 +71,7 @@ from .models import (
 
 def ints(text: str, name: str) -> list[int]:
     """A comma-separated list of positive ints, sorted ascending, no repeats."""
-    try:
-        values = sorted({int(v) for v in text.split(",") if v.strip()})
-    except ValueError:
-        raise ValueError(f"--{name} {text!r}: give comma-separated integers, e.g. 64,128") from None
+    values = sorted(set(int_list(text, name, "64,128")))
     if not values or values[0] < 1:
         raise ValueError(f"--{name} {text!r}: give at least one integer, all >= 1")
     return values
@@ -123,13 +121,14 @@ QUICK = dict(ns="16,32,64", ds="32", batch=2, repeats=1, path_n=16, radius=4)
 def run_experiment(cfg: ComplexityConfig, out: Path, say: Say = print) -> dict[str, Any]:
     """Measure every layer on the grid and the path lengths; returns the JSON-able result."""
     ns, ds = cfg.n_grid, cfg.d_grid
-    say(
+    t0 = begin(
+        out,
+        say,
         f"complexity experiment: {', '.join(LAYERS)}; n {ns}, d {ds}, batch {cfg.batch}, "
         f"k {cfg.kernel}, r {cfg.radius}, {cfg.heads} heads, least CPU time of "
-        f"{cfg.repeats} fwd+bwd after a warm-up, {cfg.threads} thread(s); output in {out}/"
+        f"{cfg.repeats} fwd+bwd after a warm-up, {cfg.threads} thread(s)",
     )
     with torch_threads(cfg.threads):
-        t0 = time.perf_counter()
         rows = []
         for i, d in enumerate(ds, start=1):
             for n in ns:

@@ -8,8 +8,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, pyplot, save_figure, write_outputs
-from ..evidence import checks_table
+from ..base import Say, markdown_table, pyplot, save_figure
+from ..evidence import conclude
 
 
 def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -52,11 +52,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     say(f"parameters: {params}; {result['updates']} updates per model, {secs:.0f}s of training")
     say(bpc_text(result))
     say(timing_text(result))
-    say(checks_table(result["checks"]))
-    paths = write_outputs("context", rows(result), result, plot, out, say)
-    say(f"total {result['total_seconds']:.0f}s (training and measuring)")
-    say(f"verdict: {result['verdict']}")
-    return paths
+    return conclude("context", rows(result), result, plot, out, say, "training and measuring")
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:

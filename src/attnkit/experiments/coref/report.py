@@ -12,8 +12,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, pyplot, save_figure, write_outputs
-from ..evidence import checks_table
+from ..base import Say, markdown_table, pyplot, save_figure
+from ..evidence import conclude
 from .measure import KINDS
 
 ADJECTIVES = ("tired", "wide")
@@ -92,13 +92,10 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     say(seed_table(result))
     say(f"every encoder head of seed {result['seeds'][0]['seed']} (held-out pairs):")
     say(head_table(result))
-    say(checks_table(result["checks"]))
     famous_png = lambda d: famous_figure(result, d / "coref-famous.png")  # noqa: E731
     page = lambda d: famous_page(result, d / "coref.html")  # noqa: E731
-    paths = write_outputs("coref", rows(result), result, plot, out, say, (famous_png, page))
-    say(f"total {result['total_seconds']:.0f}s (training and scoring)")
-    say(f"verdict: {result['verdict']}")
-    return paths
+    return conclude("coref", rows(result), result, plot, out, say, "training and scoring",
+                    (famous_png, page))  # fmt: skip
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..._checks import check_ranges
+from ..._flags import int_list
 from ...models.sequence_classifiers import MODELS
 from .. import evidence as ev
 from ..base import Experiment, Say, Seeds, begin, option, report_of, task_names
@@ -89,12 +90,7 @@ class DistanceConfig(Seeds):
 
     @property
     def grid(self) -> list[int]:
-        try:
-            grid = sorted({int(d) for d in self.deltas.split(",") if d.strip()})
-        except ValueError:
-            raise ValueError(
-                f"--deltas {self.deltas!r}: pass comma-separated integers, e.g. 10,100,400"
-            ) from None
+        grid = sorted(set(int_list(self.deltas, "deltas", "10,100,400")))
         if len(grid) < 2:
             raise ValueError(f"--deltas {self.deltas!r}: need at least two distances")
         return grid

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..._checks import check_ranges
+from ..._flags import int_list
 from ...registry import canonical
 from ..base import Seeds, option
 
@@ -22,12 +23,7 @@ def parse_list(text: str, flag: str) -> list[str]:
 
 def parse_factors(text: str) -> list[int]:
     """ "1,2,4,8" -> [1, 2, 4, 8]: increasing, starting at 1 (the training length)."""
-    try:
-        xs = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(
-            f"--factors {text!r}: give comma-separated integers, e.g. 1,2,4,8"
-        ) from None
+    xs = int_list(text, "factors", "1,2,4,8")
     if len(xs) < 2 or xs[0] != 1 or xs != sorted(set(xs)):
         raise ValueError(
             f"--factors {text!r}: give increasing integers starting at 1 (the training length "

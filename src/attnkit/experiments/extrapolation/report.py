@@ -7,8 +7,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, pyplot, save_figure, write_outputs
-from ..evidence import checks_table
+from ..base import Say, markdown_table, pyplot, save_figure
+from ..evidence import conclude
 
 
 def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -42,11 +42,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
         f"training; {result['blocks']} test blocks per seed")  # fmt: skip
     say(f"unigram bpc of the test text: {statistics.fmean(result['numbers']['unigram']):.3f}")
     say(bpc_text(result))
-    say(checks_table(result["checks"]))
-    paths = write_outputs("extrapolation", rows(result), result, plot, out, say)
-    say(f"total {result['total_seconds']:.0f}s (training and measuring)")
-    say(f"verdict: {result['verdict']}")
-    return paths
+    return conclude("extrapolation", rows(result), result, plot, out, say, "training and measuring")
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:

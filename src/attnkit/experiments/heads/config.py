@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..._checks import check_ranges
+from ..._flags import int_list
 from ..base import Seeds, option
 
 
@@ -70,11 +71,7 @@ class HeadsConfig(Seeds):
 
     @property
     def head_counts(self) -> list[int]:
-        try:
-            return sorted(int(x) for x in self.heads.split(","))
-        except ValueError:
-            msg = f"--heads {self.heads!r}: comma-separated integers, e.g. 1,4,16"
-            raise ValueError(msg) from None
+        return sorted(int_list(self.heads, "heads", "1,4,16"))
 
     @property
     def task_list(self) -> list[str]:

@@ -49,6 +49,7 @@ from typing import Any
 import torch
 
 from ..._checks import check_ranges
+from ..._flags import int_list
 from ...data.batching import Batch
 from ...models import Seq2Seq, build_seq2seq
 from ...train.config import TrainConfig
@@ -100,12 +101,7 @@ class ParallelConfig:
 
     @property
     def ns(self) -> list[int]:
-        try:
-            return sorted(int(x) for x in self.lengths.split(",") if x.strip())
-        except ValueError:
-            raise ValueError(
-                f"--lengths {self.lengths!r}: expected comma-separated integers, e.g. 8,16,32"
-            ) from None
+        return sorted(int_list(self.lengths, "lengths", "8,16,32"))
 
 
 QUICK = dict(lengths="4,8", batch_size=4, emb=8, hidden=8, dim=8, ff=16, heads=2, layers=1,

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from ..base import Say, markdown_table, pyplot, save_figure, write_outputs
-from ..evidence import checks_table
+from ..base import Say, markdown_table, pyplot, save_figure
+from ..evidence import conclude
 
 LABELS = {"attention": "attention", "seasonal": "no attention, lag-p input",
           "naive": "seasonal naive"}  # fmt: skip
@@ -48,10 +48,6 @@ def hits_table(result: dict[str, Any]) -> str:
 
 
 
-def verdict_line(result: dict[str, Any]) -> str:
-    return f"verdict: {result['verdict']}"
-
-
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     secs = result["train_seconds"]
     ups = ", ".join(f"{n} {u}" for n, u in result["updates"].items())
@@ -62,12 +58,8 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     )
     say(text_table(result))
     say(hits_table(result))
-    say(checks_table(result["checks"]))
-    paths = write_outputs("series", rows(result), result, plot, out, say,
-                          extra=[lambda o: example(result, o)])  # fmt: skip
-    say(f"total {result['total_seconds']:.0f}s (training and scoring)")
-    say(verdict_line(result))
-    return paths
+    return conclude("series", rows(result), result, plot, out, say, "training and scoring",
+                    extra=[lambda o: example(result, o)])  # fmt: skip
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:
@@ -121,4 +113,4 @@ def example(result: dict[str, Any], out: Path) -> Path:
     return path
 
 
-__all__ = ["hits_table", "plot", "report", "rows", "text_table", "verdict_line"]
+__all__ = ["hits_table", "plot", "report", "rows", "text_table"]
