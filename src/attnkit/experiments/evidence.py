@@ -210,18 +210,19 @@ def checks_table(checks: Sequence[dict[str, Any]], digits: int = 4) -> str:
 
 def conclude(
     name: str,
-    rows: Sequence[dict[str, Any]],
     result: dict[str, Any],
+    rows: Callable[[dict[str, Any]], Sequence[dict[str, Any]]],
     plot: Callable[[dict[str, Any], Path], Path],
     out: Path,
     say: Say,
     work: str,
     extra: Sequence[Callable[[Path], Path]] = (),
 ) -> list[Path]:
-    """The end of an experiment's report: its checks as a table, the contract's files
-    (``write_outputs``), the run's total seconds (spent on ``work``) and the verdict."""
+    """The end of an experiment's report (its ``rows`` and ``plot`` functions): the checks as
+    a table, the contract's files (``write_outputs``), the run's total seconds (spent on
+    ``work``) and the verdict."""
     say(checks_table(result["checks"]))
-    paths = write_outputs(name, rows, result, plot, out, say, extra)
+    paths = write_outputs(name, rows(result), result, plot, out, say, extra)
     say(f"total {result['total_seconds']:.0f}s ({work})")
     say(f"verdict: {result['verdict']}")
     return paths

@@ -52,7 +52,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     say(f"parameters: {params}; {result['updates']} updates per model, {secs:.0f}s of training")
     say(bpc_text(result))
     say(timing_text(result))
-    return conclude("context", rows(result), result, plot, out, say, "training and measuring")
+    return conclude("context", result, rows, plot, out, say, "training and measuring")
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:

@@ -94,7 +94,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     say(head_table(result))
     famous_png = lambda d: famous_figure(result, d / "coref-famous.png")  # noqa: E731
     page = lambda d: famous_page(result, d / "coref.html")  # noqa: E731
-    return conclude("coref", rows(result), result, plot, out, say, "training and scoring",
+    return conclude("coref", result, rows, plot, out, say, "training and scoring",
                     (famous_png, page))  # fmt: skip
 
 

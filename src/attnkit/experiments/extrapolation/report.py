@@ -42,7 +42,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
         f"training; {result['blocks']} test blocks per seed")  # fmt: skip
     say(f"unigram bpc of the test text: {statistics.fmean(result['numbers']['unigram']):.3f}")
     say(bpc_text(result))
-    return conclude("extrapolation", rows(result), result, plot, out, say, "training and measuring")
+    return conclude("extrapolation", result, rows, plot, out, say, "training and measuring")
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:

@@ -58,7 +58,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     )
     say(text_table(result))
     say(hits_table(result))
-    return conclude("series", rows(result), result, plot, out, say, "training and scoring",
+    return conclude("series", result, rows, plot, out, say, "training and scoring",
                     extra=[lambda o: example(result, o)])  # fmt: skip
 
 

@@ -46,7 +46,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
         f"per model, {secs:.0f}s of training; {result['segments']} test segments per seed")
     say(f"unigram bpc of the test text: {statistics.fmean(result['numbers']['unigram']):.3f}")
     say(cost_text(result))
-    return conclude("sparse", rows(result), result, plot, out, say, "training and measuring")
+    return conclude("sparse", result, rows, plot, out, say, "training and measuring")
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:
