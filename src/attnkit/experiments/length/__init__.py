@@ -70,21 +70,26 @@ class LengthConfig:
 QUICK = dict(steps=4, batch_size=8, emb=8, hidden=8, valid_size=8, test_size=46, jobs=1)
 
 
+def data_config(cfg: LengthConfig) -> DataConfig:
+    """The task both models train on and are scored on (its test split, by length)."""
+    return DataConfig(
+        task=cfg.task,
+        task_seed=cfg.seed,
+        min_len=cfg.min_len,
+        max_len=cfg.max_len,
+        train_size=cfg.train_size,
+        valid_size=cfg.valid_size,
+        test_size=cfg.test_size,
+    )
+
+
 def train_config(cfg: LengthConfig, model: str, out: Path) -> FitConfig:
     """The ``attnkit.fit`` config of ``model``; identical for both but the one width that only
     one model has (attention width / summary width). One epoch = exactly ``steps`` updates."""
     own = {"attn_hidden": cfg.hidden} if model == "rnnsearch" else {"context": cfg.hidden}
     widths = dict(emb=cfg.emb, enc_hidden=cfg.hidden, dec_hidden=cfg.hidden, maxout=cfg.hidden)
     return FitConfig(
-        data=DataConfig(
-            task=cfg.task,
-            task_seed=cfg.seed,
-            min_len=cfg.min_len,
-            max_len=cfg.max_len,
-            train_size=cfg.train_size,
-            valid_size=cfg.valid_size,
-            test_size=cfg.test_size,
-        ),
+        data=data_config(cfg),
         model=ModelConfig(model, "small", {**widths, **own, "dropout": 0.0}),
         train=TrainConfig(
             epochs=1,
@@ -193,7 +198,7 @@ def verdict(table: dict[str, list[dict[str, Any]]]) -> Verdict:
 
 def run_experiment(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, Any]:
     """Train, decode the test set, score by length. Returns the JSON-able result."""
-    from ...data.tasks import load_task
+    from ...data.source import load_spec
     from ...decode import translate
     from ...train import checkpoint
 
@@ -205,15 +210,7 @@ def run_experiment(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, 
         f"(emb {cfg.emb}, hidden {cfg.hidden}), {cfg.jobs} at a time",
     )
     seconds = train_models(cfg, out, say)
-    test = load_task(
-        cfg.task,
-        seed=cfg.seed,
-        train_size=cfg.train_size,
-        valid_size=cfg.valid_size,
-        test_size=cfg.test_size,
-        min_len=cfg.min_len,
-        max_len=cfg.max_len,
-    ).test
+    test = load_spec(data_config(cfg).spec()).test
     edges = bins(cfg)
     table, params = {}, {}
     for m in MODELS:
