@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._flags import int_list
+from .._flags import int_list, str_list
 
 Say = Callable[[str], None]
 """How an experiment prints a line (``print``, or a logger)."""
@@ -109,9 +109,23 @@ def parse_ints(text: str, flag: str, minimum: int = 1, example: str = "4,16,64")
     return xs
 
 
+def check_schedule(cfg: Any) -> None:
+    """The training flags of a config that validates every ``epoch_steps`` updates up to
+    ``steps`` and stops after ``patience`` validations without a better loss, at a constant
+    ``lr``: each wrong one is a ValueError naming its flag."""
+    if not (math.isfinite(cfg.lr) and cfg.lr > 0):
+        raise ValueError(f"--lr {cfg.lr}; it must be positive")
+    if cfg.steps % cfg.epoch_steps:
+        raise ValueError(
+            f"--steps {cfg.steps} is not a multiple of --epoch-steps {cfg.epoch_steps}"
+        )
+    if cfg.patience < 0:
+        raise ValueError("--patience must not be negative (0: never stop early)")
+
+
 def task_names(text: str, known: Sequence[str]) -> list[str]:
     """``--tasks "a,b"`` -> ["a", "b"]: one or more of ``known``, each at most once."""
-    tasks = [t.strip() for t in text.split(",") if t.strip()]
+    tasks = str_list(text)
     if not tasks or len(set(tasks)) != len(tasks) or not set(tasks) <= set(known):
         raise ValueError(f"--tasks {text!r}: name each of {known} at most once")
     return tasks
@@ -240,6 +254,7 @@ __all__ = [
     "Seeds",
     "Tally",
     "begin",
+    "check_schedule",
     "markdown_table",
     "mean_of_means",
     "option",

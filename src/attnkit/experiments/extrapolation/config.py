@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..._checks import check_ranges
-from ..._flags import int_list
+from ..._flags import int_list, str_list
 from ...registry import canonical
 from ..base import Seeds, option
 
@@ -15,7 +15,7 @@ CLAIMED = ("sinusoidal", "alibi")  # the two arms the claim is about
 
 def parse_list(text: str, flag: str) -> list[str]:
     """ "a,b" -> ["a", "b"] (no empty items, no repeats)."""
-    xs = [x.strip() for x in text.split(",") if x.strip()]
+    xs = str_list(text)
     if not xs or len(set(xs)) != len(xs):
         raise ValueError(f"--{flag} {text!r}: give distinct comma-separated names")
     return xs

@@ -3,11 +3,11 @@ the trained part (jobs.py) reads them without an import loop."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ..._checks import check_ranges
-from ..base import Seeds, option, parse_ints
+from ..._flags import str_list
+from ..base import Seeds, check_schedule, option, parse_ints
 
 SCORES = ("dot", "scaled_dot")  # unscaled, scaled
 
@@ -19,7 +19,7 @@ FALL_FROM = 16  # A: the monotone fall is checked from this d_k on
 def parse_widths(text: str) -> list[tuple[int, int]]:
     """ "2x16,2x64" -> [(heads 2, d_k 16), (2, 64)], d_k increasing."""
     out = []
-    for part in (p.strip() for p in text.split(",") if p.strip()):
+    for part in str_list(text):
         h, sep, d = part.partition("x")
         if not (sep and h.isdigit() and d.isdigit() and int(h) >= 1 and int(d) >= 1):
             raise ValueError(f"--widths {text!r}: give HEADSxD_K pairs, e.g. 2x16,2x64")
@@ -80,13 +80,7 @@ class ScalingConfig(Seeds):
         for name in ("seeds", "random_seeds"):
             if getattr(self, name) < 2:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 2 (an interval)")
-        if self.steps % self.epoch_steps:
-            raise ValueError(f"--steps {self.steps} is not a multiple of --epoch-steps "
-                             f"{self.epoch_steps}")  # fmt: skip
-        if self.patience < 0:
-            raise ValueError("--patience must not be negative (0: never stop early)")
-        if not (math.isfinite(self.lr) and self.lr > 0):
-            raise ValueError(f"--lr {self.lr}; it must be positive")
+        check_schedule(self)
 
 
 def run_name(heads: int, d_k: int, score: str, seed: int) -> str:

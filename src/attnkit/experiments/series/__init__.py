@@ -44,7 +44,7 @@ import numpy as np
 from ..._checks import check_ranges
 from ...train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from .. import evidence as ev
-from ..base import Experiment, begin, option, report_of
+from ..base import Experiment, begin, check_schedule, option, report_of
 from ..pool import train_all
 
 MODELS = ("attention", "seasonal")  # attention over the window; the lag-p-input baseline
@@ -83,13 +83,7 @@ class SeriesConfig:
             "runs", "steps", "epoch_steps", "batch_size", "hidden", "valid_size", "test_size",
             "jobs", "threads"
         ))  # fmt: skip
-        if not (math.isfinite(self.lr) and self.lr > 0):
-            raise ValueError(f"--lr {self.lr}; it must be a positive number")
-        if self.steps % self.epoch_steps:
-            raise ValueError(f"--steps {self.steps} is not a multiple of --epoch-steps "
-                             f"{self.epoch_steps}")  # fmt: skip
-        if self.patience < 0:
-            raise ValueError("--patience must not be negative (0: never stop early)")
+        check_schedule(self)
         if self.score in ("none", "seasonal"):
             raise ValueError(f"--score {self.score} has no attention; pick dot, general, "
                              "additive (the baseline is seasonal already)")  # fmt: skip

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from ..._checks import check_ranges
+from ..._flags import str_list
 from ...train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from ...train.runtime import torch_threads
 from ..base import Experiment, Say, Seeds, begin, option, report_of
@@ -198,12 +199,12 @@ class SoftnessConfig(Seeds):
 
     @property
     def task_list(self) -> list[str]:
-        return [t.strip() for t in self.tasks.split(",") if t.strip()]
+        return str_list(self.tasks)
 
     @property
     def row_list(self) -> list[str]:
         """The rows asked for; empty: each task's own (``rows_of``)."""
-        return [r.strip() for r in self.rows.split(",") if r.strip()]
+        return str_list(self.rows)
 
     def rows_of(self, task: str) -> list[str]:
         """The rows run on ``task``: those asked for that it has, else its default."""

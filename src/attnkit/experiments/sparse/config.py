@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 
 from ..._checks import check_ranges
+from ..._flags import str_list
 from ..base import Seeds, option, parse_ints
 
 ARMS = {"dense": "causal", "strided": "strided-causal", "fixed": "fixed-causal",
@@ -17,7 +18,7 @@ CLAIMED = ("dense", "strided", "fixed")  # the arms the claim is about
 
 def parse_arms(text: str) -> list[str]:
     """ "dense,strided" -> the arms, each one of ``ARMS``, the claimed ones required."""
-    xs = [x.strip() for x in text.split(",") if x.strip()]
+    xs = str_list(text)
     unknown = [x for x in xs if x not in ARMS]
     if unknown or len(set(xs)) != len(xs):
         raise ValueError(f"--arms {text!r}: give distinct names from {', '.join(ARMS)}")
