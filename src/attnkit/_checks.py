@@ -108,11 +108,7 @@ def check_qkv(
             f"query, keys and values are on {query.device}, {keys.device}, {values.device}; "
             "move them to one device (x.to(query.device))"
         )
-    if not (query.dtype == keys.dtype == values.dtype):
-        raise TypeError(
-            f"query, keys and values have dtypes {query.dtype}, {keys.dtype}, {values.dtype}; "
-            "cast them to one dtype"
-        )
+    check_one_dtype(query, keys, values)
     if not (query.shape[:-2] == keys.shape[:-2] == values.shape[:-2]):
         raise ValueError(
             f"batch dims differ: query {tuple(query.shape)}, keys {tuple(keys.shape)}, "
@@ -132,6 +128,15 @@ def check_qkv(
         check_finite("query", query)
         check_finite("keys", keys)
         check_finite("values", values)
+
+
+def check_one_dtype(query: Tensor, keys: Tensor, values: Tensor) -> None:
+    """A TypeError unless query, keys and values share one dtype."""
+    if not (query.dtype == keys.dtype == values.dtype):
+        raise TypeError(
+            f"query, keys and values have dtypes {query.dtype}, {keys.dtype}, {values.dtype}; "
+            "cast them to one dtype"
+        )
 
 
 def broadcasts_to(shape: tuple[int, ...] | torch.Size, target: tuple[int, ...]) -> bool:
@@ -309,3 +314,11 @@ def check_ranges(
                 flag = f"--{name.replace('_', '-')} {value}"
                 subject = flag if as_flags else f"{cls}.{name}={value}"
                 raise ValueError(f"{subject}; it must be {rule}")
+
+
+def unreadable_safetensors(path: object, err: Exception, what_to_do: str) -> ValueError:
+    """The one-line error for a safetensors file that ``safe_open`` could not read (its
+    SafetensorError is not importable as a class on every version): the path, the first line
+    of ``err``, and ``what_to_do``."""
+    first = str(err).splitlines()[0] if str(err) else type(err).__name__
+    return ValueError(f"{path} is not a readable safetensors file ({first}); {what_to_do}")

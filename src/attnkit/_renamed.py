@@ -3,6 +3,7 @@ use warns with a DeprecationWarning that says the new name.
 
     renamed_keywords(tgt_tokens="query_tokens")   a function decorator: old keyword -> new
     moved_name(old, new, obj)                     what a module's ``__getattr__`` returns
+    __getattr__ = renamed_in(__name__, Old=("New", New))   such a ``__getattr__``
 """
 
 from __future__ import annotations
@@ -23,6 +24,19 @@ def moved_name(old: str, new: str, obj: R) -> R:
         stacklevel=3,
     )  # fmt: skip
     return obj
+
+
+def renamed_in(module: str, **renamed: tuple[str, object]) -> Callable[[str], object]:
+    """The ``__getattr__`` of ``module`` (its ``__name__``) for names renamed in this release:
+    ``Old=("New", New)`` answers ``module.Old`` with ``New`` after ``moved_name``'s warning."""
+
+    def __getattr__(name: str) -> object:
+        if name in renamed:
+            new, obj = renamed[name]
+            return moved_name(f"{module}.{name}", f"{module}.{new}", obj)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
 
 
 def renamed_keywords(**renames: str) -> Callable[[Callable[P, R]], Callable[P, R]]:

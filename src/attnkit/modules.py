@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import check_dtype
-from ._renamed import moved_name
+from ._renamed import renamed_in
 from .core import AttentionResult, NormaliseFn, Reduced, ReduceFn, attend, weighted_sum
 from .stages.alignment import Alignment, CausalAlignment
 from .stages.normalisers import softmax
@@ -343,11 +343,8 @@ class CrossAttention(AttentionHeads):
         return super().forward(x, memory, memory, mask=mask, need_weights=need_weights)
 
 
-def __getattr__(name: str) -> object:
-    if name == "MultiHeadAttention":  # renamed AttentionHeads; kept for one release
-        return moved_name("attnkit.modules.MultiHeadAttention", "attnkit.modules.AttentionHeads",
-                          AttentionHeads)  # fmt: skip
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# MultiHeadAttention: renamed AttentionHeads; kept for one release
+__getattr__ = renamed_in(__name__, MultiHeadAttention=("AttentionHeads", AttentionHeads))
 
 
 __all__ = [

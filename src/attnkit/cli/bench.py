@@ -7,14 +7,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from .._flags import int_list, str_list
+
 
 def _sizes(text: str) -> list[int]:
-    try:
-        sizes = [int(s) for s in text.split(",") if s.strip()]
-    except ValueError:
-        raise ValueError(
-            f"--sizes {text!r}: give comma-separated integers, e.g. 1024,4096"
-        ) from None
+    sizes = int_list(text, "sizes", "1024,4096")
     if not sizes or min(sizes) < 1:
         raise ValueError(f"--sizes {text!r}: sizes must be positive integers")
     return sizes
@@ -218,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
 
     if getattr(args, "baseline", None) is not None:
         return _rerun_baseline(args)
-    scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    scenarios = str_list(args.scenarios)
     if args.decode_weights and "decode" not in scenarios:
         raise ValueError("--decode-weights goes with --scenarios decode (it is unused otherwise)")
     if set(scenarios) & MODEL_SCENARIOS:
@@ -233,15 +230,15 @@ def run(args: argparse.Namespace) -> int:
                 "additive)"
             )
         return _models(args, scenarios)
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    modes = str_list(args.modes)
     if not set(modes) <= {"fwd", "fwd+bwd"} or not modes:
         raise ValueError(f"--modes {args.modes!r}: choose fwd, fwd+bwd or both")
     cfg = SuiteConfig(
-        scenarios=[s.strip() for s in args.scenarios.split(",") if s.strip()],
+        scenarios=str_list(args.scenarios),
         backward=[m == "fwd+bwd" for m in modes],
         variants=None
         if args.variants is None
-        else [v.strip() for v in args.variants.split(",") if v.strip()],
+        else str_list(args.variants),
         warmup=args.warmup,
         repeats=args.repeats,
         time_limit_s=args.time_limit,

@@ -4,7 +4,10 @@ where it is in attnkit), then the registered variants with their papers and form
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 KWARG = {"score": "score", "alignment": "align", "normaliser": "normaliser",
          "reduction": "reduce", "position": "position", "output": "output"}  # fmt: skip
@@ -38,19 +41,22 @@ def run(args: argparse.Namespace) -> int:
     from ..taxonomy import FAMILY
 
     print("the family (attnkit.taxonomy): axis, variant, paper, where it is in attnkit")
-    axis = ""
-    for b in FAMILY:
-        if b.axis != axis:
-            axis = b.axis
-            print(f"\n{axis}:")
+    for b in headed(FAMILY, lambda b: f"{b.axis}:"):
         print(f"  {b.name}  ({b.paper})")
         print(f"      {', '.join(where_text(w) for w in b.where)}")
     print("\nthe registered variants (attnkit.build(score=..., align=..., ...)):")
     width = max(len(v.name) for v in VARIANTS)
-    stage = ""
-    for v in VARIANTS:
-        if v.stage != stage:
-            stage = v.stage
-            print(f"\n{stage}s:")
+    for v in headed(VARIANTS, lambda v: f"{v.stage}s:"):
         print(f"  {v.name:<{width}}  {v.paper:<34} {v.formula}")
     return 0
+
+
+def headed(items: Iterable[T], heading: Callable[[T], str]) -> Iterator[T]:
+    """``items`` in order, printing an item's ``heading`` (after a blank line) before the
+    first item of each run of items with the same heading."""
+    last = None
+    for item in items:
+        if heading(item) != last:
+            last = heading(item)
+            print(f"\n{last}")
+        yield item

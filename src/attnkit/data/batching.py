@@ -5,9 +5,11 @@ Legend: B batch, S source length (with eos), T target length (with eos).
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Self
 
 import torch
 from torch import Tensor
@@ -16,22 +18,25 @@ from .example import Example
 from .vocab import Vocab
 
 
+class TensorBatch:
+    """A batch (a dataclass) whose ``to(device)`` is a copy with every tensor field on
+    ``device`` and the others (example positions, counts, a memory carry) as they are."""
+
+    def to(self, device: Any) -> Self:
+        moved = copy.copy(self)
+        for name, value in vars(self).items():
+            if isinstance(value, Tensor):
+                setattr(moved, name, value.to(device))
+        return moved
+
+
 @dataclass
-class Batch:
+class Batch(TensorBatch):
     src: Tensor  # (B, S) ids, padded with pad_id
     src_len: Tensor  # (B,)
     tgt_in: Tensor  # (B, T) bos y_1 .. y_{T-1}
     tgt_out: Tensor  # (B, T) y_1 .. y_T (eos last), padded with pad_id
     index: list[int]  # positions of the examples in the dataset
-
-    def to(self, device: torch.device | str) -> Batch:
-        return Batch(
-            self.src.to(device),
-            self.src_len.to(device),
-            self.tgt_in.to(device),
-            self.tgt_out.to(device),
-            self.index,
-        )
 
     @property
     def tokens(self) -> int:

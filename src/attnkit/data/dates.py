@@ -8,7 +8,7 @@ import datetime as dt
 import random
 from collections.abc import Callable
 
-from .example import Example
+from .example import Example, distinct
 
 MONTHS = [
     "January",
@@ -57,20 +57,14 @@ def generate(n: int, seed: int, *, start_year: int = 1950, end_year: int = 2049)
     rng = random.Random(seed)
     first = dt.date(start_year, 1, 1).toordinal()
     last = dt.date(end_year, 12, 31).toordinal()
-    seen: set[str] = set()
-    out: list[Example] = []
-    tries = 0
-    while len(out) < n:
-        tries += 1
-        if tries > 20 * n + 1000:
-            raise ValueError(f"could not draw {n} distinct dates; widen the year range")
+
+    def draw() -> tuple[str, Example]:
         d = dt.date.fromordinal(rng.randint(first, last))
         text = rng.choice(FORMATS)(d)
-        if text in seen:
-            continue
-        seen.add(text)
-        out.append(Example(list(text), list(d.isoformat())))
-    return out
+        return text, Example(list(text), list(d.isoformat()))
+
+    return distinct(n, draw, 20 * n + 1000,
+                    f"could not draw {n} distinct dates; widen the year range")  # fmt: skip
 
 
 __all__ = ["FORMATS", "generate"]

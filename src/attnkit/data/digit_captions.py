@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .batching import TensorBatch
 from .digits import DIGIT_WORDS, Canvas, image_split, random_canvas, reading_order, render
 from .example import Splits
 from .vocab import Vocab
@@ -104,7 +105,7 @@ def positions_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits[C
 
 
 @dataclass
-class CaptionBatch:
+class CaptionBatch(TensorBatch):
     """image (B, 1, H, W) float in [0, 1], zero-padded to the largest canvas; pixels (B, H, W)
     bool, True inside the example's canvas; tgt_in / tgt_out (B, T) ids, bos-shifted input and
     eos-ended output, 0-padded; index: positions of the examples in their split."""
@@ -114,15 +115,6 @@ class CaptionBatch:
     tgt_in: Tensor
     tgt_out: Tensor
     index: list[int]
-
-    def to(self, device: torch.device | str) -> CaptionBatch:
-        return CaptionBatch(
-            self.image.to(device),
-            self.pixels.to(device),
-            self.tgt_in.to(device),
-            self.tgt_out.to(device),
-            self.index,
-        )
 
     @property
     def tokens(self) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -44,4 +45,21 @@ def split(examples: list[T], sizes: tuple[int, int, int], seed: int) -> Splits[T
     return Splits(xs[:a], xs[a : a + b], xs[a + b : a + b + c])
 
 
-__all__ = ["Example", "Splits", "split"]
+def distinct(n: int, draw: Callable[[], tuple[str, T]], tries: int, error: str) -> list[T]:
+    """``n`` examples of ``draw`` (a key and an example), the first of each key, in the order
+    drawn; a ValueError ``error`` when ``tries`` draws were not enough."""
+    seen: set[str] = set()
+    out: list[T] = []
+    drawn = 0
+    while len(out) < n:
+        drawn += 1
+        if drawn > tries:
+            raise ValueError(error)
+        key, example = draw()
+        if key not in seen:
+            seen.add(key)
+            out.append(example)
+    return out
+
+
+__all__ = ["Example", "Splits", "distinct", "split"]

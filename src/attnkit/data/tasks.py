@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from . import coref, dates, digit_captions, digit_qa, docs, series, synthetic, toy_ko
 from .example import Splits, split
@@ -26,20 +27,17 @@ DEFAULT_SIZES = {
 JOIN = {"dates": ""}
 
 
-def toy_ko_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits:
-    return split(toy_ko.generate(sum(sizes), seed), sizes, seed + 1)
+def generated(generate: Callable[..., list[Any]]) -> Callable[..., Splits]:
+    """The task of ``generate(n, seed)``'s distinct examples, split with ``seed + 1``."""
 
+    def make(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits:
+        return split(generate(sum(sizes), seed), sizes, seed + 1)
 
-def dates_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits:
-    return split(dates.generate(sum(sizes), seed), sizes, seed + 1)
+    return make
 
 
 def coref_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits:
     return coref.splits(sizes, seed)
-
-
-def docs_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits:
-    return split(docs.generate(sum(sizes), seed), sizes, seed + 1)
 
 
 def algorithmic(name: str) -> Callable[..., Splits]:
@@ -50,12 +48,12 @@ def algorithmic(name: str) -> Callable[..., Splits]:
 
 
 TASKS: dict[str, Callable[..., Splits]] = {
-    "toy-ko": toy_ko_task,
-    "dates": dates_task,
+    "toy-ko": generated(toy_ko.generate),
+    "dates": generated(dates.generate),
     **{name: algorithmic(name) for name in ("copy", "reverse", "sort")},
     "coref": coref_task,
     "series": series.series_task,
-    "docs": docs_task,
+    "docs": generated(docs.generate),
     "digit-qa": digit_qa.digit_qa_task,
     "digit-captions": digit_captions.captions_task,
     "digit-captions-pos": digit_captions.positions_task,

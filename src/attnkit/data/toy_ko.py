@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from .example import Example
+from .example import Example, distinct
 
 T = TypeVar("T")
 
@@ -300,19 +300,13 @@ class Grammar:
 def generate(n: int, seed: int) -> list[Example]:
     """``n`` distinct sentences drawn with ``seed`` (deterministic across runs)."""
     g = Grammar(random.Random(seed))
-    seen: set[str] = set()
-    out: list[Example] = []
-    tries = 0
-    while len(out) < n:
-        tries += 1
-        if tries > 50 * n + 1000:
-            raise ValueError(f"toy-ko has fewer than {n} distinct sentences; ask for fewer")
+
+    def draw() -> tuple[str, Example]:
         ex = g.sentence()
-        key = " ".join(ex.src)
-        if key not in seen:
-            seen.add(key)
-            out.append(ex)
-    return out
+        return " ".join(ex.src), ex
+
+    return distinct(n, draw, 50 * n + 1000,
+                    f"toy-ko has fewer than {n} distinct sentences; ask for fewer")  # fmt: skip
 
 
 __all__ = ["Grammar", "generate", "has_batchim", "obj", "subject", "topic"]

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._flags import int_list, str_list
+
 Say = Callable[[str], None]
 """How an experiment prints a line (``print``, or a logger)."""
 
@@ -68,10 +70,70 @@ class Tally:
         self.say(f"  [{elapsed:4.0f}s] {what} ({self.done + 1}/{self.total}) ...")
 
 
+def begin(out: Path, say: Say, plan: str) -> float:
+    """The start of ``run``: say the run's ``plan`` and where its output goes, make ``out``;
+    returns the start time (``time.perf_counter``) of the result's ``total_seconds``."""
+    say(f"{plan}; output in {out}/")
+    out.mkdir(parents=True, exist_ok=True)
+    return time.perf_counter()
+
+
 def option(default: Any, help: str) -> Any:
     """A field of an experiment's config that is a command-line flag: its default and its
     help text (``attnkit experiment NAME --help`` shows both)."""
     return field(default=default, metadata={"help": help})
+
+
+class Seeds:
+    """A config with a ``seed`` and a ``seeds`` field (``--seed``, ``--seeds``): its runs'
+    seeds are ``seed_list``."""
+
+    seed: int
+    seeds: int
+
+    @property
+    def seed_list(self) -> list[int]:
+        """The seeds: seed, seed + 1, ..."""
+        return list(range(self.seed, self.seed + self.seeds))
+
+
+def parse_ints(text: str, flag: str, minimum: int = 1, example: str = "4,16,64") -> list[int]:
+    """``--flag "4,16,64"`` -> [4, 16, 64]: two or more increasing integers, each >= ``minimum``;
+    the errors name the flag and show ``example``."""
+    xs = int_list(text, flag, example)
+    if len(xs) < 2 or min(xs) < minimum or xs != sorted(set(xs)):
+        raise ValueError(
+            f"--{flag} {text!r}: give two or more increasing integers >= {minimum}, "
+            f"e.g. {example}"
+        )
+    return xs
+
+
+def check_schedule(cfg: Any) -> None:
+    """The training flags of a config that validates every ``epoch_steps`` updates up to
+    ``steps`` and stops after ``patience`` validations without a better loss, at a constant
+    ``lr``: each wrong one is a ValueError naming its flag."""
+    if not (math.isfinite(cfg.lr) and cfg.lr > 0):
+        raise ValueError(f"--lr {cfg.lr}; it must be positive")
+    if cfg.steps % cfg.epoch_steps:
+        raise ValueError(
+            f"--steps {cfg.steps} is not a multiple of --epoch-steps {cfg.epoch_steps}"
+        )
+    if cfg.patience < 0:
+        raise ValueError("--patience must not be negative (0: never stop early)")
+
+
+def task_names(text: str, known: Sequence[str]) -> list[str]:
+    """``--tasks "a,b"`` -> ["a", "b"]: one or more of ``known``, each at most once."""
+    tasks = str_list(text)
+    if not tasks or len(set(tasks)) != len(tasks) or not set(tasks) <= set(known):
+        raise ValueError(f"--tasks {text!r}: name each of {known} at most once")
+    return tasks
+
+
+def mean_of_means(rows: Sequence[Sequence[float]]) -> float:
+    """The mean over seeds (rows) of each seed's mean (over its blocks, segments, ...)."""
+    return sum(sum(r) / len(r) for r in rows) / len(rows)
 
 
 REPRODUCED = "REPRODUCED"
@@ -139,6 +201,25 @@ def write_outputs(
     return paths
 
 
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend (files, no display): a report imports it when
+    it draws, never when the experiments are listed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Any, path: Path, dpi: int = 110) -> Path:
+    """Lay ``fig`` out, write it to ``path`` and close it; returns ``path``."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    pyplot().close(fig)
+    return path
+
+
 def report_of(module: str) -> Callable[[dict[str, Any], Path, Say], list[Path]]:
     """``report`` of the experiment package ``module`` (its ``report.py``), imported when it
     runs (so that listing the experiments for ``--help`` never imports matplotlib)."""
@@ -179,14 +260,22 @@ __all__ = [
     "REPRODUCED",
     "Experiment",
     "Say",
+    "Seeds",
     "Tally",
+    "begin",
+    "check_schedule",
     "markdown_table",
+    "mean_of_means",
     "option",
+    "parse_ints",
     "no_nan",
     "power_exponent",
+    "pyplot",
     "report_of",
     "write_outputs",
     "reproduced",
+    "save_figure",
+    "task_names",
     "verdict",
     "write_csv",
     "write_json",

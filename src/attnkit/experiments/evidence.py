@@ -27,9 +27,10 @@ import random
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from .base import markdown_table, power_exponent
+from .base import Say, markdown_table, power_exponent, write_outputs
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 REPRODUCED = "REPRODUCED"
@@ -245,6 +246,12 @@ def verdict_of(checks: Sequence[Check]) -> str:
     return REPRODUCED
 
 
+def judged(checks: Sequence[Check]) -> dict[str, Any]:
+    """The last two fields of an experiment's JSON: ``"checks"`` (each ``Check.as_json``)
+    and ``"verdict"`` (``verdict_of``)."""
+    return {"checks": [c.as_json() for c in checks], "verdict": verdict_of(checks)}
+
+
 def checks_table(checks: Sequence[dict[str, Any]], digits: int = 4) -> str:
     """The checks of an experiment's JSON (``Check.as_json``) as a Markdown table: one row per
     check, its value, 95% interval, threshold and outcome, to ``digits`` significant digits."""
@@ -254,6 +261,26 @@ def checks_table(checks: Sequence[dict[str, Any]], digits: int = 4) -> str:
         [[c["name"], c["kind"], g(c["value"]), f"[{g(c['ci'][0])}, {g(c['ci'][1])}]",
           g(c["threshold"]), c["outcome"]] for c in checks],
     )  # fmt: skip
+
+
+def conclude(
+    name: str,
+    result: dict[str, Any],
+    rows: Callable[[dict[str, Any]], Sequence[dict[str, Any]]],
+    plot: Callable[[dict[str, Any], Path], Path],
+    out: Path,
+    say: Say,
+    work: str,
+    extra: Sequence[Callable[[Path], Path]] = (),
+) -> list[Path]:
+    """The end of an experiment's report (its ``rows`` and ``plot`` functions): the checks as
+    a table, the contract's files (``write_outputs``), the run's total seconds (spent on
+    ``work``) and the verdict."""
+    say(checks_table(result["checks"]))
+    paths = write_outputs(name, rows(result), result, plot, out, say, extra)
+    say(f"total {result['total_seconds']:.0f}s ({work})")
+    say(f"verdict: {result['verdict']}")
+    return paths
 
 
 def exit_code(verdict: str) -> int:
@@ -276,8 +303,10 @@ __all__ = [
     "can_tell",
     "ceiling",
     "checks_table",
+    "conclude",
     "exit_code",
     "exponent_interval",
+    "judged",
     "learned",
     "on_interval",
     "paired_bootstrap",

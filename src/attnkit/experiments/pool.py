@@ -12,19 +12,21 @@ A pool gives the same models as the serial path: each run is seeded by its own c
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing
 import signal
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import torch
 
 from ..train.checkpoint import find_checkpoint
-from ..train.config import FitConfig
+from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from ..train.fit import fit
+from ..train.runtime import set_threads
 from .base import Say, Tally
 
 T = TypeVar("T")
@@ -141,6 +143,60 @@ def run_each(fn: Callable[[Any], T], items: list[Any], jobs: int,
         futures = [pool.submit(fn, item) for item in items]
         for item, fut in zip(items, futures, strict=True):
             done(item, fut.result())
+class LMSettings(Protocol):
+    """The fields of an experiment config that trains character language models on the
+    generated text of ``--task lm`` (the context, extrapolation and sparse experiments)."""
+
+    train_size: int
+    valid_size: int
+    test_size: int
+    segment: int  # training length (characters per segment)
+    dim: int
+    heads: int
+    layers: int
+    ff: int
+    epochs: int
+    batch_size: int
+    lr: float
+    jobs: int
+    threads: int
+
+
+def lm_data(cfg: LMSettings, seed: int) -> DataConfig:
+    """The generated text of ``seed`` (data/lm_text.py), cut into segments of ``cfg.segment``."""
+    return DataConfig(task="lm", task_seed=seed, train_size=cfg.train_size,
+                      valid_size=cfg.valid_size, test_size=cfg.test_size,
+                      segment=cfg.segment)  # fmt: skip
+
+
+def lm_run(cfg: LMSettings, model: str, seed: int, out: Path, **options: Any) -> FitConfig:
+    """One language model's run: ``model`` with ``cfg``'s widths (no dropout) and ``options``
+    on seed ``seed``'s text, ``cfg.epochs`` epochs of ``cfg.batch_size`` segments at a
+    constant ``cfg.lr``, no early stopping, checkpoints in ``out``."""
+    sizes = dict(dim=cfg.dim, heads=cfg.heads, layers=cfg.layers, ff=cfg.ff, dropout=0.0,
+                 **options)  # fmt: skip
+    return FitConfig(
+        lm_data(cfg, seed),
+        ModelConfig(model, None, sizes),
+        TrainConfig(epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr, patience=0,
+                    seed=seed, valid_decode=0, progress=False),  # fmt: skip
+        out=out,
+        overwrite=True,
+        threads=cfg.threads,
+    )
+
+
+def train_lms(
+    cfg: LMSettings, configs: Mapping[str, FitConfig], out: Path, say: Say
+) -> tuple[int, dict[str, float]]:
+    """Train the language models' runs ``configs`` (``lm_run``), ``cfg.jobs`` at a time,
+    their logs in ``out``, then set this process's torch threads to ``cfg.threads`` for the
+    measurements; returns the updates of each run and its seconds by name."""
+    segs = math.ceil((cfg.train_size - 1) / cfg.segment)
+    steps = cfg.epochs * math.ceil(segs / min(cfg.batch_size, segs))
+    seconds = train_all(configs, jobs=cfg.jobs, steps=steps, log_dir=out, say=say)
+    set_threads(cfg.threads)
+    return steps, seconds
 
 
 def generator(*key: int) -> torch.Generator:
@@ -151,4 +207,5 @@ def generator(*key: int) -> torch.Generator:
         seed = (seed * 1_000_003 + k) % (2**63 - 1)
     return torch.Generator().manual_seed(seed)
 
-__all__ = ["generator", "QuietPool", "fit_logged", "run_each", "steps_done", "train_all"]
+__all__ = ["LMSettings", "QuietPool", "fit_logged", "generator", "lm_data", "lm_run",
+           "run_each", "steps_done", "train_all", "train_lms"]

@@ -29,7 +29,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from .._checks import broadcasts_to, check_tensor, finite_wanted, get_checks
+from .._checks import broadcasts_to, check_one_dtype, check_tensor, finite_wanted, get_checks
 from .._checks import check_finite as refuse_non_finite
 from ..core import AttentionResult, NormaliseFn, _finite
 from ..stages.capabilities import is_plain_softmax
@@ -55,11 +55,7 @@ def _check(query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> 
     check_tensor("query", query, min_dim=1)
     check_tensor("keys", keys)
     check_tensor("values", values)
-    if not (query.dtype == keys.dtype == values.dtype):
-        raise TypeError(
-            f"query, keys and values have dtypes {query.dtype}, {keys.dtype}, {values.dtype}; "
-            "cast them to one dtype"
-        )
+    check_one_dtype(query, keys, values)
     if not (query.shape[:-1] == keys.shape[:-2] == values.shape[:-2]):
         raise ValueError(
             f"attend_step takes one query per row: query (..., Dq) {tuple(query.shape)}, keys "

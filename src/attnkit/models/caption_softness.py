@@ -29,7 +29,7 @@ from ..core import NormaliseFn
 from ..mechanisms.hard import GumbelSoftmax, SampleReduce
 from ..stages.normalisers import softmax
 from ..stages.reduction import Reduced, ReduceFn, weighted_sum
-from .latent import tau_at, uniform
+from .latent import check_softness_and_tau, tau_at, uniform
 
 SOFTNESS = ("soft", "mean", "hard", "gumbel", "variational")
 AT_TEST = ("argmax", "expectation")
@@ -115,14 +115,9 @@ def doubly_stochastic_penalty(weights: Tensor, steps: Tensor, patches: Tensor) -
 def check_softness(cfg: Any) -> None:
     """The softness fields of a CaptionerConfig, the first wrong one named."""
     cls = type(cfg).__name__
-    if cfg.softness not in SOFTNESS:
-        raise ValueError(f"{cls}.softness={cfg.softness!r}; choose one of {', '.join(SOFTNESS)}")
+    check_softness_and_tau(cfg, SOFTNESS)
     if cfg.at_test not in AT_TEST:
         raise ValueError(f"{cls}.at_test={cfg.at_test!r}; choose argmax or expectation")
-    for name in ("tau_start", "tau_end"):
-        value = getattr(cfg, name)
-        if not value > 0 or value == float("inf"):
-            raise ValueError(f"{cls}.{name}={value}; the Gumbel temperature must be > 0")
     for name in ("doubly_stochastic", "entropy_weight"):
         value = getattr(cfg, name)
         if not 0 <= value < float("inf"):

@@ -54,7 +54,7 @@ Legend: B batch, S source length, T target length, V target vocabulary, Dv value
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,17 +113,24 @@ class SoftnessConfig:
     decoder: str = "context"
 
 
-def check_softness(cfg: Any) -> None:
-    """The softness fields of a model config (RNNSearchConfig, LuongConfig), named on error."""
+def check_softness_and_tau(cfg: Any, softness: Sequence[str]) -> None:
+    """``cfg.softness`` one of ``softness``, and the Gumbel temperatures ``tau_start`` and
+    ``tau_end`` finite and > 0: the fields every softness config has, named on error."""
     cls = type(cfg).__name__
-    if cfg.softness not in SOFTNESS:
-        raise ValueError(f"{cls}.softness={cfg.softness!r}; choose one of {', '.join(SOFTNESS)}")
-    if cfg.estimator not in ESTIMATORS:
-        raise ValueError(f"{cls}.estimator={cfg.estimator!r}; choose enumerate or sample")
+    if cfg.softness not in softness:
+        raise ValueError(f"{cls}.softness={cfg.softness!r}; choose one of {', '.join(softness)}")
     for name in ("tau_start", "tau_end"):
         value = getattr(cfg, name)
         if not (math.isfinite(value) and value > 0):
             raise ValueError(f"{cls}.{name}={value}; the Gumbel temperature must be > 0")
+
+
+def check_softness(cfg: Any) -> None:
+    """The softness fields of a model config (RNNSearchConfig, LuongConfig), named on error."""
+    cls = type(cfg).__name__
+    check_softness_and_tau(cfg, SOFTNESS)
+    if cfg.estimator not in ESTIMATORS:
+        raise ValueError(f"{cls}.estimator={cfg.estimator!r}; choose enumerate or sample")
     if cfg.tau_steps < 1 or cfg.q_hidden < 1:
         raise ValueError(f"{cls}.tau_steps and q_hidden must be >= 1")
     if not (math.isfinite(cfg.entropy_weight) and cfg.entropy_weight >= 0):
@@ -553,6 +560,7 @@ __all__ = [
     "StepParts",
     "Unrolled",
     "broadcast_feature",
+    "check_softness_and_tau",
     "chooser",
     "add_softness",
     "exact_marginal_loss",

@@ -4,17 +4,12 @@
 was called ``MultiHeadAttention`` until this release: that name still works, with a
 DeprecationWarning, for one release)."""
 
-from .._renamed import moved_name
+from .._renamed import renamed_in
 from ..mechanisms.multidim import MultiDimensionalAttention
 from ..modules import Attention, AttentionHeads, CrossAttention, SelfAttention
 from .multihead import MultiheadAttention
 
-
-def __getattr__(name: str) -> object:
-    if name == "MultiHeadAttention":
-        return moved_name("attnkit.nn.MultiHeadAttention", "attnkit.nn.AttentionHeads",
-                          AttentionHeads)  # fmt: skip
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = renamed_in(__name__, MultiHeadAttention=("AttentionHeads", AttentionHeads))
 
 
 __all__ = [

@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..data.batching import TensorBatch
 from ..data.docs import Doc
 from ..data.vocab import SPECIALS, Vocab
 from ..models.han import sentence_peaks
@@ -25,15 +26,11 @@ from ..train.family import Family, device_of
 
 
 @dataclass
-class DocBatch:
+class DocBatch(TensorBatch):
     words: Tensor  # (B, S, T) word ids, 0 = padding
     labels: Tensor  # (B,) class ids (target vocabulary)
     keys: Tensor  # (B,) key sentence, -1 when unknown
     index: list[int]
-
-    def to(self, device: Any) -> DocBatch:
-        return DocBatch(self.words.to(device), self.labels.to(device), self.keys.to(device),
-                        self.index)  # fmt: skip
 
     @property
     def tokens(self) -> int:

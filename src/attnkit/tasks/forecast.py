@@ -20,25 +20,22 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..data.batching import TensorBatch
 from ..data.series import Window, normalise
 from ..data.vocab import Vocab
 from ..eval.forecast import scores, seasonal_naive
-from ..train.family import Family, device_of
+from ..train.family import Family, check_examples, device_of
 
+READS = "a forecasting model reads windows of a series (--task series)"  # for check_examples
 
 @dataclass
-class ForecastBatch:
+class ForecastBatch(TensorBatch):
     past: Tensor  # (B, W) normalised
     future: Tensor  # (B, K) normalised
     mu: Tensor  # (B, 1)
     sd: Tensor  # (B, 1)
     index: list[int]
     period: Tensor  # (B,) each window's seasonal period (for attention="seasonal")
-
-    def to(self, device: Any) -> ForecastBatch:
-        past, future, mu, sd, period = (
-            t.to(device) for t in (self.past, self.future, self.mu, self.sd, self.period))
-        return ForecastBatch(past, future, mu, sd, self.index, period)
 
     @property
     def tokens(self) -> int:
@@ -110,20 +107,11 @@ def arrays(windows: Sequence[Window]) -> tuple[np.ndarray, np.ndarray, np.ndarra
     )
 
 
-def _check_windows(examples: Sequence[Any]) -> None:
-    wrong = next((e for e in examples if not isinstance(e, Window)), None)
-    if wrong is not None:
-        raise ValueError(
-            f"a forecasting model reads windows of a series (--task series), not "
-            f"{type(wrong).__name__} examples of another task"
-        )
-
-
 def evaluate(loaded: Any, windows: list[Window]) -> dict[str, float]:
     """MAE, RMSE and MASE of the model's forecasts, and of the seasonal-naive ones."""
     if not windows:
         raise ValueError("no windows to score")
-    _check_windows(windows)
+    check_examples(windows, Window, READS)
     future, past, period = arrays(windows)
     forecast, _ = predict(loaded.model, windows)
     naive = seasonal_naive(past, period, future.shape[1])
@@ -139,7 +127,7 @@ def show(
     boxed; a page (``out``), a PNG, or a terminal heatmap."""
     from ..viz.forecast import show_window
 
-    _check_windows(windows[index : index + 1])
+    check_examples(windows[index : index + 1], Window, READS)
     w = windows[index]
     forecast, weights = predict(loaded.model, [w])
     title = f"{loaded.model_name}: series {w.series.id}, start {w.start}"

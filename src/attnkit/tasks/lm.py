@@ -31,11 +31,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..data.batching import TensorBatch
 from ..data.lm_text import Segment
 from ..data.vocab import Vocab
-from ..train.family import Family, device_of
+from ..train.family import Family, check_examples, device_of
 
 EVAL_STREAMS = 16  # streams ``attnkit evaluate`` reads a split in, when no run says otherwise
+READS = "a language model reads text (--task lm, --train-text FILE)"  # for check_examples
 
 
 @dataclass
@@ -46,17 +48,13 @@ class Carry:
 
 
 @dataclass
-class LMBatch:
+class LMBatch(TensorBatch):
     inputs: Tensor  # (B, L) character ids, 0 = padding (a short last segment)
     targets: Tensor  # (B, L) the next character of each input, 0 = padding
     index: list[int]  # the segments of its rows
     first: bool  # the streams' first segments: no memory
     count: int  # characters predicted (targets that are not padding)
     carry: Carry = field(default_factory=Carry)
-
-    def to(self, device: Any) -> LMBatch:
-        return LMBatch(self.inputs.to(device), self.targets.to(device), self.index, self.first,
-                       self.count, self.carry)  # fmt: skip
 
     @property
     def tokens(self) -> int:
@@ -185,22 +183,13 @@ def unigram_bits(train: str, test: str) -> float:
     return sum(-math.log2((counts.get(c, 0) + 1) / total) for c in test[1:]) / (len(test) - 1)
 
 
-def _check_segments(examples: Sequence[Any]) -> None:
-    wrong = next((e for e in examples if not isinstance(e, Segment)), None)
-    if wrong is not None:
-        raise ValueError(
-            f"a language model reads text (--task lm, --train-text FILE), not "
-            f"{type(wrong).__name__} examples of another task"
-        )
-
-
 def evaluate(loaded: Any, segs: list[Segment]) -> dict[str, float]:
     """Bits per character and perplexity of the split, memory carried across segments, read
     in as many streams as the run's batches had rows (so that the validation split scores
     as it did in training)."""
     if not segs:
         raise ValueError("no text to score")
-    _check_segments(segs)
+    check_examples(segs, Segment, READS)
     streams = int((getattr(loaded, "meta", None) or {}).get("train", {}).get("batch_size")
                   or EVAL_STREAMS)  # fmt: skip
     nats, count = text_nll(loaded.model, segs, loaded.tgt_vocab, streams)
@@ -248,7 +237,7 @@ def show(
     PNG, or a terminal heatmap (the last layer, mean over heads)."""
     from ..viz.outputs import show as show_map
 
-    _check_segments(segs[index : index + 1])
+    check_examples(segs[index : index + 1], Segment, READS)
     weights, queries, keys = segment_attention(loaded, segs, index)
     memory = len(keys) - len(queries)
     title = f"{loaded.model_name}: segment {index} (characters {segs[index].start}..)"

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..data.batching import TensorBatch
 from ..data.digit_qa import QAExample
 from ..data.digits import render, render_batch
 from ..data.vocab import Vocab
@@ -31,7 +32,7 @@ from ..train.family import Family, device_of
 
 
 @dataclass
-class QABatch:
+class QABatch(TensorBatch):
     """Rendered canvases, question ids and lengths, answer ids, and the examples' positions."""
 
     image: Tensor  # (B, 1, H, W)
@@ -39,10 +40,6 @@ class QABatch:
     q_len: Tensor  # (B,)
     answer: Tensor  # (B,)
     index: list[int]
-
-    def to(self, device: Any) -> QABatch:
-        return QABatch(self.image.to(device), self.question.to(device), self.q_len.to(device),
-                       self.answer.to(device), self.index)  # fmt: skip
 
     @property
     def tokens(self) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from .._checks import unreadable_safetensors
 from ..data.vocab import Vocab
 from ..models import MODELS, build_model, make_config
 
@@ -99,11 +100,9 @@ def read_header(path: Path) -> Spec:
                 s = f.get_slice(key)
                 out[key] = (str(s.get_dtype()), tuple(s.get_shape()))
             return out
-    except Exception as err:  # SafetensorError is not importable as a class on every version
-        first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise ValueError(
-            f"{path} is not a readable safetensors file ({first}); the checkpoint is damaged: "
-            "train again or copy it again"
+    except Exception as err:
+        raise unreadable_safetensors(
+            path, err, "the checkpoint is damaged: train again or copy it again"
         ) from None
 
 

@@ -81,6 +81,15 @@ def device_of(model: nn.Module) -> torch.device:
     return next(model.parameters()).device
 
 
+def check_examples(examples: Sequence[Any], kind: type, reads: str) -> None:
+    """A ValueError unless every example is a ``kind``: a family's evaluate / show given
+    another task's examples. ``reads`` says what the model reads, e.g. "a language model reads
+    text (--task lm, --train-text FILE)"."""
+    wrong = next((e for e in examples if not isinstance(e, kind)), None)
+    if wrong is not None:
+        raise ValueError(f"{reads}, not {type(wrong).__name__} examples of another task")
+
+
 # name -> "module:attribute" of its Family, imported when first asked for (a family's module
 # may import models and viewers that translation never needs)
 FAMILIES: dict[str, str] = {
@@ -156,6 +165,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "FAMILIES",
     "Family",
+    "check_examples",
     "check_pairing",
     "data_family",
     "device_of",

@@ -3,6 +3,8 @@ and how a model is compiled for that device (``attnkit train --compile``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -23,6 +25,18 @@ def set_threads(n: int) -> None:
     if n < 1:
         raise ValueError(f"--threads {n}; it must be at least 1")
     torch.set_num_threads(n)
+
+
+@contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """``with torch_threads(n):`` torch's intra-op threads are ``n`` inside the block and what
+    they were before after it."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def compile_options(device: str) -> dict[str, Any]:

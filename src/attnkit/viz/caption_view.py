@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from ._html import write_html
 from ._page_fonts import FONT_SRC, page_font_css
 from .fonts import font_rc
 
@@ -154,9 +155,7 @@ grid of {patch}x{patch}-pixel patches, upsampled (bilinear) onto the image.</p>
 <div class="panels">{"".join(cells)}</div>
 </body></html>
 """
-    out = Path(path)
-    out.write_text(page, encoding="utf-8")
-    return out
+    return write_html(path, page)
 
 
 __all__ = ["caption_figure", "upsample", "write_caption_page"]

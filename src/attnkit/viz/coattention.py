@@ -21,6 +21,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from ._html import write_html
 from ._page_fonts import FONT_SRC, page_font_css
 from .fonts import font_rc
 
@@ -135,9 +136,7 @@ def write_coattention_page(
     path: str | Path, maps: CoAttentionMaps, title: str | None = None
 ) -> Path:
     """Write ``coattention_page`` to ``path``."""
-    path = Path(path)
-    path.write_text(coattention_page(maps, title), encoding="utf-8")
-    return path
+    return write_html(path, coattention_page(maps, title))
 
 
 def show_maps(maps: CoAttentionMaps, index: int, out: str | None, png: str | None) -> list[str]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from torch import Tensor
 
+from ._html import write_html
 from ._page_fonts import page_font_css
 from .explain import ExplainSteps
 from .page import CSP, embed_json
@@ -270,9 +271,7 @@ def stepper_html(st: ExplainSteps) -> str:
 
 
 def write_stepper(path: str | Path, st: ExplainSteps) -> Path:
-    out = Path(path)
-    out.write_text(stepper_html(st), encoding="utf-8")
-    return out
+    return write_html(path, stepper_html(st))
 
 
 __all__ = ["StepTable", "header", "render_terminal", "step_tables", "stepper_html", "write_stepper"]

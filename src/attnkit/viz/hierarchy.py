@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from ._html import write_html
 from ._page_fonts import FONT_SRC, page_font_css
 
 CSP = f"default-src 'none'; style-src 'unsafe-inline'; {FONT_SRC}"
@@ -124,9 +125,7 @@ def page(view: DocView) -> str:
 
 
 def write_page(path: str | Path, view: DocView) -> Path:
-    path = Path(path)
-    path.write_text(page(view), encoding="utf-8")
-    return path
+    return write_html(path, page(view))
 
 
 __all__ = ["DocView", "hierarchy_lines", "page", "scalar_weights", "write_page", "write_png"]

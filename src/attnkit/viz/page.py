@@ -28,6 +28,7 @@ from typing import Any
 
 from .._checks import as_stack
 from ..eval.alignment import GoldAlignment, Link, split_gold
+from ._html import write_html
 from ._page_assets import BODY, CSS, JS
 from ._page_fonts import FONT_SRC, page_font_css
 from ._weights import check_tokens
@@ -177,7 +178,6 @@ def write_attention_page(
     shown: str | None = None,
 ) -> Path:
     """Write the page to ``path`` (UTF-8) and return the path."""
-    out = Path(path)
     html = attention_page(
         weights,
         query_tokens,
@@ -188,8 +188,7 @@ def write_attention_page(
         more=more,
         shown=shown,
     )
-    out.write_text(html, "utf-8")
-    return out
+    return write_html(path, html)
 
 
 __all__ = ["attention_page", "embed_json", "page_data", "write_attention_page"]

@@ -23,7 +23,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from .._checks import as_stack
+from .._checks import as_stack, unreadable_safetensors
 from .._renamed import renamed_keywords
 
 KINDS = ("self", "cross")
@@ -109,11 +109,9 @@ def load_attention(path: str | Path, *, name: str = "weights") -> AttentionRecor
             names = list(f.keys())
             weights = f.get_tensor(name) if name in names else None
             meta = f.metadata() or {}
-    except Exception as err:  # SafetensorError is not importable as a class on every version
-        first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise ValueError(
-            f"{path} is not a readable safetensors file ({first}); pass a file written by "
-            "attnkit.viz.save_attention or safetensors' save_file"
+    except Exception as err:
+        raise unreadable_safetensors(
+            path, err, "pass a file written by attnkit.viz.save_attention or safetensors' save_file"
         ) from None
     if weights is None:
         raise ValueError(f"{path} has no tensor {name!r}; it has {names}: pass --name NAME")

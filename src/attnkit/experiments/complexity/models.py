@@ -28,6 +28,7 @@ from torch import Tensor, nn
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
 from ...bench.measure import SavedBytes
+from ...bench.measure import graph_depth as measured_graph
 from ...local import DEFAULT_BLOCK, native
 from ...nn import MultiheadAttention
 from ...stages.alignment import SlidingWindow
@@ -161,22 +162,9 @@ def split_flops(counter: FlopCounterMode) -> tuple[int, int]:
 
 def graph_depth(y: Tensor) -> int:
     """The longest chain of autograd nodes from ``y`` back to a leaf: operations that must run
-    one after another (each may be parallel inside)."""
-    order, seen, todo = [], set(), [(y.grad_fn, False)]
-    while todo:  # iterative post-order: a GRU graph is n·10 nodes deep
-        node, done = todo.pop()
-        if node is None:
-            continue
-        if done:
-            order.append(node)
-        elif node not in seen:
-            seen.add(node)
-            todo.append((node, True))
-            todo += [(c, False) for c, _ in node.next_functions if c is not None]
-    depth: dict[object, int] = {}
-    for node in order:  # children before parents
-        depth[node] = 1 + max((depth[c] for c, _ in node.next_functions if c in depth), default=0)
-    return depth[y.grad_fn] if y.grad_fn is not None else 0
+    one after another (each may be parallel inside); ``bench.measure.graph_depth``'s first
+    number."""
+    return measured_graph(y)[0]
 
 
 @dataclass

@@ -36,7 +36,6 @@ The relative effective context length (RECL, §4.2) is not computed.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -45,10 +44,10 @@ from typing import Any
 import torch
 
 from .. import evidence as ev
-from ..base import Experiment, Say, report_of
-from ..pool import train_all
+from ..base import Experiment, Say, begin, report_of
+from ..pool import lm_data, train_lms
 from .config import ContextConfig
-from .jobs import ARMS, data_config, make_jobs
+from .jobs import ARMS, make_jobs
 
 QUICK = dict(
     train_size=800, valid_size=200, test_size=300, segment=8, memory=8, dim=16, heads=2,
@@ -63,7 +62,7 @@ def measure_seed(cfg: ContextConfig, seed: int, out: Path) -> dict[str, Any]:
     from ...train import checkpoint
     from .measure import sliding_segment_bits, unigram_bits, xl_segment_bits
 
-    train, _, test = lm_texts(data_config(cfg, seed).spec())
+    train, _, test = lm_texts(lm_data(cfg, seed).spec())
     segs = segments(test, cfg.segment)
     xl = checkpoint.load(out / f"transformer-xl-s{seed}")
     lm = checkpoint.load(out / f"transformer-lm-s{seed}")
@@ -89,7 +88,7 @@ def measure_timing(cfg: ContextConfig, out: Path, say: Say) -> dict[str, list[li
     seed = cfg.seed_list[0]
     xl = checkpoint.load(out / f"transformer-xl-s{seed}").model
     loaded = checkpoint.load(out / f"transformer-lm-s{seed}")
-    test = lm_texts(data_config(cfg, seed).spec())[2]
+    test = lm_texts(lm_data(cfg, seed).spec())[2]
     ids = torch.tensor(loaded.tgt_vocab.encode(list(test), eos=False))  # (N,)
     timing: dict[str, list[list[float]]] = {}
     for c in cfg.length_list:
@@ -103,22 +102,16 @@ def measure_timing(cfg: ContextConfig, out: Path, say: Say) -> dict[str, list[li
 
 def run_experiment(cfg: ContextConfig, out: Path, say: Say = print) -> dict[str, Any]:
     """Train both models for every seed, measure, check; returns the JSON-able result."""
-    from ...train.runtime import set_threads
     from .checks import checks_of
 
-    say(
+    t0 = begin(
+        out,
+        say,
         f"context experiment: transformer-xl (memory {cfg.memory}) vs transformer-lm, "
         f"d {cfg.dim}, {cfg.layers} layers, segment {cfg.segment}, {cfg.epochs} epochs of "
-        f"{cfg.batch_size} streams over {cfg.train_size:,} characters, seeds {cfg.seed_list}; "
-        f"output in {out}/"
+        f"{cfg.batch_size} streams over {cfg.train_size:,} characters, seeds {cfg.seed_list}",
     )
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    jobs = make_jobs(cfg, out)
-    segs = math.ceil((cfg.train_size - 1) / cfg.segment)
-    steps = cfg.epochs * math.ceil(segs / min(cfg.batch_size, segs))
-    seconds = train_all(jobs, jobs=cfg.jobs, steps=steps, log_dir=out, say=say)
-    set_threads(cfg.threads)
+    steps, seconds = train_lms(cfg, make_jobs(cfg, out), out, say)
     say("measuring bpc on the test text")
     per_seed = [measure_seed(cfg, s, out) for s in cfg.seed_list]
     say(f"timing evaluation at C = {cfg.lengths}")
@@ -141,8 +134,7 @@ def run_experiment(cfg: ContextConfig, out: Path, say: Say = print) -> dict[str,
         "total_seconds": round(time.perf_counter() - t0, 1),
         "bpc": bpc_table(numbers),
         "numbers": numbers,
-        "checks": [c.as_json() for c in checks],
-        "verdict": ev.verdict_of(checks),
+        **ev.judged(checks),
     }
 
 

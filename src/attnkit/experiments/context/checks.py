@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from .. import evidence as ev
-from ..base import power_exponent
+from ..base import mean_of_means, power_exponent
 
 LEARNED_SHARE = 0.8  # design: the better model's bpc is at most 0.8 x the unigram bpc
 SPEEDUP_PER_CONTEXT = 1 / 20  # (b): speedup at the largest C above C / 20
@@ -26,7 +26,7 @@ def checks_of(n: dict[str, Any]) -> list[ev.Check]:
     exponents = [power_exponent([int(c) for c in lengths], [speedups[c][r] for c in lengths])
                  for r in range(repeats)]  # fmt: skip
     c_max = int(lengths[-1])
-    best = min(_mean(at_train), _mean(n["vanilla"]))
+    best = min(mean_of_means(at_train), mean_of_means(n["vanilla"]))
     unigram = sum(n["unigram"]) / len(n["unigram"])
     return [
         ev.learned(f"best bpc / unigram bpc ({unigram:.3f})", best / unigram, LEARNED_SHARE,
@@ -39,10 +39,6 @@ def checks_of(n: dict[str, Any]) -> list[ev.Check]:
                        c_max * SPEEDUP_PER_CONTEXT),  # fmt: skip
         ev.on_interval("(b) exponent of the speedup in C", _interval(exponents), GROWTH),
     ]
-
-
-def _mean(rows: list[list[float]]) -> float:
-    return sum(sum(r) / len(r) for r in rows) / len(rows)
 
 
 def _interval(xs: list[float]) -> ev.Interval:

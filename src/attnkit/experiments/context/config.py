@@ -6,24 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..._checks import check_ranges
-from ..base import option
-
-
-def parse_ints(text: str, name: str, minimum: int = 0) -> list[int]:
-    """ "0,32,128" -> [0, 32, 128] (increasing, each >= ``minimum``)."""
-    try:
-        xs = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(
-            f"--{name} {text!r}: give comma-separated integers, e.g. 0,32,128"
-        ) from None
-    if len(xs) < 2 or min(xs) < minimum or xs != sorted(set(xs)):
-        raise ValueError(f"--{name} {text!r}: give two or more increasing integers >= {minimum}")
-    return xs
+from ..base import Seeds, option, parse_ints
 
 
 @dataclass
-class ContextConfig:
+class ContextConfig(Seeds):
     """The generated text, the two models (equal parameters), their training, and what is
     measured: bpc by evaluation memory, and evaluation time by context length."""
 
@@ -54,13 +41,13 @@ class ContextConfig:
             "train_size", "valid_size", "test_size", "segment", "dim", "heads", "layers", "ff",
             "epochs", "batch_size", "seeds", "eval_streams", "timing_chars", "repeats", "jobs",
             "threads"), non_negative=("memory",), fractions=(), as_flags=True)  # fmt: skip
-        memories = parse_ints(self.eval_memories, "eval-memories")
+        memories = parse_ints(self.eval_memories, "eval-memories", 0, "0,32,128")
         if self.memory not in memories or memories[-1] <= self.memory:
             raise ValueError(
                 f"--eval-memories {self.eval_memories!r} must hold the training --memory "
                 f"{self.memory} and a longer one (the claim is about memory beyond training)"
             )
-        lengths = parse_ints(self.lengths, "lengths", minimum=2)
+        lengths = parse_ints(self.lengths, "lengths", 2, "64,128,256")
         if self.test_size < 2 * lengths[-1] + 2:
             raise ValueError(
                 f"--test-size {self.test_size}: the timing at C = {lengths[-1]} needs at "
@@ -70,17 +57,12 @@ class ContextConfig:
     @property
     def memory_list(self) -> list[int]:
         """The evaluation memory lengths, increasing."""
-        return parse_ints(self.eval_memories, "eval-memories")
+        return parse_ints(self.eval_memories, "eval-memories", 0, "0,32,128")
 
     @property
     def length_list(self) -> list[int]:
         """The timing's context lengths, increasing."""
-        return parse_ints(self.lengths, "lengths", minimum=2)
-
-    @property
-    def seed_list(self) -> list[int]:
-        """The seeds: seed, seed + 1, ..."""
-        return list(range(self.seed, self.seed + self.seeds))
+        return parse_ints(self.lengths, "lengths", 2, "64,128,256")
 
 
-__all__ = ["ContextConfig", "parse_ints"]
+__all__ = ["ContextConfig"]

@@ -8,8 +8,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, write_outputs
-from ..evidence import checks_table
+from ..base import Say, markdown_table, pyplot, save_figure
+from ..evidence import conclude
 
 
 def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -52,20 +52,13 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     say(f"parameters: {params}; {result['updates']} updates per model, {secs:.0f}s of training")
     say(bpc_text(result))
     say(timing_text(result))
-    say(checks_table(result["checks"]))
-    paths = write_outputs("context", rows(result), result, plot, out, say)
-    say(f"total {result['total_seconds']:.0f}s (training and measuring)")
-    say(f"verdict: {result['verdict']}")
-    return paths
+    return conclude("context", result, rows, plot, out, say, "training and measuring")
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:
     """Left: test bpc against XL's evaluation memory (seeds as dots), the vanilla LM's as
     lines. Right: seconds per character against the context length, both ways, log-log."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2))
     bpc = result["bpc"]
@@ -89,10 +82,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     bx.set_xlabel("context length C")
     bx.set_ylabel("seconds per predicted character")
     bx.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 __all__ = ["bpc_text", "plot", "report", "rows", "timing_text"]

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import evidence as ev
-from ..base import Experiment, Say, Tally, report_of
+from ..base import Experiment, Say, Tally, begin, report_of
 from ..pool import QuietPool
 from .checks import CHANCE, COIN, FOLLOWS, LEARNED, checks_of, per_seed
 from .config import CorefConfig
@@ -43,7 +43,7 @@ QUICK = dict(seeds=2, dim=8, heads=2, enc_layers=1, dec_layers=1, ff=16, steps=3
 
 def train_all(cfg: CorefConfig, say: Say) -> list[dict[str, Any]]:
     """``train_seed`` for each seed, ``cfg.jobs`` at a time (spawned processes)."""
-    seeds = [cfg.seed + k for k in range(cfg.seeds)]
+    seeds = cfg.seed_list
     tally = Tally(len(seeds), say)
     if cfg.jobs == 1:
         out = []
@@ -63,17 +63,17 @@ def train_all(cfg: CorefConfig, say: Say) -> list[dict[str, Any]]:
 def run_experiment(cfg: CorefConfig, out: Path, say: Say = print) -> dict[str, Any]:
     """Train and measure every seed; the checks on all of them."""
     data = split(cfg)
-    say(
+    t0 = begin(
+        out,
+        say,
         f"coref experiment: translate into a gendered target (it -> il / elle); "
         f"{len(data['train'])} training sentences ({data['pairs']['train']} noun pairs), "
         f"{len(data['valid']) // 2} validation and {len(data['test']) // 2} test minimal pairs "
         f"({data['pairs']['valid']} and {data['pairs']['test']} unseen noun pairs); "
         f"{cfg.steps} updates of {cfg.batch_size} for a Transformer (d={cfg.dim}, {cfg.heads} "
         f"heads, {cfg.enc_layers}+{cfg.dec_layers} layers), {cfg.seeds} seeds, {cfg.jobs} at a "
-        f"time; output in {out}/"
+        f"time",
     )
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
     seeds = train_all(cfg, say)
     numbers = per_seed(seeds)
     checks = checks_of(numbers["accuracy"], numbers["follows"], numbers["control"])
@@ -90,8 +90,7 @@ def run_experiment(cfg: CorefConfig, out: Path, say: Say = print) -> dict[str, A
         "per_seed": numbers,
         "seeds": seeds,
         "total_seconds": round(time.perf_counter() - t0, 1),
-        "checks": [c.as_json() for c in checks],
-        "verdict": ev.verdict_of(checks),
+        **ev.judged(checks),
     }
 
 

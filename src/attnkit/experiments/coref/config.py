@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 from ..._checks import check_ranges
 from ...data.coref import FILLERS, OPENERS
-from ..base import option
+from ..base import Seeds, option
 
 
 @dataclass
-class CorefConfig:
+class CorefConfig(Seeds):
     seeds: int = option(6, "models trained: seeds --seed, --seed + 1, ... (an interval needs 2)")
     dim: int = option(64, "Transformer width")
     heads: int = option(4, "heads per attention")

@@ -19,8 +19,9 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
+from ...models.sequence_classifiers import parameters
 from ...models.transformer import Transformer, TransformerConfig
 from ...train.updates import update
 from .data import PAD, Batch, source_ids, target_ids
@@ -32,10 +33,6 @@ def build(dim: int, heads: int, enc_layers: int, dec_layers: int, ff: int) -> Tr
         len(source_ids()) + 1, len(target_ids()) + 2, dim=dim, heads=heads,
         enc_layers=enc_layers, dec_layers=dec_layers, ff=ff, dropout=0.0, norm="pre",
     ))  # fmt: skip
-
-
-def parameters(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())
 
 
 def logits(model: Transformer, batch: Batch) -> Tensor:

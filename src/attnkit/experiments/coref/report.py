@@ -12,8 +12,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, write_outputs
-from ..evidence import checks_table
+from ..base import Say, markdown_table, pyplot, save_figure
+from ..evidence import conclude
 from .measure import KINDS
 
 ADJECTIVES = ("tired", "wide")
@@ -92,22 +92,16 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     say(seed_table(result))
     say(f"every encoder head of seed {result['seeds'][0]['seed']} (held-out pairs):")
     say(head_table(result))
-    say(checks_table(result["checks"]))
     famous_png = lambda d: famous_figure(result, d / "coref-famous.png")  # noqa: E731
     page = lambda d: famous_page(result, d / "coref.html")  # noqa: E731
-    paths = write_outputs("coref", rows(result), result, plot, out, say, (famous_png, page))
-    say(f"total {result['total_seconds']:.0f}s (training and scoring)")
-    say(f"verdict: {result['verdict']}")
-    return paths
+    return conclude("coref", result, rows, plot, out, say, "training and scoring",
+                    (famous_png, page))  # fmt: skip
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:
     """Left: every encoder head's held-out follows rate per seed (the chosen head and the
     untrained control marked); right: pronoun accuracy per seed."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     th = result["thresholds"]
     seeds = result["seeds"]
@@ -134,10 +128,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     bx.set(ylim=(0, 102), xlabel="seed", ylabel="il / elle right (%)",
            title="held-out, nouns of different gender")  # fmt: skip
     bx.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def _chosen_maps(result: dict[str, Any]) -> tuple[list[int], list[dict[str, Any]]]:

@@ -35,9 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from ..._checks import check_ranges
+from ..._flags import int_list
 from ...models.sequence_classifiers import MODELS
 from .. import evidence as ev
-from ..base import Experiment, Say, option, report_of
+from ..base import Experiment, Say, Seeds, begin, option, report_of, task_names
 from .checks import gradient_checks, slopes, task_checks
 from .data import TASKS
 from .jobs import run_arms
@@ -45,7 +46,7 @@ from .measure import CRITERION, Arm, Setting, width_of
 
 
 @dataclass
-class DistanceConfig:
+class DistanceConfig(Seeds):
     deltas: str = option("10,25,50,100,200", "distances Δ, comma-separated; each is trained "
                          "separately, from scratch; every Δ in sequences of 10 + Δmax + 1 "
                          "tokens")
@@ -89,26 +90,14 @@ class DistanceConfig:
 
     @property
     def grid(self) -> list[int]:
-        try:
-            grid = sorted({int(d) for d in self.deltas.split(",") if d.strip()})
-        except ValueError:
-            raise ValueError(
-                f"--deltas {self.deltas!r}: pass comma-separated integers, e.g. 10,100,400"
-            ) from None
+        grid = sorted(set(int_list(self.deltas, "deltas", "10,100,400")))
         if len(grid) < 2:
             raise ValueError(f"--deltas {self.deltas!r}: need at least two distances")
         return grid
 
     @property
     def task_list(self) -> list[str]:
-        tasks = [t.strip() for t in self.tasks.split(",") if t.strip()]
-        if not tasks or len(set(tasks)) != len(tasks) or not set(tasks) <= set(TASKS):
-            raise ValueError(f"--tasks {self.tasks!r}: name each of {TASKS} at most once")
-        return tasks
-
-    @property
-    def seed_list(self) -> list[int]:
-        return [self.seed + i for i in range(self.seeds)]
+        return task_names(self.tasks, TASKS)
 
     @property
     def setting(self) -> Setting:
@@ -126,16 +115,15 @@ def run_experiment(cfg: DistanceConfig, out: Path, say: Say = print) -> dict[str
     grid, tasks, seeds, setting = cfg.grid, cfg.task_list, cfg.seed_list, cfg.setting
     arms = [Arm(t, m, d, s) for t in tasks for m in MODELS for d in grid for s in seeds]
     probes = {Arm(tasks[0], m, grid[0], s) for m in MODELS for s in seeds}
-    say(
+    t0 = begin(
+        out,
+        say,
         f"distance experiment: recall the token Δ back ({', '.join(tasks)}; K={cfg.symbols}, "
         f"T = {setting.length} for every Δ in {grid}), each Δ trained from scratch to "
         f"{CRITERION:.0%} over {cfg.window} fresh batches or {cfg.cap} updates of "
         f"{cfg.batch_size}; "
-        f"{', '.join(MODELS)} x {len(seeds)} seeds = {len(arms)} runs, {cfg.jobs} at a time; "
-        f"output in {out}/"
+        f"{', '.join(MODELS)} x {len(seeds)} seeds = {len(arms)} runs, {cfg.jobs} at a time",
     )
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
     res = run_arms(arms, setting, probes, cfg.jobs, say)
 
     def table(t: str, m: str, key: str) -> list[list[Any]]:  # [Δ index][seed]
@@ -172,8 +160,7 @@ def run_experiment(cfg: DistanceConfig, out: Path, say: Say = print) -> dict[str
         "train_seconds": round(sum(r["train_seconds"] for r in res.values()), 1),
         "cpu_seconds": round(sum(r["cpu_seconds"] for r in res.values()), 1),
         "total_seconds": round(time.perf_counter() - t0, 1),
-        "checks": [c.as_json() for c in checks],
-        "verdict": ev.verdict_of(checks),
+        **ev.judged(checks),
     }
 
 

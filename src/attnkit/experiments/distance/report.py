@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ...models.sequence_classifiers import MODELS
-from ..base import Say, markdown_table, write_outputs
+from ..base import Say, markdown_table, pyplot, save_figure, write_outputs
 from ..evidence import checks_table
 
 LABELS = {"lstm": "LSTM", "gru": "GRU", "cnn": "CNN", "attention": "attention"}
@@ -100,10 +100,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
 def plot(result: dict[str, Any], path: Path) -> Path:
     """Left: updates-to-criterion vs Δ (one panel per task; log-log, the cap dotted);
     right: ‖∂ℓ/∂e_{t−Δ}‖ at initialisation vs Δ."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     d, tasks = result["deltas"], result["tasks"]
     fig, axes = plt.subplots(1, len(tasks) + 1, figsize=(4.6 * (len(tasks) + 1), 4))
@@ -126,10 +123,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
            title="gradient at initialisation")  # fmt: skip
     bx.grid(alpha=0.3)
     bx.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 __all__ = ["gradient_table", "report", "rows", "text_table"]

@@ -28,7 +28,6 @@ bootstrap over seeds x test blocks, 95%):
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -37,10 +36,10 @@ from typing import Any
 import torch
 
 from .. import evidence as ev
-from ..base import Experiment, Say, report_of
-from ..pool import train_all
+from ..base import Experiment, Say, begin, report_of
+from ..pool import lm_data, train_lms
 from .config import ExtrapolationConfig
-from .jobs import data_config, make_jobs
+from .jobs import make_jobs
 
 QUICK = dict(
     train_size=800, valid_size=200, test_size=130, segment=8, factors="1,2,4", dim=16,
@@ -56,7 +55,7 @@ def measure_seed(cfg: ExtrapolationConfig, seed: int, out: Path) -> dict[str, An
     from ...tasks.lm import unigram_bits, window_bits
     from ...train import checkpoint
 
-    train, _, test = lm_texts(data_config(cfg, seed).spec())
+    train, _, test = lm_texts(lm_data(cfg, seed).spec())
     bits: dict[str, dict[str, list[float] | None]] = {}
     params = {}
     for arm in cfg.arm_list:
@@ -71,22 +70,17 @@ def measure_seed(cfg: ExtrapolationConfig, seed: int, out: Path) -> dict[str, An
 
 def run_experiment(cfg: ExtrapolationConfig, out: Path, say: Say = print) -> dict[str, Any]:
     """Train every arm for every seed at L, evaluate at k·L, check; the JSON-able result."""
-    from ...train.runtime import set_threads
     from .checks import checks_of
 
-    say(
+    t0 = begin(
+        out,
+        say,
         f"extrapolation experiment: transformer-lm with positions {cfg.arms}, d {cfg.dim}, "
         f"{cfg.layers} layers, trained at L = {cfg.segment}, {cfg.epochs} epochs of "
         f"{cfg.batch_size} segments over {cfg.train_size:,} characters, evaluated at "
-        f"k·L for k = {cfg.factors}, seeds {cfg.seed_list}; output in {out}/"
+        f"k·L for k = {cfg.factors}, seeds {cfg.seed_list}",
     )
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    jobs = make_jobs(cfg, out)
-    segs = math.ceil((cfg.train_size - 1) / cfg.segment)
-    steps = cfg.epochs * math.ceil(segs / min(cfg.batch_size, segs))
-    seconds = train_all(jobs, jobs=cfg.jobs, steps=steps, log_dir=out, say=say)
-    set_threads(cfg.threads)
+    steps, seconds = train_lms(cfg, make_jobs(cfg, out), out, say)
     say(f"measuring bpc on the test text at k·L, k = {cfg.factors}")
     per_seed = [measure_seed(cfg, s, out) for s in cfg.seed_list]
     numbers = {
@@ -106,8 +100,7 @@ def run_experiment(cfg: ExtrapolationConfig, out: Path, say: Say = print) -> dic
         "total_seconds": round(time.perf_counter() - t0, 1),
         "bpc": bpc_table(numbers),
         "numbers": numbers,
-        "checks": [c.as_json() for c in checks],
-        "verdict": ev.verdict_of(checks),
+        **ev.judged(checks),
     }
 
 

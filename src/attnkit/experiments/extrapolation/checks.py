@@ -6,15 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from .. import evidence as ev
+from ..base import mean_of_means
 
 LEARNED_SHARE = 0.8  # design: both claimed arms' bpc at L at most 0.8 x the unigram bpc
 FLAT = 0.02  # claim: ALiBi's bpc at k_max·L minus at L below +0.02 bpc (flat or better)
 RISE = 0.0  # claim: sinusoidal's bpc at k_max·L minus at L above 0 (it gets worse)
-
-
-def mean_bpc(rows: list[list[float]]) -> float:
-    """The mean over seeds of each seed's mean over blocks."""
-    return sum(sum(r) / len(r) for r in rows) / len(rows)
 
 
 def checks_of(n: dict[str, Any]) -> list[ev.Check]:
@@ -24,7 +20,7 @@ def checks_of(n: dict[str, Any]) -> list[ev.Check]:
     bits, unigram = n["bits"], sum(n["unigram"]) / len(n["unigram"])
     factors = sorted(bits["alibi"], key=int)
     one, top = factors[0], factors[-1]
-    worst = max(mean_bpc(bits[a][one]) for a in ("sinusoidal", "alibi"))
+    worst = max(mean_of_means(bits[a][one]) for a in ("sinusoidal", "alibi"))
     return [
         ev.learned(f"worse of sinusoidal, ALiBi bpc at L / unigram bpc ({unigram:.3f})",
                    worst / unigram, LEARNED_SHARE, above=False),  # fmt: skip
@@ -37,4 +33,4 @@ def checks_of(n: dict[str, Any]) -> list[ev.Check]:
     ]
 
 
-__all__ = ["FLAT", "LEARNED_SHARE", "RISE", "checks_of", "mean_bpc"]
+__all__ = ["FLAT", "LEARNED_SHARE", "RISE", "checks_of"]

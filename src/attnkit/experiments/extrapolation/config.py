@@ -6,15 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..._checks import check_ranges
+from ..._flags import int_list, str_list
 from ...registry import canonical
-from ..base import option
+from ..base import Seeds, option
 
 CLAIMED = ("sinusoidal", "alibi")  # the two arms the claim is about
 
 
 def parse_list(text: str, flag: str) -> list[str]:
     """ "a,b" -> ["a", "b"] (no empty items, no repeats)."""
-    xs = [x.strip() for x in text.split(",") if x.strip()]
+    xs = str_list(text)
     if not xs or len(set(xs)) != len(xs):
         raise ValueError(f"--{flag} {text!r}: give distinct comma-separated names")
     return xs
@@ -22,12 +23,7 @@ def parse_list(text: str, flag: str) -> list[str]:
 
 def parse_factors(text: str) -> list[int]:
     """ "1,2,4,8" -> [1, 2, 4, 8]: increasing, starting at 1 (the training length)."""
-    try:
-        xs = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(
-            f"--factors {text!r}: give comma-separated integers, e.g. 1,2,4,8"
-        ) from None
+    xs = int_list(text, "factors", "1,2,4,8")
     if len(xs) < 2 or xs[0] != 1 or xs != sorted(set(xs)):
         raise ValueError(
             f"--factors {text!r}: give increasing integers starting at 1 (the training length "
@@ -37,7 +33,7 @@ def parse_factors(text: str) -> list[int]:
 
 
 @dataclass
-class ExtrapolationConfig:
+class ExtrapolationConfig(Seeds):
     """The generated text, the arms (one vanilla LM per position method, equal sizes),
     their training at length L, and the evaluation lengths k·L."""
 
@@ -94,11 +90,6 @@ class ExtrapolationConfig:
     def block(self) -> int:
         """Characters per test block: the longest evaluation length, k_max · L."""
         return self.factor_list[-1] * self.segment
-
-    @property
-    def seed_list(self) -> list[int]:
-        """The seeds: seed, seed + 1, ..."""
-        return list(range(self.seed, self.seed + self.seeds))
 
 
 __all__ = ["CLAIMED", "ExtrapolationConfig", "parse_factors", "parse_list"]

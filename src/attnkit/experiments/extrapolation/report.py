@@ -7,8 +7,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, write_outputs
-from ..evidence import checks_table
+from ..base import Say, markdown_table, pyplot, save_figure
+from ..evidence import conclude
 
 
 def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -42,20 +42,13 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
         f"training; {result['blocks']} test blocks per seed")  # fmt: skip
     say(f"unigram bpc of the test text: {statistics.fmean(result['numbers']['unigram']):.3f}")
     say(bpc_text(result))
-    say(checks_table(result["checks"]))
-    paths = write_outputs("extrapolation", rows(result), result, plot, out, say)
-    say(f"total {result['total_seconds']:.0f}s (training and measuring)")
-    say(f"verdict: {result['verdict']}")
-    return paths
+    return conclude("extrapolation", result, rows, plot, out, say, "training and measuring")
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:
     """Test bpc against the evaluation length k·L (log2 axis), one line per arm (mean of
     seeds, seeds as dots), the training length dotted."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     length = result["config"]["segment"]
@@ -70,10 +63,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     ax.set_xlabel(f"evaluation length (characters; trained at L = {length}, dotted)")
     ax.set_ylabel("test bits per character")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 __all__ = ["bpc_text", "plot", "report", "rows"]

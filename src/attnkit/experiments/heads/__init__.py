@@ -29,7 +29,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ..base import Experiment, Say, report_of
+from ..base import Experiment, Say, begin, report_of
 from ..evidence import verdict_of
 from ..pool import train_all
 from .checks import checks_of
@@ -99,13 +99,13 @@ def train_and_measure(
 
 def run_experiment(cfg: HeadsConfig, out: Path, say: Say = print) -> dict[str, Any]:
     """Train and score every model, check both halves of the claim; the JSON-able result."""
-    say(
+    t0 = begin(
+        out,
+        say,
         f"heads experiment: transformer d_model {cfg.dim}, {cfg.layers}+{cfg.layers} layers, "
         f"h = {cfg.heads}, trained to a plateau (patience {cfg.patience} epochs, cap "
-        f"{cfg.max_epochs}), seeds {cfg.seed_list}, {cfg.jobs} at a time; output in {out}/"
+        f"{cfg.max_epochs}), seeds {cfg.seed_list}, {cfg.jobs} at a time",
     )
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
     named = make_jobs(cfg, out, say)
     runs = train_and_measure(cfg, named, out, say)
     tasks = list(dict.fromkeys(r["task"] for r in runs))

@@ -9,11 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..._checks import check_ranges
-from ..base import option
+from ..._flags import int_list
+from ..base import Seeds, option
 
 
 @dataclass
-class HeadsConfig:
+class HeadsConfig(Seeds):
     heads: str = option("1,4,16", "head counts compared, comma-separated (d_k = dim / h)")
     dim: int = option(64, "d_model of every model, divisible by every head count")
     layers: int = option(2, "encoder layers, and as many decoder layers")
@@ -70,19 +71,11 @@ class HeadsConfig:
 
     @property
     def head_counts(self) -> list[int]:
-        try:
-            return sorted(int(x) for x in self.heads.split(","))
-        except ValueError:
-            msg = f"--heads {self.heads!r}: comma-separated integers, e.g. 1,4,16"
-            raise ValueError(msg) from None
+        return sorted(int_list(self.heads, "heads", "1,4,16"))
 
     @property
     def task_list(self) -> list[str]:
         return [t for t in self.tasks.split(",") if t]
-
-    @property
-    def seed_list(self) -> list[int]:
-        return list(range(self.seed, self.seed + self.seeds))
 
 
 __all__ = ["HeadsConfig"]

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import Say, markdown_table, write_outputs
+from ..base import Say, markdown_table, pyplot, save_figure, write_outputs
 from ..evidence import checks_table
 
 MEASURES = (  # key, label, unit
@@ -84,10 +84,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
 
 def plot(result: dict[str, Any], path: Path) -> Path:
     """BLEU, AER and JS against h (log scale), mean ± std over seeds; one line per task."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     keys = (("bleu", "test BLEU (greedy)"), ("test_ppl", "test perplexity"), ("js", "JS (nats)"))
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.6))
@@ -112,10 +109,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
         f"to a plateau, {cfg['seeds']} seeds (cf. Vaswani et al. 2017, Table 3 A)",
         fontsize=10,
     )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def plot_maps(example: dict[str, Any], path: Path) -> Path:

@@ -51,7 +51,7 @@ import torch
 from ..._checks import check_ranges
 from ...train.classify import accuracy, fit_classifier
 from .. import evidence as ev
-from ..base import Experiment, Say, Tally, option, report_of
+from ..base import Experiment, Say, Seeds, Tally, begin, option, report_of, task_names
 from ..pool import QuietPool
 from .data import (
     CANVAS_CELLS,
@@ -73,7 +73,7 @@ LEARNED = 0.80  # the better arm at the largest fraction
 
 
 @dataclass
-class InductiveConfig:
+class InductiveConfig(Seeds):
     tasks: str = option(
         "digits,canvas",
         "tasks, comma-separated: digits (one 8x8 digit) and/or "
@@ -120,18 +120,11 @@ class InductiveConfig:
 
     @property
     def task_list(self) -> list[str]:
-        tasks = [t.strip() for t in self.tasks.split(",") if t.strip()]
-        if not tasks or len(set(tasks)) != len(tasks) or not set(tasks) <= set(TASKS):
-            raise ValueError(f"--tasks {self.tasks!r}: name each of {TASKS} at most once")
-        return tasks
+        return task_names(self.tasks, TASKS)
 
     @property
     def fraction_list(self) -> list[float]:
         return parse_fractions(self.fractions)
-
-    @property
-    def seed_list(self) -> list[int]:
-        return [self.seed + i for i in range(self.seeds)]
 
 
 
@@ -321,13 +314,13 @@ def run_experiment(cfg: InductiveConfig, out: Path, say: Say = print) -> dict[st
         for f in reversed(fractions)
         for s in seeds
     ]  # the slowest (canvas CNNs) first
-    say(
+    t0 = begin(
+        out,
+        say,
         f"inductive-bias experiment: {', '.join(MODELS)} on {', '.join(tasks)}; fractions "
         f"{fractions}, seeds {seeds}; {cfg.steps} updates of {cfg.batch_size} each; "
-        f"{len(jobs)} models, {cfg.jobs} at a time; output in {out}/"
+        f"{len(jobs)} models, {cfg.jobs} at a time",
     )
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
     res = dict(zip(jobs, run_jobs(cfg, jobs, say), strict=True))
 
     def grid(t: str, m: str, key: str) -> list[list[Any]]:  # [fraction][seed]
@@ -376,8 +369,7 @@ def run_experiment(cfg: InductiveConfig, out: Path, say: Say = print) -> dict[st
         "total_seconds": round(time.perf_counter() - t0, 1),
         "gap": gaps,
         "catch_up": {t: catch_up(fractions, g) for t, g in gaps.items()},
-        "checks": [c.as_json() for c in checks],
-        "verdict": ev.verdict_of(checks),
+        **ev.judged(checks),
     }
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, write_outputs
+from ..base import Say, markdown_table, pyplot, save_figure, write_outputs
 from ..evidence import checks_table
 from .data import upsample
 
@@ -112,10 +112,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
 
 def plot(result: dict[str, Any], path: Path) -> Path:
     """One panel per task: test accuracy vs training images (log x), mean ± std over seeds."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     tasks = result["tasks"]
     fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 4), squeeze=False)
@@ -142,19 +139,13 @@ def plot(result: dict[str, Any], path: Path) -> Path:
         )
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def plot_maps(result: dict[str, Any], path: Path) -> Path:
     """Per task, a row of test images and a row of the class token's attention upsampled onto
     them (each patch's weight on its P×P pixels), from the first seed's largest-data model."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     import numpy as np
     import torch
 
@@ -182,10 +173,7 @@ def plot_maps(result: dict[str, Any], path: Path) -> Path:
     fig.suptitle(
         "where the attention model's class token looks\n(last layer, heads averaged)", fontsize=9
     )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 __all__ = ["catch_up_text", "plot", "plot_maps", "report", "rows", "text_table",

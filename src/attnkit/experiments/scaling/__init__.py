@@ -116,7 +116,7 @@ def run_experiment(cfg: ScalingConfig, out: Path, say: Say = print) -> dict[str,
     from .jobs import evaluate, train_all
 
     t0 = time.perf_counter()
-    dims = parse_ints(cfg.dims, "dims")
+    dims = parse_ints(cfg.dims, "dims", 1, "4,16,64")
     say(f"scaling experiment: (a) random q, k at d_k {cfg.dims}, {cfg.rows} rows x {cfg.keys} "
         f"keys, {cfg.random_seeds} draws; (c) Transformers {cfg.widths} (heads x d_k), "
         f"{cfg.layers}+{cfg.layers} layers, scaled and unscaled, {cfg.seeds} seeds, early "
@@ -145,15 +145,14 @@ def run_experiment(cfg: ScalingConfig, out: Path, say: Say = print) -> dict[str,
             "patience": cfg.patience,
             "batch_size": cfg.batch_size,
             "lr": cfg.lr,
-            "seeds": list(range(cfg.seed, cfg.seed + cfg.seeds)),
+            "seeds": cfg.seed_list,
         },  # fmt: skip
         "seconds": {
             "random": round(t_random, 1),
             "train": {n: round(s, 1) for n, s in seconds.items()},
             "total": round(time.perf_counter() - t0, 1),
         },  # fmt: skip
-        "checks": [c.as_json() for c in checks],
-        "verdict": ev.verdict_of(checks),
+        **ev.judged(checks),
     }
 
 

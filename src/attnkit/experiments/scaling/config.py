@@ -3,11 +3,11 @@ the trained part (jobs.py) reads them without an import loop."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ..._checks import check_ranges
-from ..base import option
+from ..._flags import str_list
+from ..base import Seeds, check_schedule, option, parse_ints
 
 SCORES = ("dot", "scaled_dot")  # unscaled, scaled
 
@@ -16,23 +16,10 @@ FALL_FROM = 16  # A: the monotone fall is checked from this d_k on
 
 
 
-def parse_ints(text: str, name: str) -> list[int]:
-    """ "4,16,64" -> [4, 16, 64] (each >= 1, increasing)."""
-    try:
-        xs = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(
-            f"--{name} {text!r}: give comma-separated integers, e.g. 4,16,64"
-        ) from None
-    if len(xs) < 2 or min(xs) < 1 or xs != sorted(set(xs)):
-        raise ValueError(f"--{name} {text!r}: give two or more increasing integers >= 1")
-    return xs
-
-
 def parse_widths(text: str) -> list[tuple[int, int]]:
     """ "2x16,2x64" -> [(heads 2, d_k 16), (2, 64)], d_k increasing."""
     out = []
-    for part in (p.strip() for p in text.split(",") if p.strip()):
+    for part in str_list(text):
         h, sep, d = part.partition("x")
         if not (sep and h.isdigit() and d.isdigit() and int(h) >= 1 and int(d) >= 1):
             raise ValueError(f"--widths {text!r}: give HEADSxD_K pairs, e.g. 2x16,2x64")
@@ -45,7 +32,7 @@ def parse_widths(text: str) -> list[tuple[int, int]]:
 
 
 @dataclass
-class ScalingConfig:
+class ScalingConfig(Seeds):
     """The settings of (a) random q, k, (c) the Transformers and their shared stopping rule;
     every field is a flag of ``attnkit experiment scaling``."""
 
@@ -75,7 +62,7 @@ class ScalingConfig:
     threads: int = option(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
-        dims = parse_ints(self.dims, "dims")
+        dims = parse_ints(self.dims, "dims", 1, "4,16,64")
         if sum(d >= FALL_FROM for d in dims) < 2:
             raise ValueError(f"--dims {self.dims!r}: give two or more d_k >= {FALL_FROM} (the "
                              "fall is checked from there)")  # fmt: skip
@@ -93,13 +80,7 @@ class ScalingConfig:
         for name in ("seeds", "random_seeds"):
             if getattr(self, name) < 2:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 2 (an interval)")
-        if self.steps % self.epoch_steps:
-            raise ValueError(f"--steps {self.steps} is not a multiple of --epoch-steps "
-                             f"{self.epoch_steps}")  # fmt: skip
-        if self.patience < 0:
-            raise ValueError("--patience must not be negative (0: never stop early)")
-        if not (math.isfinite(self.lr) and self.lr > 0):
-            raise ValueError(f"--lr {self.lr}; it must be positive")
+        check_schedule(self)
 
 
 def run_name(heads: int, d_k: int, score: str, seed: int) -> str:

@@ -61,16 +61,11 @@ def train_all(cfg: ScalingConfig, out: Path, say: Say) -> dict[str, float]:
 
     configs = {
         run_name(h, d, s, seed): train_config(cfg, h, d, s, seed, out / run_name(h, d, s, seed))
-        for seed in seeds_of(cfg)
+        for seed in cfg.seed_list
         for h, d in parse_widths(cfg.widths)
         for s in SCORES
     }
     return pool.train_all(configs, jobs=cfg.jobs, steps=cfg.steps, log_dir=out, say=say)
-
-
-def seeds_of(cfg: ScalingConfig) -> range:
-    """The trained part's seeds: seed, seed + 1, ..."""
-    return range(cfg.seed, cfg.seed + cfg.seeds)
 
 
 @torch.no_grad()
@@ -94,7 +89,7 @@ def evaluate(cfg: ScalingConfig, out: Path) -> list[dict[str, Any]]:
     from ...train import checkpoint
 
     rows = []
-    for seed in seeds_of(cfg):
+    for seed in cfg.seed_list:
         data = load_task(cfg.task, seed=seed, train_size=cfg.epoch_steps * cfg.batch_size,
                          valid_size=cfg.valid_size, test_size=cfg.test_size,
                          min_len=cfg.min_len, max_len=cfg.max_len)  # fmt: skip
@@ -131,4 +126,4 @@ def _history(run: Path) -> dict[str, Any]:
             "global_step": int(state["global_step"])}
 
 
-__all__ = ["evaluate", "example_losses", "seeds_of", "train_all", "train_config"]
+__all__ = ["evaluate", "example_losses", "train_all", "train_config"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, write_outputs
+from ..base import Say, markdown_table, pyplot, save_figure, write_outputs
 from ..evidence import checks_table
 from .config import SCORES
 
@@ -107,10 +107,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
 def plot(result: dict[str, Any], path: Path) -> Path:
     """Entropy / log Tk and median gradient against d_k (random: lines; trained q, k of the
     scaled models of the first seed: markers), and test loss by width for both scores."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 4))
     dims = [int(d) for d in result["random"]]
@@ -148,10 +145,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     axes[2].grid(alpha=0.3)
     axes[2].legend(fontsize=8)
     fig.suptitle("Why √d_k (Vaswani et al. 2017, Sec. 3.2.1)", fontsize=11)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=100)
 
 
 __all__ = ["plot", "report", "rows", "tables"]

@@ -44,7 +44,7 @@ import numpy as np
 from ..._checks import check_ranges
 from ...train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from .. import evidence as ev
-from ..base import Experiment, option, report_of
+from ..base import Experiment, begin, check_schedule, option, report_of
 from ..pool import train_all
 
 MODELS = ("attention", "seasonal")  # attention over the window; the lag-p-input baseline
@@ -83,13 +83,7 @@ class SeriesConfig:
             "runs", "steps", "epoch_steps", "batch_size", "hidden", "valid_size", "test_size",
             "jobs", "threads"
         ))  # fmt: skip
-        if not (math.isfinite(self.lr) and self.lr > 0):
-            raise ValueError(f"--lr {self.lr}; it must be a positive number")
-        if self.steps % self.epoch_steps:
-            raise ValueError(f"--steps {self.steps} is not a multiple of --epoch-steps "
-                             f"{self.epoch_steps}")  # fmt: skip
-        if self.patience < 0:
-            raise ValueError("--patience must not be negative (0: never stop early)")
+        check_schedule(self)
         if self.score in ("none", "seasonal"):
             raise ValueError(f"--score {self.score} has no attention; pick dot, general, "
                              "additive (the baseline is seasonal already)")  # fmt: skip
@@ -287,12 +281,13 @@ def run_experiment(cfg: SeriesConfig, out: Path, say: Any = print) -> dict[str, 
     from ...train import checkpoint
 
     what = cfg.csv or "generated series (periods 12, 16, 24)"
-    say(f"series experiment: {what}; the forecaster with {cfg.score} attention and without "
+    t0 = begin(
+        out,
+        say,
+        f"series experiment: {what}; the forecaster with {cfg.score} attention and without "
         f"(given the lag-p input), early stopping (patience {cfg.patience} x {cfg.epoch_steps} "
-        f"updates of {cfg.batch_size}, cap {cfg.steps}), seeds {cfg.seeds}; output in "
-        f"{out}/")  # fmt: skip
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
+        f"updates of {cfg.batch_size}, cap {cfg.steps}), seeds {cfg.seeds}",
+    )
     seconds, tests = train_models(cfg, out, say)
     table: dict[str, dict[str, list[float]]] = {m: {} for m in (*MODELS, "naive")}
     by_window: dict[str, list[list[float]]] = {m: [] for m in (*MODELS, "naive")}
@@ -335,8 +330,7 @@ def run_experiment(cfg: SeriesConfig, out: Path, say: Any = print) -> dict[str, 
         "scores": table,
         "hits_by_step": hits_mean,
         "weight_by_lag": lag_mean,
-        "checks": [c.as_json() for c in checks],
-        "verdict": ev.verdict_of(checks),
+        **ev.judged(checks),
     }  # fmt: skip
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from ..base import Say, markdown_table, write_outputs
-from ..evidence import checks_table
+from ..base import Say, markdown_table, pyplot, save_figure
+from ..evidence import conclude
 
 LABELS = {"attention": "attention", "seasonal": "no attention, lag-p input",
           "naive": "seasonal naive"}  # fmt: skip
@@ -48,10 +48,6 @@ def hits_table(result: dict[str, Any]) -> str:
 
 
 
-def verdict_line(result: dict[str, Any]) -> str:
-    return f"verdict: {result['verdict']}"
-
-
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     secs = result["train_seconds"]
     ups = ", ".join(f"{n} {u}" for n, u in result["updates"].items())
@@ -62,21 +58,14 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     )
     say(text_table(result))
     say(hits_table(result))
-    say(checks_table(result["checks"]))
-    paths = write_outputs("series", rows(result), result, plot, out, say,
-                          extra=[lambda o: example(result, o)])  # fmt: skip
-    say(f"total {result['total_seconds']:.0f}s (training and scoring)")
-    say(verdict_line(result))
-    return paths
+    return conclude("series", result, rows, plot, out, say, "training and scoring",
+                    extra=[lambda o: example(result, o)])  # fmt: skip
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:
     """Left: mean MASE per model (seeds as dots). Right: the attention model's mean weight at
     each lag, one line per period, with that period's multiples marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1, 2]})
     for i, m in enumerate(LABELS):
@@ -96,10 +85,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     bx.set_ylabel("mean attention weight")
     bx.set_title("attention by lag; dotted: multiples of the period", fontsize=10)
     bx.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def example(result: dict[str, Any], out: Path) -> Path:
@@ -127,4 +113,4 @@ def example(result: dict[str, Any], out: Path) -> Path:
     return path
 
 
-__all__ = ["hits_table", "plot", "report", "rows", "text_table", "verdict_line"]
+__all__ = ["hits_table", "plot", "report", "rows", "text_table"]

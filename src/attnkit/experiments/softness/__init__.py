@@ -56,8 +56,10 @@ from pathlib import Path
 from typing import Any
 
 from ..._checks import check_ranges
+from ..._flags import str_list
 from ...train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
-from ..base import Experiment, Say, option, report_of
+from ...train.runtime import torch_threads
+from ..base import Experiment, Say, Seeds, begin, option, report_of
 from ..evidence import verdict_of
 from ..pool import steps_done, train_all
 from .captions import (
@@ -80,7 +82,7 @@ from .multi30k import multi30k_data, write_subset
 
 
 @dataclass
-class SoftnessConfig:
+class SoftnessConfig(Seeds):
     """The flags of ``attnkit experiment softness`` (one per field)."""
 
     tasks: str = option("toy-ko", "comma-separated tasks, of: toy-ko, multi30k (De-En subset "
@@ -197,12 +199,12 @@ class SoftnessConfig:
 
     @property
     def task_list(self) -> list[str]:
-        return [t.strip() for t in self.tasks.split(",") if t.strip()]
+        return str_list(self.tasks)
 
     @property
     def row_list(self) -> list[str]:
         """The rows asked for; empty: each task's own (``rows_of``)."""
-        return [r.strip() for r in self.rows.split(",") if r.strip()]
+        return str_list(self.rows)
 
     def rows_of(self, task: str) -> list[str]:
         """The rows run on ``task``: those asked for that it has, else its default."""
@@ -390,11 +392,9 @@ def summarise(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict[
 def run_experiment(cfg: SoftnessConfig, out: Path, say: Say = print) -> dict[str, Any]:
     """Train every row on every task with every seed, score, summarise, time the reduction,
     judge."""
-    import torch
-
     from .measure import reduction_cost
 
-    seeds = [cfg.seed + i for i in range(cfg.seeds)]
+    seeds = cfg.seed_list
     task_seeds = {t: [cfg.seed + i for i in range(cfg.caption_seeds if t == "digit-captions"
                                                   else cfg.seeds)] for t in TASKS}  # fmt: skip
     tasks = list(cfg.task_list)
@@ -426,18 +426,14 @@ def run_experiment(cfg: SoftnessConfig, out: Path, say: Say = print) -> dict[str
             f"{task_seeds[t]}; "
             f"{TASKS[t].updates(cfg)} updates of {cfg.batch_size} each"
             + "".join(f"; no {r} row here" for r in cfg.row_list if r not in rows[t]))  # fmt: skip
-    say(f"{cfg.jobs} at a time; output in {out}/")
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
+    t0 = begin(out, say, f"{cfg.jobs} at a time")
     runs = {(t, r, s): out / t / r / f"seed{s}"
             for t in tasks for s in task_seeds[t] for r in rows[t]}  # fmt: skip
     configs = {f"{t}/{r}/seed{s}": train_config(cfg, t, r, s, d) for (t, r, s), d in runs.items()}
     steps = {f"{t}/{r}/seed{s}": TASKS[t].updates(cfg) for t, r, s in runs}
     seconds = train_all(configs, jobs=cfg.jobs, steps=steps, log_dir=out, say=say)
     say("scoring (test set, timings, gradient variance) ...")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(cfg.threads)
-    try:
+    with torch_threads(cfg.threads):
         records = [
             {"task": t, "row": r, "seed": s, **TASKS[t].score(cfg, d),
              "train_seconds": seconds[f"{t}/{r}/seed{s}"]}
@@ -446,8 +442,6 @@ def run_experiment(cfg: SoftnessConfig, out: Path, say: Say = print) -> dict[str
         small = cfg.updates < 50  # --quick: a token measurement
         cost = reduction_cost(8 if small else 32, 16 if small else 512, 8 if small else 256,
                               8 if small else 128, 2 if small else 30)  # fmt: skip
-    finally:
-        torch.set_num_threads(threads)
     summary = summarise(records)
     parts, checks, reported = {}, [], {}
     for t in tasks:

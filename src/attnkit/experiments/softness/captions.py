@@ -25,7 +25,6 @@ n decoder width, V target vocabulary.
 
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 from typing import Any, Protocol
@@ -201,25 +200,16 @@ def caption_scores(model: Any, examples: list[Any], tgt_vocab: Any) -> dict[str,
     others) and the mean attention entropy over every caption token of ``examples``."""
     from ...data import digit_captions as dc
     from ...data.vocab import Vocab
+    from .measure import TokenNLL
 
     exact = model.config.softness in DETERMINISTIC
-    nll = bound = ent = 0.0
-    tokens = steps = 0
-    has_bound = True
+    sums, ent, steps = TokenNLL(), 0.0, 0
     for b in dc.batches(examples, Vocab.build([]), tgt_vocab, 128, None):
-        ll, elbo = caption_token_scores(model, b)  # (B, T)
-        real = b.tgt_out != 0
-        nll -= float(ll[real].sum())
-        tokens += int(real.sum())
-        if elbo is None:
-            has_bound = False
-        else:
-            bound -= float(elbo[real].sum())
+        sums.add(*caption_token_scores(model, b), b.tgt_out)  # log p, ELBO (B, T)
         e, n = caption_entropy(model, b)
         ent, steps = ent + e, steps + n
-    return {"ppl": math.exp(nll / tokens) if exact else None,
-            "ppl_bound": math.exp(bound / tokens) if has_bound else None,
-            "entropy": ent / steps, "tokens": tokens}  # fmt: skip
+    return {"ppl": sums.ppl() if exact else None, "ppl_bound": sums.ppl_bound(),
+            "entropy": ent / steps, "tokens": sums.tokens}  # fmt: skip
 
 
 def score_caption(cfg: CaptionSettings, out: Path) -> dict[str, Any]:

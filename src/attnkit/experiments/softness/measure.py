@@ -113,6 +113,30 @@ def step_seconds(
             v.copy_(saved[k])
 
 
+class TokenNLL:
+    """Sums over the real (non-padding) tokens of several batches: −log p, and −ELBO while
+    every batch has one (variational); per-token perplexities exp(mean) of each."""
+
+    def __init__(self) -> None:
+        self.nll, self.bound, self.tokens, self.has_bound = 0.0, 0.0, 0, True
+
+    def add(self, ll: Tensor, elbo: Tensor | None, tgt_out: Tensor) -> None:
+        """One batch: log p and ELBO (B, T) per token, tgt_out (B, T) ids, 0 = padding."""
+        real = tgt_out != 0  # (B, T)
+        self.nll -= float(ll[real].sum())
+        self.tokens += int(real.sum())
+        if elbo is None:
+            self.has_bound = False
+        else:
+            self.bound -= float(elbo[real].sum())
+
+    def ppl(self) -> float:
+        return math.exp(self.nll / self.tokens)
+
+    def ppl_bound(self) -> float | None:
+        return math.exp(self.bound / self.tokens) if self.has_bound else None
+
+
 def exact_scores(model: Any, test: Sequence[Any], src_vocab: Any, tgt_vocab: Any) -> dict:
     """Per-token test perplexity exp(−mean log p(y_t | x, y<t)) from ``latent.token_scores``
     (exact: the marginal over the alignment where there is one) and, for variational, the
@@ -120,22 +144,10 @@ def exact_scores(model: Any, test: Sequence[Any], src_vocab: Any, tgt_vocab: Any
     from ...data.batching import batches
     from ...models.latent import token_scores
 
-    nll, bound, tokens = 0.0, 0.0, 0
-    has_bound = True
+    sums = TokenNLL()
     for b in batches(list(test), src_vocab, tgt_vocab, 128):
-        ll, elbo = token_scores(model, b.src, b.src_len, b.tgt_in, b.tgt_out)  # (B, T)
-        real = b.tgt_out != 0
-        nll -= float(ll[real].sum())
-        tokens += int(real.sum())
-        if elbo is None:
-            has_bound = False
-        else:
-            bound -= float(elbo[real].sum())
-    return {
-        "ppl": math.exp(nll / tokens),
-        "ppl_bound": math.exp(bound / tokens) if has_bound else None,
-        "tokens": tokens,
-    }
+        sums.add(*token_scores(model, b.src, b.src_len, b.tgt_in, b.tgt_out), b.tgt_out)
+    return {"ppl": sums.ppl(), "ppl_bound": sums.ppl_bound(), "tokens": sums.tokens}
 
 
 def score_flops(batch: int, keys: int, query: int, width: int) -> int:
@@ -188,6 +200,7 @@ def reduction_cost(batch: int, keys: int, dim: int, width: int, reps: int) -> di
 
 
 __all__ = [
+    "TokenNLL",
     "exact_scores",
     "gradient_variance",
     "median_seconds",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, write_outputs
+from ..base import Say, markdown_table, pyplot, save_figure, write_outputs
 
 
 def _num(x: Any, fmt: str) -> str:
@@ -160,10 +160,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
 
 def plot(result: dict[str, Any], path: Path) -> Path:
     """Three panels per task row: quality, perplexity and entropy (mean ± seed std)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     tasks = list(result["summary"])
     fig, axes = plt.subplots(len(tasks), 4, figsize=(17, 3.6 * len(tasks)), squeeze=False)
@@ -199,10 +196,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
         f"{t}: {result['task_updates'][t]} updates, {len(seeds[t])} seeds" for t in tasks
     ) + f"): {result['verdict'][:90]}"
     fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 __all__ = ["check_lines", "cnn_lines", "cost_lines", "curve_lines", "curves", "plot", "report",

@@ -26,15 +26,14 @@ bpc are reported, not checked: the machine is shared, so times vary with its loa
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from .. import evidence as ev
-from ..base import Experiment, Say, report_of
-from ..pool import train_all
+from ..base import Experiment, Say, begin, report_of
+from ..pool import train_lms
 from .config import SparseConfig
 from .jobs import make_jobs
 
@@ -51,23 +50,18 @@ def run_experiment(cfg: SparseConfig, out: Path, say: Say = print) -> dict[str, 
     from .checks import checks_of, memory_slope, time_slope
     from .measure import cost_grid, measure_seed
 
-    say(
+    t0 = begin(
+        out,
+        say,
         f"sparse experiment: transformer-lm with {cfg.arms} attention (l = {cfg.stride}), "
         f"d {cfg.dim}, {cfg.heads} heads, {cfg.layers} layers, n = {cfg.segment}, "
         f"{cfg.epochs} epochs of {cfg.batch_size} segments over {cfg.train_size:,} "
-        f"characters, seeds {cfg.seed_list}; cost of one attention at n = {cfg.cost_n}; "
-        f"output in {out}/"
+        f"characters, seeds {cfg.seed_list}; cost of one attention at n = {cfg.cost_n}",
     )
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
     set_threads(cfg.threads)
     say(f"measuring one attention's cost (forward + backward) at n = {cfg.cost_n}")
     cost = cost_grid(cfg)
-    jobs = make_jobs(cfg, out)
-    segs = math.ceil((cfg.train_size - 1) / cfg.segment)
-    steps = cfg.epochs * math.ceil(segs / min(cfg.batch_size, segs))
-    seconds = train_all(jobs, jobs=cfg.jobs, steps=steps, log_dir=out, say=say)
-    set_threads(cfg.threads)
+    steps, seconds = train_lms(cfg, make_jobs(cfg, out), out, say)
     say(f"measuring bpc on the test text at n = {cfg.segment}")
     per_seed = [measure_seed(cfg, s, out) for s in cfg.seed_list]
     numbers: dict[str, Any] = {
@@ -92,8 +86,7 @@ def run_experiment(cfg: SparseConfig, out: Path, say: Say = print) -> dict[str, 
                 for a, rows in numbers["bits"].items()},  # fmt: skip
         "slopes": slopes,
         "numbers": numbers,
-        "checks": [c.as_json() for c in checks],
-        "verdict": ev.verdict_of(checks),
+        **ev.judged(checks),
     }
 
 

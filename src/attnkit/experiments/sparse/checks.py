@@ -9,18 +9,13 @@ import statistics
 from typing import Any
 
 from .. import evidence as ev
-from ..base import power_exponent
+from ..base import mean_of_means, power_exponent
 
 LEARNED_SHARE = 0.8  # design: dense bpc at most 0.8 x the unigram bpc of the test text
 EPSILON = 0.05  # claim: bpc(pattern) - bpc(dense) below +0.05 bpc (matches dense)
 SLOPE = (1.3, 1.7)  # claim: the patterns' memory grows as n^p, p in [1.3, 1.7] (n·√n: 1.5)
 DENSE_SLOPE = 1.8  # design: dense attention's memory slope at least 1.8 (n²: the grid sees it)
 PATTERNS = ("strided", "fixed")
-
-
-def mean_bpc(rows: list[list[float]]) -> float:
-    """The mean over seeds of each seed's mean over segments."""
-    return sum(sum(r) / len(r) for r in rows) / len(rows)
 
 
 def memory_slope(cost: dict[str, dict[str, Any]]) -> float:
@@ -53,8 +48,8 @@ def checks_of(n: dict[str, Any]) -> list[ev.Check]:
     bits, unigram = n["bits"], sum(n["unigram"]) / len(n["unigram"])
     dense_slope = memory_slope(n["cost"]["dense"])
     checks = [
-        ev.learned(f"dense bpc / unigram bpc ({unigram:.3f})", mean_bpc(bits["dense"]) / unigram,
-                   LEARNED_SHARE, above=False),  # fmt: skip
+        ev.learned(f"dense bpc / unigram bpc ({unigram:.3f})",
+                   mean_of_means(bits["dense"]) / unigram, LEARNED_SHARE, above=False),  # fmt: skip
         ev.learned("dense memory slope p (saved bytes ∝ n^p)", dense_slope, DENSE_SLOPE),
     ]
     for arm in PATTERNS:
@@ -69,5 +64,5 @@ def checks_of(n: dict[str, Any]) -> list[ev.Check]:
     return checks
 
 
-__all__ = ["DENSE_SLOPE", "EPSILON", "LEARNED_SHARE", "SLOPE", "checks_of", "mean_bpc",
+__all__ = ["DENSE_SLOPE", "EPSILON", "LEARNED_SHARE", "SLOPE", "checks_of",
            "memory_slope", "time_slope"]  # fmt: skip

@@ -7,7 +7,8 @@ import math
 from dataclasses import dataclass
 
 from ..._checks import check_ranges
-from ..base import option
+from ..._flags import str_list
+from ..base import Seeds, option, parse_ints
 
 ARMS = {"dense": "causal", "strided": "strided-causal", "fixed": "fixed-causal",
         "sliding": "sliding-causal"}  # fmt: skip
@@ -15,21 +16,9 @@ ARMS = {"dense": "causal", "strided": "strided-causal", "fixed": "fixed-causal",
 CLAIMED = ("dense", "strided", "fixed")  # the arms the claim is about
 
 
-def parse_ints(text: str, flag: str) -> list[int]:
-    """ "1024,2048" -> [1024, 2048]: increasing positive integers, two at least."""
-    try:
-        xs = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"--{flag} {text!r}: give comma-separated integers") from None
-    if len(xs) < 2 or xs != sorted(set(xs)) or xs[0] < 2:
-        raise ValueError(f"--{flag} {text!r}: give two or more increasing integers >= 2, "
-                         "e.g. 1024,2048,4096,8192")  # fmt: skip
-    return xs
-
-
 def parse_arms(text: str) -> list[str]:
     """ "dense,strided" -> the arms, each one of ``ARMS``, the claimed ones required."""
-    xs = [x.strip() for x in text.split(",") if x.strip()]
+    xs = str_list(text)
     unknown = [x for x in xs if x not in ARMS]
     if unknown or len(set(xs)) != len(xs):
         raise ValueError(f"--arms {text!r}: give distinct names from {', '.join(ARMS)}")
@@ -46,7 +35,7 @@ def stride_of(n: int) -> int:
 
 
 @dataclass
-class SparseConfig:
+class SparseConfig(Seeds):
     """The generated text, the arms (one transformer-lm per alignment, equal sizes and
     parameters), their training at length n, and the cost grid of one attention layer."""
 
@@ -77,7 +66,7 @@ class SparseConfig:
             "epochs", "batch_size", "seeds", "repeats", "jobs", "threads"), fractions=(),
             as_flags=True)  # fmt: skip
         parse_arms(self.arms)
-        parse_ints(self.cost_n, "cost-n")
+        parse_ints(self.cost_n, "cost-n", 2, "1024,2048,4096,8192")
         if self.dim % self.heads or (self.dim // self.heads) % 2:
             raise ValueError(f"--dim {self.dim} --heads {self.heads}: give a dim divisible by "
                              "heads with an even head width")  # fmt: skip
@@ -94,17 +83,12 @@ class SparseConfig:
     @property
     def n_list(self) -> list[int]:
         """The lengths of the cost grid."""
-        return parse_ints(self.cost_n, "cost-n")
+        return parse_ints(self.cost_n, "cost-n", 2, "1024,2048,4096,8192")
 
     @property
     def stride(self) -> int:
         """The stride l (and the sliding window's radius) at the training length."""
         return stride_of(self.segment)
 
-    @property
-    def seed_list(self) -> list[int]:
-        """The seeds: seed, seed + 1, ..."""
-        return list(range(self.seed, self.seed + self.seeds))
 
-
-__all__ = ["ARMS", "CLAIMED", "SparseConfig", "parse_arms", "parse_ints", "stride_of"]
+__all__ = ["ARMS", "CLAIMED", "SparseConfig", "parse_arms", "stride_of"]

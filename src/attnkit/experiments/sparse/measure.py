@@ -18,6 +18,7 @@ import torch
 from ...bench.measure import SavedBytes
 from ...core import attend
 from ...registry import build_alignment
+from ..pool import lm_data
 from .config import ARMS, SparseConfig, stride_of
 
 
@@ -58,7 +59,7 @@ def measure_seed(cfg: SparseConfig, seed: int, out: Path) -> dict[str, Any]:
     from ...tasks.lm import unigram_bits, window_bits
     from ...train import checkpoint
 
-    train, _, test = lm_texts(data_config_of(cfg, seed).spec())
+    train, _, test = lm_texts(lm_data(cfg, seed).spec())
     bits, params = {}, {}
     for arm in cfg.arm_list:
         loaded = checkpoint.load(out / f"{arm}-s{seed}")
@@ -66,12 +67,6 @@ def measure_seed(cfg: SparseConfig, seed: int, out: Path) -> dict[str, Any]:
         bits[arm] = window_bits(loaded.model, ids, cfg.segment, cfg.segment)
         params[arm] = sum(p.numel() for p in loaded.model.parameters())
     return {"bits": bits, "unigram": unigram_bits(train, test), "parameters": params}
-
-
-def data_config_of(cfg: SparseConfig, seed: int) -> Any:
-    from .jobs import data_config
-
-    return data_config(cfg, seed)
 
 
 __all__ = ["SavedBytes", "cost_grid", "layer_cost", "measure_seed"]

@@ -7,8 +7,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, write_outputs
-from ..evidence import checks_table
+from ..base import Say, markdown_table, pyplot, save_figure
+from ..evidence import conclude
 
 
 def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -46,19 +46,12 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
         f"per model, {secs:.0f}s of training; {result['segments']} test segments per seed")
     say(f"unigram bpc of the test text: {statistics.fmean(result['numbers']['unigram']):.3f}")
     say(cost_text(result))
-    say(checks_table(result["checks"]))
-    paths = write_outputs("sparse", rows(result), result, plot, out, say)
-    say(f"total {result['total_seconds']:.0f}s (training and measuring)")
-    say(f"verdict: {result['verdict']}")
-    return paths
+    return conclude("sparse", result, rows, plot, out, say, "training and measuring")
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:
     """Saved MiB and median time of one attention against n (log-log), one line per arm."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for i, (arm, by_n) in enumerate(result["numbers"]["cost"].items()):
@@ -74,10 +67,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
         ax.set_xlabel("sequence length n")
         ax.set_ylabel(label)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 __all__ = ["cost_text", "plot", "report", "rows"]
