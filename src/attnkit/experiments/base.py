@@ -4,8 +4,9 @@ An experiment is one module that defines ``EXPERIMENT = Experiment(...)`` and on
 ``attnkit.experiments.EXPERIMENTS``. It has a config dataclass (each field a command-line flag,
 its help in ``field(metadata={"help": ...})``), settings for a seconds-long ``--quick`` smoke
 run, ``run(config, out, say) -> result`` (a JSON-able dict whose top-level ``"verdict"`` is
-computed from the numbers by ``verdict(reasons)``: ``"REPRODUCED"`` or
-``"NOT REPRODUCED: why"``), and ``report(result, out, say)`` that prints its table and writes
+computed from its checks by ``evidence.verdict_of``: ``"REPRODUCED"``,
+``"NOT REPRODUCED: why"`` or ``"INCONCLUSIVE: why"``, with ``"checks"`` beside it), and
+``report(result, out, say)`` that prints its table and writes
 ``out/NAME.{json,csv,png}``; ``typical`` says how long a default run takes (``attnkit
 experiment`` lists it). Every config has a ``seed`` field (``--seed``); ``--out`` defaults to
 ``runs/NAME/``. Training inside ``run`` goes through ``attnkit.fit`` (several runs
@@ -141,8 +142,10 @@ REPRODUCED = "REPRODUCED"
 
 
 def verdict(reasons: Sequence[str]) -> str:
-    """The top-level ``"verdict"`` of NAME.json: ``"REPRODUCED"`` when no check failed, else
-    ``"NOT REPRODUCED: "`` and the failed checks, each saying what was measured."""
+    """A two-outcome verdict from failed checks' reasons: ``"REPRODUCED"`` when there are none,
+    else ``"NOT REPRODUCED: "`` and the reasons. Every shipped experiment judges through
+    ``evidence.verdict_of`` (three outcomes, on intervals); this stays for tests and for a
+    user's own experiment whose checks are exact."""
     return REPRODUCED if not reasons else "NOT REPRODUCED: " + "; ".join(reasons)
 
 
