@@ -269,8 +269,7 @@ def run_experiment(cfg: AlignmentConfig, out: Path, say: Say = print) -> dict[st
         "runs": [{**asdict(a), **r} for a, r in res.items()],
         "cpu_seconds": round(sum(r["cpu_seconds"] for r in res.values()), 1),
         "total_seconds": round(time.perf_counter() - t0, 1),
-        "checks": [c.as_json() for c in checks],
-        "verdict": ev.verdict_of(checks),
+        **ev.judged(checks),
     }
 
 

@@ -56,6 +56,7 @@ from typing import Any
 import torch
 
 from ..._checks import check_ranges
+from ...train.runtime import torch_threads
 from .. import evidence as ev
 from ..base import Experiment, Say, option, report_of
 from .checks import checks_of, summarise
@@ -133,10 +134,8 @@ def run_experiment(cfg: ComplexityConfig, out: Path, say: Say = print) -> dict[s
         f"k {cfg.kernel}, r {cfg.radius}, {cfg.heads} heads, least CPU time of "
         f"{cfg.repeats} fwd+bwd after a warm-up, {cfg.threads} thread(s); output in {out}/"
     )
-    before = torch.get_num_threads()
-    torch.set_num_threads(cfg.threads)
-    t0 = time.perf_counter()
-    try:
+    with torch_threads(cfg.threads):
+        t0 = time.perf_counter()
         rows = []
         for i, d in enumerate(ds, start=1):
             for n in ns:
@@ -149,8 +148,6 @@ def run_experiment(cfg: ComplexityConfig, out: Path, say: Say = print) -> dict[s
                     rows.append(_row(cfg, kind, n, d, m, layer))
             say(f"  [{time.perf_counter() - t0:5.0f}s] d={d} done ({i}/{len(ds)})")
         paths = measure_paths(cfg)
-    finally:
-        torch.set_num_threads(before)
     numbers = summarise(rows, ns, ds)
     numbers["paths"] = paths
     checks = checks_of(numbers)
@@ -161,8 +158,7 @@ def run_experiment(cfg: ComplexityConfig, out: Path, say: Say = print) -> dict[s
         "rows": rows,
         **numbers,
         "seconds": round(time.perf_counter() - t0, 1),
-        "checks": [c.as_json() for c in checks],
-        "verdict": ev.verdict_of(checks),
+        **ev.judged(checks),
     }
 
 

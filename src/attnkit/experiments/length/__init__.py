@@ -291,8 +291,7 @@ def run_experiment(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, 
         "by_length": mean_bins(by_seed),
         "by_seed": {str(s): t for s, t in zip(seeds, by_seed, strict=True)},
         "drops": {m: [drop(t[m]) for t in by_seed] for m in MODELS},
-        "checks": [c.as_json() for c in checks],
-        "verdict": ev.verdict_of(checks),
+        **ev.judged(checks),
     }  # fmt: skip
 
 

@@ -59,6 +59,7 @@ from ...data.batching import Batch
 from ...models import Seq2Seq, build_seq2seq
 from ...train.config import TrainConfig
 from ...train.loop import Trainer, loss_of, train_step
+from ...train.runtime import torch_threads
 from .. import evidence as ev
 from ..base import Experiment, option, power_exponent, report_of
 from .measure import count_cell_calls, graph_depth, time_steps
@@ -231,13 +232,9 @@ def run_experiment(cfg: ParallelConfig, out: Path, say: Any = print) -> dict[str
         f"{cfg.warmup} warm-up); RNNsearch {params['rnnsearch']:,} params, "
         f"Transformer {params['transformer']:,}"
     )
-    threads = torch.get_num_threads()
-    torch.set_num_threads(cfg.threads)
-    t0 = time.perf_counter()
-    try:
+    with torch_threads(cfg.threads):
+        t0 = time.perf_counter()
         table = measure(cfg, say)
-    finally:
-        torch.set_num_threads(threads)
     checks = checks_of(cfg.ns, table)
     return {
         "config": asdict(cfg),
@@ -247,8 +244,7 @@ def run_experiment(cfg: ParallelConfig, out: Path, say: Any = print) -> dict[str
         "by_length": table,
         "total_seconds": round(time.perf_counter() - t0, 1),
         "exponents": exponents(cfg.ns, table),
-        "checks": [c.as_json() for c in checks],
-        "verdict": ev.verdict_of(checks),
+        **ev.judged(checks),
     }
 
 

@@ -13,29 +13,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from torch import Tensor, nn
+from torch import nn
 
-
-def graph_depth(root: Tensor) -> tuple[int, int]:
-    """(longest path, number of nodes) of the autograd graph under ``root``: nodes on the
-    path from ``root.grad_fn`` to the deepest leaf (AccumulateGrad) inclusive, walking
-    ``grad_fn.next_functions`` with memoisation (each node once: linear in the graph, not
-    in its paths); iterative, as an RNN's graph is thousands of nodes deep."""
-    if root.grad_fn is None:
-        return 0, 0
-    depth: dict[Any, int] = {}
-    stack: list[tuple[Any, bool]] = [(root.grad_fn, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if node in depth:
-            continue
-        kids = [k for k, _ in node.next_functions if k is not None]
-        if expanded:
-            depth[node] = 1 + max((depth[k] for k in kids), default=0)
-        else:
-            stack.append((node, True))
-            stack.extend((k, False) for k in kids if k not in depth)
-    return depth[root.grad_fn], len(depth)
+from ...bench.measure import graph_depth
 
 
 def _steps_of(module: nn.Module, inputs: tuple[Any, ...]) -> int:

@@ -173,8 +173,7 @@ def run(cfg: StructureConfig, out: Path, say: Say) -> dict[str, Any]:
         "runs": runs,
         "cpu_seconds": round(sum(r["cpu_seconds"] for r in res.values()), 1),
         "seconds": round(time.perf_counter() - t0, 1),
-        "checks": [c.as_json() for c in checks],
-        "verdict": ev.verdict_of(checks),
+        **ev.judged(checks),
     }
 
 
