@@ -37,7 +37,7 @@ from ...data.example import Example
 from ...data.synthetic import check_max_len
 from ...train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from .. import evidence as ev
-from ..base import Experiment, option, report_of
+from ..base import Experiment, Seeds, begin, option, report_of
 from ..pool import train_all
 
 MODELS = ("rnnencdec", "rnnsearch")  # without, with attention
@@ -45,7 +45,7 @@ MODELS = ("rnnencdec", "rnnsearch")  # without, with attention
 
 
 @dataclass
-class LengthConfig:
+class LengthConfig(Seeds):
     task: str = option("copy", "copy | reverse | sort: a fixed-size vector must hold every symbol")
     min_len: int = option(5, "shortest source")
     max_len: int = option(50, "longest source")
@@ -83,10 +83,6 @@ class LengthConfig:
 
 QUICK = dict(steps=4, batch_size=8, emb=8, hidden=8, valid_size=8, test_size=46, jobs=1,
              seeds=2)  # fmt: skip
-
-
-def training_seeds(cfg: LengthConfig) -> list[int]:
-    return [cfg.seed + i for i in range(cfg.seeds)]
 
 
 def run_name(model: str, seed: int) -> str:
@@ -148,7 +144,7 @@ def train_models(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, fl
     ``out/<model>-s<seed>.log``), ``cfg.jobs`` at a time in a process pool; returns
     wall-clock seconds per run."""
     configs = {run_name(m, s): train_config(cfg, m, out / run_name(m, s), s)
-               for s in training_seeds(cfg) for m in MODELS}  # fmt: skip
+               for s in cfg.seed_list for m in MODELS}  # fmt: skip
     return train_all(configs, jobs=cfg.jobs, steps=cfg.steps, log_dir=out, say=say)
 
 
@@ -244,19 +240,18 @@ def mean_bins(by_seed: Sequence[dict[str, list[dict[str, Any]]]]) -> dict[str, l
 
 def run_experiment(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, Any]:
     """Train, decode the test set, score by length. Returns the JSON-able result."""
-    seeds = training_seeds(cfg)
-    say(
-        f"length experiment: {cfg.task} {cfg.min_len}-{cfg.max_len} tokens, "
-        f"{cfg.steps} updates of {cfg.batch_size} for each of RNNencdec and RNNsearch "
-        f"(emb {cfg.emb}, hidden {cfg.hidden}), training seeds {seeds}, {cfg.jobs} at a time; "
-        f"output in {out}/"
-    )
+    seeds = cfg.seed_list
     from ...data.tasks import load_task
     from ...decode import translate
     from ...train import checkpoint
 
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
+    t0 = begin(
+        out,
+        say,
+        f"length experiment: {cfg.task} {cfg.min_len}-{cfg.max_len} tokens, "
+        f"{cfg.steps} updates of {cfg.batch_size} for each of RNNencdec and RNNsearch "
+        f"(emb {cfg.emb}, hidden {cfg.hidden}), training seeds {seeds}, {cfg.jobs} at a time",
+    )
     seconds = train_models(cfg, out, say)
     test = load_task(
         cfg.task,
@@ -324,5 +319,4 @@ __all__ = [
     "run_name",
     "train_argv",
     "train_config",
-    "training_seeds",
 ]
