@@ -115,3 +115,34 @@ def test_a_count_flag_below_one_names_the_flag(name: str) -> None:
     flag = counts[0]
     with pytest.raises(ValueError, match=rf"^--{flag.replace('_', '-')} 0; it must be >= 1$"):
         config(**{flag: 0})
+
+
+def test_experiment_of_finds_the_roles_of_a_package_by_name(monkeypatch: pytest.MonkeyPatch,
+                                                            tmp_path: Path) -> None:  # fmt: skip
+    package = types.ModuleType("fake_pkg")
+    package.QUICK = {"heads": 5}  # type: ignore[attr-defined]
+    package.run_experiment = run_coin  # type: ignore[attr-defined]
+    report = types.ModuleType("fake_pkg.report")
+    report.report = report_coin  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "fake_pkg", package)
+    monkeypatch.setitem(sys.modules, "fake_pkg.report", report)
+    exp = Experiment.of("fake_pkg", name="coin", help="a coin", description="flip",
+                        config=CoinConfig)  # fmt: skip
+    assert exp.quick == {"heads": 5} and exp.run is run_coin and exp.typical == "unknown"
+    result = exp.run(CoinConfig(), tmp_path, print)
+    assert exp.report(result, tmp_path, print) == [tmp_path / "coin.json"]  # report.report ran
+
+
+def test_flags_list_an_experiments_own_fields_before_the_shared_ones() -> None:
+    from attnkit.experiments import flags_of
+    from attnkit.experiments.base import Pooled
+    from attnkit.experiments.pool import LMFlags
+    from attnkit.experiments.sparse.config import SparseConfig
+
+    names = [f.name for f in flags_of(SparseConfig)]
+    assert sorted(names) == sorted(f.name for f in fields(SparseConfig))  # each once
+    assert names[:2] == ["train_size", "valid_size"]  # its own first
+    shared = [f.name for f in fields(LMFlags) if f.name not in {"jobs", "threads"}]
+    assert names[-len(shared) - 2:] == [*shared, "jobs", "threads"]  # then LMFlags, Pooled
+    assert [f.name for f in flags_of(CoinConfig)] == ["heads", "seed", "claim"]  # no mixins
+    assert issubclass(SparseConfig, Pooled)

@@ -15,7 +15,7 @@ def add_parser(sub: Any, only: set[str] | None = None) -> None:
     imported for its config; None: every one); the others get their name and help alone, read
     without importing them (``experiments.summary``), so that ``attnkit --help``, ``attnkit
     info`` or ``attnkit train`` import no experiment."""
-    from ..experiments import EXPERIMENTS, get, summary
+    from ..experiments import EXPERIMENTS, flags_of, get, summary
 
     p = sub.add_parser(
         "experiment",
@@ -37,7 +37,7 @@ def add_parser(sub: Any, only: set[str] | None = None) -> None:
         if only is not None and name not in only:
             continue  # not named on this command line: its flags are never parsed
         exp = get(name)
-        for f in fields(exp.config):
+        for f in flags_of(exp.config):
             kind = type(f.default) if f.default is not MISSING else str
             flag = f"--{f.name.replace('_', '-')}"
             if kind is bool:  # a switch: given means True

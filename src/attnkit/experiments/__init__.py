@@ -10,7 +10,7 @@ import importlib
 import importlib.util
 from dataclasses import dataclass
 
-from .base import Experiment
+from .base import Experiment, flags_of
 
 EXPERIMENTS: dict[str, str] = {
     "length": "attnkit.experiments.length",  # Bahdanau 2015, Fig. 2: BLEU by source length
@@ -54,7 +54,7 @@ class Summary:
 
 def summary(name: str) -> Summary:
     """The summary of experiment ``name``, read from the literal arguments of the
-    ``EXPERIMENT = Experiment(...)`` line of its module's source, without importing it (an
+    ``EXPERIMENT = Experiment.of(...)`` line of its module's source, without importing it (an
     experiment imports its models and plotting; listing twelve of them should not); the
     module is imported only where its source cannot be read that way."""
     if name not in EXPERIMENTS:
@@ -78,4 +78,4 @@ def summary(name: str) -> Summary:
         return Summary(name, exp.help, exp.typical, exp.description)
 
 
-__all__ = ["EXPERIMENTS", "Experiment", "Summary", "get", "summary"]
+__all__ = ["EXPERIMENTS", "Experiment", "Summary", "flags_of", "get", "summary"]

@@ -1,12 +1,13 @@
 """What an experiment is, for ``attnkit experiment NAME`` and for the library.
 
-An experiment is one module that defines ``EXPERIMENT = Experiment(...)`` and one line in
-``attnkit.experiments.EXPERIMENTS``. It has a config dataclass (each field a command-line flag,
-its help in ``field(metadata={"help": ...})``), settings for a seconds-long ``--quick`` smoke
-run, ``run(config, out, say) -> result`` (a JSON-able dict whose top-level ``"verdict"`` is
-computed from its checks by ``evidence.verdict_of``: ``"REPRODUCED"``,
+An experiment is one package that ends its ``__init__`` with ``EXPERIMENT =
+Experiment.of(__name__, ...)`` and one line in ``attnkit.experiments.EXPERIMENTS``. Its roles
+have fixed names: a config dataclass (each field a command-line flag, its help in
+``option(default, help)``), ``QUICK``, the settings of a seconds-long ``--quick`` smoke run,
+``run_experiment(config, out, say) -> result`` (a JSON-able dict whose top-level
+``"verdict"`` is computed from its checks by ``evidence.verdict_of``: ``"REPRODUCED"``,
 ``"NOT REPRODUCED: why"`` or ``"INCONCLUSIVE: why"``, with ``"checks"`` beside it), and
-``report(result, out, say)`` that prints its table and writes
+``report.report(result, out, say)`` that prints its table and writes
 ``out/NAME.{json,csv,png}``; ``typical`` says how long a default run takes (``attnkit
 experiment`` lists it). Every config has a ``seed`` field (``--seed``); ``--out`` defaults to
 ``runs/NAME/``. Training inside ``run`` goes through ``attnkit.fit`` (several runs
@@ -19,9 +20,10 @@ import csv
 import importlib
 import json
 import math
+import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,20 @@ class Experiment:
     run: Callable[[Any, Path, Say], dict[str, Any]]
     report: Callable[[dict[str, Any], Path, Say], list[Path]]
     typical: str = "unknown"  # wall time of a default run, for `attnkit experiment`'s listing
+
+    @classmethod
+    def of(
+        cls, package: str, *, name: str, help: str, description: str, config: type,
+        typical: str = "unknown",
+    ) -> Experiment:
+        """The experiment of the package ``package`` (pass ``__name__`` at the end of its
+        ``__init__``), whose roles have fixed names there: ``QUICK`` (the ``--quick``
+        overrides), ``run_experiment`` (``run``) and ``report.report`` (``report``, imported
+        when it runs)."""
+        module = sys.modules[package]
+        return cls(name=name, help=help, description=description, config=config,
+                   quick=module.QUICK, run=module.run_experiment, report=report_of(package),
+                   typical=typical)  # fmt: skip
 
 
 class Tally:
@@ -83,6 +99,26 @@ def option(default: Any, help: str) -> Any:
     """A field of an experiment's config that is a command-line flag: its default and its
     help text (``attnkit experiment NAME --help`` shows both)."""
     return field(default=default, metadata={"help": help})
+
+
+@dataclass
+class Pooled:
+    """A config whose runs train in a process pool: ``--jobs`` runs at once, each process with
+    ``--threads`` torch threads. Its flags come after the experiment's own (``flags_of``)."""
+
+    jobs: int = option(2, "runs trained at once, in a process pool")
+    threads: int = option(1, "torch threads per training process (and for the measurements)")
+
+
+def flags_of(config: type) -> list[Field[Any]]:
+    """The fields of an experiment's config dataclass in the order of its flags: its own
+    first, then those of the mixins it shares with other experiments (``pool.LMFlags``,
+    ``Pooled``), nearest base first."""
+    def owner(f: Field[Any]) -> int:
+        return next(i for i, c in enumerate(config.__mro__)
+                    if f.name in c.__dict__.get("__annotations__", {}))  # fmt: skip
+
+    return sorted(fields(config), key=owner)
 
 
 class Seeds:
@@ -262,10 +298,12 @@ def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 __all__ = [
     "REPRODUCED",
     "Experiment",
+    "Pooled",
     "Say",
     "Seeds",
     "Tally",
     "begin",
+    "flags_of",
     "check_schedule",
     "markdown_table",
     "mean_of_means",

@@ -18,6 +18,7 @@ import signal
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -27,7 +28,7 @@ from ..train.checkpoint import find_checkpoint
 from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from ..train.fit import fit
 from ..train.runtime import set_threads
-from .base import Say, Tally
+from .base import Pooled, Say, Seeds, Tally, option
 
 T = TypeVar("T")
 
@@ -160,6 +161,20 @@ class LMSettings(Protocol):
     lr: float
     jobs: int
     threads: int
+
+
+@dataclass
+class LMFlags(Seeds, Pooled):
+    """The flags the language-model experiments (context, extrapolation, sparse) share, with
+    the same defaults; each adds its text sizes, segment length, ``ff`` and batch size."""
+
+    dim: int = option(64, "model width")
+    heads: int = option(4, "attention heads")
+    layers: int = option(2, "layers")
+    epochs: int = option(3, "passes over the training text (no early stopping)")
+    lr: float = option(2e-3, "Adam learning rate, constant")
+    seeds: int = option(3, "seeds seed, seed+1, ...: each a new text and initialisation")
+    seed: int = option(0, "first seed of the text, the initialisation and the batches")
 
 
 def lm_data(cfg: LMSettings, seed: int) -> DataConfig:

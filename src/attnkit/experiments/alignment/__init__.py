@@ -33,7 +33,7 @@ from typing import Any
 
 from ..._checks import check_ranges
 from .. import evidence as ev
-from ..base import Experiment, Say, Tally, option, report_of
+from ..base import Experiment, Pooled, Say, Tally, option
 from ..pool import run_each
 from .checks import (
     CLAIM_ORDERING,
@@ -53,7 +53,7 @@ FULL = dict(models=",".join(ROWS), windows="5,10", forward=",".join(ORDERINGS))
 
 
 @dataclass
-class AlignmentConfig:
+class AlignmentConfig(Pooled):
     """The flags of ``attnkit experiment alignment`` (one per field)."""
 
     orderings: str = option(",".join(ORDERINGS), "target word orders, comma-separated, of "
@@ -81,8 +81,6 @@ class AlignmentConfig:
     eval_every: int = option(100, f"updates between greedy valid BLEU checks (stop at "
                              f">= {CRITERION:g})")
     seed: int = option(0, "data seed and first training seed")
-    jobs: int = option(2, "arms trained at once, in a process pool")
-    threads: int = option(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
         if self.full:
@@ -273,7 +271,8 @@ def run_experiment(cfg: AlignmentConfig, out: Path, say: Say = print) -> dict[st
     }
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT = Experiment.of(
+    __name__,
     name="alignment",
     help="AER of global vs local-m vs local-p attention under three word orders (Luong 2015, "
     "Table 6)",
@@ -289,9 +288,6 @@ EXPERIMENT = Experiment(
     "forwards on every order, global (general) and RNNsearch. Writes "
     "OUT/alignment.{csv,json,png}; exits 0 REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE.",
     config=AlignmentConfig,
-    quick=QUICK,
-    run=run_experiment,
-    report=report_of(__name__),
 )
 
 __all__ = ["EXPERIMENT", "QUICK", "AlignmentConfig", "arm_of", "groups", "run_experiment",

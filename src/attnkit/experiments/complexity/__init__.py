@@ -58,7 +58,7 @@ import torch
 from ..._checks import check_ranges
 from ...train.runtime import torch_threads
 from .. import evidence as ev
-from ..base import Experiment, Say, option, report_of
+from ..base import Experiment, Say, option
 from .checks import checks_of, summarise
 from .models import (
     LAYERS,
@@ -198,7 +198,8 @@ def measure_paths(cfg: ComplexityConfig) -> dict[str, dict[str, Any]]:
 
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT = Experiment.of(
+    __name__,
     name="complexity",
     help="per-layer cost, sequential ops, path length: recurrent vs conv vs self-attention "
     "(Vaswani 2017, Table 1)",
@@ -210,9 +211,6 @@ EXPERIMENT = Experiment(
     "report where self-attention stops being faster than the GRU. Writes "
     "OUT/complexity.{csv,json,png}; exits 0 REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE.",
     config=ComplexityConfig,
-    quick=QUICK,
-    run=run_experiment,
-    report=report_of(__name__),
 )
 
 __all__ = ["EXPERIMENT", "QUICK", "ComplexityConfig", "ints", "run_experiment"]

@@ -44,7 +44,7 @@ from typing import Any
 import torch
 
 from .. import evidence as ev
-from ..base import Experiment, Say, begin, report_of
+from ..base import Experiment, Say, begin
 from ..pool import lm_data, train_lms
 from .config import ContextConfig
 from .jobs import ARMS, make_jobs
@@ -150,7 +150,8 @@ def bpc_table(n: dict[str, Any]) -> dict[str, list[float]]:
     return table
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT = Experiment.of(
+    __name__,
     name="context",
     help="Transformer-XL's memory: bpc vs the vanilla LM, by evaluation memory, and "
     "evaluation speed vs recomputation (Dai 2019, Tables 2, 6, 9)",
@@ -163,9 +164,6 @@ EXPERIMENT = Experiment(
     "memory longer than in training, and evaluates faster by a factor growing with the "
     "context. Writes OUT/context.{csv,json,png} and the checkpoints.",
     config=ContextConfig,
-    quick=QUICK,
-    run=run_experiment,
-    report=report_of(__name__),
 )
 
 __all__ = ["ARMS", "EXPERIMENT", "QUICK", "ContextConfig", "bpc_table", "measure_seed",

@@ -6,11 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..._checks import check_ranges
-from ..base import Seeds, option, parse_ints
+from ..base import option, parse_ints
+from ..pool import LMFlags
 
 
 @dataclass
-class ContextConfig(Seeds):
+class ContextConfig(LMFlags):
     """The generated text, the two models (equal parameters), their training, and what is
     measured: bpc by evaluation memory, and evaluation time by context length."""
 
@@ -19,22 +20,13 @@ class ContextConfig(Seeds):
     test_size: int = option(5_000, "characters of test text (bpc is measured on it)")
     segment: int = option(32, "training segment length L (characters)")
     memory: int = option(32, "Transformer-XL's training memory length M")
-    dim: int = option(64, "model width (both models)")
-    heads: int = option(4, "attention heads")
-    layers: int = option(2, "layers")
     ff: int = option(256, "feed-forward width (the vanilla LM's is widened to XL's parameters)")
-    epochs: int = option(3, "passes over the training text (no early stopping)")
     batch_size: int = option(16, "streams per update")
-    lr: float = option(2e-3, "Adam learning rate, constant")
-    seeds: int = option(3, "seeds seed, seed+1, ...: each a new text and initialisation")
     eval_memories: str = option("0,16,32,64,128,256", "XL's memory lengths at evaluation")
     eval_streams: int = option(4, "streams the test text is read in (fewer: longer streams)")
     lengths: str = option("64,128,256,512", "context lengths C of the evaluation timing")
     timing_chars: int = option(256, "characters predicted per timing")
     repeats: int = option(3, "timings per context length (the interval is over them)")
-    seed: int = option(0, "first seed of the text, the initialisation and the batches")
-    jobs: int = option(2, "models trained at once, in a process pool")
-    threads: int = option(1, "torch threads for the measurements and per training process")
 
     def __post_init__(self) -> None:
         check_ranges(self, positive=(

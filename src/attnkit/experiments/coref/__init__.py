@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import evidence as ev
-from ..base import Experiment, Say, Tally, begin, report_of
+from ..base import Experiment, Say, Tally, begin
 from ..pool import QuietPool
 from .checks import CHANCE, COIN, FOLLOWS, LEARNED, checks_of, per_seed
 from .config import CorefConfig
@@ -94,7 +94,8 @@ def run_experiment(cfg: CorefConfig, out: Path, say: Say = print) -> dict[str, A
     }
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT = Experiment.of(
+    __name__,
     name="coref",
     help="the 'it' example: does a head find the pronoun's noun on its own (Vaswani 2017, Fig. 4)",
     typical="40 min with --jobs 2 on the shared 2-core CPU under load (about 14 CPU-minutes)",
@@ -108,9 +109,6 @@ EXPERIMENT = Experiment(
     "Writes OUT/coref.{csv,json,png}, OUT/coref-famous.png and OUT/coref.html; exits 0 "
     "REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE.",
     config=CorefConfig,
-    quick=QUICK,
-    run=run_experiment,
-    report=report_of(__name__),
 )
 
 __all__ = ["EXPERIMENT", "QUICK", "CorefConfig", "run_experiment", "train_all"]

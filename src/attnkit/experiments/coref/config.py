@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 from ..._checks import check_ranges
 from ...data.coref import FILLERS, OPENERS
-from ..base import Seeds, option
+from ..base import Pooled, Seeds, option
 
 
 @dataclass
-class CorefConfig(Seeds):
+class CorefConfig(Seeds, Pooled):
     seeds: int = option(6, "models trained: seeds --seed, --seed + 1, ... (an interval needs 2)")
     dim: int = option(64, "Transformer width")
     heads: int = option(4, "heads per attention")
@@ -27,8 +27,6 @@ class CorefConfig(Seeds):
     fillers: int = option(2, "at most this many filler words before each noun (0 = fixed "
                           "positions)")
     seed: int = option(0, "split seed and first model seed")
-    jobs: int = option(2, "seeds trained at once, in a process pool")
-    threads: int = option(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
         check_ranges(self, fractions=(), as_flags=True, positive=(

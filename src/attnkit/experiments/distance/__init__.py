@@ -38,7 +38,7 @@ from ..._checks import check_ranges
 from ..._flags import int_list
 from ...models.sequence_classifiers import MODELS
 from .. import evidence as ev
-from ..base import Experiment, Say, Seeds, begin, option, report_of, task_names
+from ..base import Experiment, Pooled, Say, Seeds, begin, option, task_names
 from .checks import gradient_checks, slopes, task_checks
 from .data import TASKS
 from .jobs import run_arms
@@ -46,7 +46,7 @@ from .measure import CRITERION, Arm, Setting, width_of
 
 
 @dataclass
-class DistanceConfig(Seeds):
+class DistanceConfig(Seeds, Pooled):
     deltas: str = option("10,25,50,100,200", "distances Δ, comma-separated; each is trained "
                          "separately, from scratch; every Δ in sequences of 10 + Δmax + 1 "
                          "tokens")
@@ -66,8 +66,6 @@ class DistanceConfig(Seeds):
     eval_size: int = option(256, "held-out sequences scored where training stopped")
     grad_size: int = option(32, "sequences per Δ for the gradient norms")
     seed: int = option(0, "first seed")
-    jobs: int = option(2, "runs trained at once, in a process pool")
-    threads: int = option(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
         grid, _ = self.grid, self.task_list  # each raises on a malformed list
@@ -164,7 +162,8 @@ def run_experiment(cfg: DistanceConfig, out: Path, say: Say = print) -> dict[str
     }
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT = Experiment.of(
+    __name__,
     name="distance",
     help="updates to learn a dependency Δ back (10..200): LSTM, GRU, CNN vs self-attention",
     typical="62 min with --jobs 2 on the shared 2-core CPU at load 10-14 (24 min of CPU)",
@@ -178,9 +177,6 @@ EXPERIMENT = Experiment(
     "initialisation while attention's does not. Writes OUT/distance.{csv,json,png}; 95% "
     "t-intervals over seeds; exits 0 REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE.",
     config=DistanceConfig,
-    quick=QUICK,
-    run=run_experiment,
-    report=report_of(__name__),
 )
 
 __all__ = ["EXPERIMENT", "QUICK", "DistanceConfig", "run_experiment"]

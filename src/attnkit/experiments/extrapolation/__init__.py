@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from .. import evidence as ev
-from ..base import Experiment, Say, begin, report_of
+from ..base import Experiment, Say, begin
 from ..pool import lm_data, train_lms
 from .config import ExtrapolationConfig
 from .jobs import make_jobs
@@ -111,7 +111,8 @@ def bpc_table(n: dict[str, Any]) -> dict[str, dict[str, list[float] | None]]:
                   for k, rows in by_k.items()} for arm, by_k in n["bits"].items()}  # fmt: skip
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT = Experiment.of(
+    __name__,
     name="extrapolation",
     help="train short, test long: bpc at k·L by position method, ALiBi vs sinusoidal "
     "(Press 2022, Fig. 1)",
@@ -122,9 +123,6 @@ EXPERIMENT = Experiment(
     "characters (k = 1 .. 16, no memory); check ALiBi's bpc stays flat beyond L while the "
     "sinusoidal model's rises. Writes OUT/extrapolation.{csv,json,png} and the checkpoints.",
     config=ExtrapolationConfig,
-    quick=QUICK,
-    run=run_experiment,
-    report=report_of(__name__),
 )
 
 __all__ = ["EXPERIMENT", "QUICK", "ExtrapolationConfig", "bpc_table", "measure_seed",

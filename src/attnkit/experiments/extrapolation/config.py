@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from ..._checks import check_ranges
 from ..._flags import int_list, str_list
 from ...registry import canonical
-from ..base import Seeds, option
+from ..base import option
+from ..pool import LMFlags
 
 CLAIMED = ("sinusoidal", "alibi")  # the two arms the claim is about
 
@@ -33,7 +34,7 @@ def parse_factors(text: str) -> list[int]:
 
 
 @dataclass
-class ExtrapolationConfig(Seeds):
+class ExtrapolationConfig(LMFlags):
     """The generated text, the arms (one vanilla LM per position method, equal sizes),
     their training at length L, and the evaluation lengths k·L."""
 
@@ -45,17 +46,8 @@ class ExtrapolationConfig(Seeds):
     arms: str = option("sinusoidal,learned,rope,t5,alibi,xl",
                        "position methods (sinusoidal or a registry position stage); "
                        "sinusoidal and alibi are required (the claim)")  # fmt: skip
-    dim: int = option(64, "model width")
-    heads: int = option(4, "attention heads")
-    layers: int = option(2, "layers")
     ff: int = option(256, "feed-forward width")
-    epochs: int = option(3, "passes over the training text (no early stopping)")
     batch_size: int = option(16, "segments per update")
-    lr: float = option(2e-3, "Adam learning rate, constant")
-    seeds: int = option(3, "seeds seed, seed+1, ...: each a new text and initialisation")
-    seed: int = option(0, "first seed of the text, the initialisation and the batches")
-    jobs: int = option(2, "models trained at once, in a process pool")
-    threads: int = option(1, "torch threads for the measurements and per training process")
 
     def __post_init__(self) -> None:
         check_ranges(self, positive=(

@@ -29,7 +29,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ..base import Experiment, Say, begin, report_of
+from ..base import Experiment, Say, begin
 from ..evidence import verdict_of
 from ..pool import train_all
 from .checks import checks_of
@@ -144,7 +144,8 @@ def run_experiment(cfg: HeadsConfig, out: Path, say: Say = print) -> dict[str, A
     }
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT = Experiment.of(
+    __name__,
     name="heads",
     help="BLEU by number of heads at constant d_model, trained to a plateau (Vaswani 2017, "
     "Table 3 A)",
@@ -159,9 +160,6 @@ EXPERIMENT = Experiment(
     "other h. Writes OUT/heads.{csv,json,png}, OUT/heads-maps.png and the checkpoints; exits "
     "0 REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE.",
     config=HeadsConfig,
-    quick=QUICK,
-    run=run_experiment,
-    report=report_of(__name__),
 )
 
 __all__ = [

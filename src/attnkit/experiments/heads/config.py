@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 from ..._checks import check_ranges
 from ..._flags import int_list
-from ..base import Seeds, option
+from ..base import Pooled, Seeds, option
 
 
 @dataclass
-class HeadsConfig(Seeds):
+class HeadsConfig(Seeds, Pooled):
     heads: str = option("1,4,16", "head counts compared, comma-separated (d_k = dim / h)")
     dim: int = option(64, "d_model of every model, divisible by every head count")
     layers: int = option(2, "encoder layers, and as many decoder layers")
@@ -39,8 +39,6 @@ class HeadsConfig(Seeds):
     seeds: int = option(3, "seeds seed, seed+1, ...: initialisation, batches (toy-ko: data)")
     seed: int = option(0, "first seed")
     resamples: int = option(2000, "bootstrap resamples of each gap's interval")
-    jobs: int = option(2, "models trained at once, in a process pool")
-    threads: int = option(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
         counts = self.head_counts  # raises on a malformed list

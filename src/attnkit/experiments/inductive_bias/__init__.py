@@ -51,7 +51,7 @@ import torch
 from ..._checks import check_ranges
 from ...train.classify import accuracy, fit_classifier
 from .. import evidence as ev
-from ..base import Experiment, Say, Seeds, Tally, begin, option, report_of, task_names
+from ..base import Experiment, Pooled, Say, Seeds, Tally, begin, option, task_names
 from ..pool import QuietPool
 from .data import (
     CANVAS_CELLS,
@@ -73,7 +73,7 @@ LEARNED = 0.80  # the better arm at the largest fraction
 
 
 @dataclass
-class InductiveConfig(Seeds):
+class InductiveConfig(Seeds, Pooled):
     tasks: str = option(
         "digits,canvas",
         "tasks, comma-separated: digits (one 8x8 digit) and/or "
@@ -95,8 +95,6 @@ class InductiveConfig(Seeds):
     test_cells: int = option(9, "canvas cells each held-out digit is tested in (1..9)")
     maps: int = option(6, "test images whose attention maps are drawn, per task")
     seed: int = option(0, "image split and first seed")
-    jobs: int = option(2, "models trained at once, in a process pool")
-    threads: int = option(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
         _ = (self.task_list, self.fraction_list)  # each raises on a malformed list
@@ -373,7 +371,8 @@ def run_experiment(cfg: InductiveConfig, out: Path, say: Say = print) -> dict[st
     }
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT = Experiment.of(
+    __name__,
     name="inductive-bias",
     help="attention vs convolution vs data: a CNN and a ViT-style model on 1%..100% of digits",
     typical="15 min with --jobs 1 on a shared 2-core CPU (12 min of CPU)",
@@ -386,9 +385,6 @@ EXPERIMENT = Experiment(
     "(class-token attention on test digits); checks on 95% intervals over seeds, exits 0 "
     "REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE.",
     config=InductiveConfig,
-    quick=QUICK,
-    run=run_experiment,
-    report=report_of(__name__),
 )
 
 __all__ = [

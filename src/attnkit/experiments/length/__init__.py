@@ -37,7 +37,7 @@ from ...data.example import Example
 from ...data.synthetic import check_max_len
 from ...train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from .. import evidence as ev
-from ..base import Experiment, Seeds, begin, option, report_of
+from ..base import Experiment, Pooled, Seeds, begin, option
 from ..pool import train_all
 
 MODELS = ("rnnencdec", "rnnsearch")  # without, with attention
@@ -45,7 +45,7 @@ MODELS = ("rnnencdec", "rnnsearch")  # without, with attention
 
 
 @dataclass
-class LengthConfig(Seeds):
+class LengthConfig(Seeds, Pooled):
     task: str = option("copy", "copy | reverse | sort: a fixed-size vector must hold every symbol")
     min_len: int = option(5, "shortest source")
     max_len: int = option(50, "longest source")
@@ -60,8 +60,6 @@ class LengthConfig(Seeds):
     bin_width: int = option(5, "source lengths per bin")
     seed: int = option(0, "data seed, and the first training seed")
     seeds: int = option(5, "training seeds seed, seed+1, ... (same data): an interval over them")
-    jobs: int = option(2, "models trained at once, in a process pool")
-    threads: int = option(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
         if self.task not in ("copy", "reverse", "sort"):
@@ -291,7 +289,8 @@ def run_experiment(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, 
 
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT = Experiment.of(
+    __name__,
     name="length",
     help="BLEU by source length, RNNencdec vs RNNsearch (Bahdanau 2015, Fig. 2)",
     typical="16 min with --jobs 2 on a loaded 2-core CPU (load 6-7; 8.6 min of CPU)",
@@ -301,9 +300,6 @@ EXPERIMENT = Experiment(
     "falls with length while RNNsearch holds up. Writes OUT/length.{csv,json,png} and the "
     "checkpoints; exits 0 REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE.",
     config=LengthConfig,
-    quick=QUICK,
-    run=run_experiment,
-    report=report_of(__name__),
 )
 
 __all__ = [

@@ -61,7 +61,7 @@ from ...train.config import TrainConfig
 from ...train.loop import Trainer, loss_of, train_step
 from ...train.runtime import torch_threads
 from .. import evidence as ev
-from ..base import Experiment, option, power_exponent, report_of
+from ..base import Experiment, option, power_exponent
 from .measure import count_cell_calls, graph_depth, time_steps
 
 MODELS = ("rnnsearch", "transformer")  # recurrent, self-attention
@@ -249,7 +249,8 @@ def run_experiment(cfg: ParallelConfig, out: Path, say: Any = print) -> dict[str
 
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT = Experiment.of(
+    __name__,
     name="parallel",
     help="sequential depth and step time by sentence length, RNNsearch vs Transformer "
     "(Vaswani 2017, Table 1)",
@@ -261,9 +262,6 @@ EXPERIMENT = Experiment(
     "RNN's step time grows faster (time exponents with bootstrap intervals over the repeats). "
     "Writes OUT/parallel.{csv,json,png}; exits 0 REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE.",
     config=ParallelConfig,
-    quick=QUICK,
-    run=run_experiment,
-    report=report_of(__name__),
 )
 
 __all__ = [

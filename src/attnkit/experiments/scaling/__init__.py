@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import evidence as ev
-from ..base import Experiment, Say, report_of
+from ..base import Experiment, Say
 from .config import (
     FALL_FROM,
     SCORES,
@@ -156,7 +156,8 @@ def run_experiment(cfg: ScalingConfig, out: Path, say: Say = print) -> dict[str,
     }
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT = Experiment.of(
+    __name__,
     name="scaling",
     help="why qᵀk/√d_k: softmax saturation of unscaled dot products (Vaswani 2017, 3.2.1)",
     typical="8 min with --jobs 1 on a shared 2-core CPU (4 min of CPU)",
@@ -166,9 +167,6 @@ EXPERIMENT = Experiment(
     "and stopping rule. Checks on 95% intervals; writes OUT/scaling.{csv,json,png} and the "
     "checkpoints; exits 0 REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE.",
     config=ScalingConfig,
-    quick=QUICK,
-    run=run_experiment,
-    report=report_of(__name__),
 )
 
 __all__ = [

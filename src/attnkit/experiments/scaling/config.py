@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..._checks import check_ranges
 from ..._flags import str_list
-from ..base import Seeds, check_schedule, option, parse_ints
+from ..base import Pooled, Seeds, check_schedule, option, parse_ints
 
 SCORES = ("dot", "scaled_dot")  # unscaled, scaled
 
@@ -32,7 +32,7 @@ def parse_widths(text: str) -> list[tuple[int, int]]:
 
 
 @dataclass
-class ScalingConfig(Seeds):
+class ScalingConfig(Seeds, Pooled):
     """The settings of (a) random q, k, (c) the Transformers and their shared stopping rule;
     every field is a flag of ``attnkit experiment scaling``."""
 
@@ -58,8 +58,6 @@ class ScalingConfig(Seeds):
     valid_size: int = option(200, "validation pairs")
     test_size: int = option(200, "test pairs")
     seed: int = option(0, "first seed of the random q, k, g, the data and the initialisation")
-    jobs: int = option(2, "models trained at once, in a process pool")
-    threads: int = option(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
         dims = parse_ints(self.dims, "dims", 1, "4,16,64")

@@ -44,7 +44,7 @@ import numpy as np
 from ..._checks import check_ranges
 from ...train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from .. import evidence as ev
-from ..base import Experiment, begin, check_schedule, option, report_of
+from ..base import Experiment, Pooled, begin, check_schedule, option
 from ..pool import train_all
 
 MODELS = ("attention", "seasonal")  # attention over the window; the lag-p-input baseline
@@ -54,7 +54,7 @@ LEARNED_MASE = 1.5  # the better arm's mean MASE at most this (design check)
 
 
 @dataclass
-class SeriesConfig:
+class SeriesConfig(Pooled):
     runs: int = option(3, "seeds seed, seed+1, ...: each a new data set and initialisation")
     steps: int = option(4000, "cap on the updates per model, the same for both")
     epoch_steps: int = option(250, "updates between two validations (generated data)")
@@ -75,8 +75,6 @@ class SeriesConfig:
     )
     period: int = option(0, "with --csv: the series' seasonal period (required)")
     seed: int = option(0, "first seed")
-    jobs: int = option(2, "models trained at once, in a process pool")
-    threads: int = option(1, "torch threads per training process")
 
     def __post_init__(self) -> None:
         check_ranges(self, fractions=(), as_flags=True, positive=(
@@ -334,7 +332,8 @@ def run_experiment(cfg: SeriesConfig, out: Path, say: Any = print) -> dict[str, 
     }  # fmt: skip
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT = Experiment.of(
+    __name__,
     name="series",
     help="forecasting: attention over the input window vs the lag-p-input forecaster vs "
     "seasonal naive (MASE)",
@@ -346,9 +345,6 @@ EXPERIMENT = Experiment(
     "that its peak weight lies at a multiple of the period. Writes OUT/series.{csv,json,png}, "
     "an example heatmap and the checkpoints; exits 0 / 1 / 2.",
     config=SeriesConfig,
-    quick=QUICK,
-    run=run_experiment,
-    report=report_of(__name__),
 )
 
 __all__ = [

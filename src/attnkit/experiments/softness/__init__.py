@@ -59,7 +59,7 @@ from ..._checks import check_ranges
 from ..._flags import str_list
 from ...train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from ...train.runtime import torch_threads
-from ..base import Experiment, Say, Seeds, begin, option, report_of
+from ..base import Experiment, Pooled, Say, Seeds, begin, option
 from ..evidence import verdict_of
 from ..pool import steps_done, train_all
 from .captions import (
@@ -82,7 +82,7 @@ from .multi30k import multi30k_data, write_subset
 
 
 @dataclass
-class SoftnessConfig(Seeds):
+class SoftnessConfig(Seeds, Pooled):
     """The flags of ``attnkit experiment softness`` (one per field)."""
 
     tasks: str = option("toy-ko", "comma-separated tasks, of: toy-ko, multi30k (De-En subset "
@@ -151,8 +151,6 @@ class SoftnessConfig(Seeds):
     draws: int = option(8, "gradient draws for the gradient variance")
     timing_reps: int = option(5, "repetitions of each timing (the median counts)")
     seed: int = option(0, "data seed and first training seed")
-    jobs: int = option(2, "models trained at once, in a process pool")
-    threads: int = option(1, "torch threads per process")
 
     def __post_init__(self) -> None:
         for name, items, known in (("tasks", self.task_list, TASKS), ("rows", self.row_list, ROWS)):
@@ -474,7 +472,8 @@ def run_experiment(cfg: SoftnessConfig, out: Path, say: Say = print) -> dict[str
     }
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT = Experiment.of(
+    __name__,
     name="softness",
     help="soft vs exact vs hard vs variational attention (Deng 2018 Table 1; Xu 2015 captions)",
     typical="11 min on a 2-core CPU (625 s measured); more with digit-captions, multi30k",
@@ -494,9 +493,6 @@ EXPERIMENT = Experiment(
     "OUT/softness.{csv,json,png}; exits 0/1/2 for REPRODUCED / NOT "
     "REPRODUCED / INCONCLUSIVE.",
     config=SoftnessConfig,
-    quick=QUICK,
-    run=run_experiment,
-    report=report_of(__name__),
 )
 
 __all__ = [

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import evidence as ev
-from ..base import Experiment, Say, begin, report_of
+from ..base import Experiment, Say, begin
 from ..pool import train_lms
 from .config import SparseConfig
 from .jobs import make_jobs
@@ -94,7 +94,8 @@ def _interval(i: ev.Interval) -> tuple[float, float, float]:
     return i.value, i.lo, i.hi
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT = Experiment.of(
+    __name__,
     name="sparse",
     help="strided and fixed factorised attention vs dense: bpc at n = 1,024 and cost vs n "
     "(Child 2019)",
@@ -106,9 +107,6 @@ EXPERIMENT = Experiment(
     "patterns match dense bpc within 0.05 and their memory grows as n^p, p in [1.3, 1.7]. "
     "Writes OUT/sparse.{csv,json,png} and the checkpoints.",
     config=SparseConfig,
-    quick=QUICK,
-    run=run_experiment,
-    report=report_of(__name__),
 )
 
 __all__ = ["EXPERIMENT", "QUICK", "SparseConfig", "run_experiment"]

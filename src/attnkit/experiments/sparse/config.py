@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from ..._checks import check_ranges
 from ..._flags import str_list
-from ..base import Seeds, option, parse_ints
+from ..base import option, parse_ints
+from ..pool import LMFlags
 
 ARMS = {"dense": "causal", "strided": "strided-causal", "fixed": "fixed-causal",
         "sliding": "sliding-causal"}  # fmt: skip
@@ -35,7 +36,7 @@ def stride_of(n: int) -> int:
 
 
 @dataclass
-class SparseConfig(Seeds):
+class SparseConfig(LMFlags):
     """The generated text, the arms (one transformer-lm per alignment, equal sizes and
     parameters), their training at length n, and the cost grid of one attention layer."""
 
@@ -46,19 +47,10 @@ class SparseConfig(Seeds):
     arms: str = option("dense,strided,fixed,sliding",
                        "alignments: dense (causal), strided, fixed, sliding (causal window); "
                        "dense, strided and fixed are required (the claim)")  # fmt: skip
-    dim: int = option(64, "model width")
-    heads: int = option(4, "attention heads")
-    layers: int = option(2, "layers")
     ff: int = option(128, "feed-forward width")
-    epochs: int = option(3, "passes over the training text (no early stopping)")
     batch_size: int = option(3, "segments per update")
-    lr: float = option(2e-3, "Adam learning rate, constant")
-    seeds: int = option(3, "seeds seed, seed+1, ...: each a new text and initialisation")
-    seed: int = option(0, "first seed of the text, the initialisation and the batches")
     cost_n: str = option("1024,2048,4096,8192", "lengths n of the one-layer cost grid")
     repeats: int = option(3, "timed forward+backward passes per (arm, n)")
-    jobs: int = option(2, "models trained at once, in a process pool")
-    threads: int = option(1, "torch threads for the measurements and per training process")
 
     def __post_init__(self) -> None:
         check_ranges(self, positive=(

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..._checks import check_ranges
 from .. import evidence as ev
-from ..base import Experiment, Say, names_of, option, report_of
+from ..base import Experiment, Pooled, Say, names_of, option
 from .checks import part_verdict, pooling_checks, qa_checks
 from .data import Shape
 from .jobs import Job, run_jobs
@@ -53,7 +53,7 @@ SETTINGS = {
 
 
 @dataclass
-class StructureConfig:
+class StructureConfig(Pooled):
     seeds: int = option(5, "seeds of the docs parts: --seed, --seed+1, ...")
     qa_seeds: int = option(3, "seeds of the digit-qa part (--full 1: as many as --seeds)")
     full: int = option(0, "1 = the full run: digit-qa with --seeds seeds (about +7 min idle)")
@@ -61,8 +61,6 @@ class StructureConfig:
     cap: int = option(500, "updates per docs run (the curve's end; validation every 25)")
     qa_cap: int = option(6000, "updates at most per digit-qa run (early-stopped before)")
     tiny: int = option(0, "1 = tiny models and data (what --quick sets: a smoke run)")
-    jobs: int = option(2, "runs trained at once, in a process pool")
-    threads: int = option(1, "torch threads per training process")
     parts: str = option("han,multidim,qa", "parts, comma-separated: han, multidim, qa")
 
     def __post_init__(self) -> None:
@@ -156,7 +154,7 @@ def checks_of(cfg: StructureConfig, res: dict[str, dict[str, Any]]) -> list[ev.C
     return checks
 
 
-def run(cfg: StructureConfig, out: Path, say: Say) -> dict[str, Any]:
+def run_experiment(cfg: StructureConfig, out: Path, say: Say) -> dict[str, Any]:
     jobs, s = jobs_of(cfg), cfg.settings
     say(f"structure experiment: parts {', '.join(cfg.part_list)}; {len(jobs)} runs, {cfg.jobs} "
         f"at a time; docs: {s['sentences'][0]}-{s['sentences'][1]} sentences, {cfg.cap} "
@@ -177,7 +175,8 @@ def run(cfg: StructureConfig, out: Path, say: Say) -> dict[str, Any]:
     }
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT = Experiment.of(
+    __name__,
     name="structure",
     help="HAN vs mean/max pooling on decoy documents, feature-wise vs scalar pooling, "
     "co-attention vs none at equal parameters (Yang 2016, Shen 2018, Lu 2016)",
@@ -190,10 +189,7 @@ EXPERIMENT = Experiment(
     "bootstrap over seeds x test examples for accuracies). Writes OUT/structure.{csv,json,png}; "
     "exits 0 REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE.",
     config=StructureConfig,
-    quick=QUICK,
-    run=run,
-    report=report_of(__name__),
 )
 
 __all__ = ["DOC_PARTS", "EXPERIMENT", "PARTS", "QUICK", "StructureConfig", "arms_of",
-           "checks_of", "gather", "jobs_of", "run"]  # fmt: skip
+           "checks_of", "gather", "jobs_of", "run_experiment"]  # fmt: skip
