@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from .. import evidence as ev
 from ..base import Experiment, Say, Tally, begin
-from ..pool import QuietPool
+from ..pool import run_each
 from .checks import CHANCE, COIN, FOLLOWS, LEARNED, checks_of, per_seed
 from .config import CorefConfig
 from .jobs import split, train_seed
@@ -41,22 +42,16 @@ QUICK = dict(seeds=2, dim=8, heads=2, enc_layers=1, dec_layers=1, ff=16, steps=3
              openers=1, jobs=1)  # fmt: skip
 
 
-def train_all(cfg: CorefConfig, say: Say) -> list[dict[str, Any]]:
+def train_seeds(cfg: CorefConfig, say: Say) -> list[dict[str, Any]]:
     """``train_seed`` for each seed, ``cfg.jobs`` at a time (spawned processes)."""
-    seeds = cfg.seed_list
-    tally = Tally(len(seeds), say)
-    if cfg.jobs == 1:
-        out = []
-        for s in seeds:
-            tally.starting(f"seed {s}: training")
-            out.append(train_seed(cfg, s))
-        return out
-    with QuietPool(min(cfg.jobs, len(seeds))) as pool:  # workers never see Ctrl-C
-        futures = [pool.submit(train_seed, cfg, s) for s in seeds]
-        out = []
-        for s, fut in zip(seeds, futures, strict=True):
-            out.append(fut.result())
-            tally(f"seed {s}: trained")
+    tally = Tally(cfg.seeds, say)
+    out: list[dict[str, Any]] = []
+
+    def collect(seed: int, result: dict[str, Any]) -> None:
+        out.append(result)
+        tally(f"seed {seed}: trained")
+
+    run_each(partial(train_seed, cfg), cfg.seed_list, cfg.jobs, collect)
     return out
 
 
@@ -74,7 +69,7 @@ def run_experiment(cfg: CorefConfig, out: Path, say: Say = print) -> dict[str, A
         f"heads, {cfg.enc_layers}+{cfg.dec_layers} layers), {cfg.seeds} seeds, {cfg.jobs} at a "
         f"time",
     )
-    seeds = train_all(cfg, say)
+    seeds = train_seeds(cfg, say)
     numbers = per_seed(seeds)
     checks = checks_of(numbers["accuracy"], numbers["follows"], numbers["control"])
     return {
@@ -111,4 +106,4 @@ EXPERIMENT = Experiment.of(
     config=CorefConfig,
 )
 
-__all__ = ["EXPERIMENT", "QUICK", "CorefConfig", "run_experiment", "train_all"]
+__all__ = ["EXPERIMENT", "QUICK", "CorefConfig", "run_experiment", "train_seeds"]

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from ..base import Say, Tally
-from ..pool import QuietPool
+from ..pool import run_each
 from .measure import Arm, Setting, train_arm
 
 
@@ -24,15 +25,14 @@ def run_arms(arms: list[Arm], setting: Setting, probes: set[Arm], jobs: int, say
               f"{result['updates']}{'+' if result['censored'] else ''} updates, "
               f"{result['train_seconds']:.0f}s")
 
-    if jobs == 1:
-        for arm in order:
-            collect(arm, train_arm(arm, setting, arm in probes))
-        return out
-    with QuietPool(min(jobs, len(arms))) as pool:  # workers never see Ctrl-C
-        futures = {arm: pool.submit(train_arm, arm, setting, arm in probes) for arm in order}
-        for arm, fut in futures.items():
-            collect(arm, fut.result())
+    run_each(partial(train_probed, setting=setting, probes=frozenset(probes)), order, jobs,
+             collect)  # fmt: skip
     return out
 
 
-__all__ = ["run_arms"]
+def train_probed(arm: Arm, *, setting: Setting, probes: frozenset[Arm]) -> dict[str, Any]:
+    """``train_arm`` of ``arm``, probing its initial gradient when it is one of ``probes``."""
+    return train_arm(arm, setting, arm in probes)
+
+
+__all__ = ["run_arms", "train_probed"]

@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,7 @@ from ..._checks import check_ranges
 from ...train.classify import accuracy, fit_classifier
 from .. import evidence as ev
 from ..base import Experiment, Pooled, Say, Seeds, Tally, begin, option, task_names
-from ..pool import QuietPool
+from ..pool import run_each
 from .data import (
     CANVAS_CELLS,
     TASKS,
@@ -245,14 +246,7 @@ def run_jobs(cfg: InductiveConfig, jobs: list[Job], say: Say) -> list[dict[str, 
         if len(results) % 12 == 0 or len(results) == len(jobs):
             tally("models trained", runs=len(results) - tally.done)
 
-    if cfg.jobs == 1:
-        for j in jobs:
-            collect(train_one(cfg, j))
-        return results
-    with QuietPool(cfg.jobs) as pool:  # workers never see Ctrl-C
-        futures = [pool.submit(train_one, cfg, j) for j in jobs]
-        for fut in futures:
-            collect(fut.result())
+    run_each(partial(train_one, cfg), jobs, cfg.jobs, lambda _, result: collect(result))
     return results
 
 

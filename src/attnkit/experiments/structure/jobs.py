@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..base import Say, Tally
-from ..pool import QuietPool
+from ..pool import run_each
 
 Job = tuple[str, Callable[..., dict[str, Any]], tuple[Any, ...]]  # (name, function, args)
 
@@ -24,15 +24,14 @@ def run_jobs(jobs: Sequence[Job], workers: int, say: Say) -> dict[str, dict[str,
               if "auc" in result else f", {result['steps_run']} updates")
               + f" ({result['cpu_seconds']:.0f} s of CPU)")  # fmt: skip
 
-    if workers == 1:
-        for name, fn, args in jobs:
-            collect(name, fn(*args))
-        return out
-    with QuietPool(min(workers, len(jobs))) as pool:  # workers never see Ctrl-C
-        futures = {name: pool.submit(fn, *args) for name, fn, args in jobs}
-        for name, fut in futures.items():
-            collect(name, fut.result())
+    run_each(call, list(jobs), workers, lambda job, result: collect(job[0], result))
     return out
 
 
-__all__ = ["Job", "run_jobs"]
+def call(job: Job) -> dict[str, Any]:
+    """Run one job: ``function(*args)``."""
+    _, fn, args = job
+    return fn(*args)
+
+
+__all__ = ["Job", "call", "run_jobs"]
