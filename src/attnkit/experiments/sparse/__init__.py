@@ -3,7 +3,8 @@ Transformers".
 
 The claim (§4.2-4.3, §7 and Table 2): the factorised attention patterns, strided and fixed,
 each query reaching O(√n) keys for a stride l ≈ √n, model long sequences as well as dense
-attention (on enwik8 and CIFAR-10 the sparse models matched or beat the dense ones) while
+attention (Table 2: fixed 0.99 vs dense 1.00 bits/byte on enwik8, where strided is 1.13;
+strided 2.80 vs dense 2.82 on CIFAR-10, where fixed is 2.85) while
 their cost grows as n·√n instead of n². Here: character language models (models/lm.py,
 ``transformer-lm`` with ``align=``) on the generated text of ``--task lm``, trained and
 evaluated at length n (default 1,024), with dense causal attention, the strided and fixed
