@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..stages.sparse import PatternSpec
+from . import native
 from .factorised_merged import merged_attention
 from .sliding import sliding_window_attention
 
@@ -107,6 +108,8 @@ def _strided_classes(q: Tensor, k: Tensor, v: Tensor, spec: PatternSpec,
         return x.unflatten(-2, (rows, step)).transpose(-3, -2)  # (..., l, R, E)
 
     qc, kc, vc = by_class(q), by_class(k), by_class(v)  # (..., l, R, ·)
+    if _banded(q):  # the whole class is a band of radius R: the banded flash kernel
+        return _classes_on_band(qc, kc, vc, spec, key_ok, n)
     if spec.causal and key_ok is None:
         # padded positions close each class: a real query never reaches them under j <= i,
         # so SDPA's own causal rule is the pattern (no mask: its fused kernel skips the blocks
@@ -120,6 +123,36 @@ def _strided_classes(q: Tensor, k: Tensor, v: Tensor, spec: PatternSpec,
         earlier = torch.ones(rows, rows, dtype=torch.bool, device=q.device).tril()  # (R, R)
         allowed = earlier if allowed is None else allowed & earlier  # (..., l, R, R)
     out = _sdpa(qc, kc, vc, allowed)  # (..., l, R, Dv)
+    return _first(out.transpose(-3, -2).flatten(-3, -2), n)  # (..., n, Dv)
+
+
+# the classes' query block on the banded kernel: at n = 16,384, l = 128 (R = 128, causal, 4
+# heads, one thread) forward+backward took 75 ms at 32, 82 at 64, 98 at 128, SDPA's flash
+# kernel 97 (issue 30 §2: docs/sparse.md, run 4)
+CLASS_BLOCK = 32
+
+
+def _banded(x: Tensor) -> bool:
+    """Whether the banded flash kernel (``attnkit.local.native``) runs on x: CPU, float32 or
+    float64, and built."""
+    cpu = x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
+    return cpu and native.kernel() is not None
+
+
+def _classes_on_band(qc: Tensor, kc: Tensor, vc: Tensor, spec: PatternSpec,
+                     key_ok: Tensor | None, n: int) -> Tensor:  # fmt: skip
+    """A⁽²⁾ of strided on the class rows (..., l, R, ·): within a row every key is in reach of
+    a band of radius R (j <= i along it when causal), so the banded kernel computes it, padded
+    keys and ``key_ok`` as its key mask (causal with no mask: padded keys close each row and a
+    real query never reaches them)."""
+    step, rows = qc.shape[-3], qc.shape[-2]
+    allowed = None
+    if not spec.causal or key_ok is not None:
+        allowed = _keys_allowed(key_ok, n, rows * step, qc.device)  # (..., 1, N) or None
+    if allowed is not None:
+        allowed = allowed.unflatten(-1, (rows, step)).movedim(-1, -3)  # (..., l, 1, R)
+    out = sliding_window_attention(qc, kc, vc, rows, spec.causal, allowed,
+                                   block=CLASS_BLOCK).context  # (..., l, R, Dv)  # fmt: skip
     return _first(out.transpose(-3, -2).flatten(-3, -2), n)  # (..., n, Dv)
 
 

@@ -28,6 +28,7 @@ width, ℓ log-sum-exp.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import warnings
@@ -88,11 +89,13 @@ def _build() -> Any | None:
 
 
 def _build_name() -> str:
-    """One build per CPU capability and torch version: a cache shared by machines, or by
-    environments with another torch, never hands this process a build it cannot load."""
+    """One build per CPU capability, torch version and kernel source: a cache shared by
+    machines, by environments with another torch, or by checkouts with another version of the
+    source, never hands this process a build it cannot load or one of other code."""
     isa = torch.backends.cpu.get_cpu_capability().lower()
     version = "".join(c if c.isalnum() else "_" for c in torch.__version__)
-    return f"attnkit_band_flash_{isa}_torch{version}"
+    source = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:10]
+    return f"attnkit_band_flash_{isa}_torch{version}_{source}"
 
 
 def _ninja_on_path() -> None:
@@ -110,7 +113,8 @@ def _ninja_on_path() -> None:
 def band_attention(
     q: Tensor, k: Tensor, v: Tensor, radius: int, causal: bool, keep: Tensor | None, block: int
 ) -> tuple[Tensor, Tensor]:
-    """q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv) contiguous float32/float64; keep (1|G, Tk)
+    """q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv) float32/float64 with contiguous rows (any
+    stride along G: ``rows``); keep (1|G, Tk)
     bool or None -> context (G, Tq, Dv), ℓ (G, Tq) (+inf on a row with no allowed key, whose
     context is 0). Query t may attend key j when |t - j| <= radius (0 <= t - j <= radius
     causal) and keep[j]. Differentiable in q, k, v (the op ``attnkit::band_attention`` and
@@ -159,13 +163,20 @@ def _setup(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tensor]) -> 
 def _backward(ctx: Any, grad: Tensor, _grad_lse: Tensor | None) -> tuple[Tensor | None, ...]:
     q, k, v, out, lse = ctx.saved_tensors
     radius, causal, keep, block = ctx.band
-    dq, dk, dv = _backward_op(
-        grad.contiguous(), q, k, v, out, lse, radius, causal, keep, block
-    )
+    dq, dk, dv = _backward_op(rows(grad), q, k, v, out, lse, radius, causal, keep, block)
     return dq, dk, dv, None, None, None, None
 
 
 _forward_op.register_autograd(_backward, setup_context=_setup)
+
+
+def rows(x: Tensor) -> Tensor:
+    """x (G, T, E) itself when its rows are contiguous (the kernel reads any stride along G:
+    every other head of a (B, H, T, E) tensor, in place), else a contiguous copy."""
+    g, t, e = x.shape
+    if (e <= 1 or x.stride(2) == 1) and (t <= 1 or x.stride(1) == e):
+        return x
+    return x.contiguous()
 
 
 def band_pairs(tq: int, tk: int, radius: int, causal: bool, block: int) -> int:
@@ -217,4 +228,5 @@ __all__ = [
     "band_pairs",
     "forward_flops",
     "kernel",
+    "rows",
 ]

@@ -11,8 +11,10 @@
 // five GEMMs per block; dK and dV of the block's key range are accumulated in place (β = 1):
 // blocks whose key ranges overlap are never run at the same time (two colours of chunks).
 //
-// Layout: q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv), out (G, Tq, Dv), lse (G, Tq), all
-// contiguous; keep (Gm, Tk) bool, Gm ∈ {1, G}, or empty. A row with no allowed key has
+// Layout: q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv) and the incoming gradient (G, Tq, Dv)
+// with contiguous rows and any stride between the G slices (every other head of a (B, H, T, D)
+// tensor is such a view: read in place, no copy); out (G, Tq, Dv), lse (G, Tq) and the
+// gradients contiguous; keep (Gm, Tk) bool, Gm ∈ {1, G}, or empty. A row with no allowed key has
 // ℓ = +inf, a zero context and zero gradients.
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
 #define CPU_CAPABILITY AVX512
@@ -189,6 +191,7 @@ struct Inputs {
   const bool* keep;  // (Gm, Tk) or nullptr
   int64_t keep_stride;  // Tk, or 0 when one mask row serves every g
   int64_t g, d, dv;
+  int64_t sq, sk, sv;  // strides between the G slices of q, k, v
   const bool* keep_of(int64_t gi) const { return keep ? keep + gi * keep_stride : nullptr; }
 };
 
@@ -209,9 +212,9 @@ void forward_impl(const Inputs<T>& in, T* out, T* lse, const Band& band) {
         std::fill(l, l + rows, std::numeric_limits<T>::infinity());
         continue;
       }
-      const T* qb = in.q + (gi * band.tq + t0) * d;
-      const T* kb = in.k + (gi * band.tk + lo) * d;
-      const T* vb = in.v + (gi * band.tk + lo) * dv;
+      const T* qb = in.q + gi * in.sq + t0 * d;
+      const T* kb = in.k + gi * in.sk + lo * d;
+      const T* vb = in.v + gi * in.sv + lo * dv;
       gemm<T>(false, true, rows, nk, d, scale, qb, d, kb, d, T(0), p.data(), nk);
       band_softmax<T>(p.data(), rows, nk, t0, lo, band, in.keep_of(gi), nullptr, l, inv.data());
       gemm<T>(false, false, rows, dv, nk, T(1), p.data(), nk, vb, dv, T(0), o, dv);
@@ -222,8 +225,8 @@ void forward_impl(const Inputs<T>& in, T* out, T* lse, const Band& band) {
 }
 
 template <typename T>
-void backward_impl(const Inputs<T>& in, const T* out, const T* lse, const T* dout, T* dq, T* dk,
-                   T* dv_, const Band& band) {
+void backward_impl(const Inputs<T>& in, const T* out, const T* lse, const T* dout,
+                   int64_t sg, T* dq, T* dk, T* dv_, const Band& band) {
   const int64_t bq = band.block, d = in.d, dv = in.dv;
   const T scale = T(1) / std::sqrt(T(d));
   for (const auto& chunks : colours(band)) {  // chunks of one colour run in parallel
@@ -241,11 +244,11 @@ void backward_impl(const Inputs<T>& in, const T* out, const T* lse, const T* dou
             std::fill(gq, gq + rows * d, T(0));
             continue;
           }
-          const T* qb = in.q + (gi * band.tq + t0) * d;
-          const T* kb = in.k + (gi * band.tk + lo) * d;
-          const T* vb = in.v + (gi * band.tk + lo) * dv;
+          const T* qb = in.q + gi * in.sq + t0 * d;
+          const T* kb = in.k + gi * in.sk + lo * d;
+          const T* vb = in.v + gi * in.sv + lo * dv;
           const T* ob = out + (gi * band.tq + t0) * dv;
-          const T* gb = dout + (gi * band.tq + t0) * dv;
+          const T* gb = dout + gi * sg + t0 * dv;  // sg: stride between dout's G slices
           const T* l = lse + gi * band.tq + t0;
           gemm<T>(false, true, rows, nk, d, scale, qb, d, kb, d, T(0), p.data(), nk);
           band_softmax<T>(p.data(), rows, nk, t0, lo, band, in.keep_of(gi), l, nullptr, nullptr);
@@ -273,9 +276,14 @@ void backward_impl(const Inputs<T>& in, const T* out, const T* lse, const T* dou
   }
 }
 
+// contiguous rows (G, T, D): stride 1 along D and D along T; any stride along G
+bool rows_contiguous(const torch::Tensor& x) {
+  return (x.size(2) <= 1 || x.stride(2) == 1) && (x.size(1) <= 1 || x.stride(1) == x.size(2));
+}
+
 void check(const torch::Tensor& x, const char* name) {
-  TORCH_CHECK(x.device().is_cpu() && x.dim() == 3 && x.is_contiguous(), name,
-              ": a contiguous CPU tensor (G, T, D) is needed");
+  TORCH_CHECK(x.device().is_cpu() && x.dim() == 3 && rows_contiguous(x), name,
+              ": a CPU tensor (G, T, D) with contiguous rows is needed (any stride along G)");
 }
 
 Band make_band(const torch::Tensor& q, const torch::Tensor& k, int64_t r, bool causal,
@@ -307,7 +315,8 @@ Inputs<T> inputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Te
     ks = keep->size(0) == 1 ? 0 : k.size(1);
   }
   return Inputs<T>{q.data_ptr<T>(), k.data_ptr<T>(), v.data_ptr<T>(), kp, ks,
-                   q.size(0), q.size(2), v.size(2)};
+                   q.size(0), q.size(2), v.size(2),
+                   q.stride(0), k.stride(0), v.stride(0)};
 }
 
 }  // namespace
@@ -330,7 +339,8 @@ std::vector<torch::Tensor> band_backward(torch::Tensor dout, torch::Tensor q, to
                                          int64_t radius, bool causal,
                                          c10::optional<torch::Tensor> keep, int64_t block) {
   check(dout, "grad");
-  check(out, "out");
+  out = out.contiguous();  // the forward's own outputs: already contiguous, no copy
+  lse = lse.contiguous();
   TORCH_CHECK(dout.sizes() == out.sizes() && out.size(0) == q.size(0) &&
                   out.size(1) == q.size(1) && out.size(2) == v.size(2) && lse.dim() == 2 &&
                   lse.size(0) == q.size(0) && lse.size(1) == q.size(1) &&
@@ -338,13 +348,13 @@ std::vector<torch::Tensor> band_backward(torch::Tensor dout, torch::Tensor q, to
                   lse.scalar_type() == q.scalar_type(),
               "band attention backward: grad and out (G, Tq, Dv), lse (G, Tq) of the forward "
               "are needed");
-  auto dq = torch::empty_like(q);
-  auto dk = torch::zeros_like(k);
-  auto dv = torch::zeros_like(v);
+  auto dq = torch::empty(q.sizes(), q.options());  // contiguous, whatever q's G stride
+  auto dk = torch::zeros(k.sizes(), k.options());
+  auto dv = torch::zeros(v.sizes(), v.options());
   const Band band = make_band(q, k, radius, causal, block);
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "band_backward", [&] {
     backward_impl<scalar_t>(inputs<scalar_t>(q, k, v, keep), out.data_ptr<scalar_t>(),
-                            lse.contiguous().data_ptr<scalar_t>(), dout.data_ptr<scalar_t>(),
+                            lse.data_ptr<scalar_t>(), dout.data_ptr<scalar_t>(), dout.stride(0),
                             dq.data_ptr<scalar_t>(), dk.data_ptr<scalar_t>(),
                             dv.data_ptr<scalar_t>(), band);
   });
