@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 from _reference import factorised_sets, sdpa_ref
-from _spies import only_path
+from _spies import graph_has, only_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -215,15 +215,29 @@ def test_strided_heads_gradients_equal_the_papers_sets(
 
 
 @pytest.mark.parametrize("causal", [True, False])
-def test_strided_classes_take_the_banded_kernel(causal: bool) -> None:
-    """On the CPU in float32 both halves of the strided heads split run on the banded flash
-    kernel (the even heads' window, the odd heads' classes), SDPA not at all."""
+def test_strided_heads_run_in_place_on_the_banded_kernel(causal: bool) -> None:
+    """H even, n a multiple of l, CPU float32: both halves run on the banded flash kernel
+    (``attnkit.local.strided_heads``), forward and backward, with no SDPA call and no copy,
+    stack or cat of the inputs, the context or the gradients."""
     if native.kernel() is None:  # pragma: no cover - a machine without a C++ compiler
         pytest.skip("the native kernel could not be built here")
     spec = PatternSpec("strided", 8, causal=causal, split_heads=True)
-    q, k, v = (torch.randn(1, 4, 64, 8) for _ in range(3))
+    q, k, v = (torch.randn(1, 4, 64, 8, requires_grad=True) for _ in range(3))
     with torch.profiler.profile() as prof:
-        factorised_attention(q, k, v, spec)
-    names = [e.name for e in prof.events()]
-    assert names.count("attnkit::band_attention") == 2, names
+        out = factorised_attention(q, k, v, spec)
+        out.backward(torch.randn(out.shape))
+    assert graph_has(out, "StridedHeads")
+    names = {e.name for e in prof.events()}
     assert not [x for x in names if "scaled_dot_product" in x], names
+    assert not names & {"aten::copy_", "aten::clone", "aten::cat", "aten::stack"}, names
+
+
+@pytest.mark.parametrize("heads", [2, 4])
+@pytest.mark.parametrize("causal", [True, False])
+def test_gradcheck_the_strided_heads_in_place(causal: bool, heads: int) -> None:
+    """The in-place path (n = 12, a multiple of l = 3) with a padding mask: gradcheck."""
+    spec = PatternSpec("strided", 3, causal=causal, split_heads=True)
+    mask = attnkit.padding_mask(torch.tensor([12, 7]))[:, None]  # (B, 1, 1, n)
+    q, k, v = _qkv(2, heads, 12, d=3, grad=True)
+    assert torch.autograd.gradcheck(lambda q, k, v: factorised_attention(q, k, v, spec, mask),
+                                    (q, k, v))  # fmt: skip

@@ -111,9 +111,21 @@ def test_every_other_head_is_read_in_place(causal: bool, kind: str) -> None:
     assert not [s for s in copied if s and s[0][-2:] == [77, 8]], copied  # (.., T, D): none
     assert native.rows(even[0].reshape(-1, 77, 8)).data_ptr() == even[0].data_ptr()
     matches_reference(out.context, even, 9, causal, mask)
-    with pytest.raises(RuntimeError, match="contiguous rows"):  # a stride along T is refused
-        native.band_attention(*(x.detach().reshape(-1, 77, 8)[:, ::2] for x in even),
-                              3, causal, None, 4)  # fmt: skip
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_rows_apart_are_read_in_place(causal: bool) -> None:
+    """Every other row (a stride of 2·D along T, as the residue classes' rows l·D apart) is
+    read in place too, and equals the reference; a stride other than 1 along D is refused."""
+    full = band_inputs((2, 3), 60, 60, 8, 8, 4)
+    alternate = [x[..., ::2, :] for x in full]  # (B, H, 30, ·) views, rows 2·D apart
+    assert native.rows(alternate[0].reshape(-1, 30, 8)).data_ptr() == full[0].data_ptr()
+    out = sliding_window_attention(*alternate, 5, causal, None, block=8, kernel="native")
+    matches_reference(out.context, alternate, 5, causal, None)
+    q = full[0].detach().reshape(-1, 60, 8)
+    with pytest.raises(RuntimeError, match="unit stride along D"):
+        native.band_attention(q.transpose(1, 2), q.transpose(1, 2), q.transpose(1, 2), 3,
+                              causal, None, 4)  # fmt: skip
 
 
 def test_gradcheck_tiny() -> None:
@@ -285,7 +297,7 @@ def test_the_op_refuses_mismatched_inputs_with_a_clear_error() -> None:
         native.band_attention(q, k, v.double(), 2, False, None, 4)
     with pytest.raises(RuntimeError, match=r"keep: a contiguous bool \(1 \| G, Tk\)"):
         native.band_attention(q, k, v, 2, False, torch.ones(2, 9, dtype=torch.bool), 4)
-    with pytest.raises(RuntimeError, match="contiguous rows"):
+    with pytest.raises(RuntimeError, match="unit stride along D"):
         native.band_attention(q.transpose(1, 2), k, v, 2, False, None, 4)
 
 

@@ -36,6 +36,7 @@ from ..stages.sparse import PatternSpec
 from . import native
 from .factorised_merged import merged_attention
 from .sliding import sliding_window_attention
+from .strided_heads import CLASS_BLOCK, applies, strided_heads
 
 
 def factorised_attention(
@@ -57,6 +58,8 @@ def factorised_attention(
         if mask.shape[-2] != 1:
             raise ValueError(f"mask {tuple(mask.shape)}: pass a key-padding mask (..., 1, n)")
         key_ok = mask.expand(*query.shape[:-2], 1, n)  # (..., H, 1, n)
+    if spec.pattern == "strided" and applies(query, keys, values, spec.stride):
+        return strided_heads(query, keys, values, spec.stride, spec.causal, key_ok)
     first, second = _parts(spec)
     (q0, q1), (k0, k1), (v0, v1) = (_by_parity(x, heads) for x in (query, keys, values))
     m0, m1 = (None, None) if key_ok is None else _by_parity(key_ok, heads)
@@ -124,12 +127,6 @@ def _strided_classes(q: Tensor, k: Tensor, v: Tensor, spec: PatternSpec,
         allowed = earlier if allowed is None else allowed & earlier  # (..., l, R, R)
     out = _sdpa(qc, kc, vc, allowed)  # (..., l, R, Dv)
     return _first(out.transpose(-3, -2).flatten(-3, -2), n)  # (..., n, Dv)
-
-
-# the classes' query block on the banded kernel: at n = 16,384, l = 128 (R = 128, causal, 4
-# heads, one thread) forward+backward took 75 ms at 32, 82 at 64, 98 at 128, SDPA's flash
-# kernel 97 (issue 30 §2: docs/sparse.md, run 4)
-CLASS_BLOCK = 32
 
 
 def _banded(x: Tensor) -> bool:

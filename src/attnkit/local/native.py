@@ -113,8 +113,8 @@ def _ninja_on_path() -> None:
 def band_attention(
     q: Tensor, k: Tensor, v: Tensor, radius: int, causal: bool, keep: Tensor | None, block: int
 ) -> tuple[Tensor, Tensor]:
-    """q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv) float32/float64 with contiguous rows (any
-    stride along G: ``rows``); keep (1|G, Tk)
+    """q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv) float32/float64 read in place (``rows``);
+    keep (1|G, Tk)
     bool or None -> context (G, Tq, Dv), ℓ (G, Tq) (+inf on a row with no allowed key, whose
     context is 0). Query t may attend key j when |t - j| <= radius (0 <= t - j <= radius
     causal) and keep[j]. Differentiable in q, k, v (the op ``attnkit::band_attention`` and
@@ -171,10 +171,11 @@ _forward_op.register_autograd(_backward, setup_context=_setup)
 
 
 def rows(x: Tensor) -> Tensor:
-    """x (G, T, E) itself when its rows are contiguous (the kernel reads any stride along G:
-    every other head of a (B, H, T, E) tensor, in place), else a contiguous copy."""
+    """x (G, T, E) itself when the kernel reads it in place (unit stride along E, rows at least
+    E apart, any stride along G: every other head of a (B, H, T, E) tensor), else a
+    contiguous copy."""
     g, t, e = x.shape
-    if (e <= 1 or x.stride(2) == 1) and (t <= 1 or x.stride(1) == e):
+    if (e <= 1 or x.stride(2) == 1) and (t <= 1 or x.stride(1) >= e):
         return x
     return x.contiguous()
 
