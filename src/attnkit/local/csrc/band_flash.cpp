@@ -195,8 +195,50 @@ template <typename T>
 struct Mat {
   T* p;
   int64_t g2, s1, s2, st;
-  T* at(int64_t gi, int64_t t) const { return p + (gi / g2) * s1 + (gi % g2) * s2 + t * st; }
+  int64_t t_first = 0, g_first = 0;  // a staged copy holds slices g_first.., rows t_first..
+  T* at(int64_t gi, int64_t t) const {
+    gi -= g_first;
+    return p + (gi / g2) * s1 + (gi % g2) * s2 + (t - t_first) * st;
+  }
+  bool rows_apart(int64_t width) const { return st != width; }
 };
+
+// Rows [t_first, t_first + rows) of slices [g_first, g_first + count) of an operand, held
+// contiguous (slice by slice): the backward pass stages a chunk of a group of slices whose rows
+// lie apart (the residue classes: row r of classes c, c + 1, .. are adjacent, one class's rows
+// l·D apart). Read class by class, every row is a cache miss across pages; staged, a group's
+// row r is one contiguous read, and the GEMMs run on contiguous rows.
+template <typename T>
+struct Staged {
+  std::vector<T> buf;
+  Mat<T> view(int64_t g_first, int64_t count, int64_t t_first, int64_t rows, int64_t width) {
+    buf.resize(std::max<int64_t>(count * rows * width, 1));
+    Mat<T> m{buf.data(), std::max<int64_t>(count, 1), 0, rows * width, width};
+    m.t_first = t_first;
+    m.g_first = g_first;
+    return m;
+  }
+};
+
+// to[g, t] = from[g, t] (or += when ``add``) for the slices and rows of a staged group, row by
+// row across the group (the order in which the residue classes lie in memory)
+template <typename T>
+void copy_rows(const Mat<T>& from, const Mat<T>& to, int64_t g_first, int64_t count,
+               int64_t t_first, int64_t rows, int64_t width, bool add) {
+  for (int64_t a = 0; a < rows; ++a)
+    for (int64_t c = 0; c < count; ++c) {
+      const T* src = from.at(g_first + c, t_first + a);
+      T* dst = to.at(g_first + c, t_first + a);
+      if (add)
+        for (int64_t e = 0; e < width; ++e) dst[e] += src[e];
+      else
+        std::copy(src, src + width, dst);
+    }
+}
+
+// slices staged together where the rows lie apart: 8 classes' rows of 64 floats are 2 KiB read
+// at once
+constexpr int64_t STAGE_GROUP = 8;
 
 template <typename T>
 struct Inputs {
@@ -236,56 +278,99 @@ void forward_impl(const Inputs<T>& in, const Mat<T>& out, T* lse, const Band& ba
   });
 }
 
-// dk and dv are accumulated into (β = 1): they must hold zeros on entry
+// blocks [first, stop) of slice gi, one after another: the five GEMMs per block (p, ds: the
+// scratch of bq × span scores, delta: bq)
+template <typename T>
+void backward_blocks(const Inputs<T>& in, const Mat<T>& out, const T* lse, const Mat<T>& dout,
+                     const Mat<T>& dq, const Mat<T>& dk, const Mat<T>& dv_, const Band& band,
+                     int64_t gi, int64_t first, int64_t stop, T* p, T* ds, T* delta) {
+  const int64_t bq = band.block, d = in.d, dv = in.dv;
+  const T scale = T(1) / std::sqrt(T(d));
+  for (int64_t i = first; i < stop; ++i) {
+    const int64_t t0 = i * bq, rows = std::min(bq, band.tq - t0);
+    const int64_t lo = band.lo(i), nk = std::max<int64_t>(band.hi(i) - lo, 0);
+    T* gq = dq.at(gi, t0);
+    if (nk == 0) {
+      for (int64_t a = 0; a < rows; ++a) std::fill(gq + a * dq.st, gq + a * dq.st + d, T(0));
+      continue;
+    }
+    const T* qb = in.q.at(gi, t0);
+    const T* kb = in.k.at(gi, lo);
+    const T* vb = in.v.at(gi, lo);
+    const T* ob = out.at(gi, t0);
+    const T* gb = dout.at(gi, t0);
+    const T* l = lse + gi * band.tq + t0;
+    gemm<T>(false, true, rows, nk, d, scale, qb, in.q.st, kb, in.k.st, T(0), p, nk);
+    band_softmax<T>(p, rows, nk, t0, lo, band, in.keep_of(gi), l, nullptr, nullptr);
+    gemm<T>(false, true, rows, nk, dv, T(1), gb, dout.st, vb, in.v.st, T(0), ds, nk);
+    for (int64_t a = 0; a < rows; ++a) {  // δ_t = dO_t · O_t
+      const T* ga = gb + a * dout.st;
+      const T* oa = ob + a * out.st;
+      T s = 0;
+      for (int64_t c2 = 0; c2 < dv; ++c2) s += ga[c2] * oa[c2];
+      delta[a] = s;
+    }
+    for (int64_t a = 0; a < rows; ++a) {  // dS = P ∘ (dP - δ)
+      T* dsr = ds + a * nk;
+      const T* pr = p + a * nk;
+      const T da = delta[a];
+      for (int64_t c2 = 0; c2 < nk; ++c2) dsr[c2] = pr[c2] * (dsr[c2] - da);
+    }
+    // dQ = dS K / √d; dK[lo:hi] += dSᵀ Q / √d; dV[lo:hi] += Pᵀ dO
+    gemm<T>(false, false, rows, d, nk, scale, ds, nk, kb, in.k.st, T(0), gq, dq.st);
+    gemm<T>(true, false, nk, d, rows, scale, ds, nk, qb, in.q.st, T(1), dk.at(gi, lo), dk.st);
+    gemm<T>(true, false, nk, dv, rows, T(1), p, nk, gb, dout.st, T(1), dv_.at(gi, lo), dv_.st);
+  }
+}
+
+// dk and dv are accumulated into (β = 1): they must hold zeros on entry. Where an operand's
+// rows lie apart, each chunk of a group of STAGE_GROUP slices is staged: its queries' and keys'
+// rows of every operand copied into contiguous buffers, its dQ copied back and its dK, dV added
+// back.
 template <typename T>
 void backward_impl(const Inputs<T>& in, const Mat<T>& out, const T* lse, const Mat<T>& dout,
                    const Mat<T>& dq, const Mat<T>& dk, const Mat<T>& dv_, const Band& band) {
   const int64_t bq = band.block, d = in.d, dv = in.dv;
-  const T scale = T(1) / std::sqrt(T(d));
+  const bool stage = in.q.rows_apart(d) || in.k.rows_apart(d) || in.v.rows_apart(dv) ||
+                     out.rows_apart(dv) || dout.rows_apart(dv) || dq.rows_apart(d) ||
+                     dk.rows_apart(d) || dv_.rows_apart(dv);
+  const int64_t group = stage ? STAGE_GROUP : 1, groups = (in.g + group - 1) / group;
   for (const auto& chunks : colours(band)) {  // chunks of one colour run in parallel
     const int64_t mine = (int64_t)chunks.size();
-    at::parallel_for(0, in.g * mine, 1, [&](int64_t begin, int64_t end) {
+    at::parallel_for(0, groups * mine, 1, [&](int64_t begin, int64_t end) {
       std::vector<T> p(bq * band.span()), ds(bq * band.span()), delta(bq);
+      Staged<T> sq, sk, sv, so, sg, sdq, sdk, sdv;
       for (int64_t w = begin; w < end; ++w) {
-        const int64_t gi = w / mine;
+        const int64_t g0 = (w / mine) * group, count = std::min(group, in.g - g0);
         const auto [first, stop] = chunks[w % mine];
-        for (int64_t i = first; i < stop; ++i) {
-          const int64_t t0 = i * bq, rows = std::min(bq, band.tq - t0);
-          const int64_t lo = band.lo(i), nk = std::max<int64_t>(band.hi(i) - lo, 0);
-          T* gq = dq.at(gi, t0);
-          if (nk == 0) {
-            for (int64_t a = 0; a < rows; ++a) std::fill(gq + a * dq.st, gq + a * dq.st + d, T(0));
-            continue;
-          }
-          const T* qb = in.q.at(gi, t0);
-          const T* kb = in.k.at(gi, lo);
-          const T* vb = in.v.at(gi, lo);
-          const T* ob = out.at(gi, t0);
-          const T* gb = dout.at(gi, t0);
-          const T* l = lse + gi * band.tq + t0;
-          gemm<T>(false, true, rows, nk, d, scale, qb, in.q.st, kb, in.k.st, T(0), p.data(), nk);
-          band_softmax<T>(p.data(), rows, nk, t0, lo, band, in.keep_of(gi), l, nullptr, nullptr);
-          gemm<T>(false, true, rows, nk, dv, T(1), gb, dout.st, vb, in.v.st, T(0), ds.data(), nk);
-          for (int64_t a = 0; a < rows; ++a) {  // δ_t = dO_t · O_t
-            const T* ga = gb + a * dout.st;
-            const T* oa = ob + a * out.st;
-            T s = 0;
-            for (int64_t c2 = 0; c2 < dv; ++c2) s += ga[c2] * oa[c2];
-            delta[a] = s;
-          }
-          for (int64_t a = 0; a < rows; ++a) {  // dS = P ∘ (dP - δ)
-            T* dsr = ds.data() + a * nk;
-            const T* pr = p.data() + a * nk;
-            const T da = delta[a];
-            for (int64_t c2 = 0; c2 < nk; ++c2) dsr[c2] = pr[c2] * (dsr[c2] - da);
-          }
-          // dQ = dS K / √d; dK[lo:hi] += dSᵀ Q / √d; dV[lo:hi] += Pᵀ dO
-          gemm<T>(false, false, rows, d, nk, scale, ds.data(), nk, kb, in.k.st, T(0), gq, dq.st);
-          gemm<T>(true, false, nk, d, rows, scale, ds.data(), nk, qb, in.q.st, T(1),
-                  dk.at(gi, lo), dk.st);
-          gemm<T>(true, false, nk, dv, rows, T(1), p.data(), nk, gb, dout.st, T(1),
-                  dv_.at(gi, lo), dv_.st);
+        if (!stage) {
+          backward_blocks(in, out, lse, dout, dq, dk, dv_, band, g0, first, stop, p.data(),
+                          ds.data(), delta.data());
+          continue;
         }
+        // the chunk's queries [a0, a0 + na) and the keys [k0, k0 + nk) its blocks reach
+        const int64_t a0 = first * bq, na = std::min(band.tq, stop * bq) - a0;
+        const int64_t k0 = band.lo(first), nk = std::max<int64_t>(0, band.hi(stop - 1) - k0);
+        Inputs<T> staged = in;
+        staged.q = sq.view(g0, count, a0, na, d);
+        staged.k = sk.view(g0, count, k0, nk, d);
+        staged.v = sv.view(g0, count, k0, nk, dv);
+        const Mat<T> o = so.view(g0, count, a0, na, dv), g = sg.view(g0, count, a0, na, dv);
+        const Mat<T> gq = sdq.view(g0, count, a0, na, d), gk = sdk.view(g0, count, k0, nk, d);
+        const Mat<T> gv = sdv.view(g0, count, k0, nk, dv);
+        copy_rows(in.q, staged.q, g0, count, a0, na, d, false);
+        copy_rows(in.k, staged.k, g0, count, k0, nk, d, false);
+        copy_rows(in.v, staged.v, g0, count, k0, nk, dv, false);
+        copy_rows(out, o, g0, count, a0, na, dv, false);
+        copy_rows(dout, g, g0, count, a0, na, dv, false);
+        std::fill(sdk.buf.begin(), sdk.buf.end(), T(0));
+        std::fill(sdv.buf.begin(), sdv.buf.end(), T(0));
+        for (int64_t c = 0; c < count; ++c)
+          backward_blocks(staged, o, lse, g, gq, gk, gv, band, g0 + c, first, stop, p.data(),
+                          ds.data(), delta.data());
+        copy_rows(gq, dq, g0, count, a0, na, d, false);  // dQ rows are the chunk's own
+        copy_rows(gk, dk, g0, count, k0, nk, d, true);  // dK, dV rows: another chunk's too
+        copy_rows(gv, dv_, g0, count, k0, nk, dv, true);
       }
     });
   }
