@@ -128,6 +128,21 @@ def test_rows_apart_are_read_in_place(causal: bool) -> None:
                               causal, None, 4)  # fmt: skip
 
 
+def test_staged_groups_run_in_parallel_without_races() -> None:
+    """Rows apart, G = 18 slices (groups of 8 staged together, the last one short) and many
+    chunks per colour, on two threads: each group's dK, dV are added back into disjoint rows."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        for causal in (False, True):
+            full = band_inputs((2, 9), 600, 600, 4, 3, 5)
+            alternate = [x[..., ::2, :] for x in full]  # (2, 9, 300, ·), rows 2·E apart
+            out = sliding_window_attention(*alternate, 9, causal, None, block=4, kernel="native")
+            matches_reference(out.context, alternate, 9, causal, None)
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_gradcheck_tiny() -> None:
     q, k, v = band_inputs((1, 2), 11, 11, 3, 2, 3)
     mask = torch.rand(1, 1, 1, 11, generator=torch.Generator().manual_seed(4)) > 0.3
