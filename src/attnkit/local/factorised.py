@@ -9,7 +9,11 @@ Head h attends A⁽¹⁾ when h is even and A⁽²⁾ when it is odd:
     strided A⁽¹⁾  0 <= i - j <= l (causal) or |i - j| <= l: the sliding-window kernel, radius l
     strided A⁽²⁾  (i - j) mod l = 0 (causal: j <= i): pad n to a multiple of l, view the
                   sequence as (n/l, l) and transpose, so each residue class is a row of n/l
-                  positions, and run SDPA along the rows: O(n·n/l)
+                  positions, and run the sliding-window kernel with radius n/l (the whole
+                  row; SDPA where the banded C++ kernel is not built) along the rows: O(n·n/l)
+
+With H even and n a multiple of l (CPU, the banded kernel built) the strided split runs in
+place instead (``attnkit.local.strided_heads``): no copy into class order, no stack.
     fixed   A⁽¹⁾  ⌊j/l⌋ = ⌊i/l⌋ (causal: j <= i): SDPA inside each block of l: O(n·l)
     fixed   A⁽²⁾  j mod l >= l - c (causal: j <= i): the n/l·c summary keys gathered once,
                   every query attends them: O(n·c·n/l)
@@ -33,10 +37,9 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..stages.sparse import PatternSpec
-from . import native
 from .factorised_merged import merged_attention
 from .sliding import sliding_window_attention
-from .strided_heads import CLASS_BLOCK, applies, strided_heads
+from .strided_heads import CLASS_BLOCK, applies, banded, strided_heads
 
 
 def factorised_attention(
@@ -111,7 +114,7 @@ def _strided_classes(q: Tensor, k: Tensor, v: Tensor, spec: PatternSpec,
         return x.unflatten(-2, (rows, step)).transpose(-3, -2)  # (..., l, R, E)
 
     qc, kc, vc = by_class(q), by_class(k), by_class(v)  # (..., l, R, ·)
-    if _banded(q):  # the whole class is a band of radius R: the banded flash kernel
+    if banded(q):  # the whole class is a band of radius R: the banded flash kernel
         return _classes_on_band(qc, kc, vc, spec, key_ok, n)
     if spec.causal and key_ok is None:
         # padded positions close each class: a real query never reaches them under j <= i,
@@ -127,13 +130,6 @@ def _strided_classes(q: Tensor, k: Tensor, v: Tensor, spec: PatternSpec,
         allowed = earlier if allowed is None else allowed & earlier  # (..., l, R, R)
     out = _sdpa(qc, kc, vc, allowed)  # (..., l, R, Dv)
     return _first(out.transpose(-3, -2).flatten(-3, -2), n)  # (..., n, Dv)
-
-
-def _banded(x: Tensor) -> bool:
-    """Whether the banded flash kernel (``attnkit.local.native``) runs on x: CPU, float32 or
-    float64, and built."""
-    cpu = x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
-    return cpu and native.kernel() is not None
 
 
 def _classes_on_band(qc: Tensor, kc: Tensor, vc: Tensor, spec: PatternSpec,

@@ -35,14 +35,19 @@ from . import native
 CLASS_BLOCK = 32
 
 
+def banded(x: Tensor) -> bool:
+    """Whether the banded flash kernel runs on x: CPU, float32 or float64, and built."""
+    cpu = x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
+    return cpu and native.kernel() is not None
+
+
 def applies(q: Tensor, k: Tensor, v: Tensor, step: int) -> bool:
     """Whether ``strided_heads`` runs on these (..., H, n, ·) inputs with stride ``step``."""
     heads, n = q.shape[-3], q.shape[-2]
     same = q.shape == k.shape and q.shape[:-1] == v.shape[:-1]
-    cpu = all(x.device.type == "cpu" and x.dtype == q.dtype for x in (k, v))
-    kind = q.device.type == "cpu" and q.dtype in (torch.float32, torch.float64)
+    alike = all(x.device == q.device and x.dtype == q.dtype for x in (k, v))
     fits = heads % 2 == 0 and n > 0 and n % step == 0 and q.shape[-1] > 0
-    return same and cpu and kind and fits and native.kernel() is not None
+    return same and alike and fits and banded(q)
 
 
 def strided_heads(q: Tensor, k: Tensor, v: Tensor, step: int, causal: bool,
@@ -117,4 +122,4 @@ def _band(half: int, q: Tensor, step: int) -> tuple[int, int]:
     return (step, native.BLOCK) if half == 0 else (q.shape[-2], CLASS_BLOCK)
 
 
-__all__ = ["CLASS_BLOCK", "applies", "strided_heads"]
+__all__ = ["CLASS_BLOCK", "applies", "banded", "strided_heads"]
