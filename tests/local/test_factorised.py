@@ -241,3 +241,22 @@ def test_gradcheck_the_strided_heads_in_place(causal: bool, heads: int) -> None:
     q, k, v = _qkv(2, heads, 12, d=3, grad=True)
     assert torch.autograd.gradcheck(lambda q, k, v: factorised_attention(q, k, v, spec, mask),
                                     (q, k, v))  # fmt: skip
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_strided_heads_take_any_layout(causal: bool) -> None:
+    """Inputs laid out (B, n, H, D) and transposed (as a projection gives them), and the
+    gradient of a sum (stride 0 everywhere): the in-place path equals the paper's sets."""
+    spec = PatternSpec("strided", 4, causal=causal, split_heads=True)
+    g = torch.Generator().manual_seed(3)
+    leaves = [torch.randn(2, 24, 4, 5, generator=g, dtype=torch.float64, requires_grad=True)
+              for _ in range(3)]  # fmt: skip
+    q, k, v = (x.transpose(1, 2) for x in leaves)  # (B, H, n, D), not contiguous
+    got = factorised_attention(q, k, v, spec)
+    if native.kernel() is not None:
+        assert graph_has(got, "StridedHeads")
+    want, _ = sdpa_ref(q, k, v, allowed_ref(spec, 24, 4, [24, 24]))
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    for a, b in zip(torch.autograd.grad(got.sum(), leaves),
+                    torch.autograd.grad(want.sum(), leaves), strict=True):  # fmt: skip
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
