@@ -260,3 +260,15 @@ def test_strided_heads_take_any_layout(causal: bool) -> None:
     for a, b in zip(torch.autograd.grad(got.sum(), leaves),
                     torch.autograd.grad(want.sum(), leaves), strict=True):  # fmt: skip
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_strided_heads_refuse_a_second_derivative() -> None:
+    """The kernel's backward is not differentiable: a second derivative raises, never a
+    silent zero."""
+    if native.kernel() is None:  # pragma: no cover - a machine without a C++ compiler
+        pytest.skip("the native kernel could not be built here")
+    spec = PatternSpec("strided", 4, causal=True, split_heads=True)
+    q, k, v = _qkv(1, 4, 16, d=3, grad=True)
+    (dq,) = torch.autograd.grad(factorised_attention(q, k, v, spec).sum(), q, create_graph=True)
+    with pytest.raises(RuntimeError):
+        dq.sum().backward()

@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
 from . import native
 
@@ -100,6 +101,7 @@ class _StridedHeads(torch.autograd.Function):
         return out
 
     @staticmethod
+    @once_differentiable  # the kernel's backward is not differentiable: say so, not a zero
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
         q, k, v, out, *lses = ctx.saved_tensors
         step, causal, keeps = ctx.band
