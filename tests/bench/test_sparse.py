@@ -191,20 +191,35 @@ def test_memory_slope_needs_both_ends() -> None:
 
 
 
+@pytest.mark.parametrize("banded", [True, False], ids=["banded-kernel", "no-banded-kernel"])
 @pytest.mark.parametrize("variant", ["attnkit", "sdpa-mask"])
 @pytest.mark.parametrize("scenario", ["sparse", "sparse-fixed"])
 @pytest.mark.parametrize("n", [1024, 1030])  # l = 32: n a multiple of l, and not
-def test_sdpa_stays_on_its_fused_kernel(variant: str, scenario: str, n: int) -> None:
+def test_sdpa_stays_on_its_fused_kernel(variant: str, scenario: str, n: int, banded: bool,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """SDPA's CPU flash kernel takes 4-D inputs and a 2-D or 4-D mask only; any other shape
     falls back to the math path, which builds every score (n² memory, several times slower).
     Neither attnkit's kernel (its class and block parts) nor the masked anchor may fall back,
-    forward or backward."""
+    forward or backward. With the banded flash kernel built, attnkit's strided split runs both
+    halves on it (the window and the classes) and SDPA not at all; without it, on SDPA."""
     from torch.profiler import profile
 
+    import attnkit.local.native as native
+
+    if not banded:
+        monkeypatch.setattr(native, "USE", False)
+    elif native.kernel() is None:  # pragma: no cover - a machine without a C++ compiler
+        pytest.skip("the native kernel could not be built here")
     fn = _attention_fn(Case(variant, scenario, n, True, heads=4, dim=16, radius=32))
     x = [torch.randn(1, 4, n, 16, requires_grad=True) for _ in range(3)]
     with profile() as prof:
         fn(*x).sum().backward()
     ops = {e.key for e in prof.key_averages()}
-    assert "aten::_scaled_dot_product_flash_attention_for_cpu_backward" in ops
+    if banded and (variant, scenario) == ("attnkit", "sparse"):
+        # n a multiple of l: attnkit.local.strided_heads, in place; else the composed parts
+        kernel = "_StridedHeadsBackward" if n % 32 == 0 else "attnkit::band_attention_backward"
+        assert kernel in ops, ops
+        assert not [op for op in ops if "scaled_dot_product" in op], ops
+    else:
+        assert "aten::_scaled_dot_product_flash_attention_for_cpu_backward" in ops
     assert "aten::_scaled_dot_product_attention_math" not in ops

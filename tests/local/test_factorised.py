@@ -10,11 +10,12 @@ from __future__ import annotations
 import pytest
 import torch
 from _reference import factorised_sets, sdpa_ref
-from _spies import only_path
-from hypothesis import given, settings
+from _spies import graph_has, only_path
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import attnkit
+import attnkit.local.native as native
 import attnkit.stages.sparse as sparse
 from attnkit.core import attend
 from attnkit.local.factorised import factorised_attention
@@ -25,6 +26,17 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 HEADS_NAMES = ["strided-heads", "strided-causal-heads", "fixed-heads", "fixed-causal-heads"]
 NAMES = HEADS_NAMES + [name.removesuffix("-heads") for name in HEADS_NAMES]
+
+
+@pytest.fixture(params=["banded", "sdpa"])
+def class_kernel(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The strided heads' residue classes on the banded flash kernel (its default where the
+    kernel is built) or, with the kernel off (no compiler, ``ATTNKIT_NATIVE=0``), on SDPA."""
+    if request.param == "sdpa":
+        monkeypatch.setattr(native, "USE", False)
+    elif native.kernel() is None:  # pragma: no cover - a machine without a C++ compiler
+        pytest.skip("the native kernel could not be built here")
+    return str(request.param)
 
 
 def allowed_ref(spec: PatternSpec, n: int, heads: int, lengths: list[int]) -> torch.Tensor:
@@ -64,11 +76,13 @@ def test_fast_path_equals_the_dense_path_and_the_papers_sets(name: str, padded: 
     torch.testing.assert_close(fast.context, want, rtol=1e-12, atol=1e-12)
 
 
-@settings(max_examples=40, deadline=None)
+# the class_kernel fixture holds for every drawn input on purpose (one kernel per test run)
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(pattern=st.sampled_from(["strided", "fixed"]), causal=st.booleans(), split=st.booleans(),
        n=st.integers(1, 19), l=st.integers(1, 8), heads=st.integers(2, 5), data=st.data())
 def test_any_shape_and_padding_equals_the_papers_sets(pattern, causal, split, n, l, heads,
-                                                      data) -> None:  # fmt: skip
+                                                      data, class_kernel) -> None:  # fmt: skip
     c = data.draw(st.integers(1, l))
     lengths = data.draw(st.lists(st.integers(0, n), min_size=2, max_size=2))  # 0: all masked
     spec = PatternSpec(pattern, l, c, causal=causal, split_heads=split)
@@ -81,7 +95,7 @@ def test_any_shape_and_padding_equals_the_papers_sets(pattern, causal, split, n,
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_gradients_equal_the_dense_paths(name: str) -> None:
+def test_gradients_equal_the_dense_paths(name: str, class_kernel: str) -> None:
     align = build_alignment(name, 6, window=4)
     mask = attnkit.padding_mask(torch.tensor([18, 11]))[:, None]  # (B, 1, 1, n)
     grads = []
@@ -97,7 +111,7 @@ def test_gradients_equal_the_dense_paths(name: str) -> None:
 
 @pytest.mark.parametrize("split", [True, False], ids=["heads", "merged"])
 @pytest.mark.parametrize("pattern", ["strided", "fixed"])
-def test_gradcheck_the_kernel(pattern: str, split: bool) -> None:
+def test_gradcheck_the_kernel(pattern: str, split: bool, class_kernel: str) -> None:
     spec = PatternSpec(pattern, 3, 2, causal=True, split_heads=split)
     mask = attnkit.padding_mask(torch.tensor([10, 6]))[:, None]  # (B, 1, 1, n)
     q, k, v = _qkv(2, 2, 10, d=3, grad=True)
@@ -166,7 +180,8 @@ def test_merged_without_a_heads_dim_takes_the_kernel(name: str) -> None:
 @pytest.mark.parametrize("n", [9, 10])  # l = 3: a multiple (no padding), and not
 @pytest.mark.parametrize("heads", [2, 3])  # even: the heads' unbind; odd: strided slices
 @pytest.mark.parametrize("pattern", ["strided", "fixed"])
-def test_gradcheck_the_kernel_without_a_mask(pattern: str, heads: int, n: int) -> None:
+def test_gradcheck_the_kernel_without_a_mask(pattern: str, heads: int, n: int,
+                                             class_kernel: str) -> None:  # fmt: skip
     """No key mask: the causal parts run on SDPA's own is_causal (no mask at all), the padded
     rows closing each class or block."""
     spec = PatternSpec(pattern, 3, 2, causal=True, split_heads=True)
@@ -175,3 +190,85 @@ def test_gradcheck_the_kernel_without_a_mask(pattern: str, heads: int, n: int) -
     torch.testing.assert_close(factorised_attention(q, k, v, spec), want, rtol=1e-10, atol=1e-12)
     assert torch.autograd.gradcheck(lambda q, k, v: factorised_attention(q, k, v, spec),
                                     (q, k, v))  # fmt: skip
+
+
+@pytest.mark.parametrize("padded", [False, True], ids=["no-mask", "padding"])
+@pytest.mark.parametrize("n", [48, 50])  # l = 6: a multiple (no padded class rows), and not
+@pytest.mark.parametrize("heads", [4, 3])  # even: the heads' unbind; odd: strided slices
+@pytest.mark.parametrize("causal", [True, False])
+def test_strided_heads_gradients_equal_the_papers_sets(
+    causal: bool, heads: int, n: int, padded: bool, class_kernel: str
+) -> None:
+    """Context and dQ, dK, dV of the strided heads split against a float64 softmax over the
+    paper's sets (plain autograd through ``sdpa_ref``), B = 2, several rows per class."""
+    spec = PatternSpec("strided", 6, causal=causal, split_heads=True)
+    lengths = [n, n - 13] if padded else [n, n]
+    mask = attnkit.padding_mask(torch.tensor(lengths), n)[:, None] if padded else None
+    q, k, v = _qkv(2, heads, n, d=5, seed=heads + n, grad=True)
+    got = factorised_attention(q, k, v, spec, mask)
+    want, _ = sdpa_ref(q, k, v, allowed_ref(spec, n, heads, lengths))
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    g = torch.randn(got.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    for a, b in zip(torch.autograd.grad(got, (q, k, v), g),
+                    torch.autograd.grad(want, (q, k, v), g), strict=True):  # fmt: skip
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_strided_heads_run_in_place_on_the_banded_kernel(causal: bool) -> None:
+    """H even, n a multiple of l, CPU float32: both halves run on the banded flash kernel
+    (``attnkit.local.strided_heads``), forward and backward, with no SDPA call and no copy,
+    stack or cat of the inputs, the context or the gradients."""
+    if native.kernel() is None:  # pragma: no cover - a machine without a C++ compiler
+        pytest.skip("the native kernel could not be built here")
+    spec = PatternSpec("strided", 8, causal=causal, split_heads=True)
+    q, k, v = (torch.randn(1, 4, 64, 8, requires_grad=True) for _ in range(3))
+    with torch.profiler.profile() as prof:
+        out = factorised_attention(q, k, v, spec)
+        out.backward(torch.randn(out.shape))
+    assert graph_has(out, "StridedHeads")
+    names = {e.name for e in prof.events()}
+    assert not [x for x in names if "scaled_dot_product" in x], names
+    assert not names & {"aten::copy_", "aten::clone", "aten::cat", "aten::stack"}, names
+
+
+@pytest.mark.parametrize("heads", [2, 4])
+@pytest.mark.parametrize("causal", [True, False])
+def test_gradcheck_the_strided_heads_in_place(causal: bool, heads: int) -> None:
+    """The in-place path (n = 12, a multiple of l = 3) with a padding mask: gradcheck."""
+    spec = PatternSpec("strided", 3, causal=causal, split_heads=True)
+    mask = attnkit.padding_mask(torch.tensor([12, 7]))[:, None]  # (B, 1, 1, n)
+    q, k, v = _qkv(2, heads, 12, d=3, grad=True)
+    assert torch.autograd.gradcheck(lambda q, k, v: factorised_attention(q, k, v, spec, mask),
+                                    (q, k, v))  # fmt: skip
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_strided_heads_take_any_layout(causal: bool) -> None:
+    """Inputs laid out (B, n, H, D) and transposed (as a projection gives them), and the
+    gradient of a sum (stride 0 everywhere): the in-place path equals the paper's sets."""
+    spec = PatternSpec("strided", 4, causal=causal, split_heads=True)
+    g = torch.Generator().manual_seed(3)
+    leaves = [torch.randn(2, 24, 4, 5, generator=g, dtype=torch.float64, requires_grad=True)
+              for _ in range(3)]  # fmt: skip
+    q, k, v = (x.transpose(1, 2) for x in leaves)  # (B, H, n, D), not contiguous
+    got = factorised_attention(q, k, v, spec)
+    if native.kernel() is not None:
+        assert graph_has(got, "StridedHeads")
+    want, _ = sdpa_ref(q, k, v, allowed_ref(spec, 24, 4, [24, 24]))
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    for a, b in zip(torch.autograd.grad(got.sum(), leaves),
+                    torch.autograd.grad(want.sum(), leaves), strict=True):  # fmt: skip
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_strided_heads_refuse_a_second_derivative() -> None:
+    """The kernel's backward is not differentiable: a second derivative raises, never a
+    silent zero."""
+    if native.kernel() is None:  # pragma: no cover - a machine without a C++ compiler
+        pytest.skip("the native kernel could not be built here")
+    spec = PatternSpec("strided", 4, causal=True, split_heads=True)
+    q, k, v = _qkv(1, 4, 16, d=3, grad=True)
+    (dq,) = torch.autograd.grad(factorised_attention(q, k, v, spec).sum(), q, create_graph=True)
+    with pytest.raises(RuntimeError):
+        dq.sum().backward()

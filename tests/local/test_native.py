@@ -95,6 +95,54 @@ def test_many_blocks_of_one_head_run_in_parallel_without_races() -> None:
         torch.set_num_threads(before)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("kind", ["none", "key", "head"])
+def test_every_other_head_is_read_in_place(causal: bool, kind: str) -> None:
+    """The even heads of (B, H, T, D) (the Sparse Transformer's heads split passes them): rows
+    contiguous, a stride of two heads along G. The kernel reads them in place (no copy in the
+    forward pass) and the context and gradients equal the dense reference's."""
+    full = band_inputs((2, 6), 77, 77, 8, 8, 3)  # (B, H, T, ·) leaves
+    even = [x.unflatten(1, (3, 2))[:, :, 0] for x in full]  # (B, H/2, T, ·) views
+    assert not even[0].is_contiguous()
+    mask = _key_mask(kind, 77)  # "head": (2, 3, 1, Tk), one per sentence and even head
+    with torch.profiler.profile(record_shapes=True) as prof:
+        out = sliding_window_attention(*even, 9, causal, mask, block=16, kernel="native")
+    copied = [e.input_shapes for e in prof.events() if e.name in ("aten::copy_", "aten::clone")]
+    assert not [s for s in copied if s and s[0][-2:] == [77, 8]], copied  # (.., T, D): none
+    assert native.rows(even[0].reshape(-1, 77, 8)).data_ptr() == even[0].data_ptr()
+    matches_reference(out.context, even, 9, causal, mask)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_rows_apart_are_read_in_place(causal: bool) -> None:
+    """Every other row (a stride of 2·D along T, as the residue classes' rows l·D apart) is
+    read in place too, and equals the reference; a stride other than 1 along D is refused."""
+    full = band_inputs((2, 3), 60, 60, 8, 8, 4)
+    alternate = [x[..., ::2, :] for x in full]  # (B, H, 30, ·) views, rows 2·D apart
+    assert native.rows(alternate[0].reshape(-1, 30, 8)).data_ptr() == full[0].data_ptr()
+    out = sliding_window_attention(*alternate, 5, causal, None, block=8, kernel="native")
+    matches_reference(out.context, alternate, 5, causal, None)
+    q = full[0].detach().reshape(-1, 60, 8)
+    with pytest.raises(RuntimeError, match="unit stride along D"):
+        native.band_attention(q.transpose(1, 2), q.transpose(1, 2), q.transpose(1, 2), 3,
+                              causal, None, 4)  # fmt: skip
+
+
+def test_staged_groups_run_in_parallel_without_races() -> None:
+    """Rows apart, G = 18 slices (groups of 8 staged together, the last one short) and many
+    chunks per colour, on two threads: each group's dK, dV are added back into disjoint rows."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        for causal in (False, True):
+            full = band_inputs((2, 9), 600, 600, 4, 3, 5)
+            alternate = [x[..., ::2, :] for x in full]  # (2, 9, 300, ·), rows 2·E apart
+            out = sliding_window_attention(*alternate, 9, causal, None, block=4, kernel="native")
+            matches_reference(out.context, alternate, 9, causal, None)
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_gradcheck_tiny() -> None:
     q, k, v = band_inputs((1, 2), 11, 11, 3, 2, 3)
     mask = torch.rand(1, 1, 1, 11, generator=torch.Generator().manual_seed(4)) > 0.3
@@ -264,7 +312,7 @@ def test_the_op_refuses_mismatched_inputs_with_a_clear_error() -> None:
         native.band_attention(q, k, v.double(), 2, False, None, 4)
     with pytest.raises(RuntimeError, match=r"keep: a contiguous bool \(1 \| G, Tk\)"):
         native.band_attention(q, k, v, 2, False, torch.ones(2, 9, dtype=torch.bool), 4)
-    with pytest.raises(RuntimeError, match="contiguous CPU tensor"):
+    with pytest.raises(RuntimeError, match="unit stride along D"):
         native.band_attention(q.transpose(1, 2), k, v, 2, False, None, 4)
 
 

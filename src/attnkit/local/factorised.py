@@ -9,7 +9,11 @@ Head h attends A⁽¹⁾ when h is even and A⁽²⁾ when it is odd:
     strided A⁽¹⁾  0 <= i - j <= l (causal) or |i - j| <= l: the sliding-window kernel, radius l
     strided A⁽²⁾  (i - j) mod l = 0 (causal: j <= i): pad n to a multiple of l, view the
                   sequence as (n/l, l) and transpose, so each residue class is a row of n/l
-                  positions, and run SDPA along the rows: O(n·n/l)
+                  positions, and run the sliding-window kernel with radius n/l (the whole
+                  row; SDPA where the banded C++ kernel is not built) along the rows: O(n·n/l)
+
+With H even and n a multiple of l (CPU, the banded kernel built) the strided split runs in
+place instead (``attnkit.local.strided_heads``): no copy into class order, no stack.
     fixed   A⁽¹⁾  ⌊j/l⌋ = ⌊i/l⌋ (causal: j <= i): SDPA inside each block of l: O(n·l)
     fixed   A⁽²⁾  j mod l >= l - c (causal: j <= i): the n/l·c summary keys gathered once,
                   every query attends them: O(n·c·n/l)
@@ -35,6 +39,7 @@ from torch import Tensor
 from ..stages.sparse import PatternSpec
 from .factorised_merged import merged_attention
 from .sliding import sliding_window_attention
+from .strided_heads import CLASS_BLOCK, applies, banded, strided_heads
 
 
 def factorised_attention(
@@ -56,6 +61,8 @@ def factorised_attention(
         if mask.shape[-2] != 1:
             raise ValueError(f"mask {tuple(mask.shape)}: pass a key-padding mask (..., 1, n)")
         key_ok = mask.expand(*query.shape[:-2], 1, n)  # (..., H, 1, n)
+    if spec.pattern == "strided" and applies(query, keys, values, spec.stride):
+        return strided_heads(query, keys, values, spec.stride, spec.causal, key_ok)
     first, second = _parts(spec)
     (q0, q1), (k0, k1), (v0, v1) = (_by_parity(x, heads) for x in (query, keys, values))
     m0, m1 = (None, None) if key_ok is None else _by_parity(key_ok, heads)
@@ -107,6 +114,8 @@ def _strided_classes(q: Tensor, k: Tensor, v: Tensor, spec: PatternSpec,
         return x.unflatten(-2, (rows, step)).transpose(-3, -2)  # (..., l, R, E)
 
     qc, kc, vc = by_class(q), by_class(k), by_class(v)  # (..., l, R, ·)
+    if banded(q):  # the whole class is a band of radius R: the banded flash kernel
+        return _classes_on_band(qc, kc, vc, spec, key_ok, n)
     if spec.causal and key_ok is None:
         # padded positions close each class: a real query never reaches them under j <= i,
         # so SDPA's own causal rule is the pattern (no mask: its fused kernel skips the blocks
@@ -120,6 +129,23 @@ def _strided_classes(q: Tensor, k: Tensor, v: Tensor, spec: PatternSpec,
         earlier = torch.ones(rows, rows, dtype=torch.bool, device=q.device).tril()  # (R, R)
         allowed = earlier if allowed is None else allowed & earlier  # (..., l, R, R)
     out = _sdpa(qc, kc, vc, allowed)  # (..., l, R, Dv)
+    return _first(out.transpose(-3, -2).flatten(-3, -2), n)  # (..., n, Dv)
+
+
+def _classes_on_band(qc: Tensor, kc: Tensor, vc: Tensor, spec: PatternSpec,
+                     key_ok: Tensor | None, n: int) -> Tensor:  # fmt: skip
+    """A⁽²⁾ of strided on the class rows (..., l, R, ·): within a row every key is in reach of
+    a band of radius R (j <= i along it when causal), so the banded kernel computes it, padded
+    keys and ``key_ok`` as its key mask (causal with no mask: padded keys close each row and a
+    real query never reaches them)."""
+    step, rows = qc.shape[-3], qc.shape[-2]
+    allowed = None
+    if not spec.causal or key_ok is not None:
+        allowed = _keys_allowed(key_ok, n, rows * step, qc.device)  # (..., 1, N) or None
+    if allowed is not None:
+        allowed = allowed.unflatten(-1, (rows, step)).movedim(-1, -3)  # (..., l, 1, R)
+    out = sliding_window_attention(qc, kc, vc, rows, spec.causal, allowed,
+                                   block=CLASS_BLOCK).context  # (..., l, R, Dv)  # fmt: skip
     return _first(out.transpose(-3, -2).flatten(-3, -2), n)  # (..., n, Dv)
 
 

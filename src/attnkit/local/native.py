@@ -6,6 +6,10 @@ forward and five backward, with a vectorised masked softmax between them.
 
 Forward keeps ℓ_t (the row's log-sum-exp); backward recomputes p from it (FlashAttention,
 Dao et al. 2022, Alg. 2 and 4) and adds each block's dK, dV into the key range in place.
+It reads its operands in place with any strides but a unit one along the last dim (every
+other head of (B, H, T, D); ``rows``), and its ``forward_into`` and ``backward_into`` take 4-D
+(G1, G2, T, ·) views and write into the caller's outputs: ``attnkit.local.strided_heads`` runs
+the Sparse Transformer's strided heads split that way, without a copy.
 Built on first use with ``torch.utils.cpp_extension`` (about 30 s, once per machine: the
 build is cached in ``TORCH_EXTENSIONS_DIR``, by default ``~/.cache/torch_extensions``), in a
 private folder published by an atomic rename, under a lock that a dead owner cannot hold
@@ -28,6 +32,7 @@ width, ℓ log-sum-exp.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import warnings
@@ -88,11 +93,13 @@ def _build() -> Any | None:
 
 
 def _build_name() -> str:
-    """One build per CPU capability and torch version: a cache shared by machines, or by
-    environments with another torch, never hands this process a build it cannot load."""
+    """One build per CPU capability, torch version and kernel source: a cache shared by
+    machines, by environments with another torch, or by checkouts with another version of the
+    source, never hands this process a build it cannot load or one of other code."""
     isa = torch.backends.cpu.get_cpu_capability().lower()
     version = "".join(c if c.isalnum() else "_" for c in torch.__version__)
-    return f"attnkit_band_flash_{isa}_torch{version}"
+    source = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:10]
+    return f"attnkit_band_flash_{isa}_torch{version}_{source}"
 
 
 def _ninja_on_path() -> None:
@@ -110,7 +117,8 @@ def _ninja_on_path() -> None:
 def band_attention(
     q: Tensor, k: Tensor, v: Tensor, radius: int, causal: bool, keep: Tensor | None, block: int
 ) -> tuple[Tensor, Tensor]:
-    """q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv) contiguous float32/float64; keep (1|G, Tk)
+    """q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv) float32/float64 read in place (``rows``);
+    keep (1|G, Tk)
     bool or None -> context (G, Tq, Dv), ℓ (G, Tq) (+inf on a row with no allowed key, whose
     context is 0). Query t may attend key j when |t - j| <= radius (0 <= t - j <= radius
     causal) and keep[j]. Differentiable in q, k, v (the op ``attnkit::band_attention`` and
@@ -159,13 +167,21 @@ def _setup(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tensor]) -> 
 def _backward(ctx: Any, grad: Tensor, _grad_lse: Tensor | None) -> tuple[Tensor | None, ...]:
     q, k, v, out, lse = ctx.saved_tensors
     radius, causal, keep, block = ctx.band
-    dq, dk, dv = _backward_op(
-        grad.contiguous(), q, k, v, out, lse, radius, causal, keep, block
-    )
+    dq, dk, dv = _backward_op(rows(grad), q, k, v, out, lse, radius, causal, keep, block)
     return dq, dk, dv, None, None, None, None
 
 
 _forward_op.register_autograd(_backward, setup_context=_setup)
+
+
+def rows(x: Tensor) -> Tensor:
+    """x (G, T, E) itself when the kernel reads it in place (unit stride along E, rows at least
+    E apart, any stride along G: every other head of a (B, H, T, E) tensor), else a
+    contiguous copy."""
+    g, t, e = x.shape
+    if (e <= 1 or x.stride(2) == 1) and (t <= 1 or x.stride(1) >= e):
+        return x
+    return x.contiguous()
 
 
 def band_pairs(tq: int, tk: int, radius: int, causal: bool, block: int) -> int:
@@ -217,4 +233,5 @@ __all__ = [
     "band_pairs",
     "forward_flops",
     "kernel",
+    "rows",
 ]

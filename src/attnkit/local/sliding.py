@@ -124,10 +124,10 @@ def sliding_window_attention(
         raise ValueError(f"block={block} must be >= 1")
     use_native, keep = _native_keep(query, mask, lead, tk, need_weights, own_backward, kernel)
     if use_native:
-        ctx = native.band_attention(
-            query.reshape(-1, tq, query.shape[-1]).contiguous(),  # (G, Tq, D)
-            keys.reshape(-1, tk, keys.shape[-1]).contiguous(),  # (G, Tk, D)
-            values.reshape(-1, tk, values.shape[-1]).contiguous(),  # (G, Tk, Dv)
+        ctx = native.band_attention(  # rows contiguous, any stride along G: no copy of a view
+            native.rows(query.reshape(-1, tq, query.shape[-1])),  # (G, Tq, D)
+            native.rows(keys.reshape(-1, tk, keys.shape[-1])),  # (G, Tk, D)
+            native.rows(values.reshape(-1, tk, values.shape[-1])),  # (G, Tk, Dv)
             r, causal, keep, block or native.BLOCK,
         )[0]  # fmt: skip
         return LocalResult(ctx.reshape(*lead, tq, -1), None, -r)

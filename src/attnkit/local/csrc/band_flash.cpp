@@ -11,9 +11,13 @@
 // five GEMMs per block; dK and dV of the block's key range are accumulated in place (β = 1):
 // blocks whose key ranges overlap are never run at the same time (two colours of chunks).
 //
-// Layout: q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv), out (G, Tq, Dv), lse (G, Tq), all
-// contiguous; keep (Gm, Tk) bool, Gm ∈ {1, G}, or empty. A row with no allowed key has
-// ℓ = +inf, a zero context and zero gradients.
+// Layout: q (G, Tq, D), k (G, Tk, D), v (G, Tk, Dv), the incoming gradient and out (G, Tq, Dv)
+// with unit stride along the last dim and any other strides, or 4-D (G1, G2, T, ·) with
+// G = G1 · G2 (every other head of a (B, H, T, D) tensor, or the residue classes mod l of
+// those heads, are such views: read and written in place, no copy); ``forward`` and
+// ``backward`` allocate contiguous outputs, ``forward_into`` and ``backward_into`` write into
+// the caller's. lse (G, Tq) contiguous; keep (Gm, Tk) bool, Gm ∈ {1, G}, or empty. A row with
+// no allowed key has ℓ = +inf, a zero context and zero gradients.
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
 #define CPU_CAPABILITY AVX512
 #define CPU_CAPABILITY_AVX512
@@ -183,9 +187,62 @@ void band_softmax(T* p, int rows, int nk, int64_t t0, int64_t lo, const Band& ba
   }
 }
 
+// One operand (G, T, E) seen as (G1, G2, T, E) with any strides, unit along E: slice
+// gi = g1 · G2 + g2, its row t at p + g1 s1 + g2 s2 + t st (st: the BLAS leading dimension).
+// Every other head of (B, H, T, E) is (B, H/2, T, E); the Sparse Transformer's residue classes
+// of those heads are (B·H/2, l, T/l, E) with st = l·E: both read and written in place.
+template <typename T>
+struct Mat {
+  T* p;
+  int64_t g2, s1, s2, st;
+  int64_t t_first = 0, g_first = 0;  // a staged copy holds slices g_first.., rows t_first..
+  T* at(int64_t gi, int64_t t) const {
+    gi -= g_first;
+    return p + (gi / g2) * s1 + (gi % g2) * s2 + (t - t_first) * st;
+  }
+  bool rows_apart(int64_t width) const { return st != width; }
+};
+
+// Rows [t_first, t_first + rows) of slices [g_first, g_first + count) of an operand, held
+// contiguous (slice by slice): the backward pass stages a chunk of a group of slices whose rows
+// lie apart (the residue classes: row r of classes c, c + 1, .. are adjacent, one class's rows
+// l·D apart). Read class by class, every row is a cache miss across pages; staged, a group's
+// row r is one contiguous read, and the GEMMs run on contiguous rows.
+template <typename T>
+struct Staged {
+  std::vector<T> buf;
+  Mat<T> view(int64_t g_first, int64_t count, int64_t t_first, int64_t rows, int64_t width) {
+    buf.resize(std::max<int64_t>(count * rows * width, 1));
+    Mat<T> m{buf.data(), std::max<int64_t>(count, 1), 0, rows * width, width};
+    m.t_first = t_first;
+    m.g_first = g_first;
+    return m;
+  }
+};
+
+// to[g, t] = from[g, t] (or += when ``add``) for the slices and rows of a staged group, row by
+// row across the group (the order in which the residue classes lie in memory)
+template <typename T>
+void copy_rows(const Mat<T>& from, const Mat<T>& to, int64_t g_first, int64_t count,
+               int64_t t_first, int64_t rows, int64_t width, bool add) {
+  for (int64_t a = 0; a < rows; ++a)
+    for (int64_t c = 0; c < count; ++c) {
+      const T* src = from.at(g_first + c, t_first + a);
+      T* dst = to.at(g_first + c, t_first + a);
+      if (add)
+        for (int64_t e = 0; e < width; ++e) dst[e] += src[e];
+      else
+        std::copy(src, src + width, dst);
+    }
+}
+
+// slices staged together where the rows lie apart: 8 classes' rows of 64 floats are 2 KiB read
+// at once
+constexpr int64_t STAGE_GROUP = 8;
+
 template <typename T>
 struct Inputs {
-  const T *q, *k, *v;
+  Mat<T> q, k, v;
   const bool* keep;  // (Gm, Tk) or nullptr
   int64_t keep_stride;  // Tk, or 0 when one mask row serves every g
   int64_t g, d, dv;
@@ -193,7 +250,7 @@ struct Inputs {
 };
 
 template <typename T>
-void forward_impl(const Inputs<T>& in, T* out, T* lse, const Band& band) {
+void forward_impl(const Inputs<T>& in, const Mat<T>& out, T* lse, const Band& band) {
   const int64_t nb = band.blocks(), bq = band.block, d = in.d, dv = in.dv;
   const T scale = T(1) / std::sqrt(T(d));
   at::parallel_for(0, in.g * nb, 1, [&](int64_t begin, int64_t end) {
@@ -202,152 +259,270 @@ void forward_impl(const Inputs<T>& in, T* out, T* lse, const Band& band) {
       const int64_t gi = w / nb, i = w % nb;
       const int64_t t0 = i * bq, rows = std::min(bq, band.tq - t0);
       const int64_t lo = band.lo(i), nk = std::max<int64_t>(band.hi(i) - lo, 0);
-      T* o = out + (gi * band.tq + t0) * dv;
+      T* o = out.at(gi, t0);
       T* l = lse + gi * band.tq + t0;
       if (nk == 0) {  // the block reaches no key (queries past Tk + r)
-        std::fill(o, o + rows * dv, T(0));
+        for (int64_t a = 0; a < rows; ++a) std::fill(o + a * out.st, o + a * out.st + dv, T(0));
         std::fill(l, l + rows, std::numeric_limits<T>::infinity());
         continue;
       }
-      const T* qb = in.q + (gi * band.tq + t0) * d;
-      const T* kb = in.k + (gi * band.tk + lo) * d;
-      const T* vb = in.v + (gi * band.tk + lo) * dv;
-      gemm<T>(false, true, rows, nk, d, scale, qb, d, kb, d, T(0), p.data(), nk);
+      const T* qb = in.q.at(gi, t0);
+      const T* kb = in.k.at(gi, lo);
+      const T* vb = in.v.at(gi, lo);
+      gemm<T>(false, true, rows, nk, d, scale, qb, in.q.st, kb, in.k.st, T(0), p.data(), nk);
       band_softmax<T>(p.data(), rows, nk, t0, lo, band, in.keep_of(gi), nullptr, l, inv.data());
-      gemm<T>(false, false, rows, dv, nk, T(1), p.data(), nk, vb, dv, T(0), o, dv);
+      gemm<T>(false, false, rows, dv, nk, T(1), p.data(), nk, vb, in.v.st, T(0), o, out.st);
       for (int64_t a = 0; a < rows; ++a)
-        for (int64_t c = 0; c < dv; ++c) o[a * dv + c] *= inv[a];
+        for (int64_t c = 0; c < dv; ++c) o[a * out.st + c] *= inv[a];
     }
   });
 }
 
+// blocks [first, stop) of slice gi, one after another: the five GEMMs per block (p, ds: the
+// scratch of bq × span scores, delta: bq)
 template <typename T>
-void backward_impl(const Inputs<T>& in, const T* out, const T* lse, const T* dout, T* dq, T* dk,
-                   T* dv_, const Band& band) {
+void backward_blocks(const Inputs<T>& in, const Mat<T>& out, const T* lse, const Mat<T>& dout,
+                     const Mat<T>& dq, const Mat<T>& dk, const Mat<T>& dv_, const Band& band,
+                     int64_t gi, int64_t first, int64_t stop, T* p, T* ds, T* delta) {
   const int64_t bq = band.block, d = in.d, dv = in.dv;
   const T scale = T(1) / std::sqrt(T(d));
+  for (int64_t i = first; i < stop; ++i) {
+    const int64_t t0 = i * bq, rows = std::min(bq, band.tq - t0);
+    const int64_t lo = band.lo(i), nk = std::max<int64_t>(band.hi(i) - lo, 0);
+    T* gq = dq.at(gi, t0);
+    if (nk == 0) {
+      for (int64_t a = 0; a < rows; ++a) std::fill(gq + a * dq.st, gq + a * dq.st + d, T(0));
+      continue;
+    }
+    const T* qb = in.q.at(gi, t0);
+    const T* kb = in.k.at(gi, lo);
+    const T* vb = in.v.at(gi, lo);
+    const T* ob = out.at(gi, t0);
+    const T* gb = dout.at(gi, t0);
+    const T* l = lse + gi * band.tq + t0;
+    gemm<T>(false, true, rows, nk, d, scale, qb, in.q.st, kb, in.k.st, T(0), p, nk);
+    band_softmax<T>(p, rows, nk, t0, lo, band, in.keep_of(gi), l, nullptr, nullptr);
+    gemm<T>(false, true, rows, nk, dv, T(1), gb, dout.st, vb, in.v.st, T(0), ds, nk);
+    for (int64_t a = 0; a < rows; ++a) {  // δ_t = dO_t · O_t
+      const T* ga = gb + a * dout.st;
+      const T* oa = ob + a * out.st;
+      T s = 0;
+      for (int64_t c2 = 0; c2 < dv; ++c2) s += ga[c2] * oa[c2];
+      delta[a] = s;
+    }
+    for (int64_t a = 0; a < rows; ++a) {  // dS = P ∘ (dP - δ)
+      T* dsr = ds + a * nk;
+      const T* pr = p + a * nk;
+      const T da = delta[a];
+      for (int64_t c2 = 0; c2 < nk; ++c2) dsr[c2] = pr[c2] * (dsr[c2] - da);
+    }
+    // dQ = dS K / √d; dK[lo:hi] += dSᵀ Q / √d; dV[lo:hi] += Pᵀ dO
+    gemm<T>(false, false, rows, d, nk, scale, ds, nk, kb, in.k.st, T(0), gq, dq.st);
+    gemm<T>(true, false, nk, d, rows, scale, ds, nk, qb, in.q.st, T(1), dk.at(gi, lo), dk.st);
+    gemm<T>(true, false, nk, dv, rows, T(1), p, nk, gb, dout.st, T(1), dv_.at(gi, lo), dv_.st);
+  }
+}
+
+// dk and dv are accumulated into (β = 1): they must hold zeros on entry. Where an operand's
+// rows lie apart, each chunk of a group of STAGE_GROUP slices is staged: its queries' and keys'
+// rows of every operand copied into contiguous buffers, its dQ copied back and its dK, dV added
+// back.
+template <typename T>
+void backward_impl(const Inputs<T>& in, const Mat<T>& out, const T* lse, const Mat<T>& dout,
+                   const Mat<T>& dq, const Mat<T>& dk, const Mat<T>& dv_, const Band& band) {
+  const int64_t bq = band.block, d = in.d, dv = in.dv;
+  const bool stage = in.q.rows_apart(d) || in.k.rows_apart(d) || in.v.rows_apart(dv) ||
+                     out.rows_apart(dv) || dout.rows_apart(dv) || dq.rows_apart(d) ||
+                     dk.rows_apart(d) || dv_.rows_apart(dv);
+  const int64_t group = stage ? STAGE_GROUP : 1, groups = (in.g + group - 1) / group;
   for (const auto& chunks : colours(band)) {  // chunks of one colour run in parallel
     const int64_t mine = (int64_t)chunks.size();
-    at::parallel_for(0, in.g * mine, 1, [&](int64_t begin, int64_t end) {
+    at::parallel_for(0, groups * mine, 1, [&](int64_t begin, int64_t end) {
       std::vector<T> p(bq * band.span()), ds(bq * band.span()), delta(bq);
+      Staged<T> sq, sk, sv, so, sg, sdq, sdk, sdv;
       for (int64_t w = begin; w < end; ++w) {
-        const int64_t gi = w / mine;
+        const int64_t g0 = (w / mine) * group, count = std::min(group, in.g - g0);
         const auto [first, stop] = chunks[w % mine];
-        for (int64_t i = first; i < stop; ++i) {
-          const int64_t t0 = i * bq, rows = std::min(bq, band.tq - t0);
-          const int64_t lo = band.lo(i), nk = std::max<int64_t>(band.hi(i) - lo, 0);
-          T* gq = dq + (gi * band.tq + t0) * d;
-          if (nk == 0) {
-            std::fill(gq, gq + rows * d, T(0));
-            continue;
-          }
-          const T* qb = in.q + (gi * band.tq + t0) * d;
-          const T* kb = in.k + (gi * band.tk + lo) * d;
-          const T* vb = in.v + (gi * band.tk + lo) * dv;
-          const T* ob = out + (gi * band.tq + t0) * dv;
-          const T* gb = dout + (gi * band.tq + t0) * dv;
-          const T* l = lse + gi * band.tq + t0;
-          gemm<T>(false, true, rows, nk, d, scale, qb, d, kb, d, T(0), p.data(), nk);
-          band_softmax<T>(p.data(), rows, nk, t0, lo, band, in.keep_of(gi), l, nullptr, nullptr);
-          gemm<T>(false, true, rows, nk, dv, T(1), gb, dv, vb, dv, T(0), ds.data(), nk);
-          for (int64_t a = 0; a < rows; ++a) {  // δ_t = dO_t · O_t
-            T s = 0;
-            for (int64_t c2 = 0; c2 < dv; ++c2) s += gb[a * dv + c2] * ob[a * dv + c2];
-            delta[a] = s;
-          }
-          for (int64_t a = 0; a < rows; ++a) {  // dS = P ∘ (dP - δ)
-            T* dsr = ds.data() + a * nk;
-            const T* pr = p.data() + a * nk;
-            const T da = delta[a];
-            for (int64_t c2 = 0; c2 < nk; ++c2) dsr[c2] = pr[c2] * (dsr[c2] - da);
-          }
-          // dQ = dS K / √d; dK[lo:hi] += dSᵀ Q / √d; dV[lo:hi] += Pᵀ dO
-          gemm<T>(false, false, rows, d, nk, scale, ds.data(), nk, kb, d, T(0), gq, d);
-          gemm<T>(true, false, nk, d, rows, scale, ds.data(), nk, qb, d, T(1),
-                  dk + (gi * band.tk + lo) * d, d);
-          gemm<T>(true, false, nk, dv, rows, T(1), p.data(), nk, gb, dv, T(1),
-                  dv_ + (gi * band.tk + lo) * dv, dv);
+        if (!stage) {
+          backward_blocks(in, out, lse, dout, dq, dk, dv_, band, g0, first, stop, p.data(),
+                          ds.data(), delta.data());
+          continue;
         }
+        // the chunk's queries [a0, a0 + na) and the keys [k0, k0 + nk) its blocks reach
+        const int64_t a0 = first * bq, na = std::min(band.tq, stop * bq) - a0;
+        const int64_t k0 = band.lo(first), nk = std::max<int64_t>(0, band.hi(stop - 1) - k0);
+        Inputs<T> staged = in;
+        staged.q = sq.view(g0, count, a0, na, d);
+        staged.k = sk.view(g0, count, k0, nk, d);
+        staged.v = sv.view(g0, count, k0, nk, dv);
+        const Mat<T> o = so.view(g0, count, a0, na, dv), g = sg.view(g0, count, a0, na, dv);
+        const Mat<T> gq = sdq.view(g0, count, a0, na, d), gk = sdk.view(g0, count, k0, nk, d);
+        const Mat<T> gv = sdv.view(g0, count, k0, nk, dv);
+        copy_rows(in.q, staged.q, g0, count, a0, na, d, false);
+        copy_rows(in.k, staged.k, g0, count, k0, nk, d, false);
+        copy_rows(in.v, staged.v, g0, count, k0, nk, dv, false);
+        copy_rows(out, o, g0, count, a0, na, dv, false);
+        copy_rows(dout, g, g0, count, a0, na, dv, false);
+        std::fill(sdk.buf.begin(), sdk.buf.end(), T(0));
+        std::fill(sdv.buf.begin(), sdv.buf.end(), T(0));
+        for (int64_t c = 0; c < count; ++c)
+          backward_blocks(staged, o, lse, g, gq, gk, gv, band, g0 + c, first, stop, p.data(),
+                          ds.data(), delta.data());
+        copy_rows(gq, dq, g0, count, a0, na, d, false);  // dQ rows are the chunk's own
+        copy_rows(gk, dk, g0, count, k0, nk, d, true);  // dK, dV rows: another chunk's too
+        copy_rows(gv, dv_, g0, count, k0, nk, dv, true);
       }
     });
   }
 }
 
-void check(const torch::Tensor& x, const char* name) {
-  TORCH_CHECK(x.device().is_cpu() && x.dim() == 3 && x.is_contiguous(), name,
-              ": a contiguous CPU tensor (G, T, D) is needed");
+// (G, T, E) or (G1, G2, T, E) on the CPU with unit stride along E (any other strides; rows
+// may not overlap: the stride along T is at least E)
+void check(const torch::Tensor& x, const char* name, int64_t dims) {
+  const int64_t e = x.dim() - 1;
+  TORCH_CHECK(x.device().is_cpu() && x.dim() == dims && (x.size(e) <= 1 || x.stride(e) == 1) &&
+                  (x.size(e - 1) <= 1 || x.stride(e - 1) >= x.size(e)),
+              name, ": a CPU tensor (G, T, D) with unit stride along D is needed (rows "
+              "apart by at least D; any stride along G)");
+}
+
+// x (G, T, E) or (G1, G2, T, E) as a Mat
+template <typename T>
+Mat<T> mat_of(const torch::Tensor& x) {
+  const int64_t n = x.dim();
+  const int64_t st = x.size(n - 2) <= 1 ? std::max<int64_t>(1, x.size(n - 1)) : x.stride(n - 2);
+  if (n == 3) return Mat<T>{x.data_ptr<T>(), 1, x.stride(0), 0, st};
+  return Mat<T>{x.data_ptr<T>(), std::max<int64_t>(1, x.size(1)), x.stride(0), x.stride(1), st};
+}
+
+// the (G1, G2) of a 4-D operand must be the query's
+void same_slices(const torch::Tensor& x, const torch::Tensor& q, const char* name) {
+  TORCH_CHECK(x.dim() == q.dim() && x.size(0) == q.size(0) &&
+                  (x.dim() == 3 || x.size(1) == q.size(1)),
+              name, ": the same leading dims as the query are needed; got ", x.sizes(), " and ",
+              q.sizes());
 }
 
 Band make_band(const torch::Tensor& q, const torch::Tensor& k, int64_t r, bool causal,
                int64_t block) {
   TORCH_CHECK(r >= 0 && block >= 1, "radius >= 0 and block >= 1 are needed");
-  return Band{q.size(1), k.size(1), r, block, causal};
+  const int64_t t = q.dim() - 2;
+  return Band{q.size(t), k.size(t), r, block, causal};
 }
+
+int64_t slices(const torch::Tensor& q) { return q.dim() == 3 ? q.size(0) : q.size(0) * q.size(1); }
 
 template <typename T>
 Inputs<T> inputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                  const c10::optional<torch::Tensor>& keep) {
-  check(q, "query");
-  check(k, "keys");
-  check(v, "values");
-  TORCH_CHECK(k.size(0) == q.size(0) && v.size(0) == q.size(0) && v.size(1) == k.size(1) &&
-                  k.size(2) == q.size(2),
+  const int64_t dims = q.dim();
+  TORCH_CHECK(dims == 3 || dims == 4, "band attention: query (G, Tq, D) is needed; got ",
+              q.sizes());
+  check(q, "query", dims);
+  check(k, "keys", dims);
+  check(v, "values", dims);
+  const int64_t t = dims - 2;
+  TORCH_CHECK(k.size(0) == q.size(0) && v.size(0) == q.size(0) && v.size(t) == k.size(t) &&
+                  k.size(t + 1) == q.size(t + 1) &&
+                  (dims == 3 || (k.size(1) == q.size(1) && v.size(1) == q.size(1))),
               "band attention: query (G, Tq, D), keys (G, Tk, D), values (G, Tk, Dv) are "
               "needed; got ", q.sizes(), ", ", k.sizes(), ", ", v.sizes());
   TORCH_CHECK(k.scalar_type() == q.scalar_type() && v.scalar_type() == q.scalar_type(),
               "band attention: query, keys and values must share one dtype");
+  const int64_t g = slices(q);
   const bool* kp = nullptr;
   int64_t ks = 0;
   if (keep && keep->defined()) {
     TORCH_CHECK(keep->scalar_type() == torch::kBool && keep->dim() == 2 &&
-                    keep->is_contiguous() && keep->size(1) == k.size(1) &&
-                    (keep->size(0) == 1 || keep->size(0) == q.size(0)),
+                    keep->is_contiguous() && keep->size(1) == k.size(t) &&
+                    (keep->size(0) == 1 || keep->size(0) == g),
                 "keep: a contiguous bool (1 | G, Tk) mask is needed");
     kp = keep->data_ptr<bool>();
-    ks = keep->size(0) == 1 ? 0 : k.size(1);
+    ks = keep->size(0) == 1 ? 0 : k.size(t);
   }
-  return Inputs<T>{q.data_ptr<T>(), k.data_ptr<T>(), v.data_ptr<T>(), kp, ks,
-                   q.size(0), q.size(2), v.size(2)};
+  return Inputs<T>{mat_of<T>(q), mat_of<T>(k), mat_of<T>(v), kp, ks,
+                   g, q.size(t + 1), v.size(t + 1)};
+}
+
+void check_out(const torch::Tensor& x, const torch::Tensor& like, int64_t width,
+               const char* name) {
+  check(x, name, like.dim());
+  same_slices(x, like, name);
+  const int64_t t = like.dim() - 2;
+  TORCH_CHECK(x.scalar_type() == like.scalar_type() && x.size(t) == like.size(t) &&
+                  x.size(t + 1) == width,
+              name, ": the shape ", like.sizes(), " with last dim ", width, " and its dtype are "
+              "needed; got ", x.sizes());
 }
 
 }  // namespace
 
+// Forward into ``out`` (the query's leading dims and length, Dv wide; any strides with unit
+// stride along Dv): -> lse (G, Tq) with G = G1 · G2 for 4-D operands.
+torch::Tensor band_forward_into(torch::Tensor q, torch::Tensor k, torch::Tensor v,
+                                torch::Tensor out, int64_t radius, bool causal,
+                                c10::optional<torch::Tensor> keep, int64_t block) {
+  const Band band = make_band(q, k, radius, causal, block);
+  auto lse = torch::empty({slices(q), band.tq}, q.options());
+  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "band_forward", [&] {
+    const auto in = inputs<scalar_t>(q, k, v, keep);
+    check_out(out, q, in.dv, "out");
+    forward_impl<scalar_t>(in, mat_of<scalar_t>(out), lse.data_ptr<scalar_t>(), band);
+  });
+  return lse;
+}
+
 std::vector<torch::Tensor> band_forward(torch::Tensor q, torch::Tensor k, torch::Tensor v,
                                         int64_t radius, bool causal,
                                         c10::optional<torch::Tensor> keep, int64_t block) {
+  check(q, "query", 3);
+  check(v, "values", 3);
   auto out = torch::empty({q.size(0), q.size(1), v.size(2)}, q.options());
-  auto lse = torch::empty({q.size(0), q.size(1)}, q.options());
-  const Band band = make_band(q, k, radius, causal, block);
-  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "band_forward", [&] {
-    forward_impl<scalar_t>(inputs<scalar_t>(q, k, v, keep), out.data_ptr<scalar_t>(),
-                           lse.data_ptr<scalar_t>(), band);
-  });
+  auto lse = band_forward_into(q, k, v, out, radius, causal, keep, block);
   return {out, lse};
+}
+
+// Backward into dq, dk, dv (the shapes of q, k, v; dk and dv zero on entry: they are
+// accumulated into), for the incoming gradient dout and the forward's out and lse.
+void band_backward_into(torch::Tensor dout, torch::Tensor q, torch::Tensor k, torch::Tensor v,
+                        torch::Tensor out, torch::Tensor lse, torch::Tensor dq, torch::Tensor dk,
+                        torch::Tensor dv, int64_t radius, bool causal,
+                        c10::optional<torch::Tensor> keep, int64_t block) {
+  const Band band = make_band(q, k, radius, causal, block);
+  lse = lse.contiguous();  // the forward's own: already contiguous, no copy
+  TORCH_CHECK(lse.dim() == 2 && lse.size(0) == slices(q) && lse.size(1) == band.tq &&
+                  lse.scalar_type() == q.scalar_type(),
+              "band attention backward: lse (G, Tq) of the forward is needed");
+  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "band_backward", [&] {
+    const auto in = inputs<scalar_t>(q, k, v, keep);
+    check_out(out, q, in.dv, "out");
+    check_out(dout, q, in.dv, "grad");
+    check_out(dq, q, in.d, "dq");
+    check_out(dk, k, in.d, "dk");
+    check_out(dv, k, in.dv, "dv");
+    backward_impl<scalar_t>(in, mat_of<scalar_t>(out), lse.data_ptr<scalar_t>(),
+                            mat_of<scalar_t>(dout), mat_of<scalar_t>(dq), mat_of<scalar_t>(dk),
+                            mat_of<scalar_t>(dv), band);
+  });
 }
 
 std::vector<torch::Tensor> band_backward(torch::Tensor dout, torch::Tensor q, torch::Tensor k,
                                          torch::Tensor v, torch::Tensor out, torch::Tensor lse,
                                          int64_t radius, bool causal,
                                          c10::optional<torch::Tensor> keep, int64_t block) {
-  check(dout, "grad");
-  check(out, "out");
-  TORCH_CHECK(dout.sizes() == out.sizes() && out.size(0) == q.size(0) &&
-                  out.size(1) == q.size(1) && out.size(2) == v.size(2) && lse.dim() == 2 &&
-                  lse.size(0) == q.size(0) && lse.size(1) == q.size(1) &&
-                  dout.scalar_type() == q.scalar_type() && out.scalar_type() == q.scalar_type() &&
-                  lse.scalar_type() == q.scalar_type(),
+  check(q, "query", 3);
+  check(k, "keys", 3);
+  check(v, "values", 3);
+  TORCH_CHECK(dout.dim() == 3 && out.dim() == 3 && dout.sizes() == out.sizes() &&
+                  out.size(0) == q.size(0) && out.size(1) == q.size(1) &&
+                  out.size(2) == v.size(2) && dout.scalar_type() == q.scalar_type() &&
+                  out.scalar_type() == q.scalar_type(),
               "band attention backward: grad and out (G, Tq, Dv), lse (G, Tq) of the forward "
               "are needed");
-  auto dq = torch::empty_like(q);
-  auto dk = torch::zeros_like(k);
-  auto dv = torch::zeros_like(v);
-  const Band band = make_band(q, k, radius, causal, block);
-  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "band_backward", [&] {
-    backward_impl<scalar_t>(inputs<scalar_t>(q, k, v, keep), out.data_ptr<scalar_t>(),
-                            lse.contiguous().data_ptr<scalar_t>(), dout.data_ptr<scalar_t>(),
-                            dq.data_ptr<scalar_t>(), dk.data_ptr<scalar_t>(),
-                            dv.data_ptr<scalar_t>(), band);
-  });
+  auto dq = torch::empty(q.sizes(), q.options());  // contiguous, whatever q's strides
+  auto dk = torch::zeros(k.sizes(), k.options());
+  auto dv = torch::zeros(v.sizes(), v.options());
+  band_backward_into(dout, q, k, v, out, lse, dq, dk, dv, radius, causal, keep, block);
   return {dq, dk, dv};
 }
 
@@ -361,4 +536,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("backward_chunks", &backward_chunks, "the backward pass's chunks of blocks");
   m.def("forward", &band_forward, "banded flash attention, forward");
   m.def("backward", &band_backward, "banded flash attention, backward");
+  m.def("forward_into", &band_forward_into, "forward into a given out (4-D views too); -> lse");
+  m.def("backward_into", &band_backward_into, "backward into given dq, dk (zero), dv (zero)");
 }

@@ -1,0 +1,127 @@
+"""The Sparse Transformer's strided pattern split across heads (Child et al. 2019, §4.2-4.3)
+wholly on the banded flash kernel (``attnkit.local.native``), every tensor read and written in
+place: no copy into class order and back, no stack of the two halves, forward or backward.
+
+    even heads  A⁽¹⁾  0 <= i - j <= l (causal) or |i - j| <= l: a band of radius l along the
+                      sequence, on the (L, H/2, n, D) view of every other head
+    odd heads   A⁽²⁾  (i - j) mod l = 0 (causal: j <= i): with n a multiple of l, position
+                      r·l + c is row r of class c; a band of radius R = n/l (the whole class)
+                      along the (L·H/2, l, R, D) view, rows l·D apart
+
+    strided_heads(query (L, H, n, D), keys (L, H, n, D), values (L, H, n, Dv), l, causal,
+                  key_ok (L, H, 1, n) or None) -> context (L, H, n, Dv)
+
+The context and the gradients are allocated once, (L, H, n, ·), and each half's kernel writes
+its own heads (the even ones, the odd ones in class order) into them. ``applies`` says when this
+runs (``factorised.factorised_attention`` falls back to its composed parts otherwise): H even,
+n a multiple of l, CPU float32/float64, the kernel built.
+
+Legend: L flattened leading dims, H heads, n positions, D width, Dv value width, l stride,
+R = n / l rows of a class.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch.autograd.function import once_differentiable
+
+from . import native
+
+# the classes' query block: at n = 16,384, l = 128 (R = 128, causal, 4 heads, one thread)
+# forward+backward took 75 ms at 32, 82 at 64, 98 at 128, SDPA's flash kernel 97 (issue 30 §2:
+# docs/sparse.md, run 4)
+CLASS_BLOCK = 32
+
+
+def banded(x: Tensor) -> bool:
+    """Whether the banded flash kernel runs on x: CPU, float32 or float64, and built."""
+    cpu = x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
+    return cpu and native.kernel() is not None
+
+
+def applies(q: Tensor, k: Tensor, v: Tensor, step: int) -> bool:
+    """Whether ``strided_heads`` runs on these (..., H, n, ·) inputs with stride ``step``."""
+    heads, n = q.shape[-3], q.shape[-2]
+    same = q.shape == k.shape and q.shape[:-1] == v.shape[:-1]
+    alike = all(x.device == q.device and x.dtype == q.dtype for x in (k, v))
+    fits = heads % 2 == 0 and n > 0 and n % step == 0 and q.shape[-1] > 0
+    return same and alike and fits and banded(q)
+
+
+def strided_heads(q: Tensor, k: Tensor, v: Tensor, step: int, causal: bool,
+                  key_ok: Tensor | None) -> Tensor:  # fmt: skip
+    """Context (..., H, n, Dv) of the strided heads split (see the module docstring); key_ok
+    (..., H, 1, n) True = may attend, or None. A query with no allowed key gets zeros."""
+    heads, n = q.shape[-3], q.shape[-2]
+    q4, k4, v4 = (x.reshape(-1, heads, n, x.shape[-1]) for x in (q, k, v))  # (L, H, n, ·)
+    keeps = (None, None) if key_ok is None else _keeps(key_ok, heads, n, step)
+    out = _StridedHeads.apply(q4, k4, v4, step, causal, keeps)  # (L, H, n, Dv)
+    return out.view(*q.shape[:-1], v.shape[-1])
+
+
+def _halves(x: Tensor, step: int) -> tuple[Tensor, Tensor]:
+    """x (L, H, n, E) -> the even heads (L, H/2, n, E) and the odd heads' classes
+    (L·H/2, l, R, E): position r·l + c of an odd head is row r of class c. Views of x when its
+    (L, H) dims merge (x contiguous: the outputs and gradients allocated here); else the
+    classes are a copy (inputs only)."""
+    even, odd = x.unflatten(1, (x.shape[1] // 2, 2)).unbind(2)  # (L, H/2, n, E) each
+    classes = odd.flatten(0, 1).unflatten(1, (-1, step)).transpose(1, 2)  # (L·H/2, l, R, E)
+    return even, classes
+
+
+def _keeps(key_ok: Tensor, heads: int, n: int, step: int) -> tuple[Tensor, Tensor]:
+    """key_ok (..., H, 1, n) -> the kernel's keep masks: the even heads' (L·H/2, n), the odd
+    heads' classes' (L·H/2·l, R), contiguous bool."""
+    m = key_ok.reshape(-1, heads, n)  # (L, H, n)
+    even, odd = m.unflatten(1, (heads // 2, 2)).unbind(2)  # (L, H/2, n)
+    classes = odd.reshape(-1, n // step, step).transpose(1, 2)  # (L·H/2, l, R)
+    return even.reshape(-1, n).contiguous(), classes.reshape(-1, n // step).contiguous()
+
+
+class _StridedHeads(torch.autograd.Function):
+    """q (L, H, n, D), k (L, H, n, D), v (L, H, n, Dv), l, causal, the two keep masks (or
+    None) -> context (L, H, n, Dv); backward: dq, dk, dv (L, H, n, ·), each half's kernel
+    writing its own heads."""
+
+    @staticmethod
+    def forward(ctx: Any, q: Tensor, k: Tensor, v: Tensor, step: int, causal: bool,
+                keeps: tuple[Tensor | None, Tensor | None]) -> Tensor:  # fmt: skip
+        module = native._loaded()  # applies() checked that it is built
+        out = q.new_empty(*q.shape[:-1], v.shape[-1])  # (L, H, n, Dv)
+        lses = []
+        for half, (qh, kh, vh, oh) in enumerate(zip(*(_halves(x, step) for x in (q, k, v, out)),
+                                                    strict=True)):  # fmt: skip
+            radius, block = _band(half, qh, step)
+            lses.append(module.forward_into(qh, kh, vh, oh, radius, causal, keeps[half], block))
+        ctx.save_for_backward(q, k, v, out, *lses)
+        ctx.band = (step, causal, keeps)
+        return out
+
+    @staticmethod
+    @once_differentiable  # the kernel's backward is not differentiable: say so, not a zero
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+        q, k, v, out, *lses = ctx.saved_tensors
+        step, causal, keeps = ctx.band
+        module = native._loaded()  # applies() checked that it is built
+        grad = grad.contiguous()  # (L, H, n, Dv); no copy when it already is
+        dq = torch.empty_like(q, memory_format=torch.contiguous_format)  # every row written
+        dk = torch.zeros_like(k, memory_format=torch.contiguous_format)  # accumulated into
+        dv = torch.zeros_like(v, memory_format=torch.contiguous_format)
+        parts = (_halves(x, step) for x in (grad, q, k, v, out, dq, dk, dv))
+        for half, (gh, qh, kh, vh, oh, dqh, dkh, dvh) in enumerate(zip(*parts, strict=True)):
+            radius, block = _band(half, qh, step)
+            module.backward_into(gh, qh, kh, vh, oh, lses[half], dqh, dkh, dvh, radius, causal,
+                                 keeps[half], block)  # fmt: skip
+        return dq, dk, dv, None, None, None
+
+
+def _band(half: int, q: Tensor, step: int) -> tuple[int, int]:
+    """(radius, query block) of a half: the even heads' band of radius l (``native.BLOCK``),
+    the classes' whole row of R (``CLASS_BLOCK``)."""
+    return (step, native.BLOCK) if half == 0 else (q.shape[-2], CLASS_BLOCK)
+
+
+__all__ = ["CLASS_BLOCK", "applies", "banded", "strided_heads"]
