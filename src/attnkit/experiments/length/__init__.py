@@ -240,7 +240,7 @@ def mean_bins(by_seed: Sequence[dict[str, list[dict[str, Any]]]]) -> dict[str, l
 def run_experiment(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, Any]:
     """Train, decode the test set, score by length. Returns the JSON-able result."""
     seeds = cfg.seed_list
-    from ...data.tasks import load_task
+    from ...data.source import load_spec
     from ...decode import translate
     from ...train import checkpoint
 
@@ -252,15 +252,7 @@ def run_experiment(cfg: LengthConfig, out: Path, say: Any = print) -> dict[str, 
         f"(emb {cfg.emb}, hidden {cfg.hidden}), training seeds {seeds}, {cfg.jobs} at a time",
     )
     seconds = train_models(cfg, out, say)
-    test = load_task(
-        cfg.task,
-        seed=cfg.seed,
-        train_size=cfg.train_size,
-        valid_size=cfg.valid_size,
-        test_size=cfg.test_size,
-        min_len=cfg.min_len,
-        max_len=cfg.max_len,
-    ).test
+    test = load_spec(train_config(cfg, "rnnsearch", out).data.spec()).test  # what both trained on
     edges = bins(cfg)
     by_seed: list[dict[str, list[dict[str, Any]]]] = []
     params = {}
