@@ -11,12 +11,12 @@ Head h attends A⁽¹⁾ when h is even and A⁽²⁾ when it is odd:
                   sequence as (n/l, l) and transpose, so each residue class is a row of n/l
                   positions, and run the sliding-window kernel with radius n/l (the whole
                   row; SDPA where the banded C++ kernel is not built) along the rows: O(n·n/l)
-
-With H even and n a multiple of l (CPU, the banded kernel built) the strided split runs in
-place instead (``attnkit.local.strided_heads``): no copy into class order, no stack.
     fixed   A⁽¹⁾  ⌊j/l⌋ = ⌊i/l⌋ (causal: j <= i): SDPA inside each block of l: O(n·l)
     fixed   A⁽²⁾  j mod l >= l - c (causal: j <= i): the n/l·c summary keys gathered once,
                   every query attends them: O(n·c·n/l)
+
+With H even and n a multiple of l (CPU, the banded kernel built) the strided split runs in
+place instead (``attnkit.local.strided_heads``): no copy into class order, no stack.
 
     factorised_attention(query (..., H, n, D), keys (..., H, n, D), values (..., H, n, Dv),
                          spec, mask (..., 1, n) or None) -> context (..., H, n, Dv)

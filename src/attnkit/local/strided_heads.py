@@ -30,10 +30,7 @@ from torch.autograd.function import once_differentiable
 
 from . import native
 
-# the classes' query block: at n = 16,384, l = 128 (R = 128, causal, 4 heads, one thread)
-# forward+backward took 75 ms at 32, 82 at 64, 98 at 128, SDPA's flash kernel 97 (issue 30 §2:
-# docs/sparse.md, run 4)
-CLASS_BLOCK = 32
+CLASS_BLOCK = 32  # the classes' query block, the fastest measured (docs/sparse.md, run 4)
 
 
 def banded(x: Tensor) -> bool:
