@@ -146,6 +146,22 @@ def test_train_arm_stops_at_the_criterion_or_the_cap() -> None:
     assert seen == {True, False}  # both branches were exercised
 
 
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_run_arms_probes_only_the_probe_arms_and_returns_every_arm(jobs: int) -> None:
+    """run_arms (the pool, or one after the other): a result for every arm, the initial
+    gradient probe (grad_init, one number per Δ of the grid) on the probe arms alone."""
+    from attnkit.experiments.distance.jobs import run_arms
+
+    cfg = DistanceConfig(**{**QUICK, "cap": 2, "window": 2, "symbols": 2,
+                            "deltas": "1,2"})  # type: ignore[arg-type]  # fmt: skip
+    arms = [Arm("marked", m, d, 0) for m in ("attention", "lstm") for d in (1, 2)]
+    probes = {arms[0], arms[3]}
+    got = run_arms(arms, cfg.setting, probes, jobs, lambda _: None)
+    assert set(got) == set(arms)
+    assert {a for a, r in got.items() if "grad_init" in r} == probes
+    assert all(len(got[a]["grad_init"]) == 2 for a in probes)
+
 def test_closest_width_matches_a_brute_force_search() -> None:
     for budget in (1, 50, 999, 1000, 1001, 12345):
         got = closest_width(lambda w: 3 * w * w + 7 * w, budget)
