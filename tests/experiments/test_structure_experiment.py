@@ -197,3 +197,15 @@ def test_jobs_follow_the_parts_and_seeds():
 def test_bad_config_values_fail_clearly(bad, match):
     with pytest.raises(ValueError, match=match):
         StructureConfig(**bad)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_run_jobs_keys_each_result_by_its_own_job(workers: int) -> None:
+    """structure.jobs.run_jobs: function(*args) of every job, under that job's name, serially
+    and in the pool."""
+    from attnkit.experiments.structure.jobs import run_jobs
+
+    a = {"test_accuracy": 0.5, "auc": 0.6, "cpu_seconds": 1.0}
+    b = {"test_accuracy": 0.7, "steps_run": 3, "cpu_seconds": 2.0}
+    got = run_jobs([("a", dict, (a,)), ("b", dict, (b,))], workers, lambda _: None)
+    assert got == {"a": a, "b": b}
