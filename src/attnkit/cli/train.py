@@ -143,6 +143,8 @@ def model_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def add_train_args(p: argparse.ArgumentParser) -> None:
+    from ..train.config import LR_DECAYS
+
     p.add_argument("--epochs", type=int, default=20, help="most passes over the training data")
     p.add_argument("--batch-size", type=int, default=64, help="examples per update")
     p.add_argument(
@@ -154,6 +156,14 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
         default=0,
         help="steps of linear learning-rate warm-up, then decay as 1/sqrt(step) (Vaswani "
         "2017, §5.3, with --lr as the peak); 0 = constant --lr",
+    )
+    p.add_argument(
+        "--lr-decay",
+        choices=LR_DECAYS,
+        default="none",
+        help="decay the learning rate to near 0 at the last update of --epochs: linear, or "
+        "cosine (Loshchilov & Hutter 2017); after --warmup's rise instead of 1/sqrt(step); "
+        "none = constant (or --warmup's schedule)",
     )
     p.add_argument(
         "--label-smoothing",
@@ -338,6 +348,7 @@ def fit_config(args: argparse.Namespace) -> Any:
         save_every=args.save_every,
         time_limit=args.time_limit,
         warmup=args.warmup,
+        lr_decay=args.lr_decay,
         label_smoothing=args.label_smoothing,
         valid_decode=args.valid_decode,
         target_exact=args.target_exact,

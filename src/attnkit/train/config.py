@@ -25,6 +25,7 @@ from ..data.source import CORPUS_KEYS
 from ..data.synthetic import check_max_len
 
 TOKENISERS = ("word", "char", "spm")
+LR_DECAYS = ("none", "linear", "cosine")
 TASK_KEYS = ("train_size", "valid_size", "test_size", "min_len", "max_len")
 FLOAT32_MAX = 3.4028234663852886e38  # the optimiser keeps lr as a float32 scalar
 CORPUS_MAX_LEN = 200  # corpora: pairs with a longer side are dropped (and counted) by default
@@ -184,6 +185,7 @@ class TrainConfig:
     time_limit: float = 0.0  # seconds; stop after the step that crosses it; 0 = none
     target_exact: float = 0.0  # stop once valid exact match reaches it; 0 = never
     warmup: int = 0  # linear warm-up steps, then lr * sqrt(warmup / step); 0 = constant lr
+    lr_decay: str = "none"  # none | linear | cosine: lr falls towards 0 at the last update
     label_smoothing: float = 0.0  # of the training loss; valid loss is plain cross-entropy
     valid_decode: int = -1  # valid sentences greedy-decoded per epoch (-1 all, 0 none)
     progress: bool = True  # a tqdm bar on a terminal; without one, progress lines (below)
@@ -212,14 +214,37 @@ class TrainConfig:
             raise _error(self, "{label_smoothing=}; it must be in [0, 1)")
         if self.valid_decode < -1:
             raise _error(self, "{valid_decode=}; use -1 (all), 0 or a count")
+        if self.lr_decay not in LR_DECAYS:
+            raise _error(self, f"{{lr_decay=}}; choose one of {', '.join(LR_DECAYS)}")
 
-    def lr_at(self, step: int) -> float:
-        """Learning rate of step 1, 2, ...: constant, or with ``warmup`` steps rising
-        linearly to ``lr`` and then falling as 1/sqrt(step) (Vaswani 2017, eq. 3, with the
-        peak given directly instead of through d_model)."""
-        if not self.warmup:
-            return self.lr
-        return self.lr * min(step / self.warmup, math.sqrt(self.warmup / max(step, 1)))
+    def lr_at(self, step: int, total: int = 0) -> float:
+        """Learning rate of step 1, 2, ... of ``total`` (the cap: epochs x batches an epoch).
+
+        ``lr_decay`` none: constant, or with ``warmup`` steps rising linearly to ``lr`` and
+        then falling as 1/sqrt(step) (Vaswani 2017, eq. 3, with the peak given directly
+        instead of through d_model). linear, cosine: after the ``warmup`` steps (if any) rise
+        linearly to ``lr``, with p = (s − 1 − warmup) / (total − warmup) the fraction of the
+        decay done before step s (s clamped to ``total``),
+
+            linear   lr (1 − p)
+            cosine   lr (1 + cos(π p)) / 2     (Loshchilov & Hutter 2017, eq. 5, η_min = 0,
+                                                one cycle)
+
+        so step warmup + 1 takes ``lr`` and the last step a little more than 0."""
+        w = self.warmup
+        if self.lr_decay == "none":
+            if not w:
+                return self.lr
+            return self.lr * min(step / w, math.sqrt(w / max(step, 1)))
+        if total <= w:
+            raise ValueError(f"lr_decay {self.lr_decay} needs the total updates ({total}) to "
+                             f"exceed warmup ({w}); raise epochs or lower warmup")  # fmt: skip
+        if step <= w:
+            return self.lr * step / w
+        p = (min(step, total) - 1 - w) / (total - w)
+        if self.lr_decay == "linear":
+            return self.lr * (1 - p)
+        return self.lr * (1 + math.cos(math.pi * p)) / 2
 
 
 @dataclass
@@ -258,4 +283,4 @@ class FitConfig:
         return {**asdict(self), "out": str(self.out)}
 
 
-__all__ = ["DataConfig", "FieldError", "FitConfig", "ModelConfig", "TrainConfig"]
+__all__ = ["LR_DECAYS", "DataConfig", "FieldError", "FitConfig", "ModelConfig", "TrainConfig"]

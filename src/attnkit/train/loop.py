@@ -96,11 +96,14 @@ class Diverged(ValueError):
     """The loss or the parameters stopped being finite: nothing more is saved."""
 
 
-def diverged(what: str, step: int, cfg: TrainConfig, out: Path) -> Diverged:
-    """Say what stopped being finite, when, and where the last good checkpoint is."""
+def diverged(what: str, step: int, cfg: TrainConfig, out: Path, total: int = 0) -> Diverged:
+    """Say what stopped being finite, when (of ``total`` updates), and where the last good
+    checkpoint is."""
     kept = checkpoint.find_checkpoint(out, "last")
+    known = cfg.lr_decay == "none" or total > cfg.warmup  # else the schedule is not set yet
+    lr = cfg.lr_at(max(step, 1), total) if known else cfg.lr
     return Diverged(
-        f"training diverged: {what} at update {step} (lr {cfg.lr_at(max(step, 1)):g}); lower "
+        f"training diverged: {what} at update {step} (lr {lr:g}); lower "
         "--lr, keep --clip on, or add --warmup. "
         + (f"The last good checkpoint is {kept}" if kept else "No checkpoint was saved")
     )
@@ -121,6 +124,7 @@ class Trainer:
     ddp: torch.nn.Module | None = None
     out: Path = Path(".")  # the run folder (for messages)
     family: Family = field(default_factory=translation)
+    total_steps: int = 0  # the cap, epochs x batches an epoch (lr_decay's end); set by train
 
 
 def train_step(t: Trainer, b: Batch, step: int) -> float:
@@ -128,7 +132,7 @@ def train_step(t: Trainer, b: Batch, step: int) -> float:
     Returns the batch's token-mean loss (averaged over ranks)."""
     t.model.train()
     for group in t.opt.param_groups:
-        group["lr"] = t.cfg.lr_at(step)
+        group["lr"] = t.cfg.lr_at(step, t.total_steps)
     ls = t.cfg.label_smoothing
     if t.dist is None or t.ddp is None:
         loss = t.family.loss_of(t.model, b, ls)[0]
@@ -232,7 +236,8 @@ def train(
 
     def save_last() -> None:
         if not all_finite(model):  # every rank holds the same parameters: all raise together
-            raise diverged("a parameter became NaN or inf", state.global_step, cfg, out)
+            raise diverged("a parameter became NaN or inf", state.global_step, cfg, out,
+                           t.total_steps)  # fmt: skip
         if main:
             checkpoint.save(
                 out / "last", model, model_name, src_vocab, tgt_vocab,
@@ -257,7 +262,8 @@ def train(
                 raise KeyboardInterrupt
             v = validate(t, valid_batches, valid_data, src_vocab, tgt_vocab)
             if not math.isfinite(v.loss):
-                raise diverged(f"the validation loss is {v.loss}", state.global_step, cfg, out)
+                raise diverged(f"the validation loss is {v.loss}", state.global_step, cfg, out,
+                               t.total_steps)  # fmt: skip
             seconds = time.perf_counter() - start
             improved = _record(state, run_loss, v, seconds, log, family.score_name)
             if improved and main:
@@ -320,6 +326,7 @@ def _train_epoch(
     cfg, main = t.cfg, t.dist is None or t.dist.is_main
     rng = epoch_rng(cfg.seed, state.epoch)
     train_batches = t.family.batches(train_data, src_vocab, tgt_vocab, cfg.batch_size, rng)
+    t.total_steps = cfg.epochs * len(train_batches)  # every epoch has as many batches
     desc = f"epoch {state.epoch + 1}/{cfg.epochs}"
     lines = cfg.progress and main and lines_wanted()
     bar = tqdm(
@@ -338,7 +345,8 @@ def _train_epoch(
     def after(i: int, lv: float, b: Any) -> str | None:
         nonlocal tokens, run_loss
         if not math.isfinite(lv):  # already on the host; under DDP the mean over ranks
-            raise diverged(f"the training loss is {lv}", state.global_step + 1, cfg, t.out)
+            raise diverged(f"the training loss is {lv}", state.global_step + 1, cfg, t.out,
+                           t.total_steps)  # fmt: skip
         state.step_in_epoch, state.global_step = i + 1, state.global_step + 1
         run_loss = 0.9 * run_loss + 0.1 * lv if i else lv
         tokens += b.tokens
