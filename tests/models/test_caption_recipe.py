@@ -170,6 +170,31 @@ def test_cell_labels_by_hand_and_the_classifier_loads_into_the_captioner():
     state, report = pretrain_cnn([c] * 8, [c], channels=4, patch=8, seed=0, layers=3, epochs=2,
                                  batch_size=4)  # fmt: skip
     assert report["updates"] == 4 and 0 <= report["valid_accuracy"] <= 1
+    assert 0 <= report["valid_canvas_accuracy"] <= report["valid_accuracy"]
     m = build_model("captioner", src_vocab=4, tgt_vocab=14, preset="tiny", channels=4, patch=8,
                     cnn_layers=3)  # fmt: skip
     m.encoder.cnn.load_state_dict(state)  # the same modules: the weights fit
+
+
+def test_canvas_accuracy_counts_canvases_with_every_patch_right_by_hand():
+    """Two 2x3 canvases; the classifier gets every patch of the first right and one empty
+    patch of the second wrong: patch accuracy 11/12, canvas accuracy 1/2."""
+
+    from attnkit.models.caption_features import canvas_accuracy, patch_accuracy
+
+    labels = digits.digit_images()[1]
+    c = digits.Canvas(2, 3, (digits.Placement(0, int(labels[0]), 0, 2),
+                             digits.Placement(1, int(labels[1]), 1, 0)))  # fmt: skip
+    gold = cell_labels([c, c], 8)  # (2, 6)
+    pred = gold.clone()
+    pred[1, 4] = (int(gold[1, 4]) + 1) % (EMPTY + 1)  # one patch of canvas 1 wrong
+    logits = torch.nn.functional.one_hot(pred, EMPTY + 1).float()  # (2, 6, 11)
+
+    def net(images):  # noqa: ANN001, ANN202
+        return torch.zeros(images.shape[0], 1, 2, 3)  # (B, C, r, c): ignored by the head
+
+    def head(x):  # noqa: ANN001, ANN202
+        return logits
+
+    assert patch_accuracy(net, head, [c, c], 8) == pytest.approx(11 / 12)  # type: ignore[arg-type]
+    assert canvas_accuracy(net, head, [c, c], 8) == 0.5  # type: ignore[arg-type]

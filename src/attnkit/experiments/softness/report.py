@@ -131,9 +131,13 @@ def cnn_lines(result: dict[str, Any]) -> list[str]:
     c = result.get("caption_cnn")
     if not c:
         return []
+    ceiling = ("" if c.get("valid_canvas_accuracy") is None else
+               f"; canvases with every patch right (the features' ceiling of exact match) "
+               f"train {100 * c['train_canvas_accuracy']:.2f}%, valid "
+               f"{100 * c['valid_canvas_accuracy']:.2f}%")  # fmt: skip
     return [f"digit-captions: the frozen CNN, trained once as a patch digit classifier "
             f"({c['updates']} updates): patch accuracy train {c['train_accuracy']:.4f}, "
-            f"valid {c['valid_accuracy']:.4f}"]  # fmt: skip
+            f"valid {c['valid_accuracy']:.4f}{ceiling}"]  # fmt: skip
 
 
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
