@@ -103,6 +103,8 @@ def test_every_row_has_the_same_widths_data_and_updates(tmp_path: Path) -> None:
         assert o["tau_steps"] == cfg.updates == 400
     fits = [train_config(cfg, "toy-ko", r, 0, tmp_path / r) for r in ROWS]
     assert len({repr((f.data, f.train)) for f in fits}) == 1
+    # the caption recipe stays with the captions: toy-ko keeps its constant lr, 100 valid pairs
+    assert fits[0].train.lr_decay == "none" and fits[0].data.valid_size == cfg.valid_size == 100
 
 
 @pytest.mark.parametrize(
@@ -129,6 +131,9 @@ def test_every_row_has_the_same_widths_data_and_updates(tmp_path: Path) -> None:
         (dict(caption_hard_mix=1.5), "--caption-hard-mix"),
         (dict(caption_reward_scale=0.0), "--caption-reward-scale"),
         (dict(caption_entropy=-1.0), "--caption-entropy"),
+        (dict(caption_lr_decay="step"), "--caption-lr-decay 'step'; choose one of none, "),
+        (dict(caption_valid_size=0), "--caption-valid-size"),
+        (dict(caption_dropout=1.0), r"--caption-dropout 1.0; it must be in \[0, 1\)"),
         (dict(decoder="bahdanau"), "--decoder"),
     ],
 )
@@ -217,17 +222,26 @@ def test_caption_rows_have_the_same_widths_data_cnn_and_updates(tmp_path: Path) 
     from attnkit.experiments.softness.captions import CAPTION_DEFAULT_ROWS, CAPTION_ROWS
 
     cfg = SoftnessConfig(tasks="toy-ko,digit-captions", caption_cnn="cnn.pt")
-    assert TASKS["digit-captions"].rows == CAPTION_ROWS and cfg.caption_updates == 1880
+    assert TASKS["digit-captions"].rows == CAPTION_ROWS and cfg.caption_updates == 3760
     assert cfg.rows_of("digit-captions") == list(CAPTION_DEFAULT_ROWS) == ["mean", "soft", "hard"]
     fits = [train_config(cfg, "digit-captions", r, 0, tmp_path / r) for r in CAPTION_ROWS]
     assert len({repr((f.data, f.train)) for f in fits}) == 1
     assert {f.model.name for f in fits} == {"captioner"}
     opts = [{k: v for k, v in f.model.options.items() if k not in ("softness", "gate")}
             for f in fits]  # fmt: skip
-    assert all(o == opts[0] for o in opts) and opts[0]["tau_steps"] == 1880
+    assert all(o == opts[0] for o in opts) and opts[0]["tau_steps"] == 3760
     assert opts[0]["features"] == "cnn.pt" and opts[0]["freeze_cnn"] is True  # one frozen CNN
     assert fits[0].train.lr == cfg.caption_lr == 2e-3 and opts[0]["dec_hidden"] == 64
     assert fits[0].train.valid_decode == -1  # every valid canvas decoded each epoch: the curve
+    # issue 29 §4's recipe, every row alike (the repr above): the lr decays to the cap along a
+    # cosine; 400 valid canvases; no dropout
+    assert fits[0].train.lr_decay == cfg.caption_lr_decay == "cosine"
+    assert fits[0].data.valid_size == cfg.caption_valid_size == 400
+    assert opts[0]["dropout"] == cfg.caption_dropout == 0.0
+    other = SoftnessConfig(caption_lr_decay="linear", caption_dropout=0.2, caption_valid_size=50)
+    fit = train_config(other, "digit-captions", "hard", 0, tmp_path / "other")
+    assert fit.train.lr_decay == "linear" and fit.model.options["dropout"] == 0.2
+    assert fit.data.valid_size == 50
     assert [f.model.options["softness"] for f in fits] == list(CAPTION_ROWS)
     # Xu's hard recipe by default: per-token reward x 0.1, entropy 0.002, the expected
     # context per minibatch with p 0.5, the baseline on sampled captions

@@ -57,7 +57,7 @@ from typing import Any
 
 from ..._checks import check_ranges
 from ..._flags import str_list
-from ...train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
+from ...train.config import LR_DECAYS, DataConfig, FitConfig, ModelConfig, TrainConfig
 from ...train.runtime import torch_threads
 from ..base import Experiment, Pooled, Say, Seeds, begin, option
 from ..evidence import verdict_of
@@ -110,12 +110,19 @@ class SoftnessConfig(Seeds, Pooled):
                               "--seed+1, ...; the paired bootstrap resamples seeds and test "
                               "captions); --seeds is the translation tasks'")
     caption_train_size: int = option(6000, "digit-captions: training canvases")
-    caption_epochs: int = option(10, "digit-captions: passes over them, the cap of every row "
-                               "(10: 1880 updates); the valid exact match after each is the "
+    caption_epochs: int = option(20, "digit-captions: passes over them, the cap of every row "
+                               "(20: 3760 updates); the valid exact match after each is the "
                                "learning curve")
     caption_hidden: int = option(64, "digit-captions: patch feature, score and decoder widths "
                                "(the CNN's channels are --hidden)")
     caption_lr: float = option(2e-3, "digit-captions: Adam learning rate")
+    caption_lr_decay: str = option("cosine", "digit-captions: the learning rate's decay to the "
+                                 "end of the cap, the same for every row: cosine | linear | "
+                                 "none (constant)")
+    caption_dropout: float = option(0.0, "digit-captions: dropout of the captioner's word "
+                                  "embeddings and deep output, every row")
+    caption_valid_size: int = option(400, "digit-captions: validation canvases (the learning "
+                                   "curve and the 'soft learns' check read them)")
     caption_patch: int = option(8, "digit-captions: pixels per side of a patch (8: one patch "
                               "per 8x8 cell, 9 patches)")
     caption_cnn_layers: int = option(3, "digit-captions: the CNN's convolutions, 2 or 3 (3: a "
@@ -166,7 +173,8 @@ class SoftnessConfig(Seeds, Pooled):
             raise ValueError(f"--decoder {self.decoder!r}; choose deng or context")
         check_ranges(self, fractions=(), as_flags=True, positive=(
             "seeds", "caption_seeds", "train_size", "epochs", "multi30k", "multi30k_spm",
-            "caption_train_size", "caption_epochs", "caption_cnn_epochs", "caption_hidden",
+            "caption_train_size", "caption_valid_size", "caption_epochs", "caption_cnn_epochs",
+            "caption_hidden",
             "batch_size", "emb",
             "hidden", "valid_size", "test_size", "timing_reps", "jobs", "threads"
         ))  # fmt: skip
@@ -174,6 +182,7 @@ class SoftnessConfig(Seeds, Pooled):
                             ("caption_mix_per", ("batch", "image")),
                             ("caption_baseline_on", ("sampled", "all")),
                             ("caption_gate", ("soft", "all", "none")),
+                            ("caption_lr_decay", LR_DECAYS),
                             ("caption_patch", (1, 2, 4, 8)), ("caption_cnn_layers", (2, 3)))
         for name, allowed in choices:
             if getattr(self, name) not in allowed:
@@ -181,6 +190,8 @@ class SoftnessConfig(Seeds, Pooled):
                                  f"one of {', '.join(map(str, allowed))}")
         if self.caption_cnn_layers == 3 and self.caption_patch < 2:
             raise ValueError("--caption-cnn-layers 3 needs --caption-patch 2 or more")
+        if not 0 <= self.caption_dropout < 1:
+            raise ValueError(f"--caption-dropout {self.caption_dropout}; it must be in [0, 1)")
         if not 0 <= self.caption_hard_mix <= 1:
             raise ValueError(f"--caption-hard-mix {self.caption_hard_mix}; a probability")
         if not (math.isfinite(self.caption_reward_scale) and self.caption_reward_scale > 0):
@@ -222,7 +233,8 @@ class SoftnessConfig(Seeds, Pooled):
 
 
 QUICK = dict(seeds=1, caption_seeds=1, train_size=16, epochs=1, multi30k=2, multi30k_spm=200,
-             caption_train_size=16, caption_epochs=1, caption_cnn_epochs=1, caption_hidden=8,
+             caption_train_size=16, caption_valid_size=4, caption_epochs=1, caption_cnn_epochs=1,
+             caption_hidden=8,
              batch_size=8, emb=8, hidden=8, valid_size=4, test_size=8, draws=2, timing_reps=1,
              jobs=1)  # fmt: skip
 
@@ -333,15 +345,17 @@ def train_config(cfg: SoftnessConfig, task: str, row: str, seed: int, out: Path)
     """The ``attnkit.fit`` config of ``row`` on ``task`` with ``seed``: the same data, batches,
     optimiser and updates for every row."""
     t = TASKS[task]
+    caption = task == "digit-captions"
     return FitConfig(
         data=t.data(cfg),
         model=t.model(cfg, row),
         train=TrainConfig(epochs=t.epochs(cfg), batch_size=cfg.batch_size,
-                          lr=cfg.caption_lr if task == "digit-captions" else cfg.lr,
+                          lr=cfg.caption_lr if caption else cfg.lr,
+                          lr_decay=cfg.caption_lr_decay if caption else "none",
                           patience=0, save_every=max(t.updates(cfg) // 4, 10), seed=seed,
                           # captions: greedy exact match on every valid canvas after each
                           # epoch, the learning curve (history.json)
-                          valid_decode=-1 if task == "digit-captions" else 0,
+                          valid_decode=-1 if caption else 0,
                           progress=False),  # fmt: skip
         out=out,
         overwrite=True,  # the experiment's own folder: a re-run replaces its models
@@ -414,7 +428,10 @@ def run_experiment(cfg: SoftnessConfig, out: Path, say: Say = print) -> dict[str
                 f"({cfg.caption_cnn_epochs} epochs) -> {path}")  # fmt: skip
             cnn_report = pretrain_features(cfg, cfg.caption_cnn_epochs, path)
             say(f"  patch accuracy: train {cnn_report['train_accuracy']:.4f}, valid "
-                f"{cnn_report['valid_accuracy']:.4f}")  # fmt: skip
+                f"{cnn_report['valid_accuracy']:.4f}; canvases with every patch right (the "
+                f"features' ceiling of exact match): train "
+                f"{100 * cnn_report['train_canvas_accuracy']:.2f}%, valid "
+                f"{100 * cnn_report['valid_canvas_accuracy']:.2f}%")  # fmt: skip
             cfg = replace(cfg, caption_cnn=str(path))
         else:
             cfg = replace(cfg, caption_cnn="")  # each row trains its CNN from scratch

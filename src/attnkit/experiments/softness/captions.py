@@ -42,7 +42,7 @@ class CaptionSettings(Protocol):
 
     seed: int
     caption_train_size: int
-    valid_size: int
+    caption_valid_size: int
     test_size: int
     batch_size: int
     hidden: int
@@ -62,6 +62,7 @@ class CaptionSettings(Protocol):
     caption_mix_per: str
     caption_baseline_on: str
     caption_gate: str
+    caption_dropout: float
 
 # the captioner has the enumerated ELBO only (docs/captioning.md): no variational-sample row
 CAPTION_ROWS = ("mean", "soft", "hard", "gumbel", "variational")
@@ -72,7 +73,7 @@ DETERMINISTIC = ("mean", "soft", "variational")  # the rows whose test-time like
 
 def caption_data(cfg: CaptionSettings) -> DataConfig:
     return DataConfig(task="digit-captions", task_seed=cfg.seed,
-                      train_size=cfg.caption_train_size, valid_size=cfg.valid_size,
+                      train_size=cfg.caption_train_size, valid_size=cfg.caption_valid_size,
                       test_size=cfg.test_size)  # fmt: skip
 
 
@@ -93,7 +94,7 @@ def caption_options(cfg: CaptionSettings, row: str, updates: int) -> dict[str, A
             "attn_hidden": w, "q_hidden": w, "patch": cfg.caption_patch,
             "cnn_layers": cfg.caption_cnn_layers,
             "features": cnn_file, "freeze_cnn": bool(cnn_file),
-            "softness": softness, "dropout": 0.0, "tau_start": cfg.tau_start,
+            "softness": softness, "dropout": cfg.caption_dropout, "tau_start": cfg.tau_start,
             "tau_end": cfg.tau_end, "tau_steps": updates, "gate": gate,
             "reward": cfg.caption_reward, "reward_scale": cfg.caption_reward_scale,
             "entropy_weight": cfg.caption_entropy, "hard_mix": cfg.caption_hard_mix,
@@ -109,7 +110,7 @@ def pretrain_features(cfg: CaptionSettings, epochs: int, path: Path) -> dict[str
 
     d = caption_data(cfg)
     data = load_task("digit-captions", seed=d.task_seed, train_size=cfg.caption_train_size,
-                     valid_size=cfg.valid_size, test_size=cfg.test_size)  # fmt: skip
+                     valid_size=cfg.caption_valid_size, test_size=cfg.test_size)  # fmt: skip
     state, report = pretrain_cnn([e.canvas for e in data.train], [e.canvas for e in data.valid],
                                  channels=cfg.hidden, patch=cfg.caption_patch, seed=cfg.seed,
                                  layers=cfg.caption_cnn_layers, epochs=epochs,
@@ -225,8 +226,8 @@ def score_caption(cfg: CaptionSettings, out: Path) -> dict[str, Any]:
     from . import measure as sm
 
     d = caption_data(cfg)
-    test = list(load_task("digit-captions", seed=d.task_seed, train_size=cfg.caption_train_size,
-                          valid_size=cfg.valid_size, test_size=cfg.test_size).test)  # fmt: skip
+    test = list(load_task("digit-captions", seed=d.task_seed, train_size=d.train_size,
+                          valid_size=d.valid_size, test_size=d.test_size).test)  # fmt: skip
     ck = checkpoint.load(out / "last")
     m: Any = ck.model
     tv = ck.tgt_vocab
