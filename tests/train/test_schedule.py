@@ -148,3 +148,13 @@ def test_subword_bleu_is_sacrebleu_on_detokenised_text_against_raw_refs() -> Non
     assert s.bleu == pytest.approx(sacrebleu.corpus_bleu(hyps_text, [refs]).score, abs=1e-9)
     assert s.chrf == pytest.approx(sacrebleu.corpus_chrf(hyps_text, [refs]).score, abs=1e-9)
     assert not math.isclose(s.bleu, 100.0) and s.exact_match == pytest.approx(1 / 3)
+
+
+def test_the_divergence_message_names_the_decayed_lr(tmp_path) -> None:  # noqa: ANN001
+    """At update 5 of 10 with a linear decay the lr was 1e-2 (1 - 4/10) = 0.006; before the
+    loop knows the cap (total 0) the message names the peak instead of failing."""
+    from attnkit.train.loop import diverged
+
+    cfg = TrainConfig(lr=1e-2, lr_decay="linear")
+    assert "(lr 0.006)" in str(diverged("the training loss is nan", 5, cfg, tmp_path, 10))
+    assert "(lr 0.01)" in str(diverged("the training loss is nan", 5, cfg, tmp_path))

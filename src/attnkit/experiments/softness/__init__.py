@@ -41,10 +41,13 @@ attention (``--caption-reward`` mean x ``--caption-reward-scale`` 0.1, ``--capti
 0.002, the expected context per minibatch with probability 0.5, the moving-average baseline
 on the sampled captions, the β gate on the deterministic rows only). Rows mean, soft, hard
 by default (gumbel, variational with ``--rows``), ``caption_seeds`` seeds, the same widths,
-batches and ``caption_epochs`` epochs for every row, the validation exact match after each
-epoch kept as the learning curve; quality is the caption exact match (%) on the test
-canvases, with BLEU, perplexity where it is exact (not hard, gumbel), the entropy of the
-attention over the patches and the attention mass on the digit being named."""
+batches and ``caption_epochs`` epochs for every row, Adam's learning rate decaying to the cap
+along ``caption_lr_decay`` (cosine by default: issue 29 §4), the validation exact match on the
+``caption_valid_size`` valid canvases after each epoch kept as the learning curve; quality
+is the caption exact match (%) on the test canvases, with BLEU, perplexity where it is exact
+(not hard, gumbel), the entropy of the attention over the patches and the attention mass on
+the digit being named. The frozen CNN's canvas accuracy on the valid canvases (every patch
+labelled right) is printed beside it: the features' ceiling of exact match."""
 
 from __future__ import annotations
 
