@@ -190,10 +190,12 @@ def arm_of(cfg: AlignmentConfig, row: str, group: tuple[str, int, bool], seed: i
 
 
 def summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """One row of one setting over its seeds: AER mean and t-interval, BLEU, criterion,
-    updates, where the argmax lands (share of words at offset -1, 0, +1 of the gold word)."""
+    """One row of one setting over its seeds: AER mean and t-interval (and under Luong 2015's
+    footnote 14, ``aer_paper``: reported), BLEU, criterion, updates, where the argmax lands
+    (share of words at offset -1, 0, +1 of the gold word)."""
     aer = [r["aer"] for r in records]
     ci = ev.t_interval(aer)
+    paper = ev.t_interval([r["aer_paper"] for r in records])  # footnote 14's rows
     counts: dict[int, int] = {}
     for r in records:
         for k, n in r["offsets"].items():
@@ -203,6 +205,10 @@ def summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "aer_by_seed": aer,
         "aer_mean": ci.value,
         "aer_ci": [ci.lo, ci.hi],
+        "aer_paper_by_seed": [r["aer_paper"] for r in records],
+        "aer_paper_mean": paper.value,
+        "aer_paper_ci": [paper.lo, paper.hi],
+        "paper_row_shift": records[0]["paper_row_shift"],
         "valid_bleu_by_seed": [r["valid_bleu"] for r in records],
         "reached": [r["reached"] for r in records],
         "test_bleu_mean": statistics.fmean(r["test_bleu"] for r in records),
@@ -246,12 +252,16 @@ def run_experiment(cfg: AlignmentConfig, out: Path, say: Say = print) -> dict[st
         recs = {m: [res[arm_of(cfg, m, g, s)] for s in seeds] for m in cfg.rows}
         aer = {m: [r["aer"] for r in rs] for m, rs in recs.items()}
         gap_ci = {m: ev.t_interval(gaps(aer, m)) for m in LOCALS if m in aer}
+        paper = {m: [r["aer_paper"] for r in rs] for m, rs in recs.items()}  # footnote 14
+        paper_ci = {m: ev.t_interval(gaps(paper, m)) for m in LOCALS if m in paper}
         settings[setting_name(*g)] = {
             "ordering": g[0], "window": g[1], "reversed": g[2],
             "claim": g[0] == CLAIM_ORDERING and g[2],
             "best_local": best_local(aer),
             "rows": {m: summary(rs) for m, rs in recs.items()},
             "gaps": {m: {"value": i.value, "ci": [i.lo, i.hi]} for m, i in gap_ci.items()},
+            "gaps_paper": {m: {"value": i.value, "ci": [i.lo, i.hi]}
+                           for m, i in paper_ci.items()},
         }  # fmt: skip
         if settings[setting_name(*g)]["claim"]:
             checks += claim_checks(setting_name(*g), aer,
