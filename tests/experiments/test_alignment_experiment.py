@@ -342,3 +342,30 @@ def test_the_footnote_14_aer_is_reported_and_the_check_reads_the_plain_aer(
     assert csv["local-m"]["paper_row_shift"] == 1 and csv[GLOBAL]["paper_row_shift"] == 0
     assert "0.720 [" in report.text_table(res) and "(row t+1)" in report.text_table(res)
     assert "-0.100 [" in report.gap_table(res)
+
+
+def test_warmup_sets_each_updates_lr_for_every_row(monkeypatch) -> None:
+    """--warmup W: update i (1, 2, ...) runs at lr · min(i / W, sqrt(W / i)), whatever the
+    row; --warmup 0 keeps --lr constant."""
+    import math
+
+    from attnkit.experiments.alignment.measure import Arm, Setting, train_arm
+
+    seen: list[float] = []
+    real = torch.optim.Adam.step
+
+    def step(self, *args, **kwargs):
+        seen.append(self.param_groups[0]["lr"])
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", step)
+    lr = 1e-2
+    for row in ("global-location", "local-p"):
+        for warmup, want in ((2, [lr / 2, lr, lr * math.sqrt(2 / 3), lr * math.sqrt(2 / 4)]),
+                             (0, [lr] * 4)):  # fmt: skip
+            seen.clear()
+            s = Setting(0, 16, 4, 4, 8, 8, 8, lr, 4, 4, 1, warmup)
+            train_arm(Arm("swap", row, 5 if row == "local-p" else 0, True, 0), s)
+            assert seen == pytest.approx(want, rel=1e-12)
+    with pytest.raises(ValueError, match="--warmup -1"):
+        AlignmentConfig(warmup=-1)

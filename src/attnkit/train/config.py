@@ -30,6 +30,17 @@ FLOAT32_MAX = 3.4028234663852886e38  # the optimiser keeps lr as a float32 scala
 CORPUS_MAX_LEN = 200  # corpora: pairs with a longer side are dropped (and counted) by default
 
 
+def warmup_lr(lr: float, warmup: int, step: int) -> float:
+    """Learning rate of step 1, 2, ...: ``lr`` (``warmup`` 0), or rising linearly over
+    ``warmup`` steps to ``lr`` and then falling as 1/sqrt(step) (Vaswani et al. 2017, eq. 3,
+    with the peak given directly instead of through d_model):
+
+        lr_step = lr · min(step / warmup, sqrt(warmup / step))"""
+    if not warmup:
+        return lr
+    return lr * min(step / warmup, math.sqrt(warmup / max(step, 1)))
+
+
 def _error(config: object, template: str) -> FieldError:
     """A FieldError about ``config``'s fields (``template`` as in FieldError)."""
     return FieldError(template, vars(config))
@@ -217,9 +228,7 @@ class TrainConfig:
         """Learning rate of step 1, 2, ...: constant, or with ``warmup`` steps rising
         linearly to ``lr`` and then falling as 1/sqrt(step) (Vaswani 2017, eq. 3, with the
         peak given directly instead of through d_model)."""
-        if not self.warmup:
-            return self.lr
-        return self.lr * min(step / self.warmup, math.sqrt(self.warmup / max(step, 1)))
+        return warmup_lr(self.lr, self.warmup, step)
 
 
 @dataclass
@@ -258,4 +267,4 @@ class FitConfig:
         return {**asdict(self), "out": str(self.out)}
 
 
-__all__ = ["DataConfig", "FieldError", "FitConfig", "ModelConfig", "TrainConfig"]
+__all__ = ["DataConfig", "FieldError", "FitConfig", "ModelConfig", "TrainConfig", "warmup_lr"]

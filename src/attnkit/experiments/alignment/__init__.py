@@ -14,9 +14,11 @@ The run: toy-ko-style sentences of 10-30 words with gold links under three word 
 (``data.py``: monotone, swap = local En->De-like swaps, sov = Korean SOV), so that how much
 the task reorders is swept. For each ordering, each window D, each seed and each row
 (``measure.ROWS``: attnkit's ``luong`` model, 1-layer GRU, input feeding, source reversed as
-the paper does), one model is trained (Adam, the same widths, data, learning rate and cap for
-every row) until its greedy valid BLEU reaches 95 or the cap, then its force-decoded
-attention is scored on the test set (AER, and where its argmax lands beside the gold word).
+the paper does), one model is trained (Adam, the same widths, data, learning-rate schedule
+(a 300-update warm-up, then 1/sqrt decay: without it local-p's p_t saturated at the source's
+end in some seeds, issue 28 §2) and cap for every row) until its greedy valid BLEU reaches
+95 or the cap, then its force-decoded attention is scored on the test set (AER, and where
+its argmax lands beside the gold word).
 
 The checks: ``checks.py`` (thresholds fixed from the claim before any run). ``--full`` adds
 D = 10, the source read forwards on every ordering, global (general) and RNNsearch.
@@ -76,6 +78,10 @@ class AlignmentConfig(Pooled):
                          "and maxout too)")
     batch_size: int = option(32, "sentences per update")
     lr: float = option(5e-3, "Adam learning rate of every model")
+    warmup: int = option(300, "updates of linear lr warm-up to --lr, then "
+                         "lr·sqrt(warmup/update) (Vaswani 2017's schedule, attnkit train "
+                         "--warmup), for every arm alike; 0: a constant --lr (the runs before "
+                         "issue 28 §2)")  # fmt: skip
     cap: int = option(1500, "updates at most per arm; an arm below the criterion there does "
                       "not count (the verdict is INCONCLUSIVE)")
     eval_every: int = option(100, f"updates between greedy valid BLEU checks (stop at "
@@ -98,6 +104,9 @@ class AlignmentConfig(Pooled):
             "eval_every", "jobs", "threads"))  # fmt: skip
         if not self.lr > 0:
             raise ValueError(f"--lr {self.lr}; it must be positive")
+        if self.warmup < 0:
+            raise ValueError(f"--warmup {self.warmup}; pass 0 (constant lr) or a number of "
+                             "updates")  # fmt: skip
 
     @property
     def ordering_list(self) -> list[str]:
@@ -150,7 +159,7 @@ class AlignmentConfig(Pooled):
     def setting(self) -> Setting:
         return Setting(self.seed, self.train_size, self.valid_size, self.test_size, self.emb,
                        self.hidden, self.batch_size, self.lr, self.cap, self.eval_every,
-                       self.threads)  # fmt: skip
+                       self.threads, self.warmup)  # fmt: skip
 
     def arms(self) -> list[Arm]:
         """Every (ordering, row, D, reading, seed) to train; a row without a window is

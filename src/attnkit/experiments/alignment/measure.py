@@ -31,6 +31,7 @@ from ...data.example import Example
 from ...data.vocab import Vocab
 from ...eval.alignment import evaluate_alignments
 from ...eval.forced import forced_attention, gold_from_examples
+from ...train.config import warmup_lr
 from ...train.updates import run_updates, update
 from .checks import CRITERION
 from .data import splits
@@ -97,6 +98,7 @@ class Setting:
     cap: int
     eval_every: int
     threads: int
+    warmup: int = 0  # updates of linear lr warm-up, then lr·sqrt(warmup/step); 0: constant lr
 
 
 def build(arm: Arm, s: Setting, src_vocab: int, tgt_vocab: int) -> Any:
@@ -140,9 +142,10 @@ def offsets(weights: Sequence[Tensor], examples: Sequence[Example]) -> dict[int,
 
 
 def train_arm(arm: Arm, s: Setting) -> dict[str, Any]:
-    """Train ``arm`` (Adam, batches of ``s.batch_size`` drawn with its seed, gradient clip 1)
-    until its greedy valid BLEU reaches CRITERION at a check every ``s.eval_every`` updates,
-    or ``s.cap`` updates; then score the test set."""
+    """Train ``arm`` (Adam at ``s.lr``, warmed up over ``s.warmup`` updates and then decayed
+    as 1/sqrt(update) when ``s.warmup`` > 0; batches of ``s.batch_size`` drawn with its seed;
+    gradient clip 1) until its greedy valid BLEU reaches CRITERION at a check every
+    ``s.eval_every`` updates, or ``s.cap`` updates; then score the test set."""
     from ...data.batching import batches
     from ...tasks.translate import translate_loss
 
@@ -164,6 +167,8 @@ def train_arm(arm: Arm, s: Setting) -> dict[str, Any]:
         return queue.pop()
 
     def update_on(i: int, b: Any) -> float:
+        for group in opt.param_groups:
+            group["lr"] = warmup_lr(s.lr, s.warmup, i + 1)
         model.train()
         loss, _ = translate_loss(model, b)
         update(model, opt, loss, 1.0)
