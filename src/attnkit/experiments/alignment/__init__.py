@@ -236,8 +236,8 @@ def run_experiment(cfg: AlignmentConfig, out: Path, say: Say = print) -> dict[st
         f"{', '.join(cfg.rows)}, D in {cfg.window_list}, source reversed (and forwards on "
         f"{', '.join(cfg.forward_list) or 'none'}), {cfg.seeds} "
         f"seeds = {len(arms)} arms, each to greedy valid BLEU >= {CRITERION:g} (checked every "
-        f"{cfg.eval_every} updates) or {cfg.cap} updates of {cfg.batch_size}; {cfg.jobs} at "
-        f"a time; output in {out}/"
+        f"{cfg.eval_every} updates) or {cfg.cap} updates of {cfg.batch_size}, Adam lr "
+        f"{cfg.lr:g} (warm-up {cfg.warmup} updates); {cfg.jobs} at a time; output in {out}/"
     )
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
