@@ -5,7 +5,7 @@ import torch
 from attnkit.data.tasks import load_task
 from attnkit.data.vocab import Vocab
 from attnkit.eval.alignment import corpus_aer, parse_pharaoh
-from attnkit.eval.forced import attention_aer
+from attnkit.eval.forced import attention_aer, forced_attention
 from attnkit.models import build_model
 
 
@@ -39,3 +39,53 @@ def test_attention_aer_is_none_without_attention_or_gold(one_thread) -> None:
     attn = build_model("rnnsearch", preset="tiny", src_vocab=len(sv), tgt_vocab=len(tv))
     no_links = [type(e)(e.src, e.tgt) for e in splits.test]
     assert attention_aer(attn, no_links, sv, tv) is None
+
+
+class FedRow(torch.nn.Module):
+    """A stand-in model whose teacher-forced attention is planted one target row late: the
+    step fed y_t (row t + 1) attends source word t; the bos step (row 0) attends nothing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.p = torch.nn.Parameter(torch.zeros(1))
+
+    def forward(self, src, src_len, tgt_in):
+        from attnkit.models.base import Seq2SeqOutput
+
+        b, t, s = tgt_in.shape[0], tgt_in.shape[1], src.shape[1]
+        w = torch.zeros(b, t, s)  # (B, T+1, S+1): rows bos y_1 .., columns x_1 .. eos
+        for i in range(1, t):
+            w[:, i, min(i - 1, s - 1)] = 1.0
+        return Seq2SeqOutput(torch.zeros(b, t, 5), w)
+
+
+def test_row_shift_reads_the_row_of_the_step_fed_the_word() -> None:
+    """Luong 2015, footnote 14: with row_shift=1 target word t is the row of the step fed y_t.
+    On a word-for-word diagonal, the planted late diagonal is then exact (AER 0); read as the
+    step predicting y_t (the default), every link is one source word early: 0 of T_i - 1 links
+    right (row 0 has none), AER = 1 - 0 / (|A| + |S|) = 1."""
+    from attnkit.data.example import Example
+
+    words = [f"w{i}" for i in range(9)]
+    exs = [Example(words[:n], words[:n], [(i, i) for i in range(n)]) for n in (3, 7, 9, 5)]
+    sv, tv = Vocab.build(e.src for e in exs), Vocab.build(e.tgt for e in exs)
+    model = FedRow()
+    assert attention_aer(model, exs, sv, tv, row_shift=1) == 0.0
+    assert attention_aer(model, exs, sv, tv) == 1.0
+    shifted = forced_attention(model, exs, sv, tv, row_shift=1, batch_size=2)
+    plain = forced_attention(model, exs, sv, tv, batch_size=2)
+    for e, a, b in zip(exs, shifted, plain, strict=True):
+        n = len(e.tgt)
+        assert a.shape == b.shape == (n, n)
+        assert torch.equal(a, torch.eye(n))  # the last word's row: the step predicting <eos>
+        assert torch.equal(b[1:], torch.eye(n)[:-1]) and b[0].sum() == 0
+
+
+def test_row_shift_other_than_0_or_1_is_refused() -> None:
+    import pytest
+
+    splits = load_task("toy-ko", seed=0, train_size=5, valid_size=1, test_size=2)
+    sv, tv = Vocab.build(e.src for e in splits.train), Vocab.build(e.tgt for e in splits.train)
+    model = build_model("rnnsearch", preset="tiny", src_vocab=len(sv), tgt_vocab=len(tv))
+    with pytest.raises(ValueError, match="row_shift=2; pass 0"):
+        forced_attention(model, splits.test, sv, tv, row_shift=2)

@@ -293,3 +293,79 @@ def test_full_is_a_switch_on_the_command_line(capsys) -> None:
     assert make_parser(argv[:2]).parse_args(argv[:2]).full is None  # left to the config
     assert main([*argv, "--windows", "3"]) == 2  # refused before any training
     assert "--full sets --windows itself" in capsys.readouterr().err
+
+
+# -- Luong's footnote 14: reported beside the checked AER, never checked -----------------------
+
+
+def test_footnote_14_reads_content_rows_one_step_later_and_location_rows_as_is() -> None:
+    """Luong 2015, footnote 14: (a) location-based rows score the step predicting y_t, (b)
+    content-based ones (general) the step fed y_t."""
+    shift = {m: r.paper_row_shift for m, r in ROWS.items()}
+    assert shift == {"global-location": 0, "global-general": 1, "local-m": 1, "local-p": 1,
+                     "rnnsearch": 0}  # fmt: skip
+
+
+def test_the_footnote_14_aer_is_reported_and_the_check_reads_the_plain_aer(
+        monkeypatch, tmp_path) -> None:  # fmt: skip
+    """A run with planted per-arm results: the claim check's gap is the plain AER's, the
+    footnote-14 gap (reported) the other one's, and both reach the CSV and the tables."""
+    import attnkit.experiments.alignment as alignment
+    from attnkit.experiments.alignment import report
+
+    plain = {GLOBAL: 0.6, "local-m": 0.1, "local-p": 0.4}
+    fed = {GLOBAL: 0.6, "local-m": 0.05, "local-p": 0.7}  # local-p worse than global here
+
+    def fake(job):
+        arm, _ = job
+        wobble = 0.01 * arm.seed
+        shift = ROWS[arm.row].paper_row_shift
+        return {"updates": 100, "valid_bleu": 97.0, "reached": True, "curve": [(100, 97.0)],
+                "aer": plain[arm.row] + wobble, "aer_paper": fed[arm.row] + 2 * wobble,
+                "paper_row_shift": shift, "test_bleu": 96.0, "offsets": {0: 1},
+                "parameters": 10, "train_seconds": 1.0, "cpu_seconds": 1.0}  # fmt: skip
+
+    monkeypatch.setattr(alignment, "train_job", fake)
+    cfg = AlignmentConfig(orderings="swap", forward="none", seeds=3, train_size=20,
+                          valid_size=4, test_size=30, jobs=1)  # fmt: skip
+    res = alignment.run_experiment(cfg, tmp_path, say=lambda *_: None)
+    st = res["settings"]["swap, D=5, reversed"]
+    assert st["rows"]["local-p"]["aer_paper_mean"] == pytest.approx(0.72)
+    assert st["rows"]["local-p"]["aer_mean"] == pytest.approx(0.41)
+    assert st["gaps"]["local-m"]["value"] == pytest.approx(0.5)
+    assert st["gaps_paper"]["local-m"]["value"] == pytest.approx(0.55)
+    assert st["gaps_paper"]["local-p"]["value"] == pytest.approx(-0.1)
+    claim = next(c for c in res["checks"] if c["kind"] == "claim")
+    assert claim["value"] == pytest.approx(0.5)  # the plain AER's gap, not footnote 14's
+    csv = {r["model"]: r for r in report.rows(res)}
+    assert csv["local-m"]["aer_paper_mean"] == pytest.approx(0.07)
+    assert csv["local-m"]["paper_row_shift"] == 1 and csv[GLOBAL]["paper_row_shift"] == 0
+    assert "0.720 [" in report.text_table(res) and "(row t+1)" in report.text_table(res)
+    assert "-0.100 [" in report.gap_table(res)
+
+
+def test_warmup_sets_each_updates_lr_for_every_row(monkeypatch) -> None:
+    """--warmup W: update i (1, 2, ...) runs at lr · min(i / W, sqrt(W / i)), whatever the
+    row; --warmup 0 keeps --lr constant."""
+    import math
+
+    from attnkit.experiments.alignment.measure import Arm, Setting, train_arm
+
+    seen: list[float] = []
+    real = torch.optim.Adam.step
+
+    def step(self, *args, **kwargs):
+        seen.append(self.param_groups[0]["lr"])
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", step)
+    lr = 1e-2
+    for row in ("global-location", "local-p"):
+        for warmup, want in ((2, [lr / 2, lr, lr * math.sqrt(2 / 3), lr * math.sqrt(2 / 4)]),
+                             (0, [lr] * 4)):  # fmt: skip
+            seen.clear()
+            s = Setting(0, 16, 4, 4, 8, 8, 8, lr, 4, 4, 1, warmup)
+            train_arm(Arm("swap", row, 5 if row == "local-p" else 0, True, 0), s)
+            assert seen == pytest.approx(want, rel=1e-12)
+    with pytest.raises(ValueError, match="--warmup -1"):
+        AlignmentConfig(warmup=-1)

@@ -17,6 +17,17 @@ source ``<eos>`` are cut off (weights[:T, :S]; not renormalised, so a word row w
 on ``<eos>`` may fall below τ). The entropy is that of those rows renormalised over the
 source words.
 
+Which target word a row stands for (``row_shift``). By default (0) the row of the step that
+predicts y_t is target word t. Luong et al. (2015, footnote 14) read the step that is fed
+y_{t-1} and predicts y_t as the alignment of "(a) the predicted word in the location-based
+alignment functions and (b) the input word in the content-based functions": for content-based
+scores (dot, general, concat) target word t is the row of the step FED y_t, one row later.
+``row_shift=1`` reads it so:
+
+    row_shift 0:  target word t <- a_t      (the step predicting y_t; weights[0:T, :S])
+    row_shift 1:  target word t <- a_{t+1}  (the step fed y_t; weights[1:T+1, :S], the last
+                                             word's row being the step that predicts <eos>)
+
 Links are (src, tgt), 0-based: Pharaoh ``"1-0"`` links source word 1 to target word 0 — the
 order of ``Example.links`` in toy-ko and of ``attnkit.eval.alignment.parse_pharaoh``.
 
@@ -49,10 +60,16 @@ def _forced(
     tgt_vocab: Any,
     batch_size: int,
     weights_of: Callable[[Any], Tensor],
+    row_shift: int = 0,
 ) -> list[Tensor]:
     """Teacher-force each example's reference target; ``weights_of(batch)`` gives
-    (B, ..., T+1, S+1) weights, cut here to the words: (..., T_i, S_i) per example, in the
-    order of ``examples``."""
+    (B, ..., T+1, S+1) weights, cut here to the words: rows ``row_shift`` .. T_i - 1 +
+    ``row_shift``, (..., T_i, S_i) per example, in the order of ``examples``."""
+    if row_shift not in (0, 1):
+        raise ValueError(
+            f"row_shift={row_shift!r}; pass 0 (row t = the word the step predicts) or 1 (row "
+            "t = the word the step is fed: Luong et al. 2015, footnote 14, content-based scores)"
+        )
     device = next(model.parameters()).device
     out: list[Tensor] = [torch.empty(0)] * len(examples)
     model.eval()
@@ -61,7 +78,8 @@ def _forced(
             weights = weights_of(b.to(device)).float()  # (B, ..., T+1, S+1)
             for j, i in enumerate(b.index):
                 e = examples[i]
-                out[i] = weights[j, ..., : len(e.tgt), : len(e.src)].cpu()  # (..., T_i, S_i)
+                rows = slice(row_shift, len(e.tgt) + row_shift)  # T_i rows
+                out[i] = weights[j, ..., rows, : len(e.src)].cpu()  # (..., T_i, S_i)
     return out
 
 
@@ -72,9 +90,11 @@ def forced_attention(
     tgt_vocab: Any,
     *,
     batch_size: int = 128,
+    row_shift: int = 0,
 ) -> list[Tensor]:
     """The attention the model's forward returns while reading the reference: (T_i, S_i)
-    per example."""
+    per example; row t is target word t read as ``row_shift`` says (the module docstring:
+    0 the word the step predicts, 1 the word it is fed, Luong 2015's footnote 14)."""
 
     def weights_of(b: Any) -> Tensor:
         weights = model(b.src, b.src_len, b.tgt_in).weights  # (B, T+1, S+1) | None
@@ -85,7 +105,7 @@ def forced_attention(
             )
         return weights
 
-    return _forced(model, examples, src_vocab, tgt_vocab, batch_size, weights_of)
+    return _forced(model, examples, src_vocab, tgt_vocab, batch_size, weights_of, row_shift)
 
 
 def forced_layer_attention(
@@ -134,15 +154,23 @@ def gold_from_examples(examples: Sequence[Example]) -> list[GoldAlignment]:
 
 
 def attention_aer(
-    model: Seq2Seq, examples: Sequence[Example], src_vocab: Vocab, tgt_vocab: Vocab
+    model: Seq2Seq,
+    examples: Sequence[Example],
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    *,
+    row_shift: int = 0,
 ) -> float | None:
     """Corpus AER of the argmax of the model's attention on the reference (sure = possible =
-    gold links); None if it cannot be computed (no gold links, or a model without attention)."""
+    gold links); None if it cannot be computed (no gold links, or a model without attention).
+    ``row_shift=1`` scores the row of the step fed y_t as target word t, as Luong et al.
+    (2015, footnote 14) do for content-based scores (the module docstring); 0, the default,
+    the step that predicts it."""
     with_links = [e for e in examples if e.links]
     if not with_links:
         return None
     try:
-        weights = forced_attention(model, with_links, src_vocab, tgt_vocab)
+        weights = forced_attention(model, with_links, src_vocab, tgt_vocab, row_shift=row_shift)
     except ValueError:  # the model has no attention
         return None
     return evaluate_alignments(weights, gold_from_examples(with_links)).aer_argmax

@@ -31,6 +31,17 @@ FLOAT32_MAX = 3.4028234663852886e38  # the optimiser keeps lr as a float32 scala
 CORPUS_MAX_LEN = 200  # corpora: pairs with a longer side are dropped (and counted) by default
 
 
+def warmup_lr(lr: float, warmup: int, step: int) -> float:
+    """Learning rate of step 1, 2, ...: ``lr`` (``warmup`` 0), or rising linearly over
+    ``warmup`` steps to ``lr`` and then falling as 1/sqrt(step) (Vaswani et al. 2017, eq. 3,
+    with the peak given directly instead of through d_model):
+
+        lr_step = lr · min(step / warmup, sqrt(warmup / step))"""
+    if not warmup:
+        return lr
+    return lr * min(step / warmup, math.sqrt(warmup / max(step, 1)))
+
+
 def _error(config: object, template: str) -> FieldError:
     """A FieldError about ``config``'s fields (``template`` as in FieldError)."""
     return FieldError(template, vars(config))
@@ -233,9 +244,7 @@ class TrainConfig:
         so step warmup + 1 takes ``lr`` and the last step a little more than 0."""
         w = self.warmup
         if self.lr_decay == "none":
-            if not w:
-                return self.lr
-            return self.lr * min(step / w, math.sqrt(w / max(step, 1)))
+            return warmup_lr(self.lr, w, step)
         if total <= w:
             raise ValueError(f"lr_decay {self.lr_decay} needs the total updates ({total}) to "
                              f"exceed warmup ({w}); raise epochs or lower warmup")  # fmt: skip
@@ -283,4 +292,12 @@ class FitConfig:
         return {**asdict(self), "out": str(self.out)}
 
 
-__all__ = ["LR_DECAYS", "DataConfig", "FieldError", "FitConfig", "ModelConfig", "TrainConfig"]
+__all__ = [
+    "LR_DECAYS",
+    "DataConfig",
+    "FieldError",
+    "FitConfig",
+    "ModelConfig",
+    "TrainConfig",
+    "warmup_lr",
+]

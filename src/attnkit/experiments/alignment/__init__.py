@@ -14,9 +14,11 @@ The run: toy-ko-style sentences of 10-30 words with gold links under three word 
 (``data.py``: monotone, swap = local En->De-like swaps, sov = Korean SOV), so that how much
 the task reorders is swept. For each ordering, each window D, each seed and each row
 (``measure.ROWS``: attnkit's ``luong`` model, 1-layer GRU, input feeding, source reversed as
-the paper does), one model is trained (Adam, the same widths, data, learning rate and cap for
-every row) until its greedy valid BLEU reaches 95 or the cap, then its force-decoded
-attention is scored on the test set (AER, and where its argmax lands beside the gold word).
+the paper does), one model is trained (Adam, the same widths, data, learning-rate schedule
+(a 300-update warm-up, then 1/sqrt decay: without it local-p's p_t saturated at the source's
+end in some seeds, issue 28 §2) and cap for every row) until its greedy valid BLEU reaches
+95 or the cap, then its force-decoded attention is scored on the test set (AER, and where
+its argmax lands beside the gold word).
 
 The checks: ``checks.py`` (thresholds fixed from the claim before any run). ``--full`` adds
 D = 10, the source read forwards on every ordering, global (general) and RNNsearch.
@@ -76,6 +78,10 @@ class AlignmentConfig(Pooled):
                          "and maxout too)")
     batch_size: int = option(32, "sentences per update")
     lr: float = option(5e-3, "Adam learning rate of every model")
+    warmup: int = option(300, "updates of linear lr warm-up to --lr, then "
+                         "lr·sqrt(warmup/update) (Vaswani 2017's schedule, attnkit train "
+                         "--warmup), for every arm alike; 0: a constant --lr (the runs before "
+                         "issue 28 §2)")  # fmt: skip
     cap: int = option(1500, "updates at most per arm; an arm below the criterion there does "
                       "not count (the verdict is INCONCLUSIVE)")
     eval_every: int = option(100, f"updates between greedy valid BLEU checks (stop at "
@@ -98,6 +104,9 @@ class AlignmentConfig(Pooled):
             "eval_every", "jobs", "threads"))  # fmt: skip
         if not self.lr > 0:
             raise ValueError(f"--lr {self.lr}; it must be positive")
+        if self.warmup < 0:
+            raise ValueError(f"--warmup {self.warmup}; pass 0 (constant lr) or a number of "
+                             "updates")  # fmt: skip
 
     @property
     def ordering_list(self) -> list[str]:
@@ -150,7 +159,7 @@ class AlignmentConfig(Pooled):
     def setting(self) -> Setting:
         return Setting(self.seed, self.train_size, self.valid_size, self.test_size, self.emb,
                        self.hidden, self.batch_size, self.lr, self.cap, self.eval_every,
-                       self.threads)  # fmt: skip
+                       self.threads, self.warmup)  # fmt: skip
 
     def arms(self) -> list[Arm]:
         """Every (ordering, row, D, reading, seed) to train; a row without a window is
@@ -190,10 +199,12 @@ def arm_of(cfg: AlignmentConfig, row: str, group: tuple[str, int, bool], seed: i
 
 
 def summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """One row of one setting over its seeds: AER mean and t-interval, BLEU, criterion,
-    updates, where the argmax lands (share of words at offset -1, 0, +1 of the gold word)."""
+    """One row of one setting over its seeds: AER mean and t-interval (and under Luong 2015's
+    footnote 14, ``aer_paper``: reported), BLEU, criterion, updates, where the argmax lands
+    (share of words at offset -1, 0, +1 of the gold word)."""
     aer = [r["aer"] for r in records]
     ci = ev.t_interval(aer)
+    paper = ev.t_interval([r["aer_paper"] for r in records])  # footnote 14's rows
     counts: dict[int, int] = {}
     for r in records:
         for k, n in r["offsets"].items():
@@ -203,6 +214,10 @@ def summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "aer_by_seed": aer,
         "aer_mean": ci.value,
         "aer_ci": [ci.lo, ci.hi],
+        "aer_paper_by_seed": [r["aer_paper"] for r in records],
+        "aer_paper_mean": paper.value,
+        "aer_paper_ci": [paper.lo, paper.hi],
+        "paper_row_shift": records[0]["paper_row_shift"],
         "valid_bleu_by_seed": [r["valid_bleu"] for r in records],
         "reached": [r["reached"] for r in records],
         "test_bleu_mean": statistics.fmean(r["test_bleu"] for r in records),
@@ -221,8 +236,8 @@ def run_experiment(cfg: AlignmentConfig, out: Path, say: Say = print) -> dict[st
         f"{', '.join(cfg.rows)}, D in {cfg.window_list}, source reversed (and forwards on "
         f"{', '.join(cfg.forward_list) or 'none'}), {cfg.seeds} "
         f"seeds = {len(arms)} arms, each to greedy valid BLEU >= {CRITERION:g} (checked every "
-        f"{cfg.eval_every} updates) or {cfg.cap} updates of {cfg.batch_size}; {cfg.jobs} at "
-        f"a time; output in {out}/"
+        f"{cfg.eval_every} updates) or {cfg.cap} updates of {cfg.batch_size}, Adam lr "
+        f"{cfg.lr:g} (warm-up {cfg.warmup} updates); {cfg.jobs} at a time; output in {out}/"
     )
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -246,12 +261,16 @@ def run_experiment(cfg: AlignmentConfig, out: Path, say: Say = print) -> dict[st
         recs = {m: [res[arm_of(cfg, m, g, s)] for s in seeds] for m in cfg.rows}
         aer = {m: [r["aer"] for r in rs] for m, rs in recs.items()}
         gap_ci = {m: ev.t_interval(gaps(aer, m)) for m in LOCALS if m in aer}
+        paper = {m: [r["aer_paper"] for r in rs] for m, rs in recs.items()}  # footnote 14
+        paper_ci = {m: ev.t_interval(gaps(paper, m)) for m in LOCALS if m in paper}
         settings[setting_name(*g)] = {
             "ordering": g[0], "window": g[1], "reversed": g[2],
             "claim": g[0] == CLAIM_ORDERING and g[2],
             "best_local": best_local(aer),
             "rows": {m: summary(rs) for m, rs in recs.items()},
             "gaps": {m: {"value": i.value, "ci": [i.lo, i.hi]} for m, i in gap_ci.items()},
+            "gaps_paper": {m: {"value": i.value, "ci": [i.lo, i.hi]}
+                           for m, i in paper_ci.items()},
         }  # fmt: skip
         if settings[setting_name(*g)]["claim"]:
             checks += claim_checks(setting_name(*g), aer,
