@@ -26,6 +26,7 @@ from ..data.synthetic import check_max_len
 
 TOKENISERS = ("word", "char", "spm")
 LR_DECAYS = ("none", "linear", "cosine")
+"""The values of ``TrainConfig.lr_decay`` (``attnkit train --lr-decay``): see ``lr_at``."""
 TASK_KEYS = ("train_size", "valid_size", "test_size", "min_len", "max_len")
 FLOAT32_MAX = 3.4028234663852886e38  # the optimiser keeps lr as a float32 scalar
 CORPUS_MAX_LEN = 200  # corpora: pairs with a longer side are dropped (and counted) by default
