@@ -144,3 +144,45 @@ def test_packed_is_refused_and_the_cli_trains_it(tmp_path) -> None:
     assert main(argv) == 0
     cfg = checkpoint.load(tmp_path / "r" / "best").model.config
     assert (cfg.softness, cfg.decoder) == ("exact", "deng")
+
+
+def loop_mixture(m, src, src_len, tgt_in, log_w) -> torch.Tensor:
+    """log Σ_z w_tz softmax(readout(h_z)) (B, T, V), one step and one annotation z at a time,
+    the sum in probabilities (no logsumexp): w = exp(log_w) (B, T, S), 0 off the mask."""
+    memory = m.encode(src, src_len)
+    state, rows = m.init_state(memory), []
+    for t in range(tgt_in.shape[1]):
+        parts = m.parts(tgt_in[:, t], state, memory)
+        state = parts.state
+        p = sum(log_w[:, t, z, None].exp() * parts.mask[:, z, None]
+                * torch.softmax(parts.readout(parts.values[:, z]), -1)
+                for z in range(src.shape[1]))  # fmt: skip
+        rows.append(torch.log(p))  # (B, V)
+    return torch.stack(rows, 1)
+
+
+@pytest.mark.parametrize("name", ["rnnsearch", "luong"])
+@pytest.mark.parametrize("softness", ["exact", "variational"])
+def test_training_logits_are_the_mixture_without_a_graph(name: str, softness: str) -> None:
+    """Issue 29 §3: the enumerated losses share one log-softmax with the mixture they return,
+    and the mixture, which no loss reads, keeps no graph. In float64 the returned logits are
+    still log Σ_z w_z p(· | z) (the prior for exact, q for variational-enumerate), from a loop
+    over z, and the loss still has its gradient."""
+    extra = {"input_feeding": False} if name == "luong" else {}
+    m = model(name, softness, decoder="deng", **extra).double()
+    m.train()
+    src, src_len, tgt_in, tgt_out = b = batch()
+    loss, out = m.training_loss(*b)
+    assert loss.requires_grad and not out.logits.requires_grad
+    with torch.no_grad():
+        memory = m.encode(src, src_len)
+        mask = memory["mask"][:, 0]  # (B, S)
+        if softness == "exact":
+            log_w = torch.log_softmax(m(src, src_len, tgt_in).weights.log(), -1)  # the prior
+        else:
+            log_w = m.inference(tgt_out, memory["keys"], mask)  # log q (B, T, S)
+        want = loop_mixture(m, src, src_len, tgt_in, log_w)
+    torch.testing.assert_close(out.logits, want, rtol=1e-10, atol=1e-10)
+    if softness == "exact":  # and it is still the test-time output
+        torch.testing.assert_close(out.logits, m(src, src_len, tgt_in).logits, rtol=1e-12,
+                                   atol=1e-12)  # fmt: skip

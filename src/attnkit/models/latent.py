@@ -226,15 +226,36 @@ def _wide(x: Tensor) -> Tensor:
 
 def _gold(logits: Tensor, y: Tensor) -> Tensor:
     """log p(y) under logits (B, [T,] [K,] V) for gold ids y (B, [T]) -> (B, [T,] [K])."""
-    logp = torch.log_softmax(_wide(logits), -1)  # (B, [T,] [K,] V)
-    idx = y.view(*y.shape, *([1] * (logits.dim() - y.dim())))  # (B, [T,] [1,] 1)
+    return _gold_of(torch.log_softmax(_wide(logits), -1), y)
+
+
+def _gold_of(logp: Tensor, y: Tensor) -> Tensor:
+    """log p(y) from log-probabilities logp (B, [T,] [K,] V), gold ids y (B, [T]) ->
+    (B, [T,] [K])."""
+    idx = y.view(*y.shape, *([1] * (logp.dim() - y.dim())))  # (B, [T,] [1,] 1)
     return logp.gather(-1, idx.expand(*logp.shape[:-1], 1))[..., 0]
 
 
 def _mixture(log_w: Tensor, mask: Tensor, logits: Tensor) -> Tensor:
     """log Σ_z w_z softmax(logits_z): log_w, mask (..., S), logits (..., S, V) -> (..., V)."""
-    logp = torch.log_softmax(_wide(logits), -1)  # (..., S, V)
+    return _mixture_of(log_w, mask, torch.log_softmax(_wide(logits), -1))
+
+
+def _mixture_of(log_w: Tensor, mask: Tensor, logp: Tensor) -> Tensor:
+    """log Σ_z w_z p_z from log-probabilities logp (..., S, V) -> (..., V)."""
     return torch.logsumexp((log_w + (~mask) * -1e30)[..., None] + logp, -2)
+
+
+def _enumerated(run: Unrolled, y: Tensor, log_w: Tensor) -> tuple[Tensor, Tensor]:
+    """The output layer once per annotation, for the enumerated losses (exact, variational):
+    -> (log Σ_z w_z p(· | z) (B, T, V), the logits to return, with no gradient: the losses
+    read only the gold column; log p(y_t | z) (B, T, S), with it). One log-softmax over the
+    (B, T, S, V) readouts serves both, and the mixture, which no loss reads, keeps no graph
+    (issue 29 §3: on Multi30K it was most of an update's time)."""
+    logp = torch.log_softmax(_wide(run.readout(run.every_value())), -1)  # (B, T, S, V)
+    with torch.no_grad():
+        mixture = _mixture_of(log_w, run.mask, logp)  # (B, T, V)
+    return mixture, _gold_of(logp, y)
 
 
 # (parts of step t, t) -> (the context the output layer reads (B, Dv), sampled index (B,) | None)
@@ -391,12 +412,13 @@ def training_loss(
     the teacher-forced output. soft, mean, gumbel: cross-entropy; hard: cross-entropy of the
     sampled alignment + the REINFORCE surrogate; exact: −log Σ_z p(z_t) p(y_t | z_t), the
     exact marginal by enumeration; variational: −ELBO (label smoothing is applied to
-    neither). In training mode it counts the update (the Gumbel schedule and the baseline
-    read the count). The recurrence runs first, then the output layer once over
-    all positions (``unroll``). ``packed`` (soft and mean; default: when the targets are on
-    the CPU): the recurrence and the output layer skip the positions after each target's
-    end (``packed.packed_cross_entropy``; the same loss and gradients, the output zero
-    there). Not on a GPU by default: the batch sizes of a packed loop are read by the host."""
+    neither; the logits of these two, the mixture, carry no gradient). In training mode it
+    counts the update (the Gumbel schedule and the baseline read the count). The recurrence
+    runs first, then the output layer once over all positions (``unroll``). ``packed``
+    (soft and mean; default: when the targets are on the CPU): the recurrence and the
+    output layer skip the positions after each target's end (``packed.packed_cross_entropy``;
+    the same loss and gradients, the output zero there). Not on a GPU by default: the batch
+    sizes of a packed loop are read by the host."""
     cfg = model.config
     mode = cfg.softness
     if packed and mode not in PACKABLE:
@@ -447,11 +469,11 @@ def exact_marginal_loss(run: Unrolled, y: Tensor) -> tuple[Tensor, Tensor]:
         nll_t = −logsumexp_z (log α_tz + log p(y_t | z))
 
     with its gradient exact (no sampling). -> (the marginal's log-probabilities over the
-    vocabulary (B, T, V), nll (B, T); padded positions are the caller's to drop)."""
+    vocabulary (B, T, V), without gradient: no loss reads them; nll (B, T); padded
+    positions are the caller's to drop)."""
     p_log = log_normalise(run.alpha, run.mask)  # (B, T, S)
-    all_logits = run.readout(run.every_value())  # (B, T, S, V)
-    nll = -log_marginal(p_log, _gold(all_logits, y), run.mask)  # (B, T)
-    return _mixture(p_log, run.mask, all_logits), nll
+    mixture, gold = _enumerated(run, y, p_log)  # (B, T, V) no gradient, (B, T, S)
+    return mixture, -log_marginal(p_log, gold, run.mask)  # nll (B, T)
 
 
 def _soft_log_lik(run: Unrolled, y: Tensor) -> Tensor:
@@ -484,9 +506,9 @@ def _variational_loss(
     ``sampled_elbo`` with b the baseline of log p(y | z̃)."""
     p_log = log_normalise(run.alpha, run.mask)  # (B, T, S)
     if model.config.estimator == "enumerate":
-        all_logits = run.readout(run.every_value())  # (B, T, S, V)
-        elbo = enumerated_elbo(q_log, p_log, _gold(all_logits, tgt_out), run.mask).elbo  # (B, T)
-        return _mixture(q_log, run.mask, all_logits), -elbo[real].mean()
+        mixture, gold = _enumerated(run, tgt_out, q_log)  # (B, T, V) no gradient, (B, T, S)
+        elbo = enumerated_elbo(q_log, p_log, gold, run.mask).elbo  # (B, T)
+        return mixture, -elbo[real].mean()
     assert run.chosen is not None and run.index is not None
     logits = run.readout(run.chosen)  # (B, T, V)
     ll = _gold(logits, tgt_out)[real]  # (N,) log p(y | z̃)
