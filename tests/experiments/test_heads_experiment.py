@@ -278,7 +278,7 @@ def test_multi30k_subset(tmp_path: Path) -> None:
     assert (folder / "train.de").read_text().splitlines() == [f"train de {i}" for i in range(4)]
     assert len((folder / "val.en").read_text().splitlines()) == 2
     assert (folder / "test.en").read_text().splitlines()[-1] == "test_2016_flickr en 2"
-    with pytest.raises(ValueError, match="10 lines, fewer than the 12 asked for"):
+    with pytest.raises(ValueError, match="10 pairs, fewer than the 12 asked for"):
         multi30k_subset(HeadsConfig(multi30k=12), tmp_path / "s", source=src)
     with pytest.raises(FileNotFoundError, match="not found"):
         multi30k_subset(cfg, tmp_path / "sub2", source=tmp_path / "absent")

@@ -399,6 +399,74 @@ def test_a_clean_order_is_reproduced() -> None:
     assert "exact marginal ≤ soft" in exact.name and exact.threshold == 0.0
 
 
+def plateaued(recs: list[dict], capped: tuple[str, int] | None = None) -> list[dict]:
+    """The records with a learning curve: 6 epochs, best at 3 (a plateau under patience 2),
+    except ``capped`` (row, seed): best at the last epoch, cut by the cap while improving."""
+    return [{**r, "epochs": 6, "best_epoch": 6 if (r["row"], r["seed"]) == capped else 3}
+            for r in recs]  # fmt: skip
+
+
+def test_multi30k_judges_only_rows_that_converged() -> None:
+    """Issue 28's contract ("no verdict from a budget at which the arms have not learned"):
+    where the task trains to a plateau, a compared run cut by the cap while still improving
+    makes the verdict INCONCLUSIVE whatever the claims say; on the plateau it passes; a row
+    no claim compares (variational-sample) does not count; patience 0 (toy-ko) adds no check."""
+    from attnkit.experiments.evidence import verdict_of
+    from attnkit.experiments.softness.checks import translation_checks
+
+    ok = translation_checks(plateaued(records(CLEAN, "multi30k")), "multi30k", patience=2)
+    assert [c.kind for c in ok] == ["design", "design", "claim", "claim", "claim"]
+    assert ok[1].outcome == "pass" and ok[1].value == 0 and verdict_of(ok) == "REPRODUCED"
+    cut = plateaued(records(CLEAN, "multi30k"), capped=("exact", 2))
+    checks = translation_checks(cut, "multi30k", patience=2)
+    assert checks[1].outcome == "inconclusive" and checks[1].value == 1
+    assert "exact seed 2 (best epoch 6 of 6)" in checks[1].reason
+    assert verdict_of(checks).startswith("INCONCLUSIVE: multi30k: every compared row converged")
+    assert all(c.outcome == "pass" for c in checks[2:])  # the claims alone would reproduce
+    other = plateaued(records(CLEAN, "multi30k"), capped=("variational-sample", 0))
+    assert translation_checks(other, "multi30k", patience=2)[1].outcome == "pass"
+    # the plateau rule is the loop's: patience 4 needs 4 epochs after the best, here 3
+    assert translation_checks(plateaued(records(CLEAN, "multi30k")), "multi30k",
+                              patience=4)[1].outcome == "inconclusive"  # fmt: skip
+    assert len(translation_checks(records(CLEAN), "toy-ko")) == 4
+
+
+def test_multi30k_trains_to_a_plateau_and_toy_ko_to_its_budget(tmp_path: Path) -> None:
+    cfg = SoftnessConfig(multi30k=7, multi30k_epochs=9, multi30k_patience=2)
+    m = train_config(cfg, "multi30k", "exact", 0, tmp_path)
+    assert (m.train.epochs, m.train.patience) == (9, 2)
+    t = train_config(cfg, "toy-ko", "exact", 0, tmp_path)
+    assert (t.train.epochs, t.train.patience) == (cfg.epochs, 0)
+    from attnkit.experiments.softness import TASKS
+
+    assert TASKS["multi30k"].updates(cfg) == 63  # the cap: 9 epochs of 7 updates
+
+
+def test_multi30k_subset_leaves_out_long_pairs(tmp_path: Path) -> None:
+    import gzip
+
+    from attnkit.experiments.multi30k import write_subset
+
+    src = tmp_path / "src"
+    src.mkdir()
+    de = ["a b", "a b c d", "x", "y y y", "z", "q r"]
+    en = ["A B", "A", "X X X X", "Y", "Z", "Q"]
+    for stem in ("train", "val", "test_2016_flickr"):
+        for lang, lines in (("de", de), ("en", en)):
+            with gzip.open(src / f"{stem}.{lang}.gz", "wt", encoding="utf-8") as f:
+                f.write("".join(x + "\n" for x in lines))
+    kept = write_subset(tmp_path / "out", {"train": 3, "val": 1, "test": 4}, max_words=3,
+                        source=src)  # fmt: skip
+    # pair 1 (4 German words) and pair 2 (4 English words) are left out, on either side
+    assert (tmp_path / "out" / "train.de").read_text().splitlines() == ["a b", "y y y", "z"]
+    assert (tmp_path / "out" / "train.en").read_text().splitlines() == ["A B", "Y", "Z"]
+    assert kept == {"train": 3, "train_read": 5, "val": 1, "val_read": 1, "test": 4,
+                    "test_read": 6}  # fmt: skip
+    with pytest.raises(ValueError, match="4 pairs with at most 3 words a side, fewer than the 5"):
+        write_subset(tmp_path / "out", {"train": 5}, max_words=3, source=src)
+    assert write_subset(tmp_path / "o2", {"train": 6}, source=src)["train"] == 6  # no limit
+
+
 def test_a_reversed_order_with_a_tight_interval_is_not_reproduced() -> None:
     from attnkit.experiments.evidence import exit_code, verdict_of
     from attnkit.experiments.softness.checks import translation_checks
@@ -524,12 +592,17 @@ def test_multi30k_runs_dengs_rows_on_the_shared_subset(tmp_path: Path) -> None:
                             "multi30k_dir": str(tmp_path / "data")})  # fmt: skip
     result = run_experiment(cfg, tmp_path / "run", say=lambda *_: None)
     s = result["summary"]["multi30k"]
-    assert list(s) == ["soft", "exact"] and result["task_updates"]["multi30k"] == 2
+    assert list(s) == ["soft", "exact"] and result["task_updates"]["multi30k"] == 4
     assert all(s[r]["ppl"] > 1 and s[r]["aer"] is None and s[r]["entropy"] > 0 for r in s)
-    assert [c["name"].split(":")[0] for c in result["checks"]] == ["multi30k"] * 4
+    assert [c["name"].split(":")[0] for c in result["checks"]] == ["multi30k"] * 5
+    assert result["checks"][1]["name"] == "multi30k: every compared row converged"
+    for r in result["runs"]:  # scored from the best epoch, with the learning curve
+        assert r["epochs"] == len(r["valid_curve"]) <= 2
+        assert r["valid_curve"][r["best_epoch"] - 1] == min(r["valid_curve"])
     de = (tmp_path / "data" / "train.de").read_text(encoding="utf-8").splitlines()
     en = (tmp_path / "data" / "train.en").read_text(encoding="utf-8").splitlines()
-    assert len(de) == len(en) == 16 and de[0] != en[0]  # De → En, the first 2 x 8 pairs
+    assert len(de) == len(en) == 16 and de[0] != en[0]  # De → En, 2 x 8 pairs
+    assert all(len(x.split()) <= cfg.multi30k_max_words for x in de + en)
 
 
 def test_multi30k_absent_is_skipped_with_a_message(tmp_path: Path, monkeypatch) -> None:
@@ -537,7 +610,7 @@ def test_multi30k_absent_is_skipped_with_a_message(tmp_path: Path, monkeypatch) 
     from attnkit.experiments.softness.multi30k import write_subset
 
     cfg = SoftnessConfig(**{**sx.QUICK, "tasks": "multi30k", "multi30k_dir": str(tmp_path)})
-    with pytest.raises(FileNotFoundError, match="not found: the Multi30K setting reads"):
+    with pytest.raises(FileNotFoundError, match="not found: the Multi30K settings read"):
         write_subset(cfg, source=tmp_path / "nowhere")
 
     def absent(cfg):

@@ -12,7 +12,7 @@ import pytest
 import torch
 from test_softness import batch, model
 
-from attnkit.models.latent import Unrolled, exact_marginal_loss, token_scores
+from attnkit.models.latent import MixtureOutput, Unrolled, exact_marginal_loss, token_scores
 
 
 def exact(name: str, decoder: str = "deng", **kw):
@@ -173,7 +173,9 @@ def test_training_logits_are_the_mixture_without_a_graph(name: str, softness: st
     m.train()
     src, src_len, tgt_in, tgt_out = b = batch()
     loss, out = m.training_loss(*b)
+    assert isinstance(out, MixtureOutput) and out._logits is None  # not computed unless read
     assert loss.requires_grad and not out.logits.requires_grad
+    assert out.logits is out.logits  # computed once, then kept
     with torch.no_grad():
         memory = m.encode(src, src_len)
         mask = memory["mask"][:, 0]  # (B, S)

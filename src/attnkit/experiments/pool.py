@@ -44,6 +44,14 @@ def steps_done(out: Path) -> int:
         return 0
 
 
+def plateau(epochs: int, best_epoch: int, patience: int) -> bool:
+    """Whether a run ended on the plateau rule (the loop's early stopping): its last
+    ``patience`` epochs, at least, after ``best_epoch`` (the epoch of the lowest valid loss,
+    1-based) brought no lower valid loss. A run cut by the cap of epochs while still
+    improving is not on a plateau."""
+    return epochs - best_epoch >= patience
+
+
 def fit_logged(config: FitConfig, log_path: Path) -> float:
     """Train ``config`` in this process, its log lines in ``log_path``; returns seconds."""
     t0 = time.perf_counter()
@@ -223,4 +231,4 @@ def generator(*key: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 __all__ = ["LMSettings", "QuietPool", "fit_logged", "generator", "lm_data", "lm_run",
-           "run_each", "steps_done", "train_all", "train_lms"]
+           "plateau", "run_each", "steps_done", "train_all", "train_lms"]

@@ -246,16 +246,40 @@ def _mixture_of(log_w: Tensor, mask: Tensor, logp: Tensor) -> Tensor:
     return torch.logsumexp((log_w + (~mask) * -1e30)[..., None] + logp, -2)
 
 
-def _enumerated(run: Unrolled, y: Tensor, log_w: Tensor) -> tuple[Tensor, Tensor]:
+class MixtureOutput(Seq2SeqOutput):
+    """The teacher-forced output of the enumerated losses (exact, variational-enumerate):
+    ``logits`` is the mixture log Σ_z w_z p(· | z) (B, T, V), without gradient, computed from
+    the (B, T, S, V) log-probabilities the loss already holds when it is first read. No loss
+    reads it, and its logsumexp over the readouts was most of an update's time on Multi30K
+    (issue 29 §3), so a training step that never reads it never pays for it."""
+
+    def __init__(self, log_w: Tensor, mask: Tensor, logp: Tensor, weights: Tensor) -> None:
+        self.weights = weights  # (B, T, S)
+        self._parts: tuple[Tensor, Tensor, Tensor] | None = (log_w, mask, logp)
+        self._logits: Tensor | None = None
+
+    @property
+    def logits(self) -> Tensor:
+        """The mixture (B, T, V), computed on the first read and then kept."""
+        if self._logits is None:
+            assert self._parts is not None
+            with torch.no_grad():
+                self._logits = _mixture_of(*self._parts)
+            self._parts = None
+        return self._logits
+
+    @logits.setter
+    def logits(self, value: Tensor) -> None:
+        self._logits, self._parts = value, None
+
+
+def _enumerated(run: Unrolled, y: Tensor, log_w: Tensor) -> tuple[MixtureOutput, Tensor]:
     """The output layer once per annotation, for the enumerated losses (exact, variational):
-    -> (log Σ_z w_z p(· | z) (B, T, V), the logits to return, with no gradient: the losses
-    read only the gold column; log p(y_t | z) (B, T, S), with it). One log-softmax over the
-    (B, T, S, V) readouts serves both, and the mixture, which no loss reads, keeps no graph
-    (issue 29 §3: on Multi30K it was most of an update's time)."""
+    -> (the output to return, its mixture log Σ_z w_z p(· | z) read lazily (MixtureOutput);
+    log p(y_t | z) (B, T, S), with gradient). One log-softmax over the (B, T, S, V) readouts
+    serves both."""
     logp = torch.log_softmax(_wide(run.readout(run.every_value())), -1)  # (B, T, S, V)
-    with torch.no_grad():
-        mixture = _mixture_of(log_w, run.mask, logp)  # (B, T, V)
-    return mixture, _gold_of(logp, y)
+    return MixtureOutput(log_w, run.mask, logp.detach(), run.alpha), _gold_of(logp, y)
 
 
 # (parts of step t, t) -> (the context the output layer reads (B, Dv), sampled index (B,) | None)
@@ -437,11 +461,11 @@ def training_loss(
     if model.training and mode in STOCHASTIC:
         model.updates += 1
     if q_log is not None:
-        logits, loss = _variational_loss(model, run, q_log, tgt_out, real, first)
-        return loss, Seq2SeqOutput(logits, run.alpha)
+        out, loss = _variational_loss(model, run, q_log, tgt_out, real, first)
+        return loss, out
     if mode == "exact":
-        logits, nll = exact_marginal_loss(run, tgt_out)
-        return nll[real].mean(), Seq2SeqOutput(logits, run.alpha)
+        out, nll = exact_marginal_loss(run, tgt_out)
+        return nll[real].mean(), out
     logits = run.readout(run.context if run.chosen is None else run.chosen)  # (B, T, V)
     ce = F.cross_entropy(
         logits.flatten(0, 1), tgt_out.flatten(), ignore_index=0,
@@ -462,18 +486,18 @@ def training_loss(
     return ce + rl, out
 
 
-def exact_marginal_loss(run: Unrolled, y: Tensor) -> tuple[Tensor, Tensor]:
+def exact_marginal_loss(run: Unrolled, y: Tensor) -> tuple[Seq2SeqOutput, Tensor]:
     """The exact-marginal row (Deng 2018, Table 1): per position the negative log of
     p(y_t | x, y<t) = Σ_z p(z_t = z) p(y_t | h_z, ...), enumerated over the S annotations,
 
         nll_t = −logsumexp_z (log α_tz + log p(y_t | z))
 
-    with its gradient exact (no sampling). -> (the marginal's log-probabilities over the
-    vocabulary (B, T, V), without gradient: no loss reads them; nll (B, T); padded
-    positions are the caller's to drop)."""
+    with its gradient exact (no sampling). -> (the output: its logits the marginal's
+    log-probabilities over the vocabulary (B, T, V), without gradient, computed when read:
+    no loss reads them; nll (B, T); padded positions are the caller's to drop)."""
     p_log = log_normalise(run.alpha, run.mask)  # (B, T, S)
-    mixture, gold = _enumerated(run, y, p_log)  # (B, T, V) no gradient, (B, T, S)
-    return mixture, -log_marginal(p_log, gold, run.mask)  # nll (B, T)
+    out, gold = _enumerated(run, y, p_log)  # lazy (B, T, V) mixture, (B, T, S)
+    return out, -log_marginal(p_log, gold, run.mask)  # nll (B, T)
 
 
 def _soft_log_lik(run: Unrolled, y: Tensor) -> Tensor:
@@ -500,22 +524,22 @@ def _baseline(
 
 def _variational_loss(
     model: Any, run: Unrolled, q_log: Tensor, tgt_out: Tensor, real: Tensor, first: bool
-) -> tuple[Tensor, Tensor]:
-    """The logits to return (B, T, V) and −ELBO per real token. enumerate: exact, S readouts
-    per position, the logits the mixture under q; sample: one readout of z̃ ~ q,
-    ``sampled_elbo`` with b the baseline of log p(y | z̃)."""
+) -> tuple[Seq2SeqOutput, Tensor]:
+    """The output to return (logits (B, T, V)) and −ELBO per real token. enumerate: exact, S
+    readouts per position, the logits the mixture under q (computed when read); sample: one
+    readout of z̃ ~ q, ``sampled_elbo`` with b the baseline of log p(y | z̃)."""
     p_log = log_normalise(run.alpha, run.mask)  # (B, T, S)
     if model.config.estimator == "enumerate":
-        mixture, gold = _enumerated(run, tgt_out, q_log)  # (B, T, V) no gradient, (B, T, S)
+        out, gold = _enumerated(run, tgt_out, q_log)  # lazy (B, T, V) mixture, (B, T, S)
         elbo = enumerated_elbo(q_log, p_log, gold, run.mask).elbo  # (B, T)
-        return mixture, -elbo[real].mean()
+        return out, -elbo[real].mean()
     assert run.chosen is not None and run.index is not None
     logits = run.readout(run.chosen)  # (B, T, V)
     ll = _gold(logits, tgt_out)[real]  # (N,) log p(y | z̃)
     b = _baseline(model, ll, lambda: _soft_log_lik(run, tgt_out)[real], first)
     support = run.mask[real]  # (N, S)
     elbo = sampled_elbo(q_log[real], p_log[real], support, run.index[real], ll, b)
-    return logits, -elbo.mean()
+    return Seq2SeqOutput(logits, run.alpha), -elbo.mean()
 
 
 @torch.no_grad()
@@ -585,6 +609,7 @@ __all__ = [
     "check_softness_and_tau",
     "chooser",
     "add_softness",
+    "MixtureOutput",
     "exact_marginal_loss",
     "check_softness",
     "step_output",

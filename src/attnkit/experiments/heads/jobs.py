@@ -13,9 +13,9 @@ from pathlib import Path
 
 from ...train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from ..base import Say
+from ..multi30k import SOURCE as MULTI30K
+from ..multi30k import write_subset
 from .config import HeadsConfig
-
-MULTI30K = Path("../shared/data/multi30k")  # from the project root, as the tests read it
 
 
 def fit_config(cfg: HeadsConfig, heads: int, seed: int, data: DataConfig, out: Path) -> FitConfig:
@@ -87,28 +87,8 @@ def multi30k_subset(cfg: HeadsConfig, folder: Path, source: Path = MULTI30K) -> 
     """Write the first ``multi30k`` training pairs, ``valid_size`` of val and ``test_size`` of
     test_2016_flickr (plain text, one sentence a line) into ``folder``; FileNotFoundError
     when ``source`` is absent, ValueError when it has fewer lines than asked for."""
-    import gzip
-
-    if not source.is_dir():
-        raise FileNotFoundError(
-            f"{source} not found (the shared data sits beside the project "
-            "root; run from the root of a checkout that has it)"
-        )
-    folder.mkdir(parents=True, exist_ok=True)
-    for split, name, n in (
-        ("train", "train", cfg.multi30k),
-        ("val", "val", cfg.valid_size),
-        ("test_2016_flickr", "test", cfg.test_size),
-    ):
-        for lang in ("en", "de"):
-            with gzip.open(source / f"{split}.{lang}.gz", "rt", encoding="utf-8") as f:
-                lines = [line for _, line in zip(range(n), f, strict=False)]
-            if len(lines) < n:
-                raise ValueError(
-                    f"{source / f'{split}.{lang}.gz'} has {len(lines)} lines, fewer than the "
-                    f"{n} asked for; lower --multi30k, --valid-size or --test-size"
-                )
-            (folder / f"{name}.{lang}").write_text("".join(lines), encoding="utf-8")
+    counts = {"train": cfg.multi30k, "val": cfg.valid_size, "test": cfg.test_size}
+    write_subset(folder, counts, source=source, flags="--multi30k, --valid-size or --test-size")
     return folder
 
 

@@ -27,6 +27,7 @@ import torch
 from torch import Tensor
 
 from ...data.example import Example
+from ..pool import plateau
 
 
 def js_divergence(p: Tensor, q: Tensor) -> Tensor:
@@ -85,14 +86,6 @@ def bleu_tokens(
         (tok(detok(h)).split(), tok(e.ref or detok(e.tgt)).split())
         for h, e in zip(hyps, examples, strict=True)
     ]
-
-
-def plateau(epochs: int, best_epoch: int, patience: int) -> bool:
-    """Whether a run ended on the plateau rule (the loop's early stopping): its last
-    ``patience`` epochs, at least, after ``best_epoch`` (the epoch of the lowest valid loss,
-    1-based) brought no lower valid loss. A run cut by the cap of epochs while still
-    improving is not on a plateau."""
-    return epochs - best_epoch >= patience
 
 
 def measure(run: Path, patience: int, example: int | None = None) -> dict[str, Any]:

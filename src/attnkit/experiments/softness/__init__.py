@@ -55,6 +55,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -103,8 +104,14 @@ class SoftnessConfig(Seeds, Pooled):
                       "over 8 paired gaps; 3 seeds gave intervals 0.1 PPL wide on toy-ko)")
     train_size: int = option(3200, "training pairs")
     epochs: int = option(4, "passes over them: the same updates for every row (4: 400 updates)")
-    multi30k: int = option(300, "multi30k: updates, on the first updates x batch-size "
-                         "training pairs (one epoch)")
+    multi30k: int = option(300, "multi30k: updates per epoch, on the first updates x "
+                         "batch-size training pairs within --multi30k-max-words")
+    multi30k_epochs: int = option(10, "multi30k: the cap of epochs, the same for every row")
+    multi30k_patience: int = option(2, "multi30k: early stopping after this many epochs "
+                                  "without a lower valid loss (the exact marginal: every row "
+                                  "is scored from its best epoch); 0 = train to the cap")
+    multi30k_max_words: int = option(15, "multi30k: pairs with more words on a side are left "
+                                   "out of every split (0: none left out)")
     multi30k_spm: int = option(2000, "multi30k: SentencePiece subwords a language, learnt from "
                              "the training subset")
     multi30k_dir: str = option("runs/softness-multi30k-data", "multi30k: where the subset's "
@@ -236,6 +243,7 @@ class SoftnessConfig(Seeds, Pooled):
 
 
 QUICK = dict(seeds=1, caption_seeds=1, train_size=16, epochs=1, multi30k=2, multi30k_spm=200,
+             multi30k_epochs=2, multi30k_patience=1,
              caption_train_size=16, caption_valid_size=4, caption_epochs=1, caption_cnn_epochs=1,
              caption_hidden=8,
              batch_size=8, emb=8, hidden=8, valid_size=4, test_size=8, draws=2, timing_reps=1,
@@ -274,6 +282,7 @@ class Task:
     updates: Callable[[SoftnessConfig], int]
     rows: tuple[str, ...] = tuple(ROWS)
     default_rows: tuple[str, ...] = DENG_ROWS
+    patience: Callable[[SoftnessConfig], int] = lambda cfg: 0  # early stopping's, 0 = none
 
 
 def toy_ko_data(cfg: SoftnessConfig) -> DataConfig:
@@ -281,10 +290,12 @@ def toy_ko_data(cfg: SoftnessConfig) -> DataConfig:
                       valid_size=cfg.valid_size, test_size=cfg.test_size)  # fmt: skip
 
 
-def score_translation(cfg: SoftnessConfig, out: Path) -> dict[str, Any]:
-    """Every number of one translation run (checkpoint ``out/last``) on its task's test set
-    (rebuilt from the data spec in the checkpoint; BLEU on detokenised subwords for spm; AER
-    only where the test set has gold links)."""
+def score_translation(cfg: SoftnessConfig, out: Path, which: str = "last") -> dict[str, Any]:
+    """Every number of one translation run (checkpoint ``out/which``: ``last``, or ``best``,
+    the lowest valid loss, under early stopping) on its task's test set (rebuilt from the data
+    spec in the checkpoint; BLEU on detokenised subwords for spm; AER only where the test set
+    has gold links), and its learning curve (``valid_curve``: the valid loss after each
+    epoch, the exact marginal's for the latent rows), the epochs run and the best epoch."""
     from ...data.batching import batches
     from ...data.source import load_spec, tokenisers_for
     from ...decode import translate
@@ -294,7 +305,7 @@ def score_translation(cfg: SoftnessConfig, out: Path) -> dict[str, Any]:
     from ...train import checkpoint
     from . import measure as sm
 
-    ck = checkpoint.load(out / "last")
+    ck = checkpoint.load(out / which)
     test = load_spec(ck.meta, quiet=True).test
     tgt_tok = tokenisers_for(ck.meta)[1]
     m, sv, tv = ck.model, ck.src_vocab, ck.tgt_vocab
@@ -322,7 +333,19 @@ def score_translation(cfg: SoftnessConfig, out: Path) -> dict[str, Any]:
         "grad_variance": sm.gradient_variance(m, fixed, cfg.draws),
         "parameters": sum(p.numel() for p in m.parameters()),
         "updates": steps_done(out),
+        **learning_curve(out, ck.meta),
     }
+
+
+def learning_curve(out: Path, meta: Mapping[str, Any]) -> dict[str, Any]:
+    """From ``out/history.json`` and the scored checkpoint's meta: the valid loss after each
+    epoch (``valid_curve``), the epochs run and the epoch scored (``best_epoch``; for
+    ``last`` the final one)."""
+    import json
+
+    history = json.loads((out / "history.json").read_text(encoding="utf-8"))
+    return {"valid_curve": [h["valid_loss"] for h in history], "epochs": len(history),
+            "best_epoch": int(meta.get("epoch", len(history)))}  # fmt: skip
 
 
 def caption_model(cfg: SoftnessConfig, row: str) -> ModelConfig:
@@ -336,8 +359,10 @@ def translation_model(cfg: SoftnessConfig, row: str) -> ModelConfig:
 TASKS: dict[str, Task] = {
     "toy-ko": Task("BLEU", toy_ko_data, score_translation, translation_model,
                    lambda cfg: cfg.epochs, lambda cfg: cfg.updates),  # fmt: skip
-    "multi30k": Task("BLEU", multi30k_data, score_translation, translation_model,
-                     lambda cfg: 1, lambda cfg: cfg.multi30k),  # fmt: skip
+    "multi30k": Task("BLEU", multi30k_data, partial(score_translation, which="best"),
+                     translation_model, lambda cfg: cfg.multi30k_epochs,
+                     lambda cfg: cfg.multi30k * cfg.multi30k_epochs,
+                     patience=lambda cfg: cfg.multi30k_patience),  # fmt: skip
     "digit-captions": Task("exact %", caption_data, score_caption, caption_model,
                            lambda cfg: cfg.caption_epochs, lambda cfg: cfg.caption_updates,
                            CAPTION_ROWS, CAPTION_DEFAULT_ROWS),  # fmt: skip
@@ -355,7 +380,8 @@ def train_config(cfg: SoftnessConfig, task: str, row: str, seed: int, out: Path)
         train=TrainConfig(epochs=t.epochs(cfg), batch_size=cfg.batch_size,
                           lr=cfg.caption_lr if caption else cfg.lr,
                           lr_decay=cfg.caption_lr_decay if caption else "none",
-                          patience=0, save_every=max(t.updates(cfg) // 4, 10), seed=seed,
+                          patience=t.patience(cfg), save_every=max(t.updates(cfg) // 4, 10),
+                          seed=seed,
                           # captions: greedy exact match on every valid canvas after each
                           # epoch, the learning curve (history.json)
                           valid_decode=-1 if caption else 0,
@@ -464,7 +490,7 @@ def run_experiment(cfg: SoftnessConfig, out: Path, say: Say = print) -> dict[str
     parts, checks, reported = {}, [], {}
     for t in tasks:
         if t in TRANSLATION:  # the contract: intervals over seeds, three outcomes
-            mine = translation_checks(records, t)
+            mine = translation_checks(records, t, TASKS[t].patience(cfg))
             checks += mine
             parts[t] = verdict_of(mine)
             reported[t] = {"entropy_order": entropy_order(summary[t]),

@@ -13,6 +13,12 @@ data, same batches for every row), thresholds fixed from the claim before any ru
     PPL(soft) − PPL(variational)   > 0      variational (enumerated) ≤ soft
     PPL(hard) − PPL(soft)          > 0      soft ≤ hard
 
+A design check where the task trains to a validation plateau (Multi30K: early stopping,
+``multi30k_patience`` epochs, the same cap for every row): every run of the rows the claims
+compare ended on the plateau rule, not at the cap while its valid loss still fell; else the
+verdict is INCONCLUSIVE ("no verdict from a budget at which the arms have not learned": issue 28's
+contract). The rule was fixed before the first run that trains to a plateau.
+
 A design check: perplexity has a floor of 1 (every gold token given probability 1); when every
 row's mean perplexity is within ``PPL_FLOOR_EPS`` of it, the task is too easy for a gap in
 perplexity to show, and the verdict is INCONCLUSIVE whatever the claim checks say.
@@ -41,6 +47,7 @@ from ..evidence import (
     paired_bootstrap,
     t_interval,
 )
+from ..pool import plateau
 
 PPL_FLOOR_EPS = 0.05
 # (name, the row whose PPL is claimed larger, the row claimed smaller)
@@ -77,12 +84,34 @@ def gap_check(name: str, ppl: Mapping[str, Mapping[int, float]], big: str, small
     return on_interval(name, t_interval(gaps), 0.0, above=True)
 
 
-def translation_checks(records: Sequence[Mapping[str, Any]], task: str) -> list[Check]:
-    """The floor design check and the three perplexity claims of the module docstring."""
+def converged(name: str, records: Sequence[Mapping[str, Any]], patience: int) -> Check:
+    """A design check: every run of a row a claim compares ended on the plateau rule (early
+    stopping after ``patience`` epochs without a lower valid loss, not the cap while still
+    improving; pool.plateau); value = how many runs hit the cap improving."""
+    compared = {row for _, big, small in PPL_CLAIMS for row in (big, small)}
+    runs = [r for r in records if r["row"] in compared]
+    capped = [f"{r['row']} seed {r['seed']} (best epoch {r['best_epoch']} of {r['epochs']})"
+              for r in runs if not plateau(r["epochs"], r["best_epoch"], patience)]  # fmt: skip
+    reason = (f"{name}: {len(runs) - len(capped)} of {len(runs)} runs ended on the plateau "
+              f"({patience} epochs without a lower valid loss)")  # fmt: skip
+    if capped:
+        reason += f"; cut by the cap of epochs while still improving: {', '.join(capped)}"
+    n = float(len(capped))
+    return Check(name, n, (n, n), 0.0, INCONCLUSIVE if capped else PASS, "design", reason)
+
+
+def translation_checks(records: Sequence[Mapping[str, Any]], task: str,
+                       patience: int = 0) -> list[Check]:  # fmt: skip
+    """The floor design check, the plateau design check where the task trains to a plateau
+    (``patience`` > 0: Multi30K), and the three perplexity claims of the module docstring."""
     ppl = per_seed(records, task, "ppl")
     floor = ceiling(f"{task}: perplexity above its floor", {r: list(v.values())
                     for r, v in ppl.items()}, 1.0, eps=PPL_FLOOR_EPS, floor=True)  # fmt: skip
-    return [floor] + [gap_check(f"{task}: {n}", ppl, big, small) for n, big, small in PPL_CLAIMS]
+    design = [floor]
+    if patience > 0:
+        mine = [r for r in records if r["task"] == task]
+        design.append(converged(f"{task}: every compared row converged", mine, patience))
+    return design + [gap_check(f"{task}: {n}", ppl, big, small) for n, big, small in PPL_CLAIMS]
 
 
 def entropy_order(summary: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -216,6 +245,7 @@ __all__ = [
     "PPL_CLAIMS",
     "PPL_FLOOR_EPS",
     "combined_verdict",
+    "converged",
     "entropy_order",
     "gap_check",
     "paired_gaps",
