@@ -540,6 +540,13 @@ def test_combined_verdict_of_the_two_tasks() -> None:
         "INCONCLUSIVE: [toy-ko] INCONCLUSIVE: y")
 
 
+def test_the_default_run_is_multi30k_and_captions() -> None:
+    """Issue 29: the default run is the two real settings; toy-ko is the smoke setting."""
+    cfg = SoftnessConfig()
+    assert cfg.task_list == ["multi30k", "digit-captions"]
+    assert (cfg.multi30k_seeds, cfg.caption_seeds, cfg.multi30k_patience) == (3, 3, 3)
+
+
 def test_rows_default_to_each_tasks_own() -> None:
     from attnkit.experiments.softness import DENG_ROWS
     from attnkit.experiments.softness.captions import CAPTION_DEFAULT_ROWS
@@ -565,7 +572,7 @@ def test_quick_run_on_toy_ko_trains_dengs_rows(tmp_path: Path) -> None:
     from attnkit.experiments.softness import QUICK, run_experiment
     from attnkit.train import checkpoint
 
-    cfg = SoftnessConfig(**{**QUICK, "seeds": 2})
+    cfg = SoftnessConfig(**{**QUICK, "seeds": 2, "tasks": "toy-ko"})
     result = run_experiment(cfg, tmp_path, say=lambda *_: None)
     s = result["summary"]["toy-ko"]
     assert list(s) == ["soft", "exact", "hard", "variational", "variational-sample"]

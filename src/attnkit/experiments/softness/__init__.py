@@ -3,25 +3,27 @@ Guo & Rush (2018), "Latent Alignment and Variational Attention", Table 1, and Xu
 "Show, Attend and Tell", Table 1.
 
 The same decoder (RNNsearch by default; ``--model luong``), Deng's decoder by default
-(``--decoder deng``: no attention context in the recurrence, models/latent.py), is trained
-with each softness of ``attnkit.models.latent``. On toy-ko the rows are by default those of
-Deng 2018's Table 1: soft, exact (the exact marginal likelihood, trained by enumeration), hard
-(REINFORCE), variational with the enumerated and with the sampled estimator; mean pooling
-(the no-attention baseline) and gumbel (straight-through, annealed τ) are there with
-``--rows``. REINFORCE with Deng's soft-attention baseline by default (``--baseline average``:
-Xu's moving average). Every row: the same data, batches, optimiser and number of updates, for
-``seeds`` seeds, through ``attnkit.fit`` (``jobs`` at a time, pool.py). On the test set: BLEU
-and exact match of greedy decoding (hard, gumbel: argmax alignment; variational: the prior p,
-marginalised), perplexity of the exact likelihood (the marginal over the alignment for the
-latent models) and variational's bound under q, the attention's entropy and AER (toy-ko's gold
-links), seconds per training update and per decoded sentence, and the relative variance of the
-attention parameters' gradient. A micro-benchmark (measure.reduction_cost) times what
-hard attention saves (the reduction) and what it does not (the scores).
+(``--decoder deng``: no attention context in the recurrence, models/latent.py), is trained with
+each softness of ``attnkit.models.latent``. On the translation tasks (Multi30K, toy-ko) the rows
+are by default those of Deng 2018's Table 1: soft, exact (the exact marginal likelihood, trained
+by enumeration), hard (REINFORCE), variational with the enumerated and with the sampled
+estimator; mean pooling (the no-attention baseline) and gumbel (straight-through, annealed τ)
+are there with ``--rows``. REINFORCE with Deng's soft-attention baseline by default
+(``--baseline average``: Xu's moving average). Every row: the same data, batches, optimiser and
+budget (Multi30K: the same cap and early-stopping rule), for each task's seeds, through
+``attnkit.fit`` (``jobs`` at a time, pool.py). On the test set: BLEU and exact match of greedy
+decoding (hard, gumbel: argmax alignment; variational: the prior p, marginalised), perplexity of
+the exact likelihood (the marginal over the alignment for the latent models) and variational's
+bound under q, the attention's entropy and AER (toy-ko's gold links), seconds per training
+update and per decoded sentence, and the relative variance of the attention parameters'
+gradient. A micro-benchmark (measure.reduction_cost) times what hard attention saves (the
+reduction) and what it does not (the scores).
 
-Checks on toy-ko (checks.py, the experiment contract of evidence.py): the t
+Checks on Multi30K and toy-ko (checks.py, the experiment contract of evidence.py): the t
 intervals over seeds of the per-seed paired perplexity gaps, exact ≤ soft, variational ≤ soft,
-soft ≤ hard (Deng 2018, Table 1), and a design check that the perplexities are not all at
-their floor of 1 (then INCONCLUSIVE). The entropy order is reported, not checked.
+soft ≤ hard (Deng 2018, Table 1), a design check that the perplexities are not all at their
+floor of 1, and on Multi30K one that every compared run ended on its validation plateau
+(either failing: INCONCLUSIVE). The entropy order is reported, not checked.
 
 Checks on digit-captions (checks.py, Xu 2015 Table 1 on the contract): on the paired
 bootstrap over seeds x test captions of the caption exact match, hard within 5 points of
@@ -29,11 +31,17 @@ soft, soft and hard each more than 20 points above mean pooling; design checks t
 learned (final valid exact match >= 90%, else INCONCLUSIVE) and that soft and hard are not
 both at the ceiling.
 
-Tasks are a dict (``TASKS``): each knows how to train and score its rows; ``--tasks`` picks.
-``toy-ko`` (the default) trains the translation decoder above. ``multi30k`` trains it on Deng's
-direction, De→En, on the first ``multi30k`` x ``batch_size`` pairs of Multi30K
-(multi30k.py: read from ../shared/data/multi30k, skipped with a message when absent;
-SentencePiece subwords; no gold links, so no AER), judged by the same checks.
+Tasks are a dict (``TASKS``): each knows how to train and score its rows; ``--tasks`` picks,
+``multi30k`` and ``digit-captions`` by default (issue 29). ``multi30k`` trains the translation
+decoder above on Deng's direction, De→En, on the first ``multi30k`` x ``batch_size`` pairs of
+Multi30K with at most ``multi30k_max_words`` words a side (multi30k.py: read from
+../shared/data/multi30k, skipped with a message when absent; SentencePiece subwords; no gold
+links, so no AER), every row to a validation plateau (early stopping after
+``multi30k_patience`` epochs without a lower valid loss, the same cap of ``multi30k_epochs``
+for every row; scored from its best epoch), ``multi30k_seeds`` seeds, judged by the same
+checks and a design check that every compared run converged. ``toy-ko``, the seconds-long
+smoke setting, trains it on the generated toy-ko pairs for a fixed budget (with gold links:
+AER).
 ``digit-captions`` (captions.py) trains the captioner of Xu 2015 (models/captioner.py) in
 Xu's setting: a CNN trained once as a patch digit classifier on the training canvases, then
 frozen for every row (``--caption-cnn``), one patch per digit cell, and Xu's recipe for hard
@@ -89,7 +97,8 @@ from .multi30k import multi30k_data, write_subset
 class SoftnessConfig(Seeds, Pooled):
     """The flags of ``attnkit experiment softness`` (one per field)."""
 
-    tasks: str = option("toy-ko", "comma-separated tasks, of: toy-ko, multi30k (De-En subset "
+    tasks: str = option("multi30k,digit-captions", "comma-separated tasks, of: toy-ko (the "
+                      "seconds-long smoke setting), multi30k (De-En subset "
                       "from ../shared/data/multi30k; skipped with a message when absent), "
                       "digit-captions (the captioner; no variational-sample row)")
     rows: str = option("", f"comma-separated rows, of {', '.join(ROWS)} (default: each "
@@ -104,14 +113,21 @@ class SoftnessConfig(Seeds, Pooled):
                       "over 8 paired gaps; 3 seeds gave intervals 0.1 PPL wide on toy-ko)")
     train_size: int = option(3200, "training pairs")
     epochs: int = option(4, "passes over them: the same updates for every row (4: 400 updates)")
-    multi30k: int = option(300, "multi30k: updates per epoch, on the first updates x "
-                         "batch-size training pairs within --multi30k-max-words")
-    multi30k_epochs: int = option(10, "multi30k: the cap of epochs, the same for every row")
-    multi30k_patience: int = option(2, "multi30k: early stopping after this many epochs "
-                                  "without a lower valid loss (the exact marginal: every row "
-                                  "is scored from its best epoch); 0 = train to the cap")
-    multi30k_max_words: int = option(15, "multi30k: pairs with more words on a side are left "
+    multi30k: int = option(100, "multi30k: updates per epoch, on the first updates x "
+                         "batch-size training pairs within --multi30k-max-words (100: 3,200 "
+                         "pairs)")
+    multi30k_epochs: int = option(15, "multi30k: the cap of epochs, the same for every row")
+    multi30k_patience: int = option(3, "multi30k: early stopping after this many epochs "
+                                  "without a lower valid loss (the exact marginal's for the "
+                                  "latent rows); every row is scored from its best epoch; 0 = "
+                                  "train to the cap")
+    multi30k_max_words: int = option(10, "multi30k: pairs with more words on a side are left "
                                    "out of every split (0: none left out)")
+    multi30k_seeds: int = option(3, "multi30k: training seeds per row (--seed, --seed+1, ...; a "
+                               "t interval over the paired gaps); --seeds is toy-ko's")
+    multi30k_valid: int = option(300, "multi30k: validation pairs (early stopping reads them)")
+    multi30k_test: int = option(350, "multi30k: test pairs scored (of test_2016_flickr's 389 "
+                              "within 10 words)")
     multi30k_spm: int = option(2000, "multi30k: SentencePiece subwords a language, learnt from "
                              "the training subset")
     multi30k_dir: str = option("runs/softness-multi30k-data", "multi30k: where the subset's "
@@ -243,7 +259,8 @@ class SoftnessConfig(Seeds, Pooled):
 
 
 QUICK = dict(seeds=1, caption_seeds=1, train_size=16, epochs=1, multi30k=2, multi30k_spm=200,
-             multi30k_epochs=2, multi30k_patience=1,
+             multi30k_epochs=2, multi30k_patience=1, multi30k_seeds=1, multi30k_valid=4,
+             multi30k_test=8,
              caption_train_size=16, caption_valid_size=4, caption_epochs=1, caption_cnn_epochs=1,
              caption_hidden=8,
              batch_size=8, emb=8, hidden=8, valid_size=4, test_size=8, draws=2, timing_reps=1,
@@ -436,8 +453,9 @@ def run_experiment(cfg: SoftnessConfig, out: Path, say: Say = print) -> dict[str
     from .measure import reduction_cost
 
     seeds = cfg.seed_list
-    task_seeds = {t: [cfg.seed + i for i in range(cfg.caption_seeds if t == "digit-captions"
-                                                  else cfg.seeds)] for t in TASKS}  # fmt: skip
+    n_seeds = {"toy-ko": cfg.seeds, "multi30k": cfg.multi30k_seeds,
+               "digit-captions": cfg.caption_seeds}  # fmt: skip
+    task_seeds = {t: [cfg.seed + i for i in range(n_seeds[t])] for t in TASKS}
     tasks = list(cfg.task_list)
     if "multi30k" in tasks:
         try:
@@ -522,22 +540,26 @@ EXPERIMENT = Experiment.of(
     __name__,
     name="softness",
     help="soft vs exact vs hard vs variational attention (Deng 2018 Table 1; Xu 2015 captions)",
-    typical="11 min on a 2-core CPU (625 s measured); more with digit-captions, multi30k",
+    typical="about 35 min on a 2-core CPU with --jobs 2: multi30k 19 min, digit-captions 15",
     description="Train one decoder (RNNsearch, Deng's decoder: no context in the recurrence) "
     "with Deng 2018 Table 1's rows: soft, exact marginal likelihood (enumeration), hard "
-    "(REINFORCE, soft-attention baseline), variational enumerated and sampled, on toy-ko with "
-    "the same data and updates, for 8 seeds; report BLEU, exact perplexity (the marginal "
-    "for the latent rows; variational's bound), attention entropy, AER, seconds per update "
-    "and per sentence, and the attention gradient's variance; time the hard vs soft "
-    "reduction. Check on intervals over seeds of the paired perplexity gaps that exact <= "
-    "soft, variational <= soft, soft <= hard (INCONCLUSIVE when every perplexity sits at its "
-    "floor of 1); the entropy order is reported. --tasks digit-captions runs Xu 2015's "
-    "captioner in Xu's setting (a CNN trained once as a patch digit classifier, then frozen; "
-    "Xu's hard recipe) with rows mean, soft, hard, 3 seeds, and checks Xu's Table 1 on a "
-    "paired bootstrap: hard within 5 points of soft in exact match, both more than 20 above "
-    "mean pooling (INCONCLUSIVE unless soft reaches 90% valid exact match). Writes "
-    "OUT/softness.{csv,json,png}; exits 0/1/2 for REPRODUCED / NOT "
-    "REPRODUCED / INCONCLUSIVE.",
+    "(REINFORCE, soft-attention baseline), variational enumerated and sampled, on a Multi30K "
+    "De-En subset (3,200 pairs of at most 10 words, 2,000 subwords; read from "
+    "../shared/data/multi30k, skipped with a message when absent), each row trained to a "
+    "validation plateau (early stopping, patience 3, the same cap of 15 epochs), 3 seeds; "
+    "report BLEU, exact perplexity (the marginal for the latent rows; variational's bound), "
+    "attention entropy, seconds per update and per sentence, the attention gradient's "
+    "variance and the learning curves; time the hard vs soft reduction. Check on t intervals "
+    "over seeds of the paired perplexity gaps that exact <= soft, variational <= soft, soft "
+    "<= hard (INCONCLUSIVE when a compared run hit the cap still improving, or every "
+    "perplexity sits at its floor of 1); the entropy order is reported. digit-captions runs "
+    "Xu 2015's captioner in Xu's setting (a CNN trained once as a patch digit classifier, "
+    "then frozen; Xu's hard recipe) with rows mean, soft, hard, 3 seeds, and checks Xu's "
+    "Table 1 on a paired bootstrap: hard within 5 points of soft in exact match, both more "
+    "than 20 above mean pooling (INCONCLUSIVE unless soft reaches 90% valid exact match). "
+    "--tasks toy-ko is the seconds-long smoke setting (8 seeds, 400 updates, with AER). "
+    "Writes OUT/softness.{csv,json,png}; exits 0/1/2 for REPRODUCED / NOT REPRODUCED / "
+    "INCONCLUSIVE.",
     config=SoftnessConfig,
 )
 
