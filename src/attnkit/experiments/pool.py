@@ -184,16 +184,19 @@ def lm_data(cfg: LMSettings, seed: int) -> DataConfig:
                       segment=cfg.segment)  # fmt: skip
 
 
-def lm_run(cfg: LMSettings, model: str, seed: int, out: Path, **options: Any) -> FitConfig:
+def lm_run(cfg: LMSettings, model: str, seed: int, out: Path, *, patience: int = 0,
+           **options: Any) -> FitConfig:  # fmt: skip
     """One language model's run: ``model`` with ``cfg``'s widths (no dropout) and ``options``
     on seed ``seed``'s text, ``cfg.epochs`` epochs of ``cfg.batch_size`` segments at a
-    constant ``cfg.lr``, no early stopping, checkpoints in ``out``."""
+    constant ``cfg.lr``, checkpoints in ``out``; no early stopping, or with ``patience`` >= 1
+    a stop after ``patience`` validations (one per epoch) without a lower valid loss, so that
+    ``cfg.epochs`` is the cap (``out/best`` holds the lowest valid loss's weights)."""
     sizes = dict(dim=cfg.dim, heads=cfg.heads, layers=cfg.layers, ff=cfg.ff, dropout=0.0,
                  **options)  # fmt: skip
     return FitConfig(
         lm_data(cfg, seed),
         ModelConfig(model, None, sizes),
-        TrainConfig(epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr, patience=0,
+        TrainConfig(epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr, patience=patience,
                     seed=seed, valid_decode=0, progress=False),  # fmt: skip
         out=out,
         overwrite=True,
