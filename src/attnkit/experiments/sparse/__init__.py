@@ -111,13 +111,15 @@ EXPERIMENT = Experiment.of(
     name="sparse",
     help="strided and fixed factorised attention vs dense: bpc at n = 1,024 and cost vs n "
     "(Child 2019)",
-    typical="about 7 min with --jobs 2 on a 2-core CPU shared with other jobs (411 s measured)",
+    typical="about 14 min with --jobs 2 on a 2-core CPU (806 s measured, load about 2)",
     description="Train character Transformer LMs with dense causal attention, the Sparse "
     "Transformer's strided and fixed patterns (l = √n) and a causal sliding window at length "
-    "n on the generated text of --task lm for several seeds; measure test bits per character "
+    "n on the generated text of --task lm for several seeds, each to a validation plateau "
+    "(early stopping, the same patience and cap for every arm); measure test bits per character "
     "and the memory and time of one attention's forward + backward at n = 1k .. 8k; check the "
     "patterns match dense bpc within 0.05 and their memory grows as n^p, p in [1.3, 1.7]. "
-    "Writes OUT/sparse.{csv,json,png} and the checkpoints.",
+    "A dense, strided or fixed run cut by the cap while improving makes it INCONCLUSIVE. "
+    "Writes OUT/sparse.{csv,json,png} (with the learning curves) and the checkpoints.",
     config=SparseConfig,
 )
 
