@@ -271,3 +271,14 @@ def test_the_learning_curve_is_read_in_bits(tmp_path):
     rows = [{"epoch": 1, "valid_loss": 2 * math.log(2)}, {"epoch": 2, "valid_loss": math.log(2)}]
     (tmp_path / "history.json").write_text(json.dumps(rows))
     assert valid_curve(tmp_path) == [2.0, 1.0]
+
+
+def test_progress_leaves_out_runs_ended_by_early_stopping(tmp_path, monkeypatch):
+    """A run stopped early ends below the cap: the progress line must not show it running."""
+    import attnkit.experiments.pool as pool
+
+    jobs = make_jobs(SparseConfig(seeds=1, arms="dense,strided,fixed"), tmp_path)
+    done = {"dense-s0": 230, "strided-s0": 460, "fixed-s0": 0}
+    monkeypatch.setattr(pool, "steps_done", lambda out: done[out.name])
+    line = pool._progress(jobs, 1380, {"dense-s0"})
+    assert line == "1/3 trained; strided-s0 460/1380"

@@ -54,11 +54,13 @@ def fit_logged(config: FitConfig, log_path: Path) -> float:
 
 
 def _progress(configs: Mapping[str, FitConfig], steps: int | Mapping[str, int],
-              finished: int) -> str:  # fmt: skip
+              finished: set[str]) -> str:  # fmt: skip
+    """"3/12 trained; NAME STEP/TOTAL ...": the runs not ``finished`` that have begun (a run
+    ended by early stopping is finished below its total)."""
     total = {n: steps if isinstance(steps, int) else steps[n] for n in configs}
-    running = {n: steps_done(Path(c.out)) for n, c in configs.items()}
+    running = {n: steps_done(Path(c.out)) for n, c in configs.items() if n not in finished}
     shown = "  ".join(f"{n} {s}/{total[n]}" for n, s in running.items() if 0 < s < total[n])
-    return f"{finished}/{len(configs)} trained" + (f"; {shown}" if shown else "")
+    return f"{len(finished)}/{len(configs)} trained" + (f"; {shown}" if shown else "")
 
 
 class QuietPool(ProcessPoolExecutor):
@@ -121,7 +123,8 @@ def train_all(
                 tally(f"{names[fut]} {'failed' if fut.exception() else 'trained'}")
             if pending and time.perf_counter() - last >= 30:
                 last = time.perf_counter()
-                say(f"  [{last - tally.t0:4.0f}s] {_progress(configs, steps, tally.done)}")
+                ended = {n for n, f in futures.items() if f.done()}
+                say(f"  [{last - tally.t0:4.0f}s] {_progress(configs, steps, ended)}")
         seconds = {}
         for n, fut in futures.items():
             err = fut.exception()
