@@ -123,8 +123,8 @@ def train_all(
                 tally(f"{names[fut]} {'failed' if fut.exception() else 'trained'}")
             if pending and time.perf_counter() - last >= 30:
                 last = time.perf_counter()
-                ended = {n for n, f in futures.items() if f.done()}
-                say(f"  [{last - tally.t0:4.0f}s] {_progress(configs, steps, ended)}")
+                over = {n for n, f in futures.items() if f.done()}
+                say(f"  [{last - tally.t0:4.0f}s] {_progress(configs, steps, over)}")
         seconds = {}
         for n, fut in futures.items():
             err = fut.exception()
