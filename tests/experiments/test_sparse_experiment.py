@@ -1,10 +1,12 @@
 """The sparse experiment (Child 2019; experiments/sparse) and transformer-lm's ``align=``:
 the LM with each alignment against a hand-written masked attention (float64), the
 factorised kernel taken (a spy), the default unchanged, the checks on planted numbers (each
-of the three outcomes), the settings."""
+of the three outcomes), the plateau rule and its design check on planted learning curves,
+the early stopping every arm is fit with, the settings."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 
@@ -16,8 +18,15 @@ import attnkit.local.dispatch as dispatch
 from attnkit.core import AttentionResult
 from attnkit.experiments.evidence import verdict_of
 from attnkit.experiments.sparse import SparseConfig
-from attnkit.experiments.sparse.checks import checks_of, memory_slope, time_slope
-from attnkit.experiments.sparse.measure import layer_cost
+from attnkit.experiments.sparse.checks import (
+    checks_of,
+    memory_slope,
+    plateaued,
+    runs_of,
+    time_slope,
+)
+from attnkit.experiments.sparse.jobs import make_jobs
+from attnkit.experiments.sparse.measure import layer_cost, valid_curve
 from attnkit.models import build_model
 from attnkit.models.lm import TransformerLMConfig
 
@@ -154,14 +163,21 @@ def cost(slope: float, noise: float = 0.0) -> dict[str, dict[str, object]]:
             for n in (1024, 2048, 4096, 8192)}  # fmt: skip
 
 
+PLATEAU = [3.0, 2.2, 1.8, 1.6, 1.55, 1.56, 1.555, 1.57]  # lowest at 5, then 3 without
+RISING = [3.0, 2.5, 2.1, 1.9, 1.8, 1.72, 1.66, 1.61]  # cut by the cap, 0.19 bpc in 3
+
+
 def planted(gap: float, *, unigram: float = 4.0, spread: float = 0.02,
-            sparse_slope: float = 1.5, dense_slope: float = 2.0):  # fmt: skip
-    """3 seeds x 16 segments; strided and fixed at dense + gap (noise ``spread``)."""
+            sparse_slope: float = 1.5, dense_slope: float = 2.0,
+            curves: dict[str, list[list[float]]] | None = None):  # fmt: skip
+    """3 seeds x 16 segments; strided and fixed at dense + gap (noise ``spread``); every run
+    on its plateau unless ``curves`` says otherwise (patience 3)."""
     rng = random.Random(0)
     dense = [[1.5 + spread * rng.gauss(0, 1) for _ in range(16)] for _ in range(3)]
     shifted = lambda: [[x + gap + spread * rng.gauss(0, 1) for x in r] for r in dense]  # noqa: E731
     return {"bits": {"dense": dense, "strided": shifted(), "fixed": shifted()},
-            "unigram": [unigram] * 3,
+            "unigram": [unigram] * 3, "patience": 3,
+            "curves": {a: [PLATEAU] * 3 for a in ("dense", "strided", "fixed")} | (curves or {}),
             "cost": {"dense": cost(dense_slope), "strided": cost(sparse_slope),
                      "fixed": cost(sparse_slope)}}  # fmt: skip
 
@@ -206,3 +222,63 @@ def test_settings_are_checked_as_flags():
         SparseConfig(test_size=1000)
     cfg = SparseConfig()
     assert cfg.stride == 32 and cfg.n_list == [1024, 2048, 4096, 8192]
+
+
+def test_the_plateau_rule():
+    """On its plateau: the last ``patience`` validations lowered the best by < 0.01 bpc."""
+    assert plateaued(PLATEAU, 3)  # early stopping fired: no lowering in the last 3
+    assert not plateaued(RISING, 3)  # cut by the cap while still improving
+    creeping = [3.0, 2.0, 1.6, 1.597, 1.594, 1.591]  # 0.009 in the last 3
+    assert plateaued(creeping, 3) and not plateaued(creeping, 3, eps=0.005)
+    assert not plateaued(creeping[:3], 3)  # no more than patience validations: can't tell
+    assert not plateaued([2.0, 1.9], 1) and plateaued([2.0, 1.995], 1)
+
+
+def test_a_run_short_of_its_plateau_makes_the_verdict_inconclusive():
+    for arm in ("dense", "strided", "fixed"):
+        short = planted(0.0, curves={arm: [PLATEAU, RISING, PLATEAU]})
+        v = verdict_of(checks_of(short))
+        assert v.startswith("INCONCLUSIVE: runs on their valid-bpc plateau: 8 of 9"), v
+        assert f"still improving: {arm} seed #2" in v
+    worse = verdict_of(checks_of(planted(0.2, curves={"dense": [RISING] * 3})))
+    assert worse.startswith("INCONCLUSIVE: runs on their valid-bpc plateau: 6 of 9"), worse
+    # the sliding window is reported, not compared: its curve is not checked
+    slid = planted(0.0, curves={"sliding": [RISING] * 3})
+    assert verdict_of(checks_of(slid)) == "REPRODUCED"
+
+
+def test_runs_of_says_how_each_run_ended():
+    runs = runs_of({"dense": [PLATEAU, RISING]}, [4, 5], patience=3, per_epoch=10)["dense"]
+    assert runs[0] == {"seed": 4, "updates": 80, "best_update": 50, "best_valid_bpc": 1.55,
+                       "ended": "early stopping", "plateau": True}  # fmt: skip
+    assert runs[1]["ended"] == "cap" and not runs[1]["plateau"] and runs[1]["best_update"] == 80
+    late = runs_of({"fixed": [[3.0, 2.0, 1.5, 1.6, 1.7]]}, [0], patience=3, per_epoch=1)
+    assert late["fixed"][0]["ended"] == "cap"  # 2 validations after the lowest, not 3
+
+
+def test_every_arm_is_fit_with_the_same_early_stopping(tmp_path):
+    cfg = SparseConfig(patience=5, epochs=7)
+    jobs = make_jobs(cfg, tmp_path)
+    assert len(jobs) == 12
+    for fc in jobs.values():
+        assert (fc.train.patience, fc.train.epochs) == (5, 7)
+    assert SparseConfig().patience == 3 and SparseConfig().epochs == 30
+    with pytest.raises(ValueError, match="--patience 0"):
+        SparseConfig(patience=0)
+
+
+def test_the_learning_curve_is_read_in_bits(tmp_path):
+    rows = [{"epoch": 1, "valid_loss": 2 * math.log(2)}, {"epoch": 2, "valid_loss": math.log(2)}]
+    (tmp_path / "history.json").write_text(json.dumps(rows))
+    assert valid_curve(tmp_path) == [2.0, 1.0]
+
+
+def test_progress_leaves_out_runs_ended_by_early_stopping(tmp_path, monkeypatch):
+    """A run stopped early ends below the cap: the progress line must not show it running."""
+    import attnkit.experiments.pool as pool
+
+    jobs = make_jobs(SparseConfig(seeds=1, arms="dense,strided,fixed"), tmp_path)
+    done = {"dense-s0": 230, "strided-s0": 460, "fixed-s0": 0}
+    monkeypatch.setattr(pool, "steps_done", lambda out: done[out.name])
+    line = pool._progress(jobs, 1380, {"dense-s0"})
+    assert line == "1/3 trained; strided-s0 460/1380"

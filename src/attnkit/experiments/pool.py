@@ -62,11 +62,13 @@ def fit_logged(config: FitConfig, log_path: Path) -> float:
 
 
 def _progress(configs: Mapping[str, FitConfig], steps: int | Mapping[str, int],
-              finished: int) -> str:  # fmt: skip
+              finished: set[str]) -> str:  # fmt: skip
+    """"3/12 trained; NAME STEP/TOTAL ...": the runs not ``finished`` that have begun (a run
+    ended by early stopping is finished below its total)."""
     total = {n: steps if isinstance(steps, int) else steps[n] for n in configs}
-    running = {n: steps_done(Path(c.out)) for n, c in configs.items()}
+    running = {n: steps_done(Path(c.out)) for n, c in configs.items() if n not in finished}
     shown = "  ".join(f"{n} {s}/{total[n]}" for n, s in running.items() if 0 < s < total[n])
-    return f"{finished}/{len(configs)} trained" + (f"; {shown}" if shown else "")
+    return f"{len(finished)}/{len(configs)} trained" + (f"; {shown}" if shown else "")
 
 
 class QuietPool(ProcessPoolExecutor):
@@ -129,7 +131,8 @@ def train_all(
                 tally(f"{names[fut]} {'failed' if fut.exception() else 'trained'}")
             if pending and time.perf_counter() - last >= 30:
                 last = time.perf_counter()
-                say(f"  [{last - tally.t0:4.0f}s] {_progress(configs, steps, tally.done)}")
+                over = {n for n, f in futures.items() if f.done()}
+                say(f"  [{last - tally.t0:4.0f}s] {_progress(configs, steps, over)}")
         seconds = {}
         for n, fut in futures.items():
             err = fut.exception()
@@ -192,16 +195,19 @@ def lm_data(cfg: LMSettings, seed: int) -> DataConfig:
                       segment=cfg.segment)  # fmt: skip
 
 
-def lm_run(cfg: LMSettings, model: str, seed: int, out: Path, **options: Any) -> FitConfig:
+def lm_run(cfg: LMSettings, model: str, seed: int, out: Path, *, patience: int = 0,
+           **options: Any) -> FitConfig:  # fmt: skip
     """One language model's run: ``model`` with ``cfg``'s widths (no dropout) and ``options``
     on seed ``seed``'s text, ``cfg.epochs`` epochs of ``cfg.batch_size`` segments at a
-    constant ``cfg.lr``, no early stopping, checkpoints in ``out``."""
+    constant ``cfg.lr``, checkpoints in ``out``; no early stopping, or with ``patience`` >= 1
+    a stop after ``patience`` validations (one per epoch) without a lower valid loss, so that
+    ``cfg.epochs`` is the cap (``out/best`` holds the lowest valid loss's weights)."""
     sizes = dict(dim=cfg.dim, heads=cfg.heads, layers=cfg.layers, ff=cfg.ff, dropout=0.0,
                  **options)  # fmt: skip
     return FitConfig(
         lm_data(cfg, seed),
         ModelConfig(model, None, sizes),
-        TrainConfig(epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr, patience=0,
+        TrainConfig(epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr, patience=patience,
                     seed=seed, valid_decode=0, progress=False),  # fmt: skip
         out=out,
         overwrite=True,

@@ -10,12 +10,18 @@ their cost grows as n·√n instead of n². Here: character language models (mod
 evaluated at length n (default 1,024), with dense causal attention, the strided and fixed
 patterns (merged: each head attends A⁽¹⁾ ∪ A⁽²⁾, l = round(√n)), and a causal sliding window
 of radius l (the local part alone), the same sizes, parameters (the alignments have none),
-text, batches and updates, for several seeds; and the cost of one attention
+text and batches, for several seeds, each trained to a validation plateau by one rule (issue
+28, "converged or curved"): valid bpc measured every epoch, early stopping after ``patience``
+epochs without a lower one, the same cap of ``epochs`` for every arm, the lowest valid bpc's
+weights measured; and the cost of one attention
 (``attnkit.attend``, forward + backward, 4 heads) by alignment at n = 1k .. 8k: the bytes
 autograd saves for backward (activation memory) and the time.
 
 Checks (thresholds fixed from the claim before any run; evidence.py's contract):
 * (design) dense learned the text: its test bpc at most 0.8 x the unigram bpc;
+* (design) every run of dense, strided and fixed reached its plateau: its last ``patience``
+  validations lowered its best valid bpc by less than 0.01 bpc (early stopping firing is
+  the case of no lowering); a run cut by the cap while improving makes it INCONCLUSIVE;
 * (design) the cost grid sees dense attention's n²: its memory slope p >= 1.8;
 * (claim) strided matches dense: bpc(strided) - bpc(dense) < 0.05 bpc (paired bootstrap
   over seeds x test segments, 95%); the same for fixed;
@@ -40,7 +46,7 @@ from .jobs import make_jobs
 
 QUICK = dict(
     train_size=600, valid_size=130, test_size=260, segment=64, dim=16, heads=2, layers=1,
-    ff=16, epochs=1, batch_size=4, seeds=2, arms="dense,strided,fixed", cost_n="64,128",
+    ff=16, epochs=3, patience=1, batch_size=4, seeds=2, arms="dense,strided,fixed", cost_n="64,128",
     repeats=2, jobs=1,
 )  # fmt: skip
 
@@ -48,7 +54,7 @@ QUICK = dict(
 def run_experiment(cfg: SparseConfig, out: Path, say: Say = print) -> dict[str, Any]:
     """Train every arm for every seed at n, measure bpc and the one-layer cost, check."""
     from ...train.runtime import set_threads
-    from .checks import checks_of, memory_slope, time_slope
+    from .checks import checks_of, memory_slope, runs_of, time_slope
     from .measure import cost_grid, measure_seed
 
     t0 = begin(
@@ -56,8 +62,9 @@ def run_experiment(cfg: SparseConfig, out: Path, say: Say = print) -> dict[str, 
         say,
         f"sparse experiment: transformer-lm with {cfg.arms} attention (l = {cfg.stride}), "
         f"d {cfg.dim}, {cfg.heads} heads, {cfg.layers} layers, n = {cfg.segment}, "
-        f"{cfg.epochs} epochs of {cfg.batch_size} segments over {cfg.train_size:,} "
-        f"characters, seeds {cfg.seed_list}; cost of one attention at n = {cfg.cost_n}",
+        f"early stopping (patience {cfg.patience} epochs, cap {cfg.epochs}) with "
+        f"{cfg.batch_size} segments per update over {cfg.train_size:,} characters, seeds "
+        f"{cfg.seed_list}; cost of one attention at n = {cfg.cost_n}",
     )
     set_threads(cfg.threads)
     say(f"measuring one attention's cost (forward + backward) at n = {cfg.cost_n}")
@@ -68,6 +75,8 @@ def run_experiment(cfg: SparseConfig, out: Path, say: Say = print) -> dict[str, 
     numbers: dict[str, Any] = {
         "bits": {a: [p["bits"][a] for p in per_seed] for a in cfg.arm_list},
         "unigram": [p["unigram"] for p in per_seed],
+        "curves": {a: [p["curves"][a] for p in per_seed] for a in cfg.arm_list},
+        "patience": cfg.patience,
         "cost": cost,
     }
     checks = checks_of(numbers)
@@ -79,7 +88,9 @@ def run_experiment(cfg: SparseConfig, out: Path, say: Say = print) -> dict[str, 
         "seeds": cfg.seed_list,
         "stride": cfg.stride,
         "parameters": per_seed[0]["parameters"],
-        "updates": steps,
+        "updates_cap": steps,
+        "updates_per_epoch": steps // cfg.epochs,
+        "runs": runs_of(numbers["curves"], cfg.seed_list, cfg.patience, steps // cfg.epochs),
         "segments": len(per_seed[0]["bits"]["dense"]),
         "train_seconds": {n: round(s, 1) for n, s in seconds.items()},
         "total_seconds": round(time.perf_counter() - t0, 1),
@@ -100,13 +111,15 @@ EXPERIMENT = Experiment.of(
     name="sparse",
     help="strided and fixed factorised attention vs dense: bpc at n = 1,024 and cost vs n "
     "(Child 2019)",
-    typical="about 7 min with --jobs 2 on a 2-core CPU shared with other jobs (411 s measured)",
+    typical="about 14 min with --jobs 2 on a 2-core CPU (806 s measured, load about 2)",
     description="Train character Transformer LMs with dense causal attention, the Sparse "
     "Transformer's strided and fixed patterns (l = √n) and a causal sliding window at length "
-    "n on the generated text of --task lm for several seeds; measure test bits per character "
+    "n on the generated text of --task lm for several seeds, each to a validation plateau "
+    "(early stopping, the same patience and cap for every arm); measure test bits per character "
     "and the memory and time of one attention's forward + backward at n = 1k .. 8k; check the "
     "patterns match dense bpc within 0.05 and their memory grows as n^p, p in [1.3, 1.7]. "
-    "Writes OUT/sparse.{csv,json,png} and the checkpoints.",
+    "A dense, strided or fixed run cut by the cap while improving makes it INCONCLUSIVE. "
+    "Writes OUT/sparse.{csv,json,png} (with the learning curves) and the checkpoints.",
     config=SparseConfig,
 )
 

@@ -38,10 +38,13 @@ def stride_of(n: int) -> int:
 @dataclass
 class SparseConfig(LMFlags):
     """The generated text, the arms (one transformer-lm per alignment, equal sizes and
-    parameters), their training at length n, and the cost grid of one attention layer."""
+    parameters), their training at length n to a validation plateau (early stopping after
+    ``patience`` epochs without a lower valid bpc, at most ``epochs``), and the cost grid of
+    one attention layer."""
 
     train_size: int = option(140_000, "characters of generated training text")
-    valid_size: int = option(2_100, "characters of validation text")
+    valid_size: int = option(8_193, "characters of validation text (8 segments of 1,024: "
+                             "early stopping and the learning curves read it)")  # fmt: skip
     test_size: int = option(16_385, "characters of test text (bpc is measured on it)")
     segment: int = option(1024, "training and evaluation length n (characters per segment)")
     arms: str = option("dense,strided,fixed,sliding",
@@ -49,14 +52,18 @@ class SparseConfig(LMFlags):
                        "dense, strided and fixed are required (the claim)")  # fmt: skip
     ff: int = option(128, "feed-forward width")
     batch_size: int = option(3, "segments per update")
+    epochs: int = option(30, "cap: at most this many passes over the training text, the same "
+                         "for every arm (early stopping ends a run before it)")  # fmt: skip
+    patience: int = option(3, "early stopping, every arm: validations (one per epoch) "
+                           "without a lower valid bpc before a run stops")  # fmt: skip
     cost_n: str = option("1024,2048,4096,8192", "lengths n of the one-layer cost grid")
     repeats: int = option(3, "timed forward+backward passes per (arm, n)")
 
     def __post_init__(self) -> None:
         check_ranges(self, positive=(
             "train_size", "valid_size", "test_size", "segment", "dim", "heads", "layers", "ff",
-            "epochs", "batch_size", "seeds", "repeats", "jobs", "threads"), fractions=(),
-            as_flags=True)  # fmt: skip
+            "epochs", "batch_size", "patience", "seeds", "repeats", "jobs", "threads"),
+            fractions=(), as_flags=True)  # fmt: skip
         parse_arms(self.arms)
         parse_ints(self.cost_n, "cost-n", 2, "1024,2048,4096,8192")
         if self.dim % self.heads or (self.dim // self.heads) % 2:

@@ -1,5 +1,7 @@
 """The training runs of the sparse experiment: one transformer-lm per alignment (dense,
-strided, fixed, sliding), the same sizes, parameters, text, batches and updates, per seed."""
+strided, fixed, sliding), the same sizes, parameters, text and batches, per seed, each
+trained to a validation plateau by the same rule (early stopping, the same patience and cap
+of epochs for every arm)."""
 
 from __future__ import annotations
 
@@ -12,9 +14,12 @@ from .config import ARMS, SparseConfig
 
 def fit_config(cfg: SparseConfig, arm: str, seed: int, out: Path) -> FitConfig:
     """``transformer-lm`` with the arm's alignment (stride / radius l = round(√n)), sinusoid
-    positions, ``cfg.epochs`` epochs, no early stopping, checkpoints in ``out/ARM-sSEED``."""
-    return lm_run(cfg, "transformer-lm", seed, out / f"{arm}-s{seed}", match_xl=False,
-                  align=ARMS[arm], window=0 if arm == "dense" else cfg.stride)  # fmt: skip
+    positions, early stopping after ``cfg.patience`` epochs without a lower valid loss, at
+    most ``cfg.epochs`` epochs, checkpoints in ``out/ARM-sSEED`` (``best``: the lowest valid
+    loss, what is measured)."""
+    return lm_run(cfg, "transformer-lm", seed, out / f"{arm}-s{seed}", patience=cfg.patience,
+                  match_xl=False, align=ARMS[arm],
+                  window=0 if arm == "dense" else cfg.stride)  # fmt: skip
 
 
 def make_jobs(cfg: SparseConfig, out: Path) -> dict[str, FitConfig]:

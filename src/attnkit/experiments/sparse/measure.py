@@ -9,6 +9,8 @@ forward + backward wall clock (one warm-up pass, then ``repeats`` timed)."""
 
 from __future__ import annotations
 
+import json
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -52,21 +54,31 @@ def cost_grid(cfg: SparseConfig) -> dict[str, dict[str, dict[str, Any]]]:
                   for n in cfg.n_list} for arm in cfg.arm_list}  # fmt: skip
 
 
+def valid_curve(run: Path) -> list[float]:
+    """A run's learning curve: its valid bpc at each validation (one per epoch), from
+    ``run/history.json`` (valid loss in nats per character / ln 2)."""
+    history = json.loads((run / "history.json").read_text(encoding="utf-8"))
+    return [round(row["valid_loss"] / math.log(2), 4) for row in history]
+
+
 def measure_seed(cfg: SparseConfig, seed: int, out: Path) -> dict[str, Any]:
     """Bits per test segment of each arm at length n (``tasks.lm.window_bits``: the test text
-    cut into windows of n, each read from scratch), the unigram bpc, each arm's parameters."""
+    cut into windows of n, each read from scratch) by its early-stopped weights (``best``:
+    the lowest valid loss), the unigram bpc, each arm's parameters and learning curve."""
     from ...data.lm_text import lm_texts
     from ...tasks.lm import unigram_bits, window_bits
     from ...train import checkpoint
 
     train, _, test = lm_texts(lm_data(cfg, seed).spec())
-    bits, params = {}, {}
+    bits, params, curves = {}, {}, {}
     for arm in cfg.arm_list:
-        loaded = checkpoint.load(out / f"{arm}-s{seed}")
+        loaded = checkpoint.load(out / f"{arm}-s{seed}" / "best")
         ids = torch.tensor(loaded.tgt_vocab.encode(list(test), eos=False))  # (N,)
         bits[arm] = window_bits(loaded.model, ids, cfg.segment, cfg.segment)
         params[arm] = sum(p.numel() for p in loaded.model.parameters())
-    return {"bits": bits, "unigram": unigram_bits(train, test), "parameters": params}
+        curves[arm] = valid_curve(out / f"{arm}-s{seed}")
+    return {"bits": bits, "unigram": unigram_bits(train, test), "parameters": params,
+            "curves": curves}  # fmt: skip
 
 
-__all__ = ["SavedBytes", "cost_grid", "layer_cost", "measure_seed"]
+__all__ = ["SavedBytes", "cost_grid", "layer_cost", "measure_seed", "valid_curve"]

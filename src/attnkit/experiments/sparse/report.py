@@ -1,5 +1,6 @@
-"""The sparse experiment's outputs: bpc by alignment, the one-layer cost by alignment and n
-with its slopes, the checks, a CSV, the JSON and a PNG (memory and time against n)."""
+"""The sparse experiment's outputs: the runs (updates, plateau) and bpc by alignment, the
+one-layer cost by alignment and n with its slopes, the checks, a CSV (cost grid and learning
+curves), the JSON and a PNG (learning curves; memory and time against n)."""
 
 from __future__ import annotations
 
@@ -10,16 +11,39 @@ from typing import Any
 from ..base import Say, markdown_table, pyplot, save_figure
 from ..evidence import conclude
 
+CURVE = ("seed", "updates", "valid_bpc")  # the learning-curve rows' own columns
+
 
 def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per (arm, n) of the cost grid, with the arm's bpc (mean of seeds)."""
+    """Part "cost": one row per (arm, n) of the cost grid, with the arm's test bpc (mean of
+    seeds); part "curve": one row per (arm, seed, validation), the valid bpc after
+    ``updates`` updates (the learning curves). A column not of its part is empty."""
     out = []
     for arm, by_n in result["numbers"]["cost"].items():
         for n, c in by_n.items():
-            out.append({"arm": arm, "n": int(n), "saved_mib": round(c["saved_bytes"] / 2**20, 3),
+            out.append({"part": "cost", "arm": arm, "n": int(n),
+                        "saved_mib": round(c["saved_bytes"] / 2**20, 3),
                         "ms_median": round(1000 * statistics.median(c["seconds"]), 2),
-                        "bpc": round(statistics.fmean(result["bpc"][arm]), 4)})  # fmt: skip
+                        "bpc": round(statistics.fmean(result["bpc"][arm]), 4),
+                        **dict.fromkeys(CURVE, "")})  # fmt: skip
+    per = result["updates_per_epoch"]
+    for arm, by_seed in result["numbers"]["curves"].items():
+        for seed, curve in zip(result["seeds"], by_seed, strict=True):
+            out.extend({"part": "curve", "arm": arm, "n": result["config"]["segment"],
+                        "saved_mib": "", "ms_median": "", "bpc": "", "seed": seed,
+                        "updates": (k + 1) * per, "valid_bpc": b}
+                       for k, b in enumerate(curve))  # fmt: skip
     return out
+
+
+def runs_text(result: dict[str, Any]) -> str:
+    """Arms as rows: per seed, the updates run, the update of the lowest valid bpc, that bpc,
+    how the run ended and whether it reached its plateau."""
+    head = ["arm", *(f"seed {s}: updates (best at) / valid bpc / ended" for s in result["seeds"])]
+    body = [[arm, *(f"{r['updates']} ({r['best_update']}) / {r['best_valid_bpc']:.3f} / "
+                    f"{r['ended']}{'' if r['plateau'] else ', not on its plateau'}"
+                    for r in runs)] for arm, runs in result["runs"].items()]  # fmt: skip
+    return markdown_table(head, body)
 
 
 def cost_text(result: dict[str, Any]) -> str:
@@ -41,19 +65,34 @@ def cost_text(result: dict[str, Any]) -> str:
 
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     params = ", ".join(f"{k} {v:,}" for k, v in result["parameters"].items())
-    secs = sum(result["train_seconds"].values())
-    say(f"parameters: {params}; stride l = {result['stride']}; {result['updates']} updates "
-        f"per model, {secs:.0f}s of training; {result['segments']} test segments per seed")
+    secs, cfg = sum(result["train_seconds"].values()), result["config"]
+    say(f"parameters: {params}; stride l = {result['stride']}; early stopping after "
+        f"{cfg['patience']} validations without a lower valid bpc (one per epoch of "
+        f"{result['updates_per_epoch']} updates), cap {result['updates_cap']} updates, every "
+        f"arm; {secs:.0f}s of training; {result['segments']} test segments per seed")
+    say(runs_text(result))
     say(f"unigram bpc of the test text: {statistics.fmean(result['numbers']['unigram']):.3f}")
     say(cost_text(result))
     return conclude("sparse", result, rows, plot, out, say, "training and measuring")
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:
-    """Saved MiB and median time of one attention against n (log-log), one line per arm."""
+    """The learning curves (valid bpc against updates, one line per arm and seed, a dot at
+    each run's lowest), then saved MiB and median time of one attention against n
+    (log-log), one line per arm."""
     plt = pyplot()
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (curves, *axes) = plt.subplots(1, 3, figsize=(15, 4))
+    per = result["updates_per_epoch"]
+    for i, (arm, by_seed) in enumerate(result["numbers"]["curves"].items()):
+        for k, c in enumerate(by_seed):
+            xs = [(j + 1) * per for j in range(len(c))]
+            curves.plot(xs, c, "-", color=f"C{i}", lw=1, label=arm if k == 0 else None)
+            curves.plot(xs[c.index(min(c))], min(c), "o", color=f"C{i}", ms=4)
+    curves.set_xlabel("updates")
+    curves.set_ylabel("valid bits per character")
+    curves.set_title(f"early stopping, patience {result['config']['patience']} epochs", fontsize=9)
+    curves.legend(fontsize=8)
     for i, (arm, by_n) in enumerate(result["numbers"]["cost"].items()):
         ns = [int(n) for n in by_n]
         axes[0].plot(ns, [by_n[str(n)]["saved_bytes"] / 2**20 for n in ns], "o-",
@@ -70,4 +109,4 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     return save_figure(fig, path)
 
 
-__all__ = ["cost_text", "plot", "report", "rows"]
+__all__ = ["cost_text", "plot", "report", "rows", "runs_text"]
