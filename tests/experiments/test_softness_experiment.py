@@ -610,6 +610,9 @@ def test_multi30k_runs_dengs_rows_on_the_shared_subset(tmp_path: Path) -> None:
     en = (tmp_path / "data" / "train.en").read_text(encoding="utf-8").splitlines()
     assert len(de) == len(en) == 16 and de[0] != en[0]  # De → En, 2 x 8 pairs
     assert all(len(x.split()) <= cfg.multi30k_max_words for x in de + en)
+    from attnkit.experiments.softness.report import plot
+
+    assert plot(result, tmp_path / "m30k.png").stat().st_size > 0  # the curves' panel too
 
 
 def test_multi30k_absent_is_skipped_with_a_message(tmp_path: Path, monkeypatch) -> None:

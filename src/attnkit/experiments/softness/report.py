@@ -3,6 +3,7 @@ style), the reduction's cost, CSV, JSON and a PNG of quality, perplexity and ent
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -162,26 +163,40 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     return paths
 
 
+def _epochs(result: dict[str, Any], task: str) -> int:
+    """The cap of epochs of ``task``'s runs, from the config (older results: captions')."""
+    c = result["config"]
+    key = {"digit-captions": "caption_epochs", "multi30k": "multi30k_epochs"}.get(task, "epochs")
+    return int(c.get(key, c["caption_epochs"]))
+
+
 def plot(result: dict[str, Any], path: Path) -> Path:
-    """Three panels per task row: quality, perplexity and entropy (mean ± seed std)."""
+    """Per task row, four panels: quality, perplexity and entropy (mean ± seed std), and the
+    learning curves (captions: valid exact match; translation: valid perplexity, exact, after
+    each epoch), one line a seed."""
     plt = pyplot()
 
     tasks = list(result["summary"])
     fig, axes = plt.subplots(len(tasks), 4, figsize=(17, 3.6 * len(tasks)), squeeze=False)
     for i, task in enumerate(tasks):
         ax = axes[i][3]
-        per_epoch = result["task_updates"][task] // max(result["config"]["caption_epochs"], 1)
-        runs = [r for r in result["runs"] if r["task"] == task and r.get("curve")]
+        per_epoch = result["task_updates"][task] // max(_epochs(result, task), 1)
+        key, ylabel = (("curve", "valid exact match %") if task == "digit-captions" else
+                       ("valid_curve", "valid perplexity (exact)"))  # fmt: skip
+        runs = [r for r in result["runs"] if r["task"] == task and r.get(key)]
         if not runs:
             ax.axis("off")
         colours = {row: f"C{k}" for k, row in enumerate(result["summary"][task])}
         for r in runs:
-            xs = [per_epoch * (e + 1) for e in range(len(r["curve"]))]
-            ax.plot(xs, r["curve"], color=colours[r["row"]], alpha=0.6, lw=1,
+            ys = r[key] if key == "curve" else [math.exp(v) for v in r[key]]
+            xs = [per_epoch * (e + 1) for e in range(len(ys))]
+            ax.plot(xs, ys, color=colours[r["row"]], alpha=0.6, lw=1,
                     label=r["row"] if r["seed"] == min(x["seed"] for x in runs) else None)
         if runs:
             ax.set(title=f"{task}: learning curves (each seed)", xlabel="updates",
-                   ylabel="valid exact match %", ylim=(0, 100))  # fmt: skip
+                   ylabel=ylabel)  # fmt: skip
+            if key == "curve":
+                ax.set_ylim(0, 100)
             ax.legend(fontsize=7)
         summary = result["summary"][task]
         names = list(summary)
