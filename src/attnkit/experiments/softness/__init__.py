@@ -109,7 +109,7 @@ class SoftnessConfig(Seeds, Pooled):
     decoder: str = option("deng", "toy-ko: deng (Deng 2018: no attention context in the "
                         "recurrence; Luong without input feeding) | context (it feeds the "
                         "recurrence)")
-    seeds: int = option(8, "training seeds per row: --seed, --seed+1, ... (8: a t interval "
+    seeds: int = option(8, "toy-ko: training seeds per row: --seed, --seed+1, ... (8: a t interval "
                       "over 8 paired gaps; 3 seeds gave intervals 0.1 PPL wide on toy-ko)")
     train_size: int = option(3200, "training pairs")
     epochs: int = option(4, "passes over them: the same updates for every row (4: 400 updates)")
@@ -134,7 +134,7 @@ class SoftnessConfig(Seeds, Pooled):
                              "text files are written")
     caption_seeds: int = option(3, "digit-captions: training seeds per row (--seed, "
                               "--seed+1, ...; the paired bootstrap resamples seeds and test "
-                              "captions); --seeds is the translation tasks'")
+                              "captions); --seeds is toy-ko's")
     caption_train_size: int = option(6000, "digit-captions: training canvases")
     caption_epochs: int = option(20, "digit-captions: passes over them, the cap of every row "
                                "(20: 3760 updates); the valid exact match after each is the "
