@@ -11,10 +11,10 @@ place: no copy into class order and back, no stack of the two halves, forward or
     strided_heads(query (L, H, n, D), keys (L, H, n, D), values (L, H, n, Dv), l, causal,
                   key_ok (L, H, 1, n) or None) -> context (L, H, n, Dv)
 
-The context and the gradients are allocated once, (L, H, n, ·), on 2 MiB pages where Linux
-grants them, and each half's kernel writes its own heads (the even ones, the odd ones in class
-order) into them; the odd heads' dK, dV are copied in, not added: only the even heads' are
-zeroed first (by the kernel). ``applies`` says when this runs
+The context and the gradients are allocated once, (L, H, n, ·), the gradients on 2 MiB
+pages where Linux grants them, and each half's kernel writes its own heads (the even ones, the
+odd ones in class order) into them; the odd heads' dK, dV are copied in, not added: only the
+even heads' are zeroed first (by the kernel). ``applies`` says when this runs
 (``factorised.factorised_attention`` falls back to its composed parts otherwise): H even, n a
 multiple of l, CPU float32/float64, the kernel built.
 
@@ -89,7 +89,8 @@ class _StridedHeads(torch.autograd.Function):
     def forward(ctx: Any, q: Tensor, k: Tensor, v: Tensor, step: int, causal: bool,
                 keeps: tuple[Tensor | None, Tensor | None]) -> Tensor:  # fmt: skip
         module = native._loaded()  # applies() checked that it is built
-        out = _fresh(module, *q.shape[:-1], v.shape[-1], like=q)  # (L, H, n, Dv)
+        # not on huge pages: there the forward-only bench case ran 20 ms slower (docs/sparse.md)
+        out = q.new_empty(*q.shape[:-1], v.shape[-1])  # (L, H, n, Dv)
         lses = []
         for half, (qh, kh, vh, oh) in enumerate(zip(*(_halves(x, step) for x in (q, k, v, out)),
                                                     strict=True)):  # fmt: skip
