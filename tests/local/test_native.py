@@ -4,7 +4,9 @@ to 1e-10 in float64, it passes gradcheck, gives zero (never NaN) on rows with no
 compiles with ``fullgraph=True``, and ``kernel='auto'`` falls back to the SDPA tiles, with a
 warning that says why, where it does not apply or could not be built."""
 
+import re
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -298,6 +300,61 @@ def test_backward_chunks_of_one_colour_reach_disjoint_keys(
         ranges.sort()
         for (_, hi), (lo, _) in zip(ranges, ranges[1:], strict=False):
             assert hi <= lo, (ranges, radius, block)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("layout", ["rows", "chunks", "classes"])
+def test_backward_into_overwrites_whatever_dk_and_dv_hold(layout: str, causal: bool) -> None:
+    """``backward_into`` writes every row of dq, dk, dv whatever they hold on entry (NaN
+    here), Tk > Tq so that some keys are reached by no query: "rows" (contiguous) and "chunks"
+    (rows apart, staged, a small radius: many chunks) add into dK, dV, which the kernel zeroes
+    first; "classes" (rows apart, the radius spanning the slice: one chunk, as the Sparse
+    Transformer's residue classes) copies its rows in and zeroes the keys no query reaches."""
+    tq, tk, radius, block = 40, 52, (52 if layout == "classes" else 3), 8
+    if layout == "rows":
+        inputs = band_inputs((2, 3), tq, tk, 8, 5, 6)
+    else:  # rows 2·E apart, views of leaves
+        full = band_inputs((2, 3), 2 * tq, 2 * tk, 8, 5, 6)
+        inputs = [x[..., ::2, :].detach().requires_grad_() for x in full]
+    module = native.kernel()
+    chunks = sum(len(c) for c in module.backward_chunks(tq, tk, radius, causal, block))
+    assert (chunks == 1) == (layout == "classes")
+    q, k, v = (x.detach().reshape(6, *x.shape[-2:]) for x in inputs)  # (G, T, ·) views
+    assert (q.stride(1) == 8) == (layout == "rows")
+    out, lse = module.forward(q, k, v, radius, causal, None, block)
+    grad = torch.randn(out.shape, dtype=out.dtype, generator=torch.Generator().manual_seed(7))
+    got = [torch.full(x.shape, float("nan"), dtype=x.dtype) for x in (q, k, v)]
+    module.backward_into(grad, q, k, v, out, lse, *got, radius, causal, None, block)
+    ref = attnkit.attend(*inputs, align=attnkit.SlidingWindow(radius, causal))
+    want = torch.autograd.grad(ref.context, inputs, grad.view(ref.context.shape))
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a.view(b.shape), b, **TIGHT)
+    if causal or layout != "classes":  # else the radius reaches every key
+        assert not want[1][..., -1, :].any()  # the last key: reached by no query
+
+
+def test_huge_pages_back_a_fresh_output() -> None:
+    """``huge_pages`` advises 2 MiB pages for a fresh tensor before its first touch: where
+    Linux's transparent huge pages are on ("madvise" or "always"), the written tensor lies on
+    them (its mapping's AnonHugePages in /proc/self/smaps), and its values are those written.
+    64 MiB: above glibc's largest mmap threshold, so a fresh mapping, not reused heap."""
+    setting = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    if not setting.exists() or "[never]" in setting.read_text():
+        pytest.skip("no transparent huge pages on this machine")
+    module = native.kernel()
+    assert not module.huge_pages(torch.empty(1000))  # no whole aligned 2 MiB inside
+    x = torch.empty(16 * 2**20)  # 64 MiB float32
+    assert module.huge_pages(x)
+    x.fill_(1.5)
+    assert bool((x == 1.5).all())
+    start, stop, huge, inside = x.data_ptr(), x.data_ptr() + 64 * 2**20, 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():  # the advice splits the
+        if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):  # mapping: sum over the tensor's parts
+            lo, hi = (int(a, 16) for a in line.split()[0].split("-"))
+            inside = lo < stop and start < hi
+        elif inside and line.startswith("AnonHugePages:"):
+            huge += int(line.split()[1])  # kB
+    assert huge >= 32 * 1024, huge  # most of the 64 MiB
 
 
 def test_the_op_refuses_mismatched_inputs_with_a_clear_error() -> None:

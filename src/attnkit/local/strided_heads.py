@@ -11,10 +11,12 @@ place: no copy into class order and back, no stack of the two halves, forward or
     strided_heads(query (L, H, n, D), keys (L, H, n, D), values (L, H, n, Dv), l, causal,
                   key_ok (L, H, 1, n) or None) -> context (L, H, n, Dv)
 
-The context and the gradients are allocated once, (L, H, n, ·), and each half's kernel writes
-its own heads (the even ones, the odd ones in class order) into them. ``applies`` says when this
-runs (``factorised.factorised_attention`` falls back to its composed parts otherwise): H even,
-n a multiple of l, CPU float32/float64, the kernel built.
+The context and the gradients are allocated once, (L, H, n, ·), the gradients on 2 MiB
+pages where Linux grants them, and each half's kernel writes its own heads (the even ones, the
+odd ones in class order) into them; the odd heads' dK, dV are copied in, not added: only the
+even heads' are zeroed first (by the kernel). ``applies`` says when this runs
+(``factorised.factorised_attention`` falls back to its composed parts otherwise): H even, n a
+multiple of l, CPU float32/float64, the kernel built.
 
 Legend: L flattened leading dims, H heads, n positions, D width, Dv value width, l stride,
 R = n / l rows of a class.
@@ -87,6 +89,7 @@ class _StridedHeads(torch.autograd.Function):
     def forward(ctx: Any, q: Tensor, k: Tensor, v: Tensor, step: int, causal: bool,
                 keeps: tuple[Tensor | None, Tensor | None]) -> Tensor:  # fmt: skip
         module = native._loaded()  # applies() checked that it is built
+        # not on huge pages: there the forward-only bench case ran 20 ms slower (docs/sparse.md)
         out = q.new_empty(*q.shape[:-1], v.shape[-1])  # (L, H, n, Dv)
         lses = []
         for half, (qh, kh, vh, oh) in enumerate(zip(*(_halves(x, step) for x in (q, k, v, out)),
@@ -104,15 +107,23 @@ class _StridedHeads(torch.autograd.Function):
         step, causal, keeps = ctx.band
         module = native._loaded()  # applies() checked that it is built
         grad = grad.contiguous()  # (L, H, n, Dv); no copy when it already is
-        dq = torch.empty_like(q, memory_format=torch.contiguous_format)  # every row written
-        dk = torch.zeros_like(k, memory_format=torch.contiguous_format)  # accumulated into
-        dv = torch.zeros_like(v, memory_format=torch.contiguous_format)
+        # every row written by the kernel (dk and dv zeroed by it where it accumulates)
+        dq, dk, dv = (_fresh(module, *x.shape, like=x) for x in (q, k, v))  # (L, H, n, ·)
         parts = (_halves(x, step) for x in (grad, q, k, v, out, dq, dk, dv))
         for half, (gh, qh, kh, vh, oh, dqh, dkh, dvh) in enumerate(zip(*parts, strict=True)):
             radius, block = _band(half, qh, step)
             module.backward_into(gh, qh, kh, vh, oh, lses[half], dqh, dkh, dvh, radius, causal,
                                  keeps[half], block)  # fmt: skip
         return dq, dk, dv, None, None, None
+
+
+def _fresh(module: Any, *shape: int, like: Tensor) -> Tensor:
+    """An empty contiguous tensor of ``like``'s dtype, its storage advised onto 2 MiB pages
+    before the kernel first touches it (``huge_pages`` in ``csrc/band_flash.cpp``: fewer page
+    faults on a fresh output; the values do not depend on it)."""
+    x = like.new_empty(shape)
+    module.huge_pages(x)
+    return x
 
 
 def _band(half: int, q: Tensor, step: int) -> tuple[int, int]:

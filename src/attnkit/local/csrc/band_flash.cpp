@@ -34,8 +34,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 extern "C" {
 void sgemm_(const char*, const char*, const int*, const int*, const int*, const float*,
@@ -236,6 +241,17 @@ void copy_rows(const Mat<T>& from, const Mat<T>& to, int64_t g_first, int64_t co
     }
 }
 
+// rows [t_first, t_first + rows) of slices [g_first, g_first + count) set to zero
+template <typename T>
+void zero_rows(const Mat<T>& to, int64_t g_first, int64_t count, int64_t t_first, int64_t rows,
+               int64_t width) {
+  for (int64_t c = 0; c < count; ++c)
+    for (int64_t a = 0; a < rows; ++a) {
+      T* dst = to.at(g_first + c, t_first + a);
+      std::fill(dst, dst + width, T(0));
+    }
+}
+
 // slices staged together where the rows lie apart: 8 classes' rows of 64 floats are 2 KiB read
 // at once
 constexpr int64_t STAGE_GROUP = 8;
@@ -323,10 +339,13 @@ void backward_blocks(const Inputs<T>& in, const Mat<T>& out, const T* lse, const
   }
 }
 
-// dk and dv are accumulated into (β = 1): they must hold zeros on entry. Where an operand's
-// rows lie apart, each chunk of a group of STAGE_GROUP slices is staged: its queries' and keys'
-// rows of every operand copied into contiguous buffers, its dQ copied back and its dK, dV added
-// back.
+// dk and dv are overwritten (any content on entry). Where an operand's rows lie apart, each
+// chunk of a group of STAGE_GROUP slices is staged: its queries' and keys' rows of every operand
+// copied into contiguous buffers, its dQ copied back and its dK, dV added back; when one chunk
+// holds every block of a slice (the Sparse Transformer's residue classes: the radius spans the
+// class), no other chunk reaches its keys, so its dK, dV are copied back, not added, and the
+// rows it does not reach zeroed: dk and dv are never zeroed first nor read. Otherwise the
+// chunks accumulate into dk and dv (β = 1), zeroed here first, slice by slice in parallel.
 template <typename T>
 void backward_impl(const Inputs<T>& in, const Mat<T>& out, const T* lse, const Mat<T>& dout,
                    const Mat<T>& dq, const Mat<T>& dk, const Mat<T>& dv_, const Band& band) {
@@ -335,7 +354,14 @@ void backward_impl(const Inputs<T>& in, const Mat<T>& out, const T* lse, const M
                      out.rows_apart(dv) || dout.rows_apart(dv) || dq.rows_apart(d) ||
                      dk.rows_apart(d) || dv_.rows_apart(dv);
   const int64_t group = stage ? STAGE_GROUP : 1, groups = (in.g + group - 1) / group;
-  for (const auto& chunks : colours(band)) {  // chunks of one colour run in parallel
+  const auto schedule = colours(band);
+  const bool whole = stage && schedule[0].size() == 1 && schedule[1].empty();
+  if (!whole)
+    at::parallel_for(0, in.g, 1, [&](int64_t begin, int64_t end) {
+      zero_rows(dk, begin, end - begin, 0, band.tk, d);
+      zero_rows(dv_, begin, end - begin, 0, band.tk, dv);
+    });
+  for (const auto& chunks : schedule) {  // chunks of one colour run in parallel
     const int64_t mine = (int64_t)chunks.size();
     at::parallel_for(0, groups * mine, 1, [&](int64_t begin, int64_t end) {
       std::vector<T> p(bq * band.span()), ds(bq * band.span()), delta(bq);
@@ -369,8 +395,14 @@ void backward_impl(const Inputs<T>& in, const Mat<T>& out, const T* lse, const M
           backward_blocks(staged, o, lse, g, gq, gk, gv, band, g0 + c, first, stop, p.data(),
                           ds.data(), delta.data());
         copy_rows(gq, dq, g0, count, a0, na, d, false);  // dQ rows are the chunk's own
-        copy_rows(gk, dk, g0, count, k0, nk, d, true);  // dK, dV rows: another chunk's too
-        copy_rows(gv, dv_, g0, count, k0, nk, dv, true);
+        copy_rows(gk, dk, g0, count, k0, nk, d, !whole);  // dK, dV rows: another chunk's too
+        copy_rows(gv, dv_, g0, count, k0, nk, dv, !whole);  // unless the chunk is the slice
+        if (whole) {  // the keys no query reaches: [0, k0) and [k0 + nk, Tk)
+          for (const auto& [m, width] : {std::pair{dk, d}, std::pair{dv_, dv}}) {
+            zero_rows(m, g0, count, 0, k0, width);
+            zero_rows(m, g0, count, k0 + nk, band.tk - k0 - nk, width);
+          }
+        }
       }
     });
   }
@@ -482,8 +514,8 @@ std::vector<torch::Tensor> band_forward(torch::Tensor q, torch::Tensor k, torch:
   return {out, lse};
 }
 
-// Backward into dq, dk, dv (the shapes of q, k, v; dk and dv zero on entry: they are
-// accumulated into), for the incoming gradient dout and the forward's out and lse.
+// Backward into dq, dk, dv (the shapes of q, k, v; any content on entry: every row is
+// written), for the incoming gradient dout and the forward's out and lse.
 void band_backward_into(torch::Tensor dout, torch::Tensor q, torch::Tensor k, torch::Tensor v,
                         torch::Tensor out, torch::Tensor lse, torch::Tensor dq, torch::Tensor dk,
                         torch::Tensor dv, int64_t radius, bool causal,
@@ -520,10 +552,28 @@ std::vector<torch::Tensor> band_backward(torch::Tensor dout, torch::Tensor q, to
               "band attention backward: grad and out (G, Tq, Dv), lse (G, Tq) of the forward "
               "are needed");
   auto dq = torch::empty(q.sizes(), q.options());  // contiguous, whatever q's strides
-  auto dk = torch::zeros(k.sizes(), k.options());
-  auto dv = torch::zeros(v.sizes(), v.options());
+  auto dk = torch::empty(k.sizes(), k.options());  // zeroed by the kernel where it adds
+  auto dv = torch::empty(v.sizes(), v.options());
   band_backward_into(dout, q, k, v, out, lse, dq, dk, dv, radius, causal, keep, block);
   return {dq, dk, dv};
+}
+
+// Advise the kernel to back x's storage with 2 MiB pages (Linux transparent huge pages, under
+// "madvise" or "always"), before anything touches it: a fresh output of tens of MiB is
+// otherwise faulted in 4 KiB at a time, each fault zeroing and charging one page (about a
+// fifth of the strided heads' backward pass at n = 16,384, docs/sparse.md). Advice only: the
+// values are unchanged, and it returns false (doing nothing) where there is no whole aligned
+// 2 MiB inside the storage, or no madvise.
+bool huge_pages(torch::Tensor x) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  const uintptr_t huge = uintptr_t(1) << 21;
+  const auto start = reinterpret_cast<uintptr_t>(x.storage().data());
+  const uintptr_t lo = (start + huge - 1) & ~(huge - 1);
+  const uintptr_t hi = (start + x.storage().nbytes()) & ~(huge - 1);
+  return hi > lo && madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE) == 0;
+#else
+  return false;
+#endif
 }
 
 // The backward's schedule, for tests: the [first, stop) blocks of each colour's chunks.
@@ -537,5 +587,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("forward", &band_forward, "banded flash attention, forward");
   m.def("backward", &band_backward, "banded flash attention, backward");
   m.def("forward_into", &band_forward_into, "forward into a given out (4-D views too); -> lse");
-  m.def("backward_into", &band_backward_into, "backward into given dq, dk (zero), dv (zero)");
+  m.def("backward_into", &band_backward_into, "backward into given dq, dk, dv (overwritten)");
+  m.def("huge_pages", &huge_pages, "advise 2 MiB pages for a fresh tensor's storage");
 }
