@@ -445,7 +445,7 @@ def test_multi30k_trains_to_a_plateau_and_toy_ko_to_its_budget(tmp_path: Path) -
 def test_multi30k_subset_leaves_out_long_pairs(tmp_path: Path) -> None:
     import gzip
 
-    from attnkit.experiments.multi30k import write_subset
+    from attnkit.experiments.pool import write_multi30k as write_subset
 
     src = tmp_path / "src"
     src.mkdir()

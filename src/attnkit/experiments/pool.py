@@ -11,6 +11,7 @@ A pool gives the same models as the serial path: each run is seeded by its own c
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import multiprocessing
@@ -236,5 +237,60 @@ def generator(*key: int) -> torch.Generator:
         seed = (seed * 1_000_003 + k) % (2**63 - 1)
     return torch.Generator().manual_seed(seed)
 
-__all__ = ["LMSettings", "QuietPool", "fit_logged", "generator", "lm_data", "lm_run",
-           "plateau", "run_each", "steps_done", "train_all", "train_lms"]
+# -- Multi30K subsets (heads, softness) ---------------------------------------------------------
+
+MULTI30K = Path("../shared/data/multi30k")  # from the project root, as the tests read it
+"""Where the shared Multi30K data sits, from the project root."""
+MULTI30K_SPLITS = {"train": "train", "val": "val", "test": "test_2016_flickr"}
+"""Our split name -> the file stem of Multi30K's split."""
+
+
+def _multi30k_pairs(source: Path, split: str) -> list[tuple[str, str]]:
+    sides = []
+    for lang in ("de", "en"):
+        with gzip.open(source / f"{split}.{lang}.gz", "rt", encoding="utf-8") as f:
+            sides.append(f.read().splitlines())
+    if len(sides[0]) != len(sides[1]):
+        raise ValueError(f"{source / split}.de.gz and .en.gz differ in lines "
+                         f"({len(sides[0])} vs {len(sides[1])}): the data is damaged")  # fmt: skip
+    return list(zip(sides[0], sides[1], strict=True))
+
+
+def write_multi30k(folder: Path, counts: Mapping[str, int], *, max_words: int = 0,
+                   source: Path = MULTI30K, flags: str = "") -> dict[str, int]:  # fmt: skip
+    """Write the first ``counts[name]`` pairs of each split (``MULTI30K_SPLITS``: train, val,
+    test) of Multi30K task 1 (Elliott et al. 2016; ``{train,val,test_2016_flickr}.{de,en}.gz``,
+    line-aligned) with at most ``max_words`` words a side (0: no limit) into ``folder`` as
+    ``{train,val,test}.{de,en}``; every seed reads the same sentences. Returns the pairs each
+    split kept, and how many it read to find them (``{name}_read``). FileNotFoundError
+    when ``source`` is absent; ValueError when a split has fewer such pairs than asked for
+    (``flags`` names the options that set the counts, for the message)."""
+    if not source.is_dir():
+        raise FileNotFoundError(
+            f"{source} not found: the Multi30K settings read the shared data beside the "
+            "project root (scripts/multi30k.sh fetches it); run from the root of a checkout "
+            "that has it"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    kept: dict[str, int] = {}
+    for name, n in counts.items():
+        pairs = _multi30k_pairs(source, MULTI30K_SPLITS[name])
+        short = [i for i, (de, en) in enumerate(pairs)
+                 if not max_words or max(len(de.split()), len(en.split())) <= max_words]
+        if len(short) < n:
+            within = f" with at most {max_words} words a side" if max_words else ""
+            raise ValueError(f"{source / MULTI30K_SPLITS[name]}.de.gz has {len(short)} pairs"
+                             f"{within}, fewer than the {n} asked for; lower "
+                             f"{flags or 'the sizes'}")
+        take = short[:n]
+        for k, lang in enumerate(("de", "en")):
+            text = "".join(pairs[i][k] + "\n" for i in take)
+            (folder / f"{name}.{lang}").write_text(text, encoding="utf-8")
+        kept[name] = n
+        kept[f"{name}_read"] = take[-1] + 1 if take else 0
+    return kept
+
+
+__all__ = ["LMSettings", "MULTI30K", "MULTI30K_SPLITS", "QuietPool", "fit_logged", "generator",
+           "lm_data", "lm_run", "plateau", "run_each", "steps_done", "train_all", "train_lms",
+           "write_multi30k"]

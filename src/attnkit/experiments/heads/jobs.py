@@ -13,8 +13,7 @@ from pathlib import Path
 
 from ...train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from ..base import Say
-from ..multi30k import SOURCE as MULTI30K
-from ..multi30k import write_subset
+from ..pool import MULTI30K, write_multi30k
 from .config import HeadsConfig
 
 
@@ -88,7 +87,7 @@ def multi30k_subset(cfg: HeadsConfig, folder: Path, source: Path = MULTI30K) -> 
     test_2016_flickr (plain text, one sentence a line) into ``folder``; FileNotFoundError
     when ``source`` is absent, ValueError when it has fewer lines than asked for."""
     counts = {"train": cfg.multi30k, "val": cfg.valid_size, "test": cfg.test_size}
-    write_subset(folder, counts, source=source, flags="--multi30k, --valid-size or --test-size")
+    write_multi30k(folder, counts, source=source, flags="--multi30k, --valid-size or --test-size")
     return folder
 
 

@@ -1,6 +1,6 @@
 """The softness experiment's Multi30K setting: Deng et al. (2018)'s direction, De→En, on a
 subset of Multi30K task 1 (Elliott et al. 2016) read from ``../shared/data/multi30k``
-(experiments/multi30k.py).
+(``pool.write_multi30k``).
 
 ``write_subset`` copies the first ``multi30k · batch_size`` training pairs with at most
 ``multi30k_max_words`` words a side (one epoch = ``multi30k`` updates), and the first
@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from ...train.config import DataConfig
-from .. import multi30k as m30k
+from ..pool import MULTI30K, MULTI30K_SPLITS, write_multi30k
 
-SOURCE = m30k.SOURCE
+SOURCE = MULTI30K
 """Where the shared data sits, from the project root."""
 
 
@@ -38,14 +38,14 @@ def write_subset(cfg: Any, source: Path = SOURCE) -> dict[str, int]:
     when it has fewer pairs within the length limit than asked."""
     flags = ("--multi30k (updates x --batch-size pairs), --multi30k-valid, --multi30k-test "
              "or raise --multi30k-max-words")
-    return m30k.write_subset(Path(cfg.multi30k_dir), sizes(cfg), source=source, flags=flags,
+    return write_multi30k(Path(cfg.multi30k_dir), sizes(cfg), source=source, flags=flags,
                              max_words=cfg.multi30k_max_words)  # fmt: skip
 
 
 def multi30k_data(cfg: Any) -> DataConfig:
     """De→En from the subset in ``cfg.multi30k_dir`` (written by ``write_subset``)."""
     f = {f"{name}.{lang}": str(Path(cfg.multi30k_dir) / f"{name}.{lang}")
-         for name in m30k.SPLITS for lang in ("de", "en")}  # fmt: skip
+         for name in MULTI30K_SPLITS for lang in ("de", "en")}  # fmt: skip
     return DataConfig(train_src=f["train.de"], train_tgt=f["train.en"],
                       valid_src=f["val.de"], valid_tgt=f["val.en"],
                       test_src=f["test.de"], test_tgt=f["test.en"],
