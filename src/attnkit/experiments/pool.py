@@ -45,6 +45,12 @@ def steps_done(out: Path) -> int:
         return 0
 
 
+def history(run: Path) -> list[dict[str, Any]]:
+    """The rows the training loop wrote to ``run/history.json``, one per epoch: ``epoch``,
+    ``train_loss``, ``valid_loss``, ``valid_exact``, ``seconds``."""
+    return json.loads((run / "history.json").read_text(encoding="utf-8"))
+
+
 def plateau(epochs: int, best_epoch: int, patience: int) -> bool:
     """Whether a run ended on the plateau rule (the loop's early stopping): its last
     ``patience`` epochs, at least, after ``best_epoch`` (the epoch of the lowest valid loss,
@@ -292,5 +298,5 @@ def write_multi30k(folder: Path, counts: Mapping[str, int], *, max_words: int = 
 
 
 __all__ = ["LMSettings", "MULTI30K", "MULTI30K_SPLITS", "QuietPool", "fit_logged", "generator",
-           "lm_data", "lm_run", "plateau", "run_each", "steps_done", "train_all", "train_lms",
-           "write_multi30k"]
+           "history", "lm_data", "lm_run", "plateau", "run_each", "steps_done", "train_all",
+           "train_lms", "write_multi30k"]

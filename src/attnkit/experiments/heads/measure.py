@@ -27,7 +27,7 @@ import torch
 from torch import Tensor
 
 from ...data.example import Example
-from ..pool import plateau
+from ..pool import history, plateau
 
 
 def js_divergence(p: Tensor, q: Tensor) -> Tensor:
@@ -95,7 +95,6 @@ def measure(run: Path, patience: int, example: int | None = None) -> dict[str, A
     target token), the best valid perplexity, whether training ended on a plateau of
     ``patience`` epochs, AER of the last layer's mean of heads (None without gold links) and
     of its best single head, the mean pairwise JS of its heads, and one sentence's maps."""
-    import json
 
     from ...data.source import load_spec, tokenisers_for
     from ...decode import translate
@@ -108,7 +107,7 @@ def measure(run: Path, patience: int, example: int | None = None) -> dict[str, A
     from .bleu import sentence_stats
 
     ck = checkpoint.load(run / "best")
-    history = json.loads((run / "history.json").read_text(encoding="utf-8"))
+    rows = history(run)
     test = load_spec(ck.meta, quiet=True).test
     tgt_tok = tokenisers_for(ck.meta)[1]
     hyps = translate(ck.model, test, ck.src_vocab, ck.tgt_vocab).hyps
@@ -134,9 +133,9 @@ def measure(run: Path, patience: int, example: int | None = None) -> dict[str, A
         "exact": round(100 * s.exact_match, 2),
         "test_ppl": round(test_ppl, 4),
         "valid_ppl": round(math.exp(ck.meta["valid_loss"]), 4),
-        "epochs": len(history),
+        "epochs": len(rows),
         "best_epoch": int(ck.meta["epoch"]),
-        "plateau": plateau(len(history), int(ck.meta["epoch"]), patience),
+        "plateau": plateau(len(rows), int(ck.meta["epoch"]), patience),
         "aer": None if aer is None else round(100 * aer, 2),
         "aer_best_head": None if aer_best is None else round(100 * aer_best, 2),
         "js": round(mean_pairwise_js(heads), 4),

@@ -73,7 +73,7 @@ from ...train.config import LR_DECAYS, DataConfig, FitConfig, ModelConfig, Train
 from ...train.runtime import torch_threads
 from ..base import Experiment, Pooled, Say, Seeds, begin, option
 from ..evidence import verdict_of
-from ..pool import steps_done, train_all
+from ..pool import history, steps_done, train_all
 from .captions import (
     CAPTION_DEFAULT_ROWS,
     CAPTION_ROWS,
@@ -358,11 +358,9 @@ def learning_curve(out: Path, meta: Mapping[str, Any]) -> dict[str, Any]:
     """From ``out/history.json`` and the scored checkpoint's meta: the valid loss after each
     epoch (``valid_curve``), the epochs run and the epoch scored (``best_epoch``; for
     ``last`` the final one)."""
-    import json
-
-    history = json.loads((out / "history.json").read_text(encoding="utf-8"))
-    return {"valid_curve": [h["valid_loss"] for h in history], "epochs": len(history),
-            "best_epoch": int(meta.get("epoch", len(history)))}  # fmt: skip
+    rows = history(out)
+    return {"valid_curve": [h["valid_loss"] for h in rows], "epochs": len(rows),
+            "best_epoch": int(meta.get("epoch", len(rows)))}  # fmt: skip
 
 
 def caption_model(cfg: SoftnessConfig, row: str) -> ModelConfig:

@@ -122,10 +122,9 @@ def pretrain_features(cfg: CaptionSettings, epochs: int, path: Path) -> dict[str
 
 def learning_curve(out: Path) -> list[float]:
     """The validation exact match (%) after each epoch of one run (its history.json)."""
-    import json
+    from ..pool import history
 
-    history = json.loads((out / "history.json").read_text())
-    return [100 * row["valid_exact"] for row in history]
+    return [100 * row["valid_exact"] for row in history(out)]
 
 
 def _gold(logp: Tensor, y: Tensor) -> Tensor:

@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import evidence as ev
 from ..base import mean_of_means, power_exponent
+from ..pool import plateau
 
 LEARNED_SHARE = 0.8  # design: dense bpc at most 0.8 x the unigram bpc of the test text
 EPSILON = 0.05  # claim: bpc(pattern) - bpc(dense) below +0.05 bpc (matches dense)
@@ -77,7 +78,7 @@ def runs_of(curves: Mapping[str, Sequence[Sequence[float]]], seeds: Sequence[int
     whether it reached its plateau (``plateaued``)."""
     def one(seed: int, c: Sequence[float]) -> dict[str, Any]:
         best = c.index(min(c))
-        ended = "early stopping" if len(c) - 1 - best >= patience else "cap"
+        ended = "early stopping" if plateau(len(c), best + 1, patience) else "cap"
         return {"seed": seed, "updates": len(c) * per_epoch, "best_update": (best + 1) * per_epoch,
                 "best_valid_bpc": min(c), "ended": ended, "plateau": plateaued(c, patience)}
 

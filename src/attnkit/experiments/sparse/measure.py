@@ -9,7 +9,6 @@ forward + backward wall clock (one warm-up pass, then ``repeats`` timed)."""
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ import torch
 from ...bench.measure import SavedBytes
 from ...core import attend
 from ...registry import build_alignment
-from ..pool import lm_data
+from ..pool import history, lm_data
 from .config import ARMS, SparseConfig, stride_of
 
 
@@ -57,8 +56,7 @@ def cost_grid(cfg: SparseConfig) -> dict[str, dict[str, dict[str, Any]]]:
 def valid_curve(run: Path) -> list[float]:
     """A run's learning curve: its valid bpc at each validation (one per epoch), from
     ``run/history.json`` (valid loss in nats per character / ln 2)."""
-    history = json.loads((run / "history.json").read_text(encoding="utf-8"))
-    return [round(row["valid_loss"] / math.log(2), 4) for row in history]
+    return [round(row["valid_loss"] / math.log(2), 4) for row in history(run)]
 
 
 def measure_seed(cfg: SparseConfig, seed: int, out: Path) -> dict[str, Any]:
