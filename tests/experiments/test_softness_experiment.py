@@ -653,3 +653,22 @@ def test_multi30k_bleu_within_dengs_spread() -> None:
         "pass", "fail", "inconclusive"]  # fmt: skip
     assert by["exact"].value == pytest.approx(1.0) and by["exact"].threshold == DENG_BLEU_SPREAD
     assert not any(": BLEU " in c.name for c in translation_checks(records(CLEAN), "toy-ko"))
+
+
+def test_multi30k_is_scored_from_its_best_epoch(tmp_path: Path, monkeypatch) -> None:
+    """Under early stopping a run's ``last`` is ``patience`` epochs past its lowest valid
+    loss: Multi30K scores ``best``; toy-ko, a fixed budget, its ``last``."""
+    from attnkit.experiments.softness import TASKS
+    from attnkit.train import checkpoint
+
+    class Loaded(Exception):
+        pass
+
+    def load(path, *args, **kwargs):
+        raise Loaded(Path(path).name)
+
+    monkeypatch.setattr(checkpoint, "load", load)
+    for task, want in (("multi30k", "best"), ("toy-ko", "last")):
+        with pytest.raises(Loaded) as got:
+            TASKS[task].score(SoftnessConfig(), tmp_path)
+        assert str(got.value) == want
