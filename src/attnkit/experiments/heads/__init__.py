@@ -149,9 +149,8 @@ EXPERIMENT = Experiment.of(
     name="heads",
     help="BLEU by number of heads at constant d_model, trained to a plateau (Vaswani 2017, "
     "Table 3 A)",
-    typical="toy-ko half 19 min wall on a shared 2-core CPU (283 s of CPU: about 3 min idle "
-    "with --jobs 2); the Multi30K half at 2,000 pairs not measured to the end, at "
-    "--multi30k 1000 32 min wall (793 s of CPU)",
+    typical="19 min wall with --jobs 2 on an idle 2-core CPU (1,853 s of CPU; the toy-ko "
+    "half about 2.5 min of it)",
     description="Train the same Transformer with 1, 4, 16 heads of d_k = d_model / h to a "
     "validation plateau (early stopping, the same patience and cap for every arm), 3 seeds, "
     "on toy-ko and a Multi30K subset (skipped when ../shared/data/multi30k is absent); score "
