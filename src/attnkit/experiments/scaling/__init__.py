@@ -160,7 +160,7 @@ EXPERIMENT = Experiment.of(
     __name__,
     name="scaling",
     help="why qᵀk/√d_k: softmax saturation of unscaled dot products (Vaswani 2017, 3.2.1)",
-    typical="8 min with --jobs 1 on a shared 2-core CPU (4 min of CPU)",
+    typical="2 min with --jobs 2 on an idle 2-core CPU (4 min of CPU)",
     description="Softmax entropy and gradient norm of unscaled vs scaled dot-product scores "
     "on random unit-variance q, k for growing d_k (5 draws) and on trained q, k, and a small "
     "Transformer trained both ways at two or more widths and 3 seeds with the same data, seed "

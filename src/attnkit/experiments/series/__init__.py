@@ -337,7 +337,7 @@ EXPERIMENT = Experiment.of(
     name="series",
     help="forecasting: attention over the input window vs the lag-p-input forecaster vs "
     "seasonal naive (MASE)",
-    typical="12 min with --jobs 1 on a shared 2-core CPU (7 min of CPU)",
+    typical="4 min with --jobs 2 on an idle 2-core CPU (6 min of CPU)",
     description="Train the forecaster with attention and without it but given the lag-p "
     "input (same width, parameters, data and stopping rule, several seeds) on seasonal series "
     "with trend and noise (or --csv FILE), score MASE/MAE/RMSE on the test windows beside the "
