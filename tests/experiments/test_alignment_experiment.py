@@ -192,11 +192,14 @@ def test_offsets_count_where_the_argmax_lands() -> None:
 def test_default_arms_are_the_claims_core_with_equal_settings() -> None:
     cfg = AlignmentConfig()
     arms = cfg.arms()
-    assert len(arms) == 3 * 3 * 8 + 3 * 8  # 3 orderings x 3 rows x 8 seeds, + swap forwards
+    assert len(arms) == 3 * 3 * 8  # 3 orderings x 3 rows x 8 seeds, every source reversed
     assert {a.window for a in arms if ROWS[a.row].windowed} == {5}
     assert {a.window for a in arms if not ROWS[a.row].windowed} == {0}
-    assert {a.ordering for a in arms if not a.reverse} == {"swap"}
+    assert all(a.reverse for a in arms)
     assert len(set(arms)) == len(arms)
+    with_forward = AlignmentConfig(forward="swap").arms()
+    assert {a.ordering for a in with_forward if not a.reverse} == {"swap"}
+    assert len(with_forward) == len(arms) + 3 * 8
     for g in groups(cfg):  # every row of a setting trains on the same seeds
         for s in range(8):
             assert {arm_of(cfg, m, g, s).seed for m in cfg.rows} == {s}

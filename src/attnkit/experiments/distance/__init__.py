@@ -166,7 +166,7 @@ EXPERIMENT = Experiment.of(
     __name__,
     name="distance",
     help="updates to learn a dependency Δ back (10..200): LSTM, GRU, CNN vs self-attention",
-    typical="62 min with --jobs 2 on the shared 2-core CPU at load 10-14 (24 min of CPU)",
+    typical="11 min with --jobs 2 on a quiet 2-core CPU (20 min of CPU)",
     description="Train an LSTM, a GRU, a causal dilated CNN and a causal self-attention model "
     "(same parameter budget, same batches, optimiser and learning rate) from scratch at each "
     "distance Δ = 10, 25, 50, 100, 200 separately (one sequence length), to recall the token "
