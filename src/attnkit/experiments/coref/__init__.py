@@ -93,7 +93,7 @@ EXPERIMENT = Experiment.of(
     __name__,
     name="coref",
     help="the 'it' example: does a head find the pronoun's noun on its own (Vaswani 2017, Fig. 4)",
-    typical="40 min with --jobs 2 on the shared 2-core CPU under load (about 14 CPU-minutes)",
+    typical="5 min with --jobs 2 on a quiet 2-core CPU (about 10 CPU-minutes)",
     description="Train a small Transformer encoder-decoder (several seeds) to translate "
     "Winograd-style sentences into a gendered target, where 'it' becomes il or elle by the "
     "gender of the noun it means (never supervised to a position); on held-out minimal pairs "
