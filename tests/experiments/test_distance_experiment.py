@@ -70,6 +70,35 @@ def test_the_answer_is_the_token_delta_back(task: str) -> None:
     assert vocab_size(k) == 2 * k + 1
 
 
+def test_assoc_the_answer_follows_the_only_earlier_copy_of_the_query_key() -> None:
+    k, t = 5, length_for(12)
+    for delta in (1, 3, 12):
+        tokens, labels = task_batch("assoc", delta, t, 200, k, generator(2, delta))
+        assert tokens.shape == (200, t) and labels.shape == (200,)
+        key = tokens[:, -1]  # (B,) the query is a key id, K..2K-1
+        assert bool(((key >= k) & (key < 2 * k)).all())
+        assert torch.equal(tokens[:, t - 2 - delta], key)  # the key, Δ + 1 back
+        assert torch.equal(tokens[:, t - 1 - delta], labels)  # its value, Δ back
+        assert bool((labels < k).all())
+        copies = (tokens[:, :-1] == key[:, None]).sum(1)  # (B,)
+        assert bool((copies == 1).all())  # no other copy of the asked key
+        assert bool((tokens < 2 * k).all())  # never the '?' id
+        # both kinds of distractor occur: plain symbols and the other keys
+        rest = torch.cat([tokens[:, : t - 2 - delta], tokens[:, t - delta : -1]], 1)
+        assert 0.4 < float((rest >= k).float().mean()) < 0.6
+    with pytest.raises(ValueError, match="key stands before its value"):
+        task_batch("assoc", t - 1, t, 4, k, generator(0))
+
+
+def test_assoc_distractors_say_nothing_about_the_answer() -> None:
+    k, t, n = 4, 30, 4000
+    tokens, labels = task_batch("assoc", 10, t, n, k, generator(3))
+    rest = torch.cat([tokens[:, : t - 12], tokens[:, t - 10 : -1]], dim=1)  # (n, t-3)
+    for y in range(k):
+        freq = torch.bincount(rest[labels == y].flatten(), minlength=2 * k).float()
+        assert torch.allclose(freq[:k] / freq[:k].sum(), torch.full((k,), 1 / k), atol=0.01)
+
+
 @pytest.mark.parametrize("marked", [True, False])
 def test_distractors_say_nothing_about_the_answer(marked: bool) -> None:
     """Over many sequences, the symbols other than the answer are as frequent under every

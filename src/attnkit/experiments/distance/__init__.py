@@ -51,7 +51,8 @@ class DistanceConfig(Seeds, Pooled):
                          "separately, from scratch; every Δ in sequences of 10 + Δmax + 1 "
                          "tokens")
     tasks: str = option("marked", "tasks, comma-separated: marked (the answer is a "
-                        "flagged symbol) and/or plain (the token exactly Δ back)")
+                        "flagged symbol), plain (the token exactly Δ back) and/or assoc "
+                        "(associative recall: the value after the query's key, Δ back)")
     symbols: int = option(8, "symbols K to recall (chance 1/K)")
     dim: int = option(32, "embedding width of every model and the attention width")
     heads: int = option(2, "attention heads")
@@ -170,7 +171,8 @@ EXPERIMENT = Experiment.of(
     description="Train an LSTM, a GRU, a causal dilated CNN and a causal self-attention model "
     "(same parameter budget, same batches, optimiser and learning rate) from scratch at each "
     "distance Δ = 10, 25, 50, 100, 200 separately (one sequence length), to recall the token "
-    "Δ back among distractors (flagged; --tasks plain: unflagged), until 90% accuracy over "
+    "Δ back among distractors (flagged; --tasks plain: unflagged; --tasks assoc: the value "
+    "after the key the query names), until 90% accuracy over "
     "fresh batches or a cap of updates; over 5 "
     "seeds, check that attention's updates-to-criterion stays flat in Δ while the recurrent "
     "models' grows, and that the recurrent gradient from the input Δ back vanishes at "
