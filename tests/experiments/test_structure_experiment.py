@@ -178,6 +178,14 @@ def test_the_digit_qa_widths_match_parameters_within_the_tolerance():
                for c in counts.values())  # fmt: skip
 
 
+def test_sentences_set_the_documents_length_of_the_docs_parts():
+    Shape = data.Shape
+    assert StructureConfig().docs_setting.shape == Shape(10, 30)  # the default run's
+    assert StructureConfig(tiny=1).docs_setting.shape.max_sents == 4
+    assert StructureConfig(sentences="30-60").docs_setting.shape == Shape(30, 60)
+    assert StructureConfig(sentences=" 12-12 ").sentence_range == (12, 12)
+
+
 def test_jobs_follow_the_parts_and_seeds():
     cfg = StructureConfig(parts="han,qa", seeds=2, qa_seeds=2)
     names = [n for n, _, _ in jobs_of(cfg)]
@@ -192,7 +200,10 @@ def test_jobs_follow_the_parts_and_seeds():
     [({"parts": "han,han"}, "--parts"), ({"parts": "coref"}, "--parts"),
      ({"seeds": 1}, "--seeds 1"), ({"cap": 0}, "--cap 0"), ({"full": 2}, "--full 2"),
      ({"seed": -1}, "--seed -1"), ({"cap": 20}, "--cap 20 or --qa-cap 6000 below one"),
-     ({"tiny": 3}, "--tiny 3"), ({"jobs": 0}, "--jobs 0")],
+     ({"tiny": 3}, "--tiny 3"), ({"jobs": 0}, "--jobs 0"),
+     ({"sentences": "30"}, "--sentences '30'"), ({"sentences": "a-b"}, "give MIN-MAX"),
+     ({"sentences": "2-40"}, "need 3 <= min <= max sentences"),
+     ({"sentences": "40-30"}, "need 3 <= min <= max sentences")],
 )  # fmt: skip
 def test_bad_config_values_fail_clearly(bad, match):
     with pytest.raises(ValueError, match=match):

@@ -62,6 +62,9 @@ class StructureConfig(Pooled):
     qa_cap: int = option(6000, "updates at most per digit-qa run (early-stopped before)")
     tiny: int = option(0, "1 = tiny models and data (what --quick sets: a smoke run)")
     parts: str = option("han,multidim,qa", "parts, comma-separated: han, multidim, qa")
+    sentences: str = option("", "sentences per document of the docs parts, MIN-MAX; empty: "
+                            "10-30 (--tiny: 3-4). Longer documents hold more decoys: the "
+                            "difficulty sweep's harder settings (e.g. 30-60)")
 
     def __post_init__(self) -> None:
         _ = self.part_list  # raises on a malformed list
@@ -75,6 +78,7 @@ class StructureConfig(Pooled):
                 raise ValueError(f"--{flag} {getattr(self, flag)}; use 0 or 1")
         if self.seed < 0:
             raise ValueError(f"--seed {self.seed}; it must not be negative")
+        _ = Shape(*self.sentence_range)  # raises on a range no document can have
         s = self.settings
         if s["every"] > self.cap or s["qa_every"] > self.qa_cap:
             raise ValueError(f"--cap {self.cap} or --qa-cap {self.qa_cap} below one validation "
@@ -86,6 +90,17 @@ class StructureConfig(Pooled):
         return SETTINGS[bool(self.tiny)]
 
     @property
+    def sentence_range(self) -> tuple[int, int]:
+        """(fewest, most) sentences per document: ``--sentences``, else the setting's."""
+        if not self.sentences.strip():
+            lo, hi = self.settings["sentences"]
+            return lo, hi
+        parts = self.sentences.split("-")
+        if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+            raise ValueError(f"--sentences {self.sentences!r}: give MIN-MAX, e.g. 30-60")
+        return int(parts[0]), int(parts[1])
+
+    @property
     def part_list(self) -> list[str]:
         return names_of("--parts", self.parts, PARTS)
 
@@ -93,7 +108,7 @@ class StructureConfig(Pooled):
     def docs_setting(self) -> DocsSetting:
         s = self.settings
         w = s["width"]
-        return DocsSetting(Shape(*s["sentences"]), w, w, w, 32, 3e-3, 1.0, self.cap,
+        return DocsSetting(Shape(*self.sentence_range), w, w, w, 32, 3e-3, 1.0, self.cap,
                            s["every"], s["valid"], s["test"], self.threads)  # fmt: skip
 
     @property
@@ -156,8 +171,9 @@ def checks_of(cfg: StructureConfig, res: dict[str, dict[str, Any]]) -> list[ev.C
 
 def run_experiment(cfg: StructureConfig, out: Path, say: Say) -> dict[str, Any]:
     jobs, s = jobs_of(cfg), cfg.settings
+    lo, hi = cfg.sentence_range
     say(f"structure experiment: parts {', '.join(cfg.part_list)}; {len(jobs)} runs, {cfg.jobs} "
-        f"at a time; docs: {s['sentences'][0]}-{s['sentences'][1]} sentences, {cfg.cap} "
+        f"at a time; docs: {lo}-{hi} sentences, {cfg.cap} "
         f"updates, validation every {s['every']}; digit-qa: early stopping (every "
         f"{s['qa_every']}, patience {s['patience']}, cap {cfg.qa_cap}); output in {out}/")
     t0 = time.perf_counter()
