@@ -255,14 +255,21 @@ def _children(pid: int) -> list[int]:
     return [int(c) for c in text.split()]
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_during_an_experiment_with_jobs_is_one_line(tmp_path: Path) -> None:
     """A terminal sends SIGINT to the whole process group: the pool's workers (still starting,
     or training) print nothing; the command says "interrupted" and exits 130."""
     argv = [sys.executable, "-m", "attnkit", "experiment", "distance", "--quick", "--jobs", "2",
             "--out", str(tmp_path / "out")]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    # a terminal's foreground job: SIGINT at its default (a suite started in the background
+    # by a non-interactive shell inherits it ignored, and so would the command)
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, env=env)  # fmt: skip
+                            start_new_session=True, env=env,
+                            preexec_fn=_default_sigint)  # fmt: skip
     try:
         deadline = time.monotonic() + 120
         while len(_children(proc.pid)) < 2 and proc.poll() is None:  # the workers started
