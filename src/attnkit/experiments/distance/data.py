@@ -58,18 +58,23 @@ def length_for(delta_max: int) -> int:
     return LEAD + delta_max + 1
 
 
+def _check(deltas: Tensor, length: int, symbols: int, most: int, why: str) -> None:
+    """Raise unless K >= 2 and every Δ lies in 1..``most`` (``why`` ends the message)."""
+    if symbols < 2:
+        raise ValueError(f"symbols={symbols}; need at least 2 (chance would be 100%)")
+    if len(deltas) and not (1 <= int(deltas.min()) and int(deltas.max()) <= most):
+        raise ValueError(
+            f"deltas in {int(deltas.min())}..{int(deltas.max())} do not fit length {length}: "
+            f"need 1 <= Δ <= length − {length - most}{why}"
+        )
+
+
 def recall_batch(deltas: Tensor, length: int, symbols: int, gen: torch.Generator,
                  marked: bool = True) -> tuple[Tensor, Tensor]:  # fmt: skip
     """Sequences whose answer is Δ_b back: deltas (B,) in 1..T−1 -> tokens (B, T), labels
     (B,). ``marked``: the answer is a marked symbol (K + y); else the plain symbol y there.
     Random draws come from ``gen`` only (same generator state -> same batch)."""
-    if symbols < 2:
-        raise ValueError(f"symbols={symbols}; need at least 2 (chance would be 100%)")
-    if len(deltas) and not (1 <= int(deltas.min()) and int(deltas.max()) <= length - 1):
-        raise ValueError(
-            f"deltas in {int(deltas.min())}..{int(deltas.max())} do not fit length {length}: "
-            f"need 1 <= Δ <= length − 1"
-        )
+    _check(deltas, length, symbols, length - 1, "")
     b = len(deltas)
     tokens = torch.randint(0, symbols, (b, length), generator=gen)  # (B, T) distractors
     labels = torch.randint(0, symbols, (b,), generator=gen)  # (B,)
@@ -85,13 +90,7 @@ def assoc_batch(deltas: Tensor, length: int, symbols: int, gen: torch.Generator
     (B,). The key k_b (id K + k) at T−2−Δ_b, its value y_b (a plain symbol) at T−1−Δ_b, k_b
     again as the last token; every other token is a plain symbol or one of the other keys,
     each with probability 1/2. Random draws come from ``gen`` only."""
-    if symbols < 2:
-        raise ValueError(f"symbols={symbols}; need at least 2 (chance would be 100%)")
-    if len(deltas) and not (1 <= int(deltas.min()) and int(deltas.max()) <= length - 2):
-        raise ValueError(
-            f"deltas in {int(deltas.min())}..{int(deltas.max())} do not fit length {length}: "
-            f"need 1 <= Δ <= length − 2 (the key stands before its value)"
-        )
+    _check(deltas, length, symbols, length - 2, " (the key stands before its value)")
     b = len(deltas)
     keys = torch.randint(0, symbols, (b,), generator=gen)  # (B,) the key asked for
     labels = torch.randint(0, symbols, (b,), generator=gen)  # (B,) its value
