@@ -33,6 +33,7 @@ from torch.autograd.function import once_differentiable
 from . import native
 
 CLASS_BLOCK = 32  # the classes' query block, the fastest measured (docs/sparse.md, run 4)
+BAND_BACKWARD_BLOCK = 64  # the band's backward query block (P saved by the forward's blocks)
 
 
 def banded(x: Tensor) -> bool:
@@ -91,29 +92,34 @@ class _StridedHeads(torch.autograd.Function):
         module = native._loaded()  # applies() checked that it is built
         # not on huge pages: there the forward-only bench case ran 20 ms slower (docs/sparse.md)
         out = q.new_empty(*q.shape[:-1], v.shape[-1])  # (L, H, n, Dv)
-        lses = []
+        saving = any(ctx.needs_input_grad[:3])  # keep P for the backward pass, O(n·(l + n/l))
+        weights = []
         for half, (qh, kh, vh, oh) in enumerate(zip(*(_halves(x, step) for x in (q, k, v, out)),
                                                     strict=True)):  # fmt: skip
-            radius, block = _band(half, qh, step)
-            lses.append(module.forward_into(qh, kh, vh, oh, radius, causal, keeps[half], block))
-        ctx.save_for_backward(q, k, v, out, *lses)
+            radius, block, later = _band(half, qh, step)
+            args = (qh, kh, vh, oh, radius, causal, keeps[half], block)
+            if saving:  # (G, S): P of every block of the backward's
+                weights.append(module.forward_saving(*args, later)[1])
+            else:
+                module.forward_into(*args)
+        ctx.save_for_backward(q, k, v, *weights)
         ctx.band = (step, causal, keeps)
         return out
 
     @staticmethod
     @once_differentiable  # the kernel's backward is not differentiable: say so, not a zero
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
-        q, k, v, out, *lses = ctx.saved_tensors
+        q, k, v, *weights = ctx.saved_tensors
         step, causal, keeps = ctx.band
         module = native._loaded()  # applies() checked that it is built
         grad = grad.contiguous()  # (L, H, n, Dv); no copy when it already is
         # every row written by the kernel (dk and dv zeroed by it where it accumulates)
         dq, dk, dv = (_fresh(module, *x.shape, like=x) for x in (q, k, v))  # (L, H, n, ·)
-        parts = (_halves(x, step) for x in (grad, q, k, v, out, dq, dk, dv))
-        for half, (gh, qh, kh, vh, oh, dqh, dkh, dvh) in enumerate(zip(*parts, strict=True)):
-            radius, block = _band(half, qh, step)
-            module.backward_into(gh, qh, kh, vh, oh, lses[half], dqh, dkh, dvh, radius, causal,
-                                 keeps[half], block)  # fmt: skip
+        parts = (_halves(x, step) for x in (grad, q, k, v, dq, dk, dv))
+        for half, (gh, qh, kh, vh, dqh, dkh, dvh) in enumerate(zip(*parts, strict=True)):
+            radius, _, block = _band(half, qh, step)
+            module.backward_saved(gh, qh, kh, vh, weights[half], dqh, dkh, dvh, radius, causal,
+                                  keeps[half], block)  # fmt: skip
         return dq, dk, dv, None, None, None
 
 
@@ -126,10 +132,13 @@ def _fresh(module: Any, *shape: int, like: Tensor) -> Tensor:
     return x
 
 
-def _band(half: int, q: Tensor, step: int) -> tuple[int, int]:
-    """(radius, query block) of a half: the even heads' band of radius l (``native.BLOCK``),
-    the classes' whole row of R (``CLASS_BLOCK``)."""
-    return (step, native.BLOCK) if half == 0 else (q.shape[-2], CLASS_BLOCK)
+def _band(half: int, q: Tensor, step: int) -> tuple[int, int, int]:
+    """(radius, forward query block, backward query block) of a half: the even heads' band of
+    radius l (``native.BLOCK``, ``BAND_BACKWARD_BLOCK``), the classes' whole row of R
+    (``CLASS_BLOCK`` both ways)."""
+    if half == 0:
+        return step, native.BLOCK, BAND_BACKWARD_BLOCK
+    return q.shape[-2], CLASS_BLOCK, CLASS_BLOCK
 
 
 __all__ = ["CLASS_BLOCK", "applies", "banded", "strided_heads"]
