@@ -29,9 +29,12 @@ def main() -> None:
     p.add_argument("--class-blocks", default="16,32,64")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--even-saved", default="",
-                   help="forward/backward block pairs of forward_saving and backward_saved "
-                   "(the forward's P kept) for the band, e.g. 64/64,64/32")
+    p.add_argument(
+        "--even-saved",
+        default="",
+        help="forward/backward block pairs of forward_saving and backward_saved "
+        "(the forward's P kept) for the band, e.g. 64/64,64/32",
+    )
     p.add_argument("--class-saved", default="", help="the same for the classes, e.g. 32/32")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
