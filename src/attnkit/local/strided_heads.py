@@ -14,7 +14,12 @@ place: no copy into class order and back, no stack of the two halves, forward or
 The context and the gradients are allocated once, (L, H, n, ·), the gradients on 2 MiB
 pages where Linux grants them, and each half's kernel writes its own heads (the even ones, the
 odd ones in class order) into them; the odd heads' dK, dV are copied in, not added: only the
-even heads' are zeroed first (by the kernel). ``applies`` says when this runs
+even heads' are zeroed first (by the kernel). When a gradient is needed the forward keeps
+each half's weights P (``forward_saving``: the band's n·(block + l) values per head, the
+classes' about n·R/2, so O(n·√n) for l ≈ √n) and the backward reads them
+(``backward_saved``) instead of recomputing QKᵀ and the exponentials: O(n·√n) memory
+spent on time (the paper goes the other way: it recomputes whole attention and feed-forward
+blocks in the backward pass to save memory, Child et al. 2019, §5.4). ``applies`` says when this runs
 (``factorised.factorised_attention`` falls back to its composed parts otherwise): H even, n a
 multiple of l, CPU float32/float64, the kernel built.
 
