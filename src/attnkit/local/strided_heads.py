@@ -38,7 +38,7 @@ from torch.autograd.function import once_differentiable
 from . import native
 
 CLASS_BLOCK = 32  # the classes' query block, the fastest measured (docs/sparse.md, run 4)
-BAND_BACKWARD_BLOCK = 64  # the band's backward query block (P saved by the forward's blocks)
+BAND_BACKWARD_BLOCK = 32  # the band's backward query block: 160 keys a query, not 192 (run 6)
 
 
 def banded(x: Tensor) -> bool:
