@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import attnkit
 import attnkit.local.native as native
+import attnkit.local.strided_heads as strided_heads
 import attnkit.stages.sparse as sparse
 from attnkit.core import attend
 from attnkit.local.factorised import factorised_attention
@@ -192,15 +193,20 @@ def test_gradcheck_the_kernel_without_a_mask(pattern: str, heads: int, n: int,
                                     (q, k, v))  # fmt: skip
 
 
+@pytest.mark.parametrize("keep", [(False, True), (True, True), (False, False)],
+                         ids=["classes-P", "both-P", "no-P"])  # fmt: skip
 @pytest.mark.parametrize("padded", [False, True], ids=["no-mask", "padding"])
 @pytest.mark.parametrize("n", [48, 50])  # l = 6: a multiple (no padded class rows), and not
 @pytest.mark.parametrize("heads", [4, 3])  # even: the heads' unbind; odd: strided slices
 @pytest.mark.parametrize("causal", [True, False])
 def test_strided_heads_gradients_equal_the_papers_sets(
-    causal: bool, heads: int, n: int, padded: bool, class_kernel: str
-) -> None:
+    causal: bool, heads: int, n: int, padded: bool, keep: tuple[bool, bool], class_kernel: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
     """Context and dQ, dK, dV of the strided heads split against a float64 softmax over the
-    paper's sets (plain autograd through ``sdpa_ref``), B = 2, several rows per class."""
+    paper's sets (plain autograd through ``sdpa_ref``), B = 2, several rows per class, with
+    each half's P kept by the forward or recomputed (``strided_heads.KEEP_WEIGHTS``)."""
+    monkeypatch.setattr(strided_heads, "KEEP_WEIGHTS", keep)
     spec = PatternSpec("strided", 6, causal=causal, split_heads=True)
     lengths = [n, n - 13] if padded else [n, n]
     mask = attnkit.padding_mask(torch.tensor(lengths), n)[:, None] if padded else None
@@ -232,10 +238,16 @@ def test_strided_heads_run_in_place_on_the_banded_kernel(causal: bool) -> None:
     assert not names & {"aten::copy_", "aten::clone", "aten::cat", "aten::stack"}, names
 
 
+@pytest.mark.parametrize("keep", [(False, True), (True, True), (False, False)],
+                         ids=["classes-P", "both-P", "no-P"])  # fmt: skip
 @pytest.mark.parametrize("heads", [2, 4])
 @pytest.mark.parametrize("causal", [True, False])
-def test_gradcheck_the_strided_heads_in_place(causal: bool, heads: int) -> None:
-    """The in-place path (n = 12, a multiple of l = 3) with a padding mask: gradcheck."""
+def test_gradcheck_the_strided_heads_in_place(
+    causal: bool, heads: int, keep: tuple[bool, bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The in-place path (n = 12, a multiple of l = 3) with a padding mask: gradcheck, with
+    each half's P kept or recomputed."""
+    monkeypatch.setattr(strided_heads, "KEEP_WEIGHTS", keep)
     spec = PatternSpec("strided", 3, causal=causal, split_heads=True)
     mask = attnkit.padding_mask(torch.tensor([12, 7]))[:, None]  # (B, 1, 1, n)
     q, k, v = _qkv(2, heads, 12, d=3, grad=True)

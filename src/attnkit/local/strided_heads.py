@@ -15,11 +15,11 @@ The context and the gradients are allocated once, (L, H, n, ·), the gradients o
 pages where Linux grants them, and each half's kernel writes its own heads (the even ones, the
 odd ones in class order) into them; the odd heads' dK, dV are copied in, not added: only the
 even heads' are zeroed first (by the kernel). When a gradient is needed the forward keeps
-each half's weights P (``forward_saving``: the band's n·(block + l) values per head, the
-classes' about n·R/2, so O(n·√n) for l ≈ √n) and the backward reads them
-(``backward_saved``) instead of recomputing QKᵀ and the exponentials: O(n·√n) memory
-spent on time (the paper goes the other way: it recomputes whole attention and feed-forward
-blocks in the backward pass to save memory, Child et al. 2019, §5.4). ``applies`` says when this runs
+the classes' weights P (``forward_saving``, about n·R/2 values per head, O(n·√n) for l ≈ √n;
+``KEEP_WEIGHTS``) and their backward reads them (``backward_saved``) instead of recomputing
+QKᵀ and the exponentials: memory spent on time (the paper goes the other way: it recomputes
+whole attention and feed-forward blocks in the backward pass to save memory, Child et al.
+2019, §5.4); the band recomputes P from its lse. ``applies`` says when this runs
 (``factorised.factorised_attention`` falls back to its composed parts otherwise): H even, n a
 multiple of l, CPU float32/float64, the kernel built.
 
@@ -38,7 +38,11 @@ from torch.autograd.function import once_differentiable
 from . import native
 
 CLASS_BLOCK = 32  # the classes' query block, the fastest measured (docs/sparse.md, run 4)
-BAND_BACKWARD_BLOCK = 32  # the band's backward query block: 160 keys a query, not 192 (run 6)
+BAND_BACKWARD_BLOCK = 32  # the band's backward query block from its saved P (when kept)
+KEEP_WEIGHTS = (False, True)
+"""Whether the forward keeps P for the backward pass, (band, classes): the classes' backward
+from P took 34 instead of 46 ms at n = 16,384, 2 threads; the band's took 52 instead of 50,
+and writing its P made its forward 3× slower (docs/sparse.md, run 6)."""
 
 
 def banded(x: Tensor) -> bool:
@@ -97,34 +101,38 @@ class _StridedHeads(torch.autograd.Function):
         module = native._loaded()  # applies() checked that it is built
         # not on huge pages: there the forward-only bench case ran 20 ms slower (docs/sparse.md)
         out = q.new_empty(*q.shape[:-1], v.shape[-1])  # (L, H, n, Dv)
-        saving = any(ctx.needs_input_grad[:3])  # keep P for the backward pass, O(n·(l + n/l))
-        weights = []
+        saving = any(ctx.needs_input_grad[:3])  # something for the backward pass to keep
+        kept = []  # per half: the classes' P (G, S), or the band's lse (G, n)
         for half, (qh, kh, vh, oh) in enumerate(zip(*(_halves(x, step) for x in (q, k, v, out)),
                                                     strict=True)):  # fmt: skip
             radius, block, later = _band(half, qh, step)
             args = (qh, kh, vh, oh, radius, causal, keeps[half], block)
-            if saving:  # (G, S): P of every block of the backward's
-                weights.append(module.forward_saving(*args, later)[1])
+            if saving and KEEP_WEIGHTS[half]:
+                kept.append(module.forward_saving(*args, later)[1])
             else:
-                module.forward_into(*args)
-        ctx.save_for_backward(q, k, v, *weights)
+                kept.append(module.forward_into(*args))
+        ctx.save_for_backward(q, k, v, out, *kept)
         ctx.band = (step, causal, keeps)
         return out
 
     @staticmethod
     @once_differentiable  # the kernel's backward is not differentiable: say so, not a zero
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
-        q, k, v, *weights = ctx.saved_tensors
+        q, k, v, out, *kept = ctx.saved_tensors
         step, causal, keeps = ctx.band
         module = native._loaded()  # applies() checked that it is built
         grad = grad.contiguous()  # (L, H, n, Dv); no copy when it already is
         # every row written by the kernel (dk and dv zeroed by it where it accumulates)
         dq, dk, dv = (_fresh(module, *x.shape, like=x) for x in (q, k, v))  # (L, H, n, ·)
-        parts = (_halves(x, step) for x in (grad, q, k, v, dq, dk, dv))
-        for half, (gh, qh, kh, vh, dqh, dkh, dvh) in enumerate(zip(*parts, strict=True)):
-            radius, _, block = _band(half, qh, step)
-            module.backward_saved(gh, qh, kh, vh, weights[half], dqh, dkh, dvh, radius, causal,
-                                  keeps[half], block)  # fmt: skip
+        parts = (_halves(x, step) for x in (grad, q, k, v, out, dq, dk, dv))
+        for half, (gh, qh, kh, vh, oh, dqh, dkh, dvh) in enumerate(zip(*parts, strict=True)):
+            radius, block, later = _band(half, qh, step)
+            if KEEP_WEIGHTS[half]:  # from the forward's P: no QKᵀ, no exponentials
+                module.backward_saved(gh, qh, kh, vh, kept[half], dqh, dkh, dvh, radius, causal,
+                                      keeps[half], later)  # fmt: skip
+            else:  # P recomputed from the lse (FlashAttention)
+                module.backward_into(gh, qh, kh, vh, oh, kept[half], dqh, dkh, dvh, radius,
+                                     causal, keeps[half], block)  # fmt: skip
         return dq, dk, dv, None, None, None
 
 
@@ -146,4 +154,4 @@ def _band(half: int, q: Tensor, step: int) -> tuple[int, int, int]:
     return q.shape[-2], CLASS_BLOCK, CLASS_BLOCK
 
 
-__all__ = ["CLASS_BLOCK", "applies", "banded", "strided_heads"]
+__all__ = ["BAND_BACKWARD_BLOCK", "CLASS_BLOCK", "KEEP_WEIGHTS", "applies", "banded", "strided_heads"]
