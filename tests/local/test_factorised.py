@@ -80,8 +80,15 @@ def test_fast_path_equals_the_dense_path_and_the_papers_sets(name: str, padded: 
 # the class_kernel fixture holds for every drawn input on purpose (one kernel per test run)
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
-@given(pattern=st.sampled_from(["strided", "fixed"]), causal=st.booleans(), split=st.booleans(),
-       n=st.integers(1, 19), l=st.integers(1, 8), heads=st.integers(2, 5), data=st.data())
+@given(
+    pattern=st.sampled_from(["strided", "fixed"]),
+    causal=st.booleans(),
+    split=st.booleans(),
+    n=st.integers(1, 19),
+    l=st.integers(1, 8),
+    heads=st.integers(2, 5),
+    data=st.data(),
+)
 def test_any_shape_and_padding_equals_the_papers_sets(pattern, causal, split, n, l, heads,
                                                       data, class_kernel) -> None:  # fmt: skip
     c = data.draw(st.integers(1, l))
@@ -284,3 +291,33 @@ def test_strided_heads_refuse_a_second_derivative() -> None:
     (dq,) = torch.autograd.grad(factorised_attention(q, k, v, spec).sum(), q, create_graph=True)
     with pytest.raises(RuntimeError):
         dq.sum().backward()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_forward_keeps_p_on_one_thread_only(threads: int) -> None:
+    """``KEEP_WEIGHTS`` None (the default): on one torch thread the forward keeps both halves'
+    P for the backward pass (the measured gain), on two neither (each half's lse, (G, n)),
+    and without a gradient nothing is kept for either; the gradients are the same."""
+    if native.kernel() is None:  # pragma: no cover - a machine without a C++ compiler
+        pytest.skip("the native kernel could not be built here")
+    assert strided_heads.KEEP_WEIGHTS is None
+    spec = PatternSpec("strided", 8, causal=True, split_heads=True)
+    q, k, v = _qkv(1, 4, 64, d=8, seed=3, grad=True)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        assert strided_heads.keeping() == (threads == 1, threads == 1)
+        out = factorised_attention(q, k, v, spec)
+    finally:
+        torch.set_num_threads(before)
+    node = out.grad_fn
+    while "StridedHeads" not in type(node).__name__:  # the view(s) above the kernel's node
+        node = node.next_functions[0][0]
+    kept = node.saved_tensors[4:]  # after q, k, v and the context
+    # an lse is (G, n) for the band and (G·l, R) for the classes; P of every block is wider
+    lse_like = [x.shape[-1] == rows for x, rows in zip(kept, (64, 64 // 8), strict=True)]
+    assert lse_like == [threads != 1, threads != 1]
+    dense = attend(q, k, v, align=build_alignment("strided-causal-heads", 8, window=8))
+    want = torch.autograd.grad(dense.context.sum(), (q, k, v))  # the dense path's
+    for a, b in zip(torch.autograd.grad(out.sum(), (q, k, v)), want, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
