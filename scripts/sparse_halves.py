@@ -1,7 +1,9 @@
 """Each half of the strided heads split (``attnkit.local.strided_heads``) on the banded kernel,
 timed alone: the even heads' band of radius l and the odd heads' classes (radius R = n/l along
 rows l·D apart), forward (``forward_into``) and backward (``backward_into``, dK and dV zeroed
-in place first), at several query blocks, on buffers allocated once (no first-touch cost).
+in place first), at several query blocks, and with ``--even-saved`` / ``--class-saved`` the
+forward that keeps P (``forward_saving``, its P on fresh pages each call) and the backward
+from it (``backward_saved``) at forward/backward block pairs, other buffers allocated once.
 B = 1, H = 8, d = 64, float32, causal, l = round(√n); medians of --rounds, interleaved.
 
     PYTHONPATH=src OMP_NUM_THREADS=1 python scripts/sparse_halves.py --n 16384 --threads 1
@@ -27,6 +29,13 @@ def main() -> None:
     p.add_argument("--class-blocks", default="16,32,64")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument(
+        "--even-saved",
+        default="",
+        help="forward/backward block pairs of forward_saving and backward_saved "
+        "(the forward's P kept) for the band, e.g. 64/64,64/32",
+    )
+    p.add_argument("--class-saved", default="", help="the same for the classes, e.g. 32/32")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     module = native.kernel()
@@ -56,6 +65,25 @@ def main() -> None:
                                             None, b)  # fmt: skip
 
             steps[f"{name}: forward"], steps[f"{name}: backward"] = fwd, bwd
+    for half, pairs in ((0, a.even_saved), (1, a.class_saved)):
+        qh, kh, vh, oh, gh, dqh, dkh, dvh = (x[half] for x in halves)
+        radius = step if half == 0 else qh.shape[-2]
+        for fb, bb in (tuple(int(y) for y in x.split("/")) for x in pairs.split(",") if x):
+            name = ("even heads, band" if half == 0 else "odd heads, classes") + f", {fb}/{bb}"
+            weights = module.forward_saving(qh, kh, vh, oh, radius, True, None, fb, bb)[1]
+
+            def fwd_saving(qh=qh, kh=kh, vh=vh, oh=oh, radius=radius, fb=fb, bb=bb) -> object:  # type: ignore[no-untyped-def]
+                return module.forward_saving(qh, kh, vh, oh, radius, True, None, fb, bb)
+
+            def bwd_saved(qh=qh, kh=kh, vh=vh, gh=gh, dqh=dqh, dkh=dkh, dvh=dvh, w=weights,
+                          radius=radius, bb=bb) -> object:  # type: ignore[no-untyped-def]  # fmt: skip
+                dkh.zero_()
+                dvh.zero_()
+                return module.backward_saved(gh, qh, kh, vh, w, dqh, dkh, dvh, radius, True,
+                                             None, bb)  # fmt: skip
+
+            steps[f"{name}: forward saving P"] = fwd_saving
+            steps[f"{name}: backward from P"] = bwd_saved
     for s in steps.values():
         s()  # warm-up
     times: dict[str, list[float]] = {name: [] for name in steps}

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import attnkit
 import attnkit.local.native as native
+import attnkit.local.strided_heads as strided_heads
 import attnkit.stages.sparse as sparse
 from attnkit.core import attend
 from attnkit.local.factorised import factorised_attention
@@ -79,8 +80,15 @@ def test_fast_path_equals_the_dense_path_and_the_papers_sets(name: str, padded: 
 # the class_kernel fixture holds for every drawn input on purpose (one kernel per test run)
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
-@given(pattern=st.sampled_from(["strided", "fixed"]), causal=st.booleans(), split=st.booleans(),
-       n=st.integers(1, 19), l=st.integers(1, 8), heads=st.integers(2, 5), data=st.data())
+@given(
+    pattern=st.sampled_from(["strided", "fixed"]),
+    causal=st.booleans(),
+    split=st.booleans(),
+    n=st.integers(1, 19),
+    l=st.integers(1, 8),
+    heads=st.integers(2, 5),
+    data=st.data(),
+)
 def test_any_shape_and_padding_equals_the_papers_sets(pattern, causal, split, n, l, heads,
                                                       data, class_kernel) -> None:  # fmt: skip
     c = data.draw(st.integers(1, l))
@@ -192,15 +200,20 @@ def test_gradcheck_the_kernel_without_a_mask(pattern: str, heads: int, n: int,
                                     (q, k, v))  # fmt: skip
 
 
+@pytest.mark.parametrize("keep", [(False, True), (True, True), (False, False)],
+                         ids=["classes-P", "both-P", "no-P"])  # fmt: skip
 @pytest.mark.parametrize("padded", [False, True], ids=["no-mask", "padding"])
 @pytest.mark.parametrize("n", [48, 50])  # l = 6: a multiple (no padded class rows), and not
 @pytest.mark.parametrize("heads", [4, 3])  # even: the heads' unbind; odd: strided slices
 @pytest.mark.parametrize("causal", [True, False])
 def test_strided_heads_gradients_equal_the_papers_sets(
-    causal: bool, heads: int, n: int, padded: bool, class_kernel: str
-) -> None:
+    causal: bool, heads: int, n: int, padded: bool, keep: tuple[bool, bool], class_kernel: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
     """Context and dQ, dK, dV of the strided heads split against a float64 softmax over the
-    paper's sets (plain autograd through ``sdpa_ref``), B = 2, several rows per class."""
+    paper's sets (plain autograd through ``sdpa_ref``), B = 2, several rows per class, with
+    each half's P kept by the forward or recomputed (``strided_heads.KEEP_WEIGHTS``)."""
+    monkeypatch.setattr(strided_heads, "KEEP_WEIGHTS", keep)
     spec = PatternSpec("strided", 6, causal=causal, split_heads=True)
     lengths = [n, n - 13] if padded else [n, n]
     mask = attnkit.padding_mask(torch.tensor(lengths), n)[:, None] if padded else None
@@ -232,10 +245,16 @@ def test_strided_heads_run_in_place_on_the_banded_kernel(causal: bool) -> None:
     assert not names & {"aten::copy_", "aten::clone", "aten::cat", "aten::stack"}, names
 
 
+@pytest.mark.parametrize("keep", [(False, True), (True, True), (False, False)],
+                         ids=["classes-P", "both-P", "no-P"])  # fmt: skip
 @pytest.mark.parametrize("heads", [2, 4])
 @pytest.mark.parametrize("causal", [True, False])
-def test_gradcheck_the_strided_heads_in_place(causal: bool, heads: int) -> None:
-    """The in-place path (n = 12, a multiple of l = 3) with a padding mask: gradcheck."""
+def test_gradcheck_the_strided_heads_in_place(
+    causal: bool, heads: int, keep: tuple[bool, bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The in-place path (n = 12, a multiple of l = 3) with a padding mask: gradcheck, with
+    each half's P kept or recomputed."""
+    monkeypatch.setattr(strided_heads, "KEEP_WEIGHTS", keep)
     spec = PatternSpec("strided", 3, causal=causal, split_heads=True)
     mask = attnkit.padding_mask(torch.tensor([12, 7]))[:, None]  # (B, 1, 1, n)
     q, k, v = _qkv(2, heads, 12, d=3, grad=True)
@@ -272,3 +291,33 @@ def test_strided_heads_refuse_a_second_derivative() -> None:
     (dq,) = torch.autograd.grad(factorised_attention(q, k, v, spec).sum(), q, create_graph=True)
     with pytest.raises(RuntimeError):
         dq.sum().backward()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_forward_keeps_p_on_one_thread_only(threads: int) -> None:
+    """``KEEP_WEIGHTS`` None (the default): on one torch thread the forward keeps both halves'
+    P for the backward pass (the measured gain), on two neither (each half's lse, (G, n)),
+    and without a gradient nothing is kept for either; the gradients are the same."""
+    if native.kernel() is None:  # pragma: no cover - a machine without a C++ compiler
+        pytest.skip("the native kernel could not be built here")
+    assert strided_heads.KEEP_WEIGHTS is None
+    spec = PatternSpec("strided", 8, causal=True, split_heads=True)
+    q, k, v = _qkv(1, 4, 64, d=8, seed=3, grad=True)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        assert strided_heads.keeping() == (threads == 1, threads == 1)
+        out = factorised_attention(q, k, v, spec)
+    finally:
+        torch.set_num_threads(before)
+    node = out.grad_fn
+    while "StridedHeads" not in type(node).__name__:  # the view(s) above the kernel's node
+        node = node.next_functions[0][0]
+    kept = node.saved_tensors[4:]  # after q, k, v and the context
+    # an lse is (G, n) for the band and (G·l, R) for the classes; P of every block is wider
+    lse_like = [x.shape[-1] == rows for x, rows in zip(kept, (64, 64 // 8), strict=True)]
+    assert lse_like == [threads != 1, threads != 1]
+    dense = attend(q, k, v, align=build_alignment("strided-causal-heads", 8, window=8))
+    want = torch.autograd.grad(dense.context.sum(), (q, k, v))  # the dense path's
+    for a, b in zip(torch.autograd.grad(out.sum(), (q, k, v)), want, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)

@@ -403,3 +403,80 @@ def test_ninja_of_the_package_is_put_on_path(monkeypatch) -> None:  # type: igno
     import os
 
     assert os.environ["PATH"].split(os.pathsep)[0] == ninja.BIN_DIR
+
+
+def _saved_offsets(tq: int, tk: int, radius: int, causal: bool, block: int) -> list[int]:
+    """Where each block's saved weights start in a slice's share, written from the kernel's
+    contract (rows × the block's key range [t0 - r, last + r], last causal), not its code."""
+    off = [0]
+    for t0 in range(0, tq, block):
+        last = min(tq, t0 + block) - 1
+        hi = min(tk, (last if causal else last + radius) + 1)
+        off.append(off[-1] + (last - t0 + 1) * max(0, hi - max(0, t0 - radius)))
+    return off
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("layout", ["rows", "chunks", "classes"])
+@pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize("blocks", [(8, 8), (16, 8), (16, 4)])
+def test_saved_weights_are_the_softmax_and_give_the_same_gradients(
+    layout: str, causal: bool, masked: bool, blocks: tuple[int, int]
+) -> None:
+    """``forward_saving`` (the strided heads' training path) writes the context ``forward``
+    writes and keeps P block by block: each block's rows × key range equals the dense
+    reference's softmax there (0 off the band, on masked keys and on a row with no allowed
+    key), laid out by the backward's blocks (the forward's or a divisor); ``backward_saved``
+    from it gives the reference's gradients, every row of dq, dk, dv overwritten (NaN on
+    entry), in the three layouts of ``backward_into``'s test."""
+    tq, tk, radius = 40, 52, (52 if layout == "classes" else 3)
+    forward_block, block = blocks
+    if layout == "rows":
+        inputs = band_inputs((2, 3), tq, tk, 8, 5, 6)
+    else:  # rows 2·E apart, views of leaves
+        full = band_inputs((2, 3), 2 * tq, 2 * tk, 8, 5, 6)
+        inputs = [x[..., ::2, :].detach().requires_grad_() for x in full]
+    keep = None
+    if masked:  # one row per slice; slice 0 allows no key at all
+        keep = torch.rand(6, tk, generator=torch.Generator().manual_seed(3)) > 0.4
+        keep[0] = False
+    module = native.kernel()
+    q, k, v = (x.detach().reshape(6, *x.shape[-2:]) for x in inputs)  # (G, T, ·) views
+    out, _ = module.forward(q, k, v, radius, causal, keep, forward_block)
+    got_out = torch.full(out.shape, float("nan"), dtype=out.dtype)
+    weights = module.forward_saving(q, k, v, got_out, radius, causal, keep, forward_block,
+                                    block)[1]  # fmt: skip
+    torch.testing.assert_close(got_out, out, **TIGHT)
+    mask = None if keep is None else keep.view(2, 3, 1, tk)
+    ref = attnkit.attend(*inputs, align=attnkit.SlidingWindow(radius, causal), mask=mask)
+    p = ref.weights.reshape(6, tq, tk)  # (G, Tq, Tk)
+    off = _saved_offsets(tq, tk, radius, causal, block)
+    assert weights.shape == (6, off[-1])
+    for i, t0 in enumerate(range(0, tq, block)):
+        rows = min(block, tq - t0)
+        lo = max(0, t0 - radius)
+        block_p = weights[:, off[i] : off[i + 1]].view(6, rows, -1)
+        torch.testing.assert_close(block_p, p[:, t0 : t0 + rows, lo : lo + block_p.shape[-1]],
+                                   **TIGHT)  # fmt: skip
+    grad = torch.randn(out.shape, dtype=out.dtype, generator=torch.Generator().manual_seed(7))
+    got = [torch.full(x.shape, float("nan"), dtype=x.dtype) for x in (q, k, v)]
+    module.backward_saved(grad, q, k, v, weights, *got, radius, causal, keep, block)
+    want = torch.autograd.grad(ref.context, inputs, grad.view(ref.context.shape))
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a.view(b.shape), b, **TIGHT)
+    if masked:
+        assert not got[0][0].any()  # slice 0 reached no key: zero dq, no NaN
+
+
+def test_backward_saved_refuses_weights_of_another_band() -> None:
+    """Weights of another block (another layout of P) are refused with a message that says
+    which weights are needed, not read out of bounds."""
+    q, k, v = (x.detach() for x in band_inputs((2,), 40, 40, 8, 5, 0))
+    module = native.kernel()
+    out = torch.empty(2, 40, 5, dtype=torch.float64)
+    weights = module.forward_saving(q, k, v, out, 3, True, None, 16, 8)[1]
+    grads = [torch.empty_like(x) for x in (q, k, v)]
+    with pytest.raises(RuntimeError, match="the weights .* that forward_saving returned"):
+        module.backward_saved(torch.ones_like(out), q, k, v, weights, *grads, 3, True, None, 16)
+    with pytest.raises(RuntimeError, match="must divide the forward's"):
+        module.forward_saving(q, k, v, out, 3, True, None, 16, 6)

@@ -9,7 +9,9 @@ Dao et al. 2022, Alg. 2 and 4) and adds each block's dK, dV into the key range i
 It reads its operands in place with any strides but a unit one along the last dim (every
 other head of (B, H, T, D); ``rows``), and its ``forward_into`` and ``backward_into`` take 4-D
 (G1, G2, T, ·) views and write into the caller's outputs: ``attnkit.local.strided_heads`` runs
-the Sparse Transformer's strided heads split that way, without a copy.
+the Sparse Transformer's strided heads split that way, without a copy. Its ``forward_saving``
+also keeps P, block by block (O(n·(block + 2r)) memory), and ``backward_saved`` reads it:
+four GEMMs a block instead of five, no exponentials (the strided heads' training path).
 Built on first use with ``torch.utils.cpp_extension`` (about 30 s, once per machine: the
 build is cached in ``TORCH_EXTENSIONS_DIR``, by default ``~/.cache/torch_extensions``), in a
 private folder published by an atomic rename, under a lock that a dead owner cannot hold

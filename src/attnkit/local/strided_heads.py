@@ -14,7 +14,14 @@ place: no copy into class order and back, no stack of the two halves, forward or
 The context and the gradients are allocated once, (L, H, n, ·), the gradients on 2 MiB
 pages where Linux grants them, and each half's kernel writes its own heads (the even ones, the
 odd ones in class order) into them; the odd heads' dK, dV are copied in, not added: only the
-even heads' are zeroed first (by the kernel). ``applies`` says when this runs
+even heads' are zeroed first (by the kernel). On one torch thread, when a gradient is
+needed, the forward keeps each half's weights P (``forward_saving``: the band's n·(32 + l)
+values per head, the classes' about n·R/2, so O(n·√n) for l ≈ √n; ``keeping``) and the
+backward reads them (``backward_saved``) instead of recomputing QKᵀ and the exponentials
+from the lse: memory spent on time, 7% less time on one thread and none saved on two, where
+the pass is bound by memory traffic (the paper goes the other way: it recomputes whole
+attention and feed-forward blocks in the backward pass to save memory, Child et al. 2019,
+§5.4). ``applies`` says when this runs
 (``factorised.factorised_attention`` falls back to its composed parts otherwise): H even, n a
 multiple of l, CPU float32/float64, the kernel built.
 
@@ -33,6 +40,21 @@ from torch.autograd.function import once_differentiable
 from . import native
 
 CLASS_BLOCK = 32  # the classes' query block, the fastest measured (docs/sparse.md, run 4)
+BAND_BACKWARD_BLOCK = 32  # the band's backward query block from its saved P (when kept)
+KEEP_WEIGHTS: tuple[bool, bool] | None = None
+"""Whether the forward keeps P for the backward pass, (band, classes); None (the default):
+both halves on one torch thread, neither on more. Measured at n = 16,384, l = 128 in one
+process (``scripts/sparse_keep.py``, docs/sparse.md, run 6): on one thread forward+backward
+took 231 ms keeping both, 239 keeping the classes', 249 keeping neither; on two threads
+148–155 ms whichever was kept (keeping both the slowest), and memory grows by P."""
+
+
+def keeping() -> tuple[bool, bool]:
+    """(band, classes): whether the forward keeps each half's P (``KEEP_WEIGHTS``)."""
+    if KEEP_WEIGHTS is not None:
+        return KEEP_WEIGHTS
+    one = torch.get_num_threads() == 1
+    return one, one
 
 
 def banded(x: Tensor) -> bool:
@@ -91,29 +113,39 @@ class _StridedHeads(torch.autograd.Function):
         module = native._loaded()  # applies() checked that it is built
         # not on huge pages: there the forward-only bench case ran 20 ms slower (docs/sparse.md)
         out = q.new_empty(*q.shape[:-1], v.shape[-1])  # (L, H, n, Dv)
-        lses = []
+        # per half: P (G, S) where kept, else the lse (G, n) the backward recomputes P from
+        keep = keeping() if any(ctx.needs_input_grad[:3]) else (False, False)
+        kept = []
         for half, (qh, kh, vh, oh) in enumerate(zip(*(_halves(x, step) for x in (q, k, v, out)),
                                                     strict=True)):  # fmt: skip
-            radius, block = _band(half, qh, step)
-            lses.append(module.forward_into(qh, kh, vh, oh, radius, causal, keeps[half], block))
-        ctx.save_for_backward(q, k, v, out, *lses)
-        ctx.band = (step, causal, keeps)
+            radius, block, later = _band(half, qh, step)
+            args = (qh, kh, vh, oh, radius, causal, keeps[half], block)
+            if keep[half]:
+                kept.append(module.forward_saving(*args, later)[1])
+            else:
+                kept.append(module.forward_into(*args))
+        ctx.save_for_backward(q, k, v, out, *kept)
+        ctx.band = (step, causal, keeps, keep)
         return out
 
     @staticmethod
     @once_differentiable  # the kernel's backward is not differentiable: say so, not a zero
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
-        q, k, v, out, *lses = ctx.saved_tensors
-        step, causal, keeps = ctx.band
+        q, k, v, out, *kept = ctx.saved_tensors
+        step, causal, keeps, keep = ctx.band
         module = native._loaded()  # applies() checked that it is built
         grad = grad.contiguous()  # (L, H, n, Dv); no copy when it already is
         # every row written by the kernel (dk and dv zeroed by it where it accumulates)
         dq, dk, dv = (_fresh(module, *x.shape, like=x) for x in (q, k, v))  # (L, H, n, ·)
         parts = (_halves(x, step) for x in (grad, q, k, v, out, dq, dk, dv))
         for half, (gh, qh, kh, vh, oh, dqh, dkh, dvh) in enumerate(zip(*parts, strict=True)):
-            radius, block = _band(half, qh, step)
-            module.backward_into(gh, qh, kh, vh, oh, lses[half], dqh, dkh, dvh, radius, causal,
-                                 keeps[half], block)  # fmt: skip
+            radius, block, later = _band(half, qh, step)
+            if keep[half]:  # from the forward's P: no QKᵀ, no exponentials
+                module.backward_saved(gh, qh, kh, vh, kept[half], dqh, dkh, dvh, radius, causal,
+                                      keeps[half], later)  # fmt: skip
+            else:  # P recomputed from the lse (FlashAttention)
+                module.backward_into(gh, qh, kh, vh, oh, kept[half], dqh, dkh, dvh, radius,
+                                     causal, keeps[half], block)  # fmt: skip
         return dq, dk, dv, None, None, None
 
 
@@ -126,10 +158,21 @@ def _fresh(module: Any, *shape: int, like: Tensor) -> Tensor:
     return x
 
 
-def _band(half: int, q: Tensor, step: int) -> tuple[int, int]:
-    """(radius, query block) of a half: the even heads' band of radius l (``native.BLOCK``),
-    the classes' whole row of R (``CLASS_BLOCK``)."""
-    return (step, native.BLOCK) if half == 0 else (q.shape[-2], CLASS_BLOCK)
+def _band(half: int, q: Tensor, step: int) -> tuple[int, int, int]:
+    """(radius, forward query block, backward query block) of a half: the even heads' band of
+    radius l (``native.BLOCK``, ``BAND_BACKWARD_BLOCK``), the classes' whole row of R
+    (``CLASS_BLOCK`` both ways)."""
+    if half == 0:
+        return step, native.BLOCK, BAND_BACKWARD_BLOCK
+    return q.shape[-2], CLASS_BLOCK, CLASS_BLOCK
 
 
-__all__ = ["CLASS_BLOCK", "applies", "banded", "strided_heads"]
+__all__ = [
+    "BAND_BACKWARD_BLOCK",
+    "CLASS_BLOCK",
+    "KEEP_WEIGHTS",
+    "applies",
+    "banded",
+    "keeping",
+    "strided_heads",
+]

@@ -133,6 +133,31 @@ struct Band {
   // the backward's chunks of blocks: chunk c's key ranges end before chunk c + 2's begin, so
   // the chunks of one colour (c even, then c odd) never add into the same dK/dV rows
   int64_t chunk_blocks() const { return std::max<int64_t>(1, (2 * r + block) / block + 1); }
+  // where block i's saved weights (rows × (hi - lo), row-major) start in a slice's share of
+  // the forward's saved weights; the last entry is the share's size
+  std::vector<int64_t> offsets() const {
+    std::vector<int64_t> off(blocks() + 1, 0);
+    for (int64_t i = 0; i < blocks(); ++i) {
+      const int64_t rows = std::min(block, tq - i * block);
+      off[i + 1] = off[i] + rows * std::max<int64_t>(hi(i) - lo(i), 0);
+    }
+    return off;
+  }
+};
+
+// The forward's normalised weights P, kept for the backward pass (``forward_saving``), laid out
+// by the backward's blocks (``band``, whose block divides the forward's): slice gi's block i at
+// p + gi · per + off[i], rows × nk row-major, 0 off the band and on masked keys. The backward
+// then reads P instead of recomputing QKᵀ and its exponentials: four GEMMs a block instead of
+// five, for O(G · Tq · (block + 2r)) memory.
+template <typename T>
+struct Weights {
+  T* p;
+  Band band;
+  std::vector<int64_t> off;
+  int64_t per;
+  Weights(T* p_, const Band& b) : p(p_), band(b), off(b.offsets()), per(off.back()) {}
+  T* at(int64_t gi, int64_t i) const { return p + gi * per + off[i]; }
 };
 
 // The backward's schedule: chunks of chunk_blocks() blocks, [first, stop), split in two colours
@@ -266,7 +291,8 @@ struct Inputs {
 };
 
 template <typename T>
-void forward_impl(const Inputs<T>& in, const Mat<T>& out, T* lse, const Band& band) {
+void forward_impl(const Inputs<T>& in, const Mat<T>& out, T* lse, const Band& band,
+                  const Weights<T>* saved = nullptr) {
   const int64_t nb = band.blocks(), bq = band.block, d = in.d, dv = in.dv;
   const T scale = T(1) / std::sqrt(T(d));
   at::parallel_for(0, in.g * nb, 1, [&](int64_t begin, int64_t end) {
@@ -287,6 +313,20 @@ void forward_impl(const Inputs<T>& in, const Mat<T>& out, T* lse, const Band& ba
       const T* vb = in.v.at(gi, lo);
       gemm<T>(false, true, rows, nk, d, scale, qb, in.q.st, kb, in.k.st, T(0), p.data(), nk);
       band_softmax<T>(p.data(), rows, nk, t0, lo, band, in.keep_of(gi), nullptr, l, inv.data());
+      if (saved) {  // P = p / Σp by the backward's blocks; the context is computed as without
+        const Band& sb = saved->band;
+        for (int64_t j = t0 / sb.block; j * sb.block < t0 + rows; ++j) {
+          const int64_t s0 = j * sb.block, srows = std::min(sb.block, band.tq - s0);
+          const int64_t slo = sb.lo(j), snk = std::max<int64_t>(sb.hi(j) - slo, 0);
+          T* w = saved->at(gi, j);
+          for (int64_t a = 0; a < srows; ++a) {
+            const T* pa = p.data() + (s0 - t0 + a) * nk + (slo - lo);
+            T* wa = w + a * snk;
+            const T ia = inv[s0 - t0 + a];
+            for (int64_t c = 0; c < snk; ++c) wa[c] = pa[c] * ia;
+          }
+        }
+      }
       gemm<T>(false, false, rows, dv, nk, T(1), p.data(), nk, vb, in.v.st, T(0), o, out.st);
       for (int64_t a = 0; a < rows; ++a)
         for (int64_t c = 0; c < dv; ++c) o[a * out.st + c] *= inv[a];
@@ -299,7 +339,8 @@ void forward_impl(const Inputs<T>& in, const Mat<T>& out, T* lse, const Band& ba
 template <typename T>
 void backward_blocks(const Inputs<T>& in, const Mat<T>& out, const T* lse, const Mat<T>& dout,
                      const Mat<T>& dq, const Mat<T>& dk, const Mat<T>& dv_, const Band& band,
-                     int64_t gi, int64_t first, int64_t stop, T* p, T* ds, T* delta) {
+                     int64_t gi, int64_t first, int64_t stop, T* p, T* ds, T* delta,
+                     const Weights<T>* saved = nullptr) {
   const int64_t bq = band.block, d = in.d, dv = in.dv;
   const T scale = T(1) / std::sqrt(T(d));
   for (int64_t i = first; i < stop; ++i) {
@@ -313,8 +354,24 @@ void backward_blocks(const Inputs<T>& in, const Mat<T>& out, const T* lse, const
     const T* qb = in.q.at(gi, t0);
     const T* kb = in.k.at(gi, lo);
     const T* vb = in.v.at(gi, lo);
-    const T* ob = out.at(gi, t0);
     const T* gb = dout.at(gi, t0);
+    if (saved) {  // P saved by the forward: δ_t = Σ_j P_tj dP_tj (= dO_t · O_t), no QKᵀ
+      const T* pw = saved->at(gi, i);
+      gemm<T>(false, true, rows, nk, dv, T(1), gb, dout.st, vb, in.v.st, T(0), ds, nk);
+      for (int64_t a = 0; a < rows; ++a) {  // dS = P ∘ (dP - δ)
+        T* dsr = ds + a * nk;
+        const T* pr = pw + a * nk;
+        T da = 0;
+        for (int64_t c2 = 0; c2 < nk; ++c2) da += pr[c2] * dsr[c2];
+        for (int64_t c2 = 0; c2 < nk; ++c2) dsr[c2] = pr[c2] * (dsr[c2] - da);
+      }
+      gemm<T>(false, false, rows, d, nk, scale, ds, nk, kb, in.k.st, T(0), gq, dq.st);
+      gemm<T>(true, false, nk, d, rows, scale, ds, nk, qb, in.q.st, T(1), dk.at(gi, lo), dk.st);
+      gemm<T>(true, false, nk, dv, rows, T(1), pw, nk, gb, dout.st, T(1), dv_.at(gi, lo),
+              dv_.st);
+      continue;
+    }
+    const T* ob = out.at(gi, t0);
     const T* l = lse + gi * band.tq + t0;
     gemm<T>(false, true, rows, nk, d, scale, qb, in.q.st, kb, in.k.st, T(0), p, nk);
     band_softmax<T>(p, rows, nk, t0, lo, band, in.keep_of(gi), l, nullptr, nullptr);
@@ -346,12 +403,14 @@ void backward_blocks(const Inputs<T>& in, const Mat<T>& out, const T* lse, const
 // class), no other chunk reaches its keys, so its dK, dV are copied back, not added, and the
 // rows it does not reach zeroed: dk and dv are never zeroed first nor read. Otherwise the
 // chunks accumulate into dk and dv (β = 1), zeroed here first, slice by slice in parallel.
+// With ``saved`` (the forward's P), out and lse are not read (nor staged).
 template <typename T>
 void backward_impl(const Inputs<T>& in, const Mat<T>& out, const T* lse, const Mat<T>& dout,
-                   const Mat<T>& dq, const Mat<T>& dk, const Mat<T>& dv_, const Band& band) {
+                   const Mat<T>& dq, const Mat<T>& dk, const Mat<T>& dv_, const Band& band,
+                   const Weights<T>* saved = nullptr) {
   const int64_t bq = band.block, d = in.d, dv = in.dv;
   const bool stage = in.q.rows_apart(d) || in.k.rows_apart(d) || in.v.rows_apart(dv) ||
-                     out.rows_apart(dv) || dout.rows_apart(dv) || dq.rows_apart(d) ||
+                     (!saved && out.rows_apart(dv)) || dout.rows_apart(dv) || dq.rows_apart(d) ||
                      dk.rows_apart(d) || dv_.rows_apart(dv);
   const int64_t group = stage ? STAGE_GROUP : 1, groups = (in.g + group - 1) / group;
   const auto schedule = colours(band);
@@ -371,7 +430,7 @@ void backward_impl(const Inputs<T>& in, const Mat<T>& out, const T* lse, const M
         const auto [first, stop] = chunks[w % mine];
         if (!stage) {
           backward_blocks(in, out, lse, dout, dq, dk, dv_, band, g0, first, stop, p.data(),
-                          ds.data(), delta.data());
+                          ds.data(), delta.data(), saved);
           continue;
         }
         // the chunk's queries [a0, a0 + na) and the keys [k0, k0 + nk) its blocks reach
@@ -387,13 +446,13 @@ void backward_impl(const Inputs<T>& in, const Mat<T>& out, const T* lse, const M
         copy_rows(in.q, staged.q, g0, count, a0, na, d, false);
         copy_rows(in.k, staged.k, g0, count, k0, nk, d, false);
         copy_rows(in.v, staged.v, g0, count, k0, nk, dv, false);
-        copy_rows(out, o, g0, count, a0, na, dv, false);
+        if (!saved) copy_rows(out, o, g0, count, a0, na, dv, false);
         copy_rows(dout, g, g0, count, a0, na, dv, false);
         std::fill(sdk.buf.begin(), sdk.buf.end(), T(0));
         std::fill(sdv.buf.begin(), sdv.buf.end(), T(0));
         for (int64_t c = 0; c < count; ++c)
           backward_blocks(staged, o, lse, g, gq, gk, gv, band, g0 + c, first, stop, p.data(),
-                          ds.data(), delta.data());
+                          ds.data(), delta.data(), saved);
         copy_rows(gq, dq, g0, count, a0, na, d, false);  // dQ rows are the chunk's own
         copy_rows(gk, dk, g0, count, k0, nk, d, !whole);  // dK, dV rows: another chunk's too
         copy_rows(gv, dv_, g0, count, k0, nk, dv, !whole);  // unless the chunk is the slice
@@ -576,6 +635,57 @@ bool huge_pages(torch::Tensor x) {
 #endif
 }
 
+// Forward into ``out`` as ``band_forward_into`` (query blocks of ``block``), keeping the
+// normalised weights P for a backward pass with query blocks of ``backward_block`` (a divisor
+// of ``block``): -> [lse (G, Tq), weights (G, S)], S = the values per slice
+// (``Band::offsets``), on 2 MiB pages where granted. The context is the same as without.
+std::vector<torch::Tensor> band_forward_saving(torch::Tensor q, torch::Tensor k,
+                                               torch::Tensor v, torch::Tensor out,
+                                               int64_t radius, bool causal,
+                                               c10::optional<torch::Tensor> keep,
+                                               int64_t block, int64_t backward_block) {
+  const Band band = make_band(q, k, radius, causal, block);
+  const Band later = make_band(q, k, radius, causal, backward_block);
+  TORCH_CHECK(block % backward_block == 0, "forward_saving: the backward's block (",
+              backward_block, ") must divide the forward's (", block, ")");
+  auto lse = torch::empty({slices(q), band.tq}, q.options());
+  auto weights = torch::empty({slices(q), later.offsets().back()}, q.options());
+  huge_pages(weights);
+  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "band_forward_saving", [&] {
+    const auto in = inputs<scalar_t>(q, k, v, keep);
+    check_out(out, q, in.dv, "out");
+    const Weights<scalar_t> saved(weights.data_ptr<scalar_t>(), later);
+    forward_impl<scalar_t>(in, mat_of<scalar_t>(out), lse.data_ptr<scalar_t>(), band, &saved);
+  });
+  return {lse, weights};
+}
+
+// Backward into dq, dk, dv (overwritten, as ``band_backward_into``) from the weights that
+// ``band_forward_saving`` kept, with its radius, causal, keep and backward_block: four GEMMs a
+// block (dP = dO Vᵀ, dQ, dK, dV), no QKᵀ nor exponentials, and neither out nor lse read.
+void band_backward_saved(torch::Tensor dout, torch::Tensor q, torch::Tensor k, torch::Tensor v,
+                         torch::Tensor weights, torch::Tensor dq, torch::Tensor dk,
+                         torch::Tensor dv, int64_t radius, bool causal,
+                         c10::optional<torch::Tensor> keep, int64_t block) {
+  const Band band = make_band(q, k, radius, causal, block);
+  TORCH_CHECK(weights.dim() == 2 && weights.is_contiguous() && weights.size(0) == slices(q) &&
+                  weights.size(1) == band.offsets().back() &&
+                  weights.scalar_type() == q.scalar_type(),
+              "band attention backward: the weights (G, S) that forward_saving returned for "
+              "this radius, causal and block are needed");
+  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "band_backward_saved", [&] {
+    const auto in = inputs<scalar_t>(q, k, v, keep);
+    check_out(dout, q, in.dv, "grad");
+    check_out(dq, q, in.d, "dq");
+    check_out(dk, k, in.d, "dk");
+    check_out(dv, k, in.dv, "dv");
+    const Weights<scalar_t> saved(weights.data_ptr<scalar_t>(), band);
+    const auto g = mat_of<scalar_t>(dout);
+    backward_impl<scalar_t>(in, g, nullptr, g, mat_of<scalar_t>(dq), mat_of<scalar_t>(dk),
+                            mat_of<scalar_t>(dv), band, &saved);
+  });
+}
+
 // The backward's schedule, for tests: the [first, stop) blocks of each colour's chunks.
 std::vector<std::vector<std::pair<int64_t, int64_t>>> backward_chunks(
     int64_t tq, int64_t tk, int64_t radius, bool causal, int64_t block) {
@@ -589,4 +699,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("forward_into", &band_forward_into, "forward into a given out (4-D views too); -> lse");
   m.def("backward_into", &band_backward_into, "backward into given dq, dk, dv (overwritten)");
   m.def("huge_pages", &huge_pages, "advise 2 MiB pages for a fresh tensor's storage");
+  m.def("forward_saving", &band_forward_saving,
+        "forward into a given out, keeping the weights: -> [lse, weights]");
+  m.def("backward_saved", &band_backward_saved,
+        "backward into given dq, dk, dv from forward_saving's weights");
 }
