@@ -546,6 +546,17 @@ void check_out(const torch::Tensor& x, const torch::Tensor& like, int64_t width,
               "needed; got ", x.sizes());
 }
 
+// a backward pass's incoming gradient (q's shape, Dv wide) and dq, dk, dv (q's and k's, D and
+// Dv wide)
+void check_grads(const torch::Tensor& dout, const torch::Tensor& dq, const torch::Tensor& dk,
+                 const torch::Tensor& dv, const torch::Tensor& q, const torch::Tensor& k,
+                 int64_t d, int64_t dvw) {
+  check_out(dout, q, dvw, "grad");
+  check_out(dq, q, d, "dq");
+  check_out(dk, k, d, "dk");
+  check_out(dv, k, dvw, "dv");
+}
+
 }  // namespace
 
 // Forward into ``out`` (the query's leading dims and length, Dv wide; any strides with unit
@@ -587,10 +598,7 @@ void band_backward_into(torch::Tensor dout, torch::Tensor q, torch::Tensor k, to
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "band_backward", [&] {
     const auto in = inputs<scalar_t>(q, k, v, keep);
     check_out(out, q, in.dv, "out");
-    check_out(dout, q, in.dv, "grad");
-    check_out(dq, q, in.d, "dq");
-    check_out(dk, k, in.d, "dk");
-    check_out(dv, k, in.dv, "dv");
+    check_grads(dout, dq, dk, dv, q, k, in.d, in.dv);
     backward_impl<scalar_t>(in, mat_of<scalar_t>(out), lse.data_ptr<scalar_t>(),
                             mat_of<scalar_t>(dout), mat_of<scalar_t>(dq), mat_of<scalar_t>(dk),
                             mat_of<scalar_t>(dv), band);
@@ -675,10 +683,7 @@ void band_backward_saved(torch::Tensor dout, torch::Tensor q, torch::Tensor k, t
               "this radius, causal and block are needed");
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "band_backward_saved", [&] {
     const auto in = inputs<scalar_t>(q, k, v, keep);
-    check_out(dout, q, in.dv, "grad");
-    check_out(dq, q, in.d, "dq");
-    check_out(dk, k, in.d, "dk");
-    check_out(dv, k, in.dv, "dv");
+    check_grads(dout, dq, dk, dv, q, k, in.d, in.dv);
     const Weights<scalar_t> saved(weights.data_ptr<scalar_t>(), band);
     const auto g = mat_of<scalar_t>(dout);
     backward_impl<scalar_t>(in, g, nullptr, g, mat_of<scalar_t>(dq), mat_of<scalar_t>(dk),
