@@ -1,0 +1,98 @@
+"""Where the strided heads' forward and backward spend their time in the bench's case
+(``attnkit bench --scenarios sparse``: B = 1, H = 8, d = 64, float32, n = 16,384, l = 128,
+through ``attend``): each call of the native kernel timed through a proxy of the module, and
+the whole forward and backward (autograd's, the gradients' allocation included), medians of
+the rounds after a warm-up.
+
+    PYTHONPATH=src OMP_NUM_THREADS=2 python scripts/sparse_parts.py --threads 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+import attnkit.bench.sparse as sparse
+import attnkit.local.native as native
+from attnkit.bench.variants import Case
+
+
+class _Timed:
+    """The native module, each call timed into ``calls`` by name and half (the band's
+    operands are n rows long, the classes' n / l)."""
+
+    def __init__(self, module: Any, n: int, calls: dict[str, list[float]], plain: bool) -> None:
+        self.module, self.n, self.calls, self.plain = module, n, calls, plain
+
+    def __getattr__(self, name: str) -> Any:
+        f = getattr(self.module, name)
+        if not callable(f):
+            return f
+        if name == "huge_pages" and self.plain:
+            return lambda x: False
+
+        def timed(*args: Any) -> Any:
+            t = time.perf_counter()
+            out = f(*args)
+            dt = time.perf_counter() - t
+            if name == "huge_pages":
+                return out
+            half = "band" if args[0].shape[-2] == self.n else "classes"
+            self.calls.setdefault(f"{name}, {half}", []).append(dt)
+            return out
+
+        return timed
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--n", type=int, default=16384)
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--no-huge-pages", action="store_true",
+                   help="do not advise 2 MiB pages for the fresh gradients")  # fmt: skip
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 8, a.n, 64, generator=gen).requires_grad_() for _ in "qkv")
+    g = torch.randn(1, 8, a.n, 64, generator=gen)
+    fn = sparse.attention_fn(
+        Case("attnkit", "sparse", a.n, True, radius=sparse.default_stride(a.n))
+    )
+    calls: dict[str, list[float]] = {}
+    timed = _Timed(native._loaded(), a.n, calls, a.no_huge_pages)
+    loaded: Callable[[], Any] = native._loaded
+    native._loaded = lambda: timed
+    forward, backward = [], []
+    try:
+        for r in range(a.rounds + 1):
+            for x in (q, k, v):
+                x.grad = None
+            t = time.perf_counter()
+            out = fn(q, k, v)
+            t1 = time.perf_counter()
+            out.backward(g)
+            t2 = time.perf_counter()
+            if r:
+                forward.append(t1 - t)
+                backward.append(t2 - t1)
+            else:
+                calls.clear()  # the warm-up's
+    finally:
+        native._loaded = loaded
+    with open("/proc/loadavg") as file:
+        load = " ".join(file.read().split()[:3])
+    fwd, bwd = (statistics.median(x) * 1e3 for x in (forward, backward))
+    print(f"n={a.n} threads={a.threads}; load {load}; medians of {a.rounds}: forward {fwd:.1f} ms, "
+          f"backward {bwd:.1f} ms")  # fmt: skip
+    for name, ts in calls.items():
+        print(f"  {name:28s} {statistics.median(ts) * 1e3:7.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
