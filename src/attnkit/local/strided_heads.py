@@ -14,12 +14,12 @@ place: no copy into class order and back, no stack of the two halves, forward or
 The context and the gradients are allocated once, (L, H, n, ·), the gradients on 2 MiB
 pages where Linux grants them, and each half's kernel writes its own heads (the even ones, the
 odd ones in class order) into them; the odd heads' dK, dV are copied in, not added: only the
-even heads' are zeroed first (by the kernel). On one torch thread, when a gradient is
-needed, the forward keeps each half's weights P (``forward_saving``: the band's n·(32 + l)
-values per head, the classes' about n·R/2, so O(n·√n) for l ≈ √n; ``keeping``) and the
-backward reads them (``backward_saved``) instead of recomputing QKᵀ and the exponentials
-from the lse: memory spent on time, 7% less time on one thread and none saved on two, where
-the pass is bound by memory traffic (the paper goes the other way: it recomputes whole
+even heads' are zeroed first (by the kernel). When a gradient is needed, on one torch
+thread, the forward keeps each half's weights P (``forward_saving``: the band's n·(32 + l)
+values per head, the classes' about n·R/2, so O(n·√n) for l ≈ √n; on more threads the
+classes' only: ``keeping``) and the backward reads them (``backward_saved``) instead of
+recomputing QKᵀ and the exponentials from the lse: memory spent on time, 7% less time on
+one thread, 3–5% on two (the paper goes the other way: it recomputes whole
 attention and feed-forward blocks in the backward pass to save memory, Child et al. 2019,
 §5.4). ``applies`` says when this runs
 (``factorised.factorised_attention`` falls back to its composed parts otherwise): H even, n a
@@ -43,18 +43,18 @@ CLASS_BLOCK = 32  # the classes' query block, the fastest measured (docs/sparse.
 BAND_BACKWARD_BLOCK = 32  # the band's backward query block from its saved P (when kept)
 KEEP_WEIGHTS: tuple[bool, bool] | None = None
 """Whether the forward keeps P for the backward pass, (band, classes); None (the default):
-both halves on one torch thread, neither on more. Measured at n = 16,384, l = 128 in one
-process (``scripts/sparse_keep.py``, docs/sparse.md, run 6): on one thread forward+backward
-took 231 ms keeping both, 239 keeping the classes', 249 keeping neither; on two threads
-148–155 ms whichever was kept (keeping both the slowest), and memory grows by P."""
+the classes' always, the band's on one torch thread only. Measured at n = 16,384, l = 128
+(docs/sparse.md, run 6): on one thread forward+backward took 231 ms keeping both, 239
+keeping the classes', 249 keeping neither (``scripts/sparse_keep.py``); on two threads,
+with the classes read in place, keeping the classes' P gave the bench's target line 27.0,
+25.1, 24.5% against 23.1, 22.2, 24.6% keeping neither, and the band's gained nothing there."""
 
 
 def keeping() -> tuple[bool, bool]:
     """(band, classes): whether the forward keeps each half's P (``KEEP_WEIGHTS``)."""
     if KEEP_WEIGHTS is not None:
         return KEEP_WEIGHTS
-    one = torch.get_num_threads() == 1
-    return one, one
+    return torch.get_num_threads() == 1, True
 
 
 def banded(x: Tensor) -> bool:
