@@ -247,17 +247,18 @@ def test_strided_heads_run_in_place_on_the_banded_kernel(causal: bool) -> None:
 
 @pytest.mark.parametrize("keep", [(False, True), (True, True), (False, False)],
                          ids=["classes-P", "both-P", "no-P"])  # fmt: skip
+@pytest.mark.parametrize("n", [12, 13])  # l = 3: a multiple, and padded to 15
 @pytest.mark.parametrize("heads", [2, 4])
 @pytest.mark.parametrize("causal", [True, False])
 def test_gradcheck_the_strided_heads_in_place(
-    causal: bool, heads: int, keep: tuple[bool, bool], monkeypatch: pytest.MonkeyPatch
+    causal: bool, heads: int, n: int, keep: tuple[bool, bool], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The in-place path (n = 12, a multiple of l = 3) with a padding mask: gradcheck, with
+    """The in-place path (l = 3; n = 13 padded to 15) with a padding mask: gradcheck, with
     each half's P kept or recomputed."""
     monkeypatch.setattr(strided_heads, "KEEP_WEIGHTS", keep)
     spec = PatternSpec("strided", 3, causal=causal, split_heads=True)
-    mask = attnkit.padding_mask(torch.tensor([12, 7]))[:, None]  # (B, 1, 1, n)
-    q, k, v = _qkv(2, heads, 12, d=3, grad=True)
+    mask = attnkit.padding_mask(torch.tensor([n, 7]))[:, None]  # (B, 1, 1, n)
+    q, k, v = _qkv(2, heads, n, d=3, grad=True)
     assert torch.autograd.gradcheck(lambda q, k, v: factorised_attention(q, k, v, spec, mask),
                                     (q, k, v))  # fmt: skip
 

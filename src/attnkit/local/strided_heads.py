@@ -68,19 +68,31 @@ def applies(q: Tensor, k: Tensor, v: Tensor, step: int) -> bool:
     heads, n = q.shape[-3], q.shape[-2]
     same = q.shape == k.shape and q.shape[:-1] == v.shape[:-1]
     alike = all(x.device == q.device and x.dtype == q.dtype for x in (k, v))
-    fits = heads % 2 == 0 and n > 0 and n % step == 0 and q.shape[-1] > 0
+    fits = heads % 2 == 0 and n > 0 and step > 0 and q.shape[-1] > 0
     return same and alike and fits and banded(q)
 
 
 def strided_heads(q: Tensor, k: Tensor, v: Tensor, step: int, causal: bool,
                   key_ok: Tensor | None) -> Tensor:  # fmt: skip
     """Context (..., H, n, Dv) of the strided heads split (see the module docstring); key_ok
-    (..., H, 1, n) True = may attend, or None. A query with no allowed key gets zeros."""
+    (..., H, 1, n) True = may attend, or None. A query with no allowed key gets zeros. When l
+    does not divide n, the inputs are padded with zeros to the next multiple n' of l (a copy
+    of each), the padded keys masked (reached by no real query when causal) and the padded
+    queries' rows dropped from the context."""
     heads, n = q.shape[-3], q.shape[-2]
-    q4, k4, v4 = (x.reshape(-1, heads, n, x.shape[-1]) for x in (q, k, v))  # (L, H, n, ·)
-    keeps = (None, None) if key_ok is None else _keeps(key_ok, heads, n, step)
-    out = _StridedHeads.apply(q4, k4, v4, step, causal, keeps)  # (L, H, n, Dv)
-    return out.view(*q.shape[:-1], v.shape[-1])
+    lead, width = q.shape[:-2], v.shape[-1]
+    pad = -n % step
+    if pad:
+        q, k, v = (torch.cat((x, x.new_zeros(*lead, pad, x.shape[-1])), dim=-2) for x in (q, k, v))
+        if key_ok is not None or not causal:
+            ok = q.new_ones(*lead, 1, n, dtype=torch.bool) if key_ok is None else key_ok
+            key_ok = torch.cat((ok.expand(*lead, 1, n), ok.new_zeros(*lead, 1, pad)), dim=-1)
+    padded = n + pad  # n' (..., H, n', ·) from here
+    q4, k4, v4 = (x.reshape(-1, heads, padded, x.shape[-1]) for x in (q, k, v))  # (L, H, n', ·)
+    keeps = (None, None) if key_ok is None else _keeps(key_ok, heads, padded, step)
+    out = _StridedHeads.apply(q4, k4, v4, step, causal, keeps)  # (L, H, n', Dv)
+    out = out.view(*lead, padded, width)
+    return out[..., :n, :] if pad else out
 
 
 def _halves(x: Tensor, step: int) -> tuple[Tensor, Tensor]:
