@@ -15,8 +15,8 @@ Head h attends A⁽¹⁾ when h is even and A⁽²⁾ when it is odd:
     fixed   A⁽²⁾  j mod l >= l - c (causal: j <= i): the n/l·c summary keys gathered once,
                   every query attends them: O(n·c·n/l)
 
-With H even and n a multiple of l (CPU, the banded kernel built) the strided split runs in
-place instead (``attnkit.local.strided_heads``): no copy into class order, no stack.
+With H even (CPU, the banded kernel built; n padded to a multiple of l) the strided split runs
+in place instead (``attnkit.local.strided_heads``): no copy into class order, no stack.
 
     factorised_attention(query (..., H, n, D), keys (..., H, n, D), values (..., H, n, Dv),
                          spec, mask (..., 1, n) or None) -> context (..., H, n, Dv)

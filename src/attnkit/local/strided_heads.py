@@ -4,9 +4,10 @@ place: no copy into class order and back, no stack of the two halves, forward or
 
     even heads  A⁽¹⁾  0 <= i - j <= l (causal) or |i - j| <= l: a band of radius l along the
                       sequence, on the (L, H/2, n, D) view of every other head
-    odd heads   A⁽²⁾  (i - j) mod l = 0 (causal: j <= i): with n a multiple of l, position
-                      r·l + c is row r of class c; a band of radius R = n/l (the whole class)
-                      along the (L·H/2, l, R, D) view, rows l·D apart
+    odd heads   A⁽²⁾  (i - j) mod l = 0 (causal: j <= i): with n a multiple of l (else
+                      padded to one), position r·l + c is row r of class c; a band of
+                      radius R = n/l (the whole class) along the (L·H/2, l, R, D) view,
+                      rows l·D apart
 
     strided_heads(query (L, H, n, D), keys (L, H, n, D), values (L, H, n, Dv), l, causal,
                   key_ok (L, H, 1, n) or None) -> context (L, H, n, Dv)
@@ -22,8 +23,8 @@ recomputing QKᵀ and the exponentials from the lse: memory spent on time, 7% le
 one thread, 3–5% on two (the paper goes the other way: it recomputes whole
 attention and feed-forward blocks in the backward pass to save memory, Child et al. 2019,
 §5.4). ``applies`` says when this runs
-(``factorised.factorised_attention`` falls back to its composed parts otherwise): H even, n a
-multiple of l, CPU float32/float64, the kernel built.
+(``factorised.factorised_attention`` falls back to its composed parts otherwise): H even,
+CPU float32/float64, the kernel built; an n that l does not divide is padded (a copy).
 
 Legend: L flattened leading dims, H heads, n positions, D width, Dv value width, l stride,
 R = n / l rows of a class.
