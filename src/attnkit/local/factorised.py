@@ -62,7 +62,7 @@ def factorised_attention(
             raise ValueError(f"mask {tuple(mask.shape)}: pass a key-padding mask (..., 1, n)")
         key_ok = mask.expand(*query.shape[:-2], 1, n)  # (..., H, 1, n)
     if spec.pattern == "strided" and applies(query, keys, values, spec.stride):
-        return strided_heads(query, keys, values, spec.stride, spec.causal, key_ok)
+        return _strided_in_place(query, keys, values, spec, key_ok)
     first, second = _parts(spec)
     (q0, q1), (k0, k1), (v0, v1) = (_by_parity(x, heads) for x in (query, keys, values))
     m0, m1 = (None, None) if key_ok is None else _by_parity(key_ok, heads)
@@ -75,6 +75,22 @@ def factorised_attention(
     out[..., 0::2, :, :] = out_even
     out[..., 1::2, :, :] = out_odd
     return out
+
+
+def _strided_in_place(q: Tensor, k: Tensor, v: Tensor, spec: PatternSpec,
+                      key_ok: Tensor | None) -> Tensor:  # fmt: skip
+    """The strided heads split in place (``strided_heads``); when l does not divide n, the
+    inputs padded with zeros to the next multiple N (a copy of each), the padded keys masked
+    (causal with no mask: a real query never reaches them) and the padded rows dropped."""
+    n, step = q.shape[-2], spec.stride
+    padded = -(-n // step) * step  # N
+    if padded > n:
+        q, k, v = (F.pad(x, (0, 0, 0, padded - n)) for x in (q, k, v))  # (..., H, N, ·)
+        if key_ok is not None or not spec.causal:
+            allowed = _keys_allowed(key_ok, n, padded, q.device)  # (..., 1, N) or (1, N)
+            assert allowed is not None  # N > n: the padded keys are masked
+            key_ok = allowed.expand(*q.shape[:-2], 1, padded)
+    return _first(strided_heads(q, k, v, step, spec.causal, key_ok), n)  # (..., H, n, Dv)
 
 
 def _by_parity(x: Tensor, heads: int) -> tuple[Tensor, Tensor]:

@@ -24,7 +24,7 @@ one thread, 3–5% on two (the paper goes the other way: it recomputes whole
 attention and feed-forward blocks in the backward pass to save memory, Child et al. 2019,
 §5.4). ``applies`` says when this runs
 (``factorised.factorised_attention`` falls back to its composed parts otherwise): H even,
-CPU float32/float64, the kernel built; an n that l does not divide is padded (a copy).
+CPU float32/float64, the kernel built; an n that l does not divide is padded there (a copy).
 
 Legend: L flattened leading dims, H heads, n positions, D width, Dv value width, l stride,
 R = n / l rows of a class.
@@ -75,25 +75,14 @@ def applies(q: Tensor, k: Tensor, v: Tensor, step: int) -> bool:
 
 def strided_heads(q: Tensor, k: Tensor, v: Tensor, step: int, causal: bool,
                   key_ok: Tensor | None) -> Tensor:  # fmt: skip
-    """Context (..., H, n, Dv) of the strided heads split (see the module docstring); key_ok
-    (..., H, 1, n) True = may attend, or None. A query with no allowed key gets zeros. When l
-    does not divide n, the inputs are padded with zeros to the next multiple n' of l (a copy
-    of each), the padded keys masked (reached by no real query when causal) and the padded
-    queries' rows dropped from the context."""
+    """Context (..., H, n, Dv) of the strided heads split (see the module docstring), n a
+    multiple of l (``factorised_attention`` pads it); key_ok (..., H, 1, n) True = may attend,
+    or None. A query with no allowed key gets zeros."""
     heads, n = q.shape[-3], q.shape[-2]
-    lead, width = q.shape[:-2], v.shape[-1]
-    pad = -n % step
-    if pad:
-        q, k, v = (torch.cat((x, x.new_zeros(*lead, pad, x.shape[-1])), dim=-2) for x in (q, k, v))
-        if key_ok is not None or not causal:
-            ok = q.new_ones(*lead, 1, n, dtype=torch.bool) if key_ok is None else key_ok
-            key_ok = torch.cat((ok.expand(*lead, 1, n), ok.new_zeros(*lead, 1, pad)), dim=-1)
-    padded = n + pad  # n' (..., H, n', ·) from here
-    q4, k4, v4 = (x.reshape(-1, heads, padded, x.shape[-1]) for x in (q, k, v))  # (L, H, n', ·)
-    keeps = (None, None) if key_ok is None else _keeps(key_ok, heads, padded, step)
-    out = _StridedHeads.apply(q4, k4, v4, step, causal, keeps)  # (L, H, n', Dv)
-    out = out.view(*lead, padded, width)
-    return out[..., :n, :] if pad else out
+    q4, k4, v4 = (x.reshape(-1, heads, n, x.shape[-1]) for x in (q, k, v))  # (L, H, n, ·)
+    keeps = (None, None) if key_ok is None else _keeps(key_ok, heads, n, step)
+    out = _StridedHeads.apply(q4, k4, v4, step, causal, keeps)  # (L, H, n, Dv)
+    return out.view(*q.shape[:-1], v.shape[-1])
 
 
 def _halves(x: Tensor, step: int) -> tuple[Tensor, Tensor]:
