@@ -87,3 +87,37 @@ def test_compile_ab_summary_is_eager_over_compiled() -> None:
     assert _script("compile_ab").summary(ms) == (
         "eager 30.00 ms/step, compiled 15.00 ms/step, eager/compiled 2.00"
     )
+
+
+def test_sparse_keep_backward_share() -> None:
+    """Forward FLOPs 1e9 at a 1e10 FLOP/s matmul: forward 0.4 s, forward+backward 1.2 s, so
+    the backward's 2e9 FLOPs take 0.8 s: 25% of the matmul rate."""
+    share = _script("sparse_keep").backward_share(1e9, 0.4, 1.2, 1e10)
+    assert abs(share - 25.0) < 1e-9
+
+
+def test_sparse_parts_times_each_kernel_call_by_half() -> None:
+    """The proxy times each call under its name and half (the band's operands are n rows long,
+    the classes' fewer), passes the result through, leaves huge_pages untimed, and with
+    --no-huge-pages replaces it by a no-op."""
+    import torch
+
+    class Module:
+        BLOCK = 64
+
+        def forward_into(self, q: torch.Tensor) -> int:
+            return q.shape[-2]
+
+        def huge_pages(self, x: torch.Tensor) -> bool:
+            return True
+
+    calls: dict[str, list[float]] = {}
+    timed = _script("sparse_parts")._Timed(Module(), 16, calls, False)
+    assert timed.forward_into(torch.zeros(2, 16, 4)) == 16
+    assert timed.forward_into(torch.zeros(8, 2, 4)) == 2
+    assert timed.huge_pages(torch.zeros(1)) is True
+    assert timed.BLOCK == 64
+    assert sorted(calls) == ["forward_into, band", "forward_into, classes"]
+    assert all(len(v) == 1 and v[0] >= 0 for v in calls.values())
+    plain = _script("sparse_parts")._Timed(Module(), 16, {}, True)
+    assert plain.huge_pages(torch.zeros(1)) is False
