@@ -23,8 +23,9 @@ from attnkit.bench.variants import Case
 
 
 class _Timed:
-    """The native module, each call timed into ``calls`` by name and half (the band's
-    operands are n rows long, the classes' n / l)."""
+    """The native module, each kernel call timed into ``calls`` by name and half (the band's
+    operands are n rows long, the classes' n / l); ``cached_empty`` untimed, and with
+    ``plain`` a fresh ``new_empty`` instead (the outputs on new pages, as before the cache)."""
 
     def __init__(self, module: Any, n: int, calls: dict[str, list[float]], plain: bool) -> None:
         self.module, self.n, self.calls, self.plain = module, n, calls, plain
@@ -33,15 +34,15 @@ class _Timed:
         f = getattr(self.module, name)
         if not callable(f):
             return f
-        if name == "huge_pages" and self.plain:
-            return lambda x: False
+        if name == "cached_empty" and self.plain:
+            return lambda sizes, like: like.new_empty(sizes)
+        if name == "cached_empty":
+            return f
 
         def timed(*args: Any) -> Any:
             t = time.perf_counter()
             out = f(*args)
             dt = time.perf_counter() - t
-            if name == "huge_pages":
-                return out
             half = "band" if args[0].shape[-2] == self.n else "classes"
             self.calls.setdefault(f"{name}, {half}", []).append(dt)
             return out
@@ -54,8 +55,9 @@ def main() -> None:
     p.add_argument("--n", type=int, default=16384)
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--no-huge-pages", action="store_true",
-                   help="do not advise 2 MiB pages for the fresh gradients")  # fmt: skip
+    p.add_argument("--no-cache", action="store_true",
+                   help="fresh memory for the context, P and the gradients, not the kernel's "
+                        "cache")  # fmt: skip
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     gen = torch.Generator().manual_seed(0)
@@ -65,7 +67,7 @@ def main() -> None:
         Case("attnkit", "sparse", a.n, True, radius=sparse.default_stride(a.n))
     )
     calls: dict[str, list[float]] = {}
-    timed = _Timed(native._loaded(), a.n, calls, a.no_huge_pages)
+    timed = _Timed(native._loaded(), a.n, calls, a.no_cache)
     loaded: Callable[[], Any] = native._loaded
     native._loaded = lambda: timed
     forward, backward = [], []

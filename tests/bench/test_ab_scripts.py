@@ -98,8 +98,8 @@ def test_sparse_keep_backward_share() -> None:
 
 def test_sparse_parts_times_each_kernel_call_by_half() -> None:
     """The proxy times each call under its name and half (the band's operands are n rows long,
-    the classes' fewer), passes the result through, leaves huge_pages untimed, and with
-    --no-huge-pages replaces it by a no-op."""
+    the classes' fewer), passes the result through, leaves cached_empty untimed, and with
+    --no-cache replaces it by a fresh new_empty."""
     import torch
 
     class Module:
@@ -108,16 +108,17 @@ def test_sparse_parts_times_each_kernel_call_by_half() -> None:
         def forward_into(self, q: torch.Tensor) -> int:
             return q.shape[-2]
 
-        def huge_pages(self, x: torch.Tensor) -> bool:
-            return True
+        def cached_empty(self, sizes: list[int], like: torch.Tensor) -> str:
+            return "cached"
 
     calls: dict[str, list[float]] = {}
     timed = _script("sparse_parts")._Timed(Module(), 16, calls, False)
     assert timed.forward_into(torch.zeros(2, 16, 4)) == 16
     assert timed.forward_into(torch.zeros(8, 2, 4)) == 2
-    assert timed.huge_pages(torch.zeros(1)) is True
+    assert timed.cached_empty([3], torch.zeros(1)) == "cached"
     assert timed.BLOCK == 64
     assert sorted(calls) == ["forward_into, band", "forward_into, classes"]
     assert all(len(v) == 1 and v[0] >= 0 for v in calls.values())
     plain = _script("sparse_parts")._Timed(Module(), 16, {}, True)
-    assert plain.huge_pages(torch.zeros(1)) is False
+    fresh = plain.cached_empty([3, 2], torch.zeros(1, dtype=torch.float64))
+    assert fresh.shape == (3, 2) and fresh.dtype == torch.float64

@@ -333,18 +333,17 @@ def test_backward_into_overwrites_whatever_dk_and_dv_hold(layout: str, causal: b
         assert not want[1][..., -1, :].any()  # the last key: reached by no query
 
 
-def test_huge_pages_back_a_fresh_output() -> None:
-    """``huge_pages`` advises 2 MiB pages for a fresh tensor before its first touch: where
-    Linux's transparent huge pages are on ("madvise" or "always"), the written tensor lies on
-    them (its mapping's AnonHugePages in /proc/self/smaps), and its values are those written.
-    64 MiB: above glibc's largest mmap threshold, so a fresh mapping, not reused heap."""
+def test_cached_blocks_lie_on_huge_pages() -> None:
+    """``cached_empty`` takes a 2 MiB-aligned block advised onto 2 MiB pages before its first
+    touch: where Linux's transparent huge pages are on ("madvise" or "always"), the written
+    tensor lies on them (its mapping's AnonHugePages in /proc/self/smaps), and its values are
+    those written."""
     setting = Path("/sys/kernel/mm/transparent_hugepage/enabled")
     if not setting.exists() or "[never]" in setting.read_text():
         pytest.skip("no transparent huge pages on this machine")
-    module = native.kernel()
-    assert not module.huge_pages(torch.empty(1000))  # no whole aligned 2 MiB inside
-    x = torch.empty(16 * 2**20)  # 64 MiB float32
-    assert module.huge_pages(x)
+    native.release_cache()
+    x = native.kernel().cached_empty([16 * 2**20], torch.empty(0))  # 64 MiB float32
+    assert x.data_ptr() % 2**21 == 0
     x.fill_(1.5)
     assert bool((x == 1.5).all())
     start, stop, huge, inside = x.data_ptr(), x.data_ptr() + 64 * 2**20, 0, False
@@ -355,6 +354,96 @@ def test_huge_pages_back_a_fresh_output() -> None:
         elif inside and line.startswith("AnonHugePages:"):
             huge += int(line.split()[1])  # kB
     assert huge >= 32 * 1024, huge  # most of the 64 MiB
+
+
+def test_the_cache_hands_a_block_out_again_only_once_it_is_freed() -> None:
+    """A freed tensor's block goes back to the cache and the next request of its size takes it;
+    a block still held is never handed out twice; a size more than twice smaller takes a new
+    block, one under 1 MiB plain memory; the limit bounds what stays cached, and
+    ``release_cache`` frees it all."""
+    module = native.kernel()
+    native.release_cache()
+    before = native.cache_limit(2**30)
+    try:
+        like = torch.empty(0, dtype=torch.float64)
+        a = module.cached_empty([3, 2**18], like)  # 6 MiB
+        assert a.shape == (3, 2**18) and a.dtype == torch.float64 and a.is_contiguous()
+        b = module.cached_empty([3, 2**18], like)
+        assert b.data_ptr() != a.data_ptr()  # a is still held
+        a.fill_(2.0)
+        b.fill_(3.0)
+        assert bool((a == 2.0).all()) and bool((b == 3.0).all())  # disjoint
+        kept, view = a.data_ptr(), a[1]
+        del a
+        assert module.cache_held() == 0  # a view still holds the storage
+        del view
+        assert module.cache_held() == 6 * 2**20
+        tiny = module.cached_empty([10], like)  # 80 bytes: torch.empty, not from the cache
+        assert tiny.shape == (10,) and tiny.dtype == torch.float64
+        assert tiny.data_ptr() != kept and module.cache_held() == 6 * 2**20
+        small = module.cached_empty([2**16], like)  # 512 KiB: below 1 MiB, not cached either
+        assert module.cache_held() == 6 * 2**20
+        c = module.cached_empty([2**17, 6], like)  # the same bytes, another shape
+        assert c.data_ptr() == kept and module.cache_held() == 0
+        mib = module.cached_empty([2**17], like)  # 1 MiB: a new block of 2 MiB
+        assert mib.data_ptr() % 2**21 == 0 and module.cache_held() == 0
+        del b, c, tiny, small, mib
+        assert module.cache_held() == 6 * 2**20 + 6 * 2**20 + 2**21
+        assert native.cache_limit(7 * 2**20) == 2**30  # over the new limit: freed now
+        assert module.cache_held() == 0
+        d = module.cached_empty([2**20], torch.empty(0))  # 4 MiB
+        e = module.cached_empty([2**20], torch.empty(0))
+        del d, e  # the second would pass the limit: freed at once
+        assert module.cache_held() == 4 * 2**20
+        assert native.release_cache() == 4 * 2**20 and module.cache_held() == 0
+        with pytest.raises(ValueError, match="must be >= 0"):
+            native.cache_limit(-1)
+        with pytest.raises(RuntimeError, match="sizes must be >= 0"):
+            module.cached_empty([-1], like)
+    finally:
+        native.cache_limit(before)
+        native.release_cache()
+
+
+def test_the_strided_heads_outputs_reuse_the_cache() -> None:
+    """A training step's context, P and gradients come from the cache: a second step of the
+    same shapes takes the blocks the first freed (nothing left cached while it runs), and the
+    gradients are the same."""
+    from attnkit.local.strided_heads import strided_heads
+
+    module = native.kernel()
+    native.release_cache()
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 4, 1024, 64, generator=gen).requires_grad_() for _ in "qkv")
+    grads = []  # 1 MiB each: from the cache
+    for _ in range(2):
+        strided_heads(q, k, v, 32, True, None).sum().backward()
+        grads.append([x.grad.clone() for x in (q, k, v)])
+        for x in (q, k, v):
+            x.grad = None
+        held = module.cache_held()
+        assert held > 0  # the step's blocks, back in the cache
+    out = strided_heads(q, k, v, 32, True, None)
+    assert module.cache_held() < held  # the context and P took cached blocks
+    del out
+    for a, b in zip(*grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    native.release_cache()
+
+
+def test_blas_runs_on_the_worker_alone_inside_the_kernel() -> None:
+    """Inside the kernel's parallel regions each worker's GEMMs run on its own thread, also
+    after ``torch.set_num_threads`` (which turns MKL's dynamic threads off, so that a GEMM in
+    a parallel region would start nested threads), and the setting is restored after."""
+    threads = native.kernel().blas_threads()
+    if not threads:
+        pytest.skip("torch is not linked with MKL here")
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert native.kernel().blas_threads() == [1, 2]
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_the_op_refuses_mismatched_inputs_with_a_clear_error() -> None:

@@ -11,7 +11,8 @@
   VmHWM - VmRSS (from ``/proc/self/status``) — the memory the step needed beyond its inputs
   and the interpreter, whatever allocated it. The process runs with glibc's mmap threshold
   fixed at 64 KiB, so freed tensors leave the RSS at once (else a warm step reuses retained
-  heap and shows no growth). Linux only; elsewhere it is reported as None.
+  heap and shows no growth), and attnkit's kernel cache is emptied first
+  (``native.release_cache``) for the same reason. Linux only; elsewhere it is reported as None.
 * on CUDA (``--device cuda``): every step and matmul ends with ``torch.cuda.synchronize()``,
   the matmul is the same float32 product on the GPU (TF32 off, PyTorch's default), and the
   peak memory is the allocator's: ``torch.cuda.max_memory_allocated()`` over the step minus
@@ -89,6 +90,9 @@ def peak_extra_mib(step: Step, device: str = "cpu") -> float | None:
         held = torch.cuda.memory_allocated()
         step()
         return max(torch.cuda.max_memory_allocated() - held, 0) / 2**20
+    from ..local.native import release_cache
+
+    release_cache()  # what the step takes from the kernel's block cache counts as its own
     try:
         Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
     except OSError:

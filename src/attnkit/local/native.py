@@ -216,6 +216,28 @@ def backward_flops(
     return 2 * q[0] * pairs * (3 * q[2] + 2 * v[2])
 
 
+def release_cache() -> int:
+    """Give the kernel's cached blocks back to the system -> the bytes given back (0 when the
+    kernel is not built in this process; this never builds it).
+
+    The strided heads' context, P and gradients (``strided_heads``) live on blocks the kernel
+    takes back when PyTorch frees them, and the next step of the same size reuses, already
+    faulted in (``cached_empty`` in ``csrc/band_flash.cpp``): a training loop no longer pays
+    for fresh pages every step. At most ``cache_limit`` bytes (1 GiB unless set) stay cached
+    between steps; this frees them now (``attnkit bench`` does, before it measures a step's
+    peak memory, so that the peak counts what the step takes from the cache)."""
+    module = _state.get("module")
+    return int(module.cache_release()) if module is not None else 0
+
+
+def cache_limit(nbytes: int) -> int:
+    """Keep at most ``nbytes`` of freed blocks cached (0: none, every block freed at once)
+    -> the previous limit. Builds the kernel if it is not built yet (see ``kernel``)."""
+    if nbytes < 0:
+        raise ValueError(f"cache_limit: nbytes must be >= 0; got {nbytes}")
+    return int(_loaded().cache_limit(nbytes))
+
+
 def _loaded() -> Any:
     module = kernel()
     if module is None:
@@ -233,7 +255,9 @@ __all__ = [
     "backward_flops",
     "band_attention",
     "band_pairs",
+    "cache_limit",
     "forward_flops",
     "kernel",
+    "release_cache",
     "rows",
 ]

@@ -12,17 +12,17 @@ place: no copy into class order and back, no stack of the two halves, forward or
     strided_heads(query (L, H, n, D), keys (L, H, n, D), values (L, H, n, Dv), l, causal,
                   key_ok (L, H, 1, n) or None) -> context (L, H, n, Dv)
 
-The context and the gradients are allocated once, (L, H, n, ·), the gradients on 2 MiB
-pages where Linux grants them, and each half's kernel writes its own heads (the even ones, the
-odd ones in class order) into them; the odd heads' dK, dV are copied in, not added: only the
-even heads' are zeroed first (by the kernel). When a gradient is needed, on one torch
-thread, the forward keeps each half's weights P (``forward_saving``: the band's n·(32 + l)
-values per head, the classes' about n·R/2, so O(n·√n) for l ≈ √n; on more threads the
-classes' only: ``keeping``) and the backward reads them (``backward_saved``) instead of
-recomputing QKᵀ and the exponentials from the lse: memory spent on time, 7% less time on
-one thread, 3–5% on two (the paper goes the other way: it recomputes whole
-attention and feed-forward blocks in the backward pass to save memory, Child et al. 2019,
-§5.4). ``applies`` says when this runs
+The context and the gradients are allocated once, (L, H, n, ·), on the kernel's block cache
+(``cached_empty``: a step takes the blocks the last one freed, already faulted in, instead of
+fresh pages every step; ``native.release_cache`` empties it), and each half's kernel writes its
+own heads (the even ones, the odd ones in class order) into them; the odd heads' dK, dV are
+copied in, not added: only the even heads' are zeroed first (by the kernel). When a gradient
+is needed, the forward keeps each half's weights P (``forward_saving``: the band's n·(32 + l)
+values per head, the classes' about n·R/2, so O(n·√n) for l ≈ √n) and the backward reads them
+(``backward_saved``) instead of recomputing QKᵀ and the exponentials from the lse: memory
+spent on time (the paper goes the other way: it recomputes whole attention and feed-forward
+blocks in the backward pass to save memory, Child et al. 2019, §5.4). ``KEEP_WEIGHTS``
+chooses otherwise. ``applies`` says when this runs
 (``factorised.factorised_attention`` falls back to its composed parts otherwise): H even,
 CPU float32/float64, the kernel built; an n that l does not divide is padded there (a copy).
 
@@ -44,18 +44,19 @@ CLASS_BLOCK = 32  # the classes' query block, the fastest measured (docs/sparse.
 BAND_BACKWARD_BLOCK = 32  # the band's backward query block from its saved P (when kept)
 KEEP_WEIGHTS: tuple[bool, bool] | None = None
 """Whether the forward keeps P for the backward pass, (band, classes); None (the default):
-the classes' always, the band's on one torch thread only. Measured at n = 16,384, l = 128
-(docs/sparse.md, run 6): on one thread forward+backward took 231 ms keeping both, 239
-keeping the classes', 249 keeping neither (``scripts/sparse_keep.py``); on two threads,
-with the classes read in place, keeping the classes' P gave the bench's target line 27.0,
-25.1, 24.5% against 23.1, 22.2, 24.6% keeping neither, and the band's gained nothing there."""
+both, on any number of threads. Measured at n = 16,384, l = 128 (docs/sparse.md, runs 6 and
+7): on one thread forward+backward took 231 ms keeping both, 239 keeping the classes', 249
+keeping neither (``scripts/sparse_keep.py``); on two threads, once P lay on cached blocks
+(run 7), keeping the band's too took the backward from 64–66 to 58–59 ms, the forward from 34
+to 36–37 ms. (Before the cache the band's P, on fresh pages, gained nothing on two threads.)"""
 
 
 def keeping() -> tuple[bool, bool]:
-    """(band, classes): whether the forward keeps each half's P (``KEEP_WEIGHTS``)."""
+    """(band, classes): whether the forward keeps each half's P (``KEEP_WEIGHTS``, else
+    both)."""
     if KEEP_WEIGHTS is not None:
         return KEEP_WEIGHTS
-    return torch.get_num_threads() == 1, True
+    return True, True
 
 
 def banded(x: Tensor) -> bool:
@@ -113,8 +114,7 @@ class _StridedHeads(torch.autograd.Function):
     def forward(ctx: Any, q: Tensor, k: Tensor, v: Tensor, step: int, causal: bool,
                 keeps: tuple[Tensor | None, Tensor | None]) -> Tensor:  # fmt: skip
         module = native._loaded()  # applies() checked that it is built
-        # not on huge pages: there the forward-only bench case ran 20 ms slower (docs/sparse.md)
-        out = q.new_empty(*q.shape[:-1], v.shape[-1])  # (L, H, n, Dv)
+        out = module.cached_empty([*q.shape[:-1], v.shape[-1]], q)  # (L, H, n, Dv)
         # per half: P (G, S) where kept, else the lse (G, n) the backward recomputes P from
         keep = keeping() if any(ctx.needs_input_grad[:3]) else (False, False)
         kept = []
@@ -138,7 +138,7 @@ class _StridedHeads(torch.autograd.Function):
         module = native._loaded()  # applies() checked that it is built
         grad = grad.contiguous()  # (L, H, n, Dv); no copy when it already is
         # every row written by the kernel (dk and dv zeroed by it where it accumulates)
-        dq, dk, dv = (_fresh(module, *x.shape, like=x) for x in (q, k, v))  # (L, H, n, ·)
+        dq, dk, dv = (module.cached_empty(list(x.shape), x) for x in (q, k, v))  # (L, H, n, ·)
         parts = (_halves(x, step) for x in (grad, q, k, v, out, dq, dk, dv))
         for half, (gh, qh, kh, vh, oh, dqh, dkh, dvh) in enumerate(zip(*parts, strict=True)):
             radius, block, later = _band(half, qh, step)
@@ -149,15 +149,6 @@ class _StridedHeads(torch.autograd.Function):
                 module.backward_into(gh, qh, kh, vh, oh, kept[half], dqh, dkh, dvh, radius,
                                      causal, keeps[half], block)  # fmt: skip
         return dq, dk, dv, None, None, None
-
-
-def _fresh(module: Any, *shape: int, like: Tensor) -> Tensor:
-    """An empty contiguous tensor of ``like``'s dtype, its storage advised onto 2 MiB pages
-    before the kernel first touches it (``huge_pages`` in ``csrc/band_flash.cpp``: fewer page
-    faults on a fresh output; the values do not depend on it)."""
-    x = like.new_empty(shape)
-    module.huge_pages(x)
-    return x
 
 
 def _band(half: int, q: Tensor, step: int) -> tuple[int, int, int]:

@@ -35,7 +35,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #if defined(__linux__)
@@ -51,7 +54,30 @@ void dgemm_(const char*, const char*, const int*, const int*, const int*, const 
             const int*);
 }
 
+// MKL's per-thread limit, where torch links MKL (a weak symbol: null without it). The C entry
+// point: mkl_service.h defines mkl_set_num_threads_local as this name (the lower-case symbol
+// is the Fortran one, which takes a pointer).
+extern "C" int MKL_Set_Num_Threads_Local(int) __attribute__((weak));
+extern "C" int MKL_Get_Max_Threads() __attribute__((weak));
+
 namespace {
+// For the life of one worker's share of a parallel region: BLAS on this thread alone. Once
+// ``torch.set_num_threads`` has run it turns MKL's dynamic threads off, and each small GEMM
+// called inside our parallel region would start as many threads again, nested: forward and
+// backward took 20% and 35% longer at n = 16,384 on two threads (docs/sparse.md, run 7).
+// Without MKL (or with another BLAS) this does nothing.
+struct OwnThreadBlas {
+  int before = 0;
+  OwnThreadBlas() {
+    if (MKL_Set_Num_Threads_Local) before = MKL_Set_Num_Threads_Local(1);
+  }
+  ~OwnThreadBlas() {
+    if (MKL_Set_Num_Threads_Local) MKL_Set_Num_Threads_Local(before);
+  }
+  OwnThreadBlas(const OwnThreadBlas&) = delete;
+  OwnThreadBlas& operator=(const OwnThreadBlas&) = delete;
+};
+
 // Row-major C (m × n) = alpha · op(A) · op(B) + beta · C, through the column-major BLAS:
 // row-major X is column-major Xᵀ, so C = op(A) op(B) is Cᵀ = op(B)ᵀ op(A)ᵀ.
 template <typename T>
@@ -296,6 +322,7 @@ void forward_impl(const Inputs<T>& in, const Mat<T>& out, T* lse, const Band& ba
   const int64_t nb = band.blocks(), bq = band.block, d = in.d, dv = in.dv;
   const T scale = T(1) / std::sqrt(T(d));
   at::parallel_for(0, in.g * nb, 1, [&](int64_t begin, int64_t end) {
+    const OwnThreadBlas alone;
     std::vector<T> p(bq * band.span()), inv(bq);
     for (int64_t w = begin; w < end; ++w) {
       const int64_t gi = w / nb, i = w % nb;
@@ -425,6 +452,7 @@ void backward_impl(const Inputs<T>& in, const Mat<T>& out, const T* lse, const M
   for (const auto& chunks : schedule) {  // chunks of one colour run in parallel
     const int64_t mine = (int64_t)chunks.size();
     at::parallel_for(0, groups * mine, 1, [&](int64_t begin, int64_t end) {
+      const OwnThreadBlas alone;
       std::vector<T> p(bq * band.span()), ds(bq * band.span()), delta(bq);
       Staged<T> sq, sk, sv, so, sg, sdq, sdk, sdv;
       for (int64_t w = begin; w < end; ++w) {
@@ -635,28 +663,118 @@ std::vector<torch::Tensor> band_backward(torch::Tensor dout, torch::Tensor q, to
   return {dq, dk, dv};
 }
 
-// Advise the kernel to back x's storage with 2 MiB pages (Linux transparent huge pages, under
-// "madvise" or "always"), before anything touches it: a fresh output of tens of MiB is
-// otherwise faulted in 4 KiB at a time, each fault zeroing and charging one page (about a
-// fifth of the strided heads' backward pass at n = 16,384, docs/sparse.md). Advice only: the
-// values are unchanged, and it returns false (doing nothing) where there is no whole aligned
-// 2 MiB inside the storage, or no madvise.
-bool huge_pages(torch::Tensor x) {
+// A cache of the memory behind the strided heads' large outputs (the context, P, the three
+// gradients): a tensor made by ``cached_empty`` gives its block back here when PyTorch frees
+// it, and the next call of the same size takes it, already faulted in. A fresh tensor of tens
+// of MiB is otherwise new pages every step, each zeroed by the kernel on first touch: about
+// 12 of the strided heads' 82 ms backward pass on two threads at n = 16,384 (docs/sparse.md,
+// run 7). Blocks are 2 MiB aligned and advised onto 2 MiB pages; a freed block over the limit
+// (``cache_limit``, 1 GiB by default) goes back to the system at once. Never destroyed: a
+// tensor may be freed while the process exits.
+class BlockCache {
+ public:
+  static BlockCache& get() {
+    static BlockCache* cache = new BlockCache;
+    return *cache;
+  }
+  // a block of at least ``bytes`` (a cached one up to twice the size a new one would have,
+  // else a new one: a whole number of 2 MiB)
+  std::pair<void*, size_t> take(size_t bytes) {
+    const size_t size = (std::max<size_t>(bytes, 1) + ALIGN - 1) / ALIGN * ALIGN;
+    {
+      std::lock_guard<std::mutex> hold(lock_);
+      auto it = free_.lower_bound(size);
+      if (it != free_.end() && it->first <= 2 * size) {
+        const auto block = *it;
+        free_.erase(it);
+        held_ -= block.first;
+        return {block.second, block.first};
+      }
+    }
+    void* p = nullptr;
+    TORCH_CHECK(posix_memalign(&p, ALIGN, size) == 0, "cached_empty: out of memory (",
+                size, " bytes)");
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  const uintptr_t huge = uintptr_t(1) << 21;
-  const auto start = reinterpret_cast<uintptr_t>(x.storage().data());
-  const uintptr_t lo = (start + huge - 1) & ~(huge - 1);
-  const uintptr_t hi = (start + x.storage().nbytes()) & ~(huge - 1);
-  return hi > lo && madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE) == 0;
-#else
-  return false;
+    madvise(p, size, MADV_HUGEPAGE);  // advice only
 #endif
+    return {p, size};
+  }
+  void give(void* p, size_t size) {
+    {
+      std::lock_guard<std::mutex> hold(lock_);
+      if (held_ + size <= limit_) {
+        free_.emplace(size, p);
+        held_ += size;
+        return;
+      }
+    }
+    std::free(p);
+  }
+  // every cached block back to the system: -> the bytes given back
+  size_t release() {
+    std::multimap<size_t, void*> blocks;
+    size_t bytes;
+    {
+      std::lock_guard<std::mutex> hold(lock_);
+      blocks.swap(free_);
+      bytes = held_;
+      held_ = 0;
+    }
+    for (const auto& block : blocks) std::free(block.second);
+    return bytes;
+  }
+  // the most bytes kept cached (blocks beyond it are freed first): -> the previous limit
+  size_t set_limit(size_t bytes) {
+    size_t before;
+    {
+      std::lock_guard<std::mutex> hold(lock_);
+      before = limit_;
+      limit_ = bytes;
+    }
+    if (held() > bytes) release();
+    return before;
+  }
+  size_t held() {
+    std::lock_guard<std::mutex> hold(lock_);
+    return held_;
+  }
+
+ private:
+  static constexpr size_t ALIGN = size_t(1) << 21;
+  std::mutex lock_;
+  std::multimap<size_t, void*> free_;  // size -> block
+  size_t held_ = 0, limit_ = size_t(1) << 30;
+};
+
+// An uninitialised contiguous tensor of ``like``'s dtype on the CPU, its memory from the cache
+// above (returned to it when the tensor is freed) from 1 MiB up; a smaller one is a plain
+// ``torch::empty`` (glibc's heap serves it without fresh pages, and a 2 MiB block would be
+// mostly waste)
+torch::Tensor cached_empty(std::vector<int64_t> sizes, const torch::Tensor& like) {
+  int64_t numel = 1;
+  for (const int64_t s : sizes) {
+    TORCH_CHECK(s >= 0, "cached_empty: sizes must be >= 0; got ", sizes);
+    numel *= s;
+  }
+  const auto options = like.options().device(torch::kCPU);
+  if (numel * like.element_size() < (int64_t(1) << 20)) return torch::empty(sizes, options);
+  const auto [p, size] = BlockCache::get().take(numel * like.element_size());
+  const size_t kept = size;
+  return torch::from_blob(
+      p, sizes, [kept](void* block) { BlockCache::get().give(block, kept); }, options);
+}
+
+int64_t cache_release() { return (int64_t)BlockCache::get().release(); }
+int64_t cache_held() { return (int64_t)BlockCache::get().held(); }
+int64_t cache_limit(int64_t bytes) {
+  TORCH_CHECK(bytes >= 0, "cache_limit: bytes >= 0 are needed; got ", bytes);
+  return (int64_t)BlockCache::get().set_limit((size_t)bytes);
 }
 
 // Forward into ``out`` as ``band_forward_into`` (query blocks of ``block``), keeping the
 // normalised weights P for a backward pass with query blocks of ``backward_block`` (a divisor
 // of ``block``): -> [lse (G, Tq), weights (G, S)], S = the values per slice
-// (``Band::offsets``), on 2 MiB pages where granted. The context is the same as without.
+// (``Band::offsets``), on the cache's memory (``cached_empty``). The context is the same as without.
 std::vector<torch::Tensor> band_forward_saving(torch::Tensor q, torch::Tensor k,
                                                torch::Tensor v, torch::Tensor out,
                                                int64_t radius, bool causal,
@@ -667,8 +785,7 @@ std::vector<torch::Tensor> band_forward_saving(torch::Tensor q, torch::Tensor k,
   TORCH_CHECK(block % backward_block == 0, "forward_saving: the backward's block (",
               backward_block, ") must divide the forward's (", block, ")");
   auto lse = torch::empty({slices(q), band.tq}, q.options());
-  auto weights = torch::empty({slices(q), later.offsets().back()}, q.options());
-  huge_pages(weights);
+  auto weights = cached_empty({slices(q), later.offsets().back()}, q);
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "band_forward_saving", [&] {
     const auto in = inputs<scalar_t>(q, k, v, keep);
     check_out(out, q, in.dv, "out");
@@ -701,6 +818,18 @@ void band_backward_saved(torch::Tensor dout, torch::Tensor q, torch::Tensor k, t
   });
 }
 
+// For tests: the BLAS threads one worker of our parallel regions sees, inside
+// ``OwnThreadBlas`` and after it: [inside, after] (MKL), or [] without MKL.
+std::vector<int64_t> blas_threads() {
+  if (!MKL_Set_Num_Threads_Local || !MKL_Get_Max_Threads) return {};
+  int64_t inside;
+  {
+    const OwnThreadBlas alone;
+    inside = MKL_Get_Max_Threads();
+  }
+  return {inside, MKL_Get_Max_Threads()};
+}
+
 // The backward's schedule, for tests: the [first, stop) blocks of each colour's chunks.
 std::vector<std::vector<std::pair<int64_t, int64_t>>> backward_chunks(
     int64_t tq, int64_t tk, int64_t radius, bool causal, int64_t block) {
@@ -709,11 +838,15 @@ std::vector<std::vector<std::pair<int64_t, int64_t>>> backward_chunks(
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("backward_chunks", &backward_chunks, "the backward pass's chunks of blocks");
+  m.def("blas_threads", &blas_threads, "MKL's threads inside a worker's share and after");
   m.def("forward", &band_forward, "banded flash attention, forward");
   m.def("backward", &band_backward, "banded flash attention, backward");
   m.def("forward_into", &band_forward_into, "forward into a given out (4-D views too); -> lse");
   m.def("backward_into", &band_backward_into, "backward into given dq, dk, dv (overwritten)");
-  m.def("huge_pages", &huge_pages, "advise 2 MiB pages for a fresh tensor's storage");
+  m.def("cached_empty", &cached_empty, "an empty tensor on memory the cache takes back");
+  m.def("cache_release", &cache_release, "the cached blocks back to the system: -> bytes");
+  m.def("cache_held", &cache_held, "the bytes cached now");
+  m.def("cache_limit", &cache_limit, "the most bytes kept cached: -> the previous limit");
   m.def("forward_saving", &band_forward_saving,
         "forward into a given out, keeping the weights: -> [lse, weights]");
   m.def("backward_saved", &band_backward_saved,
