@@ -124,6 +124,29 @@ T exp_shift_sum(T* x, int n, T shift) {
   }
 }
 
+// Σ a[i] b[i] for i in [0, n), vectorised (the compiler leaves a floating-point sum in order,
+// one lane at a time; here 4 accumulators of a vector's lanes each)
+template <typename T>
+T dot(const T* a, const T* b, int64_t n) {
+  using Vec = at::vec::Vectorized<T>;
+  constexpr int64_t w = Vec::size();
+  Vec s0(T(0)), s1(T(0)), s2(T(0)), s3(T(0));
+  int64_t i = 0;
+  for (; i + 4 * w <= n; i += 4 * w) {
+    s0 = at::vec::fmadd(Vec::loadu(a + i), Vec::loadu(b + i), s0);
+    s1 = at::vec::fmadd(Vec::loadu(a + i + w), Vec::loadu(b + i + w), s1);
+    s2 = at::vec::fmadd(Vec::loadu(a + i + 2 * w), Vec::loadu(b + i + 2 * w), s2);
+    s3 = at::vec::fmadd(Vec::loadu(a + i + 3 * w), Vec::loadu(b + i + 3 * w), s3);
+  }
+  for (; i + w <= n; i += w) s0 = at::vec::fmadd(Vec::loadu(a + i), Vec::loadu(b + i), s0);
+  T lanes[w];
+  ((s0 + s1) + (s2 + s3)).store(lanes);
+  T sum = 0;
+  for (int64_t j = 0; j < w; ++j) sum += lanes[j];
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
 // max(x[0..n)) and init, vectorised for float
 template <typename T>
 T row_max(const T* x, int n, T init) {
@@ -388,8 +411,7 @@ void backward_blocks(const Inputs<T>& in, const Mat<T>& out, const T* lse, const
       for (int64_t a = 0; a < rows; ++a) {  // dS = P ∘ (dP - δ)
         T* dsr = ds + a * nk;
         const T* pr = pw + a * nk;
-        T da = 0;
-        for (int64_t c2 = 0; c2 < nk; ++c2) da += pr[c2] * dsr[c2];
+        const T da = dot(pr, dsr, nk);
         for (int64_t c2 = 0; c2 < nk; ++c2) dsr[c2] = pr[c2] * (dsr[c2] - da);
       }
       gemm<T>(false, false, rows, d, nk, scale, ds, nk, kb, in.k.st, T(0), gq, dq.st);
@@ -403,13 +425,8 @@ void backward_blocks(const Inputs<T>& in, const Mat<T>& out, const T* lse, const
     gemm<T>(false, true, rows, nk, d, scale, qb, in.q.st, kb, in.k.st, T(0), p, nk);
     band_softmax<T>(p, rows, nk, t0, lo, band, in.keep_of(gi), l, nullptr, nullptr);
     gemm<T>(false, true, rows, nk, dv, T(1), gb, dout.st, vb, in.v.st, T(0), ds, nk);
-    for (int64_t a = 0; a < rows; ++a) {  // δ_t = dO_t · O_t
-      const T* ga = gb + a * dout.st;
-      const T* oa = ob + a * out.st;
-      T s = 0;
-      for (int64_t c2 = 0; c2 < dv; ++c2) s += ga[c2] * oa[c2];
-      delta[a] = s;
-    }
+    for (int64_t a = 0; a < rows; ++a)  // δ_t = dO_t · O_t
+      delta[a] = dot(gb + a * dout.st, ob + a * out.st, dv);
     for (int64_t a = 0; a < rows; ++a) {  // dS = P ∘ (dP - δ)
       T* dsr = ds + a * nk;
       const T* pr = p + a * nk;
