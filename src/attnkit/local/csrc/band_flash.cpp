@@ -31,6 +31,9 @@
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
 #include <ATen/cpu/vec/vec.h>
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -145,6 +148,36 @@ T dot(const T* a, const T* b, int64_t n) {
   for (int64_t j = 0; j < w; ++j) sum += lanes[j];
   for (; i < n; ++i) sum += a[i] * b[i];
   return sum;
+}
+
+// streaming stores before it ordered before any store after it
+inline void stream_fence() {
+#if defined(__AVX__)
+  _mm_sfence();
+#endif
+}
+
+// to[i] = from[i] * by for i in [0, n); for float on AVX-512 or AVX, with streaming stores
+// where ``to`` is aligned to the vector (P is written once and read only by the backward pass,
+// much later; the classes' dK, dV once: no need to read their lines into the cache first);
+// ``stream_fence`` before anything reads them on another thread
+template <typename T>
+void stream_scaled(const T* from, T by, T* to, int64_t n) {
+  int64_t i = 0;
+  if constexpr (std::is_same_v<T, float>) {
+#if defined(__AVX512F__)
+    const __m512 s = _mm512_set1_ps(by);
+    for (; i < n && (reinterpret_cast<uintptr_t>(to + i) & 63) != 0; ++i) to[i] = from[i] * by;
+    for (; i + 16 <= n; i += 16)
+      _mm512_stream_ps(to + i, _mm512_mul_ps(_mm512_loadu_ps(from + i), s));
+#elif defined(__AVX__)
+    const __m256 s = _mm256_set1_ps(by);
+    for (; i < n && (reinterpret_cast<uintptr_t>(to + i) & 31) != 0; ++i) to[i] = from[i] * by;
+    for (; i + 8 <= n; i += 8)
+      _mm256_stream_ps(to + i, _mm256_mul_ps(_mm256_loadu_ps(from + i), s));
+#endif
+  }
+  for (; i < n; ++i) to[i] = from[i] * by;
 }
 
 // max(x[0..n)) and init, vectorised for float
@@ -300,19 +333,23 @@ struct Staged {
 };
 
 // to[g, t] = from[g, t] (or += when ``add``) for the slices and rows of a staged group, row by
-// row across the group (the order in which the residue classes lie in memory)
+// row across the group (the order in which the residue classes lie in memory); ``stream``:
+// streaming stores (a final output, not read again soon)
 template <typename T>
 void copy_rows(const Mat<T>& from, const Mat<T>& to, int64_t g_first, int64_t count,
-               int64_t t_first, int64_t rows, int64_t width, bool add) {
+               int64_t t_first, int64_t rows, int64_t width, bool add, bool stream = false) {
   for (int64_t a = 0; a < rows; ++a)
     for (int64_t c = 0; c < count; ++c) {
       const T* src = from.at(g_first + c, t_first + a);
       T* dst = to.at(g_first + c, t_first + a);
       if (add)
         for (int64_t e = 0; e < width; ++e) dst[e] += src[e];
+      else if (stream)
+        stream_scaled(src, T(1), dst, width);
       else
         std::copy(src, src + width, dst);
     }
+  if (stream) stream_fence();
 }
 
 // rows [t_first, t_first + rows) of slices [g_first, g_first + count) set to zero
@@ -373,7 +410,7 @@ void forward_impl(const Inputs<T>& in, const Mat<T>& out, T* lse, const Band& ba
             const T* pa = p.data() + (s0 - t0 + a) * nk + (slo - lo);
             T* wa = w + a * snk;
             const T ia = inv[s0 - t0 + a];
-            for (int64_t c = 0; c < snk; ++c) wa[c] = pa[c] * ia;
+            stream_scaled(pa, ia, wa, snk);
           }
         }
       }
@@ -381,6 +418,7 @@ void forward_impl(const Inputs<T>& in, const Mat<T>& out, T* lse, const Band& ba
       for (int64_t a = 0; a < rows; ++a)
         for (int64_t c = 0; c < dv; ++c) o[a * out.st + c] *= inv[a];
     }
+    stream_fence();  // P's streaming stores, ordered before the region ends
   });
 }
 
@@ -492,8 +530,8 @@ void backward_impl(const Inputs<T>& in, const Mat<T>& out, const T* lse, const M
           for (int64_t c = 0; c < count; ++c)
             backward_blocks(in, out, lse, dout, dq, gk, gv, band, g0 + c, first, stop, p.data(),
                             ds.data(), delta.data(), saved);
-          copy_rows(gk, dk, g0, count, k0, nk, d, false);
-          copy_rows(gv, dv_, g0, count, k0, nk, dv, false);
+          copy_rows(gk, dk, g0, count, k0, nk, d, false, true);
+          copy_rows(gv, dv_, g0, count, k0, nk, dv, false, true);
           for (const auto& [m, width] : {std::pair{dk, d}, std::pair{dv_, dv}}) {
             zero_rows(m, g0, count, 0, k0, width);  // the keys no query reaches
             zero_rows(m, g0, count, k0 + nk, band.tk - k0 - nk, width);
