@@ -122,3 +122,25 @@ def test_sparse_parts_times_each_kernel_call_by_half() -> None:
     plain = _script("sparse_parts")._Timed(Module(), 16, {}, True)
     fresh = plain.cached_empty([3, 2], torch.zeros(1, dtype=torch.float64))
     assert fresh.shape == (3, 2) and fresh.dtype == torch.float64
+
+
+def test_sparse_threads_times_both_ways(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    """scripts/sparse_threads.py runs the bench's step (small n here) with torch's threads as
+    they are, or set again with --set, and prints the medians (the test restores the
+    threads)."""
+    import sys
+
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        for flags in ([], ["--set", "1"]):
+            monkeypatch.setattr(sys, "argv", ["sparse_threads", "--n", "256", "--rounds", "1",
+                                              *flags])  # fmt: skip
+            _script("sparse_threads").main()
+            line = capsys.readouterr().out
+            assert line.startswith("n=256 threads=")
+            assert ("set_num_threads(1)" in line) == bool(flags)
+            assert "forward" in line and "backward" in line
+    finally:
+        torch.set_num_threads(before)

@@ -180,6 +180,20 @@ def test_targets_from_hand_made_rows() -> None:
     assert not any(t["target"].startswith("sparse") for t in targets(rows[:0]))
 
 
+@pytest.mark.parametrize(("exponent", "met"), [(1.0, True), (1.5, True), (1.7, True),
+                                               (1.8, False), (2.0, False)])  # fmt: skip
+def test_the_memory_target_is_n_root_n_at_most(exponent: float, met: bool) -> None:
+    """Peak memory growing as n (the kernel holds no scores) or n·√n meets the target; closer
+    to the dense n² does not."""
+    rows = [row("attnkit", n, 1.0, 1.0, peak_mib=(n / 4096) ** exponent) for n in SLOPE]
+    (memory,) = [t for t in targets(rows) if t["target"].startswith("sparse fwd: attnkit peak")]
+    assert memory["measured"] == pytest.approx(exponent)
+    assert memory["met"] is met
+
+
+SLOPE = (4096, 8192, 16384, 32768, 65536)
+
+
 def test_memory_slope_needs_both_ends() -> None:
     two = [
         row("attnkit", 4096, 1.0, 1.0, peak_mib=10.0),

@@ -200,7 +200,12 @@ def targets(rows: list[dict[str, Any]], scenario: str = "sparse") -> list[dict[s
     """Issue 30 §2's targets for the strided pattern, each with the measured figure (None
     where not measured): at n = 16,384 the forward no slower than Flex's, forward+backward
     >= 5x SDPA with the mask, the backward pass alone >= 35% of the matmul rate; peak memory
-    growing as n·√n (log-log slope in [1.3, 1.7]) over n = 4k .. 64k."""
+    growing as n·√n at most (log-log slope <= 1.7; n·√n is 1.5, the dense n² is 2) over
+    n = 4k .. 64k. The paper's O(n·√n) is a bound: the kernel holds no scores, so its forward
+    needs O(n·d) and training adds P, O(n·√n); a slope below 1.5 meets the bound
+    (docs/sparse.md, run 7, says why the band [1.3, 1.7] asked before lost its lower end).
+    ``attnkit experiment sparse`` checks the two-sided band on the attention's saved tensors,
+    which are Θ(n·√n)."""
     out: list[dict[str, Any]] = []
 
     def add(name: str, value: float | None, ok: bool | None) -> None:
@@ -226,9 +231,9 @@ def targets(rows: list[dict[str, Any]], scenario: str = "sparse") -> list[dict[s
     add("  same, load-corrected (ratio of %mm)", fair, _ge(fair, 5))
     for mode in ("fwd", "fwd+bwd"):
         slope = memory_slope([r for n in SLOPE_SIZES if (r := get("attnkit", n, mode))])
-        add(f"{scenario} {mode}: attnkit peak memory slope vs n in [1.3, 1.7] "
-            "(n·√n is 1.5) over 4k..64k", slope,
-            None if slope is None else 1.3 <= slope <= 1.7)  # fmt: skip
+        add(f"{scenario} {mode}: attnkit peak memory slope vs n <= 1.7 "
+            "(n·√n at most: 1.5; n² is 2) over 4k..64k", slope,
+            None if slope is None else slope <= SLOPE_MAX)  # fmt: skip
     # the backward pass does twice the forward's FLOPs in (fwd+bwd - fwd) ms
     back = (
         2 * ours["pct_matmul"] * ours["ms"] / (both["ms"] - ours["ms"])
@@ -246,6 +251,9 @@ def targets(rows: list[dict[str, Any]], scenario: str = "sparse") -> list[dict[s
 
 
 SLOPE_SIZES = (4096, 8192, 16384, 32768, 65536)
+SLOPE_MAX = 1.7
+"""The most the peak memory's log-log slope may be: n·√n (1.5) with room for the timer's
+noise, well under the dense n² (2)."""
 
 
 def memory_slope(rows: list[dict[str, Any]]) -> float | None:

@@ -12,6 +12,11 @@ other head of (B, H, T, D); ``rows``), and its ``forward_into`` and ``backward_i
 the Sparse Transformer's strided heads split that way, without a copy. Its ``forward_saving``
 also keeps P, block by block (O(n·(block + 2r)) memory), and ``backward_saved`` reads it:
 four GEMMs a block instead of five, no exponentials (the strided heads' training path).
+The strided heads' outputs (context, P, gradients) come from a block cache the kernel takes
+back when PyTorch frees them (``cached_empty``; ``release_cache``, ``cache_limit``), so a
+training step reuses the last step's memory instead of faulting in fresh pages. Inside its
+parallel regions each worker's GEMMs run on that worker's thread alone (MKL's thread-local
+limit), also after ``torch.set_num_threads``, which would otherwise nest MKL's threads.
 Built on first use with ``torch.utils.cpp_extension`` (about 30 s, once per machine: the
 build is cached in ``TORCH_EXTENSIONS_DIR``, by default ``~/.cache/torch_extensions``), in a
 private folder published by an atomic rename, under a lock that a dead owner cannot hold
