@@ -236,3 +236,30 @@ def test_sdpa_stays_on_its_fused_kernel(variant: str, scenario: str, n: int, ban
     else:
         assert "aten::_scaled_dot_product_flash_attention_for_cpu_backward" in ops
     assert "aten::_scaled_dot_product_attention_math" not in ops
+
+
+def test_a_steps_peak_counts_what_it_takes_from_the_kernels_cache() -> None:
+    """The bench empties the kernel's block cache before it measures a step's peak memory: a
+    step that takes a 64 MiB block counts it even when an earlier step left one cached (else
+    the block is resident already and the step would show no growth)."""
+    from pathlib import Path
+
+    from attnkit.bench.measure import peak_extra_mib
+    from attnkit.local import native
+
+    if native.kernel() is None or not Path("/proc/self/clear_refs").exists():
+        pytest.skip("needs the native kernel and Linux's /proc/self/clear_refs")
+    module = native.kernel()
+    like = torch.empty(0)
+
+    def step() -> None:
+        x = module.cached_empty([16 * 2**20], like)  # 64 MiB
+        x.fill_(1.0)
+
+    step()  # a block of 64 MiB, touched, now cached
+    assert module.cache_held() >= 64 * 2**20
+    peak = peak_extra_mib(step)
+    native.release_cache()
+    if peak is None:
+        pytest.skip("this kernel does not report VmHWM")
+    assert peak >= 48, peak

@@ -383,10 +383,11 @@ def test_the_cache_hands_a_block_out_again_only_once_it_is_freed() -> None:
         assert tiny.data_ptr() != kept and module.cache_held() == 6 * 2**20
         small = module.cached_empty([2**16], like)  # 512 KiB: below 1 MiB, not cached either
         assert module.cache_held() == 6 * 2**20
+        mib = module.cached_empty([2**17], like)  # 1 MiB: a new block of 2 MiB, not the 6
+        assert mib.data_ptr() % 2**21 == 0 and mib.data_ptr() != kept
+        assert module.cache_held() == 6 * 2**20
         c = module.cached_empty([2**17, 6], like)  # the same bytes, another shape
         assert c.data_ptr() == kept and module.cache_held() == 0
-        mib = module.cached_empty([2**17], like)  # 1 MiB: a new block of 2 MiB
-        assert mib.data_ptr() % 2**21 == 0 and module.cache_held() == 0
         del b, c, tiny, small, mib
         assert module.cache_held() == 6 * 2**20 + 6 * 2**20 + 2**21
         assert native.cache_limit(7 * 2**20) == 2**30  # over the new limit: freed now
