@@ -15,8 +15,9 @@ Head h attends A⁽¹⁾ when h is even and A⁽²⁾ when it is odd:
     fixed   A⁽²⁾  j mod l >= l - c (causal: j <= i): the n/l·c summary keys gathered once,
                   every query attends them: O(n·c·n/l)
 
-With H even (CPU, the banded kernel built; n padded to a multiple of l) the strided split runs
-in place instead (``attnkit.local.strided_heads``): no copy into class order, no stack.
+With H even (CPU, the banded kernel built) the strided split runs in place instead
+(``attnkit.local.strided_heads``): no copy into class order, no stack, no padding (when l does
+not divide n the classes run in two groups, of R + 1 and of R rows).
 
     factorised_attention(query (..., H, n, D), keys (..., H, n, D), values (..., H, n, Dv),
                          spec, mask (..., 1, n) or None) -> context (..., H, n, Dv)
@@ -25,7 +26,7 @@ The mask is a key-padding mask, True = may attend; a query with no allowed key g
 context (as ``attend``'s fused path: ``sdpa_context``), never NaN.
 
 Legend: H heads, n positions (queries = keys), D width, Dv value width, l stride,
-c summary columns, N n padded to a multiple of l, R = N / l rows of l.
+c summary columns, N n padded to a multiple of l (the composed parts), R = N / l rows of l.
 """
 
 from __future__ import annotations
@@ -79,18 +80,9 @@ def factorised_attention(
 
 def _strided_in_place(q: Tensor, k: Tensor, v: Tensor, spec: PatternSpec,
                       key_ok: Tensor | None) -> Tensor:  # fmt: skip
-    """The strided heads split in place (``strided_heads``); when l does not divide n, the
-    inputs padded with zeros to the next multiple N (a copy of each), the padded keys masked
-    (causal with no mask: a real query never reaches them) and the padded rows dropped."""
-    n, step = q.shape[-2], spec.stride
-    padded = -(-n // step) * step  # N
-    if padded > n:
-        q, k, v = (F.pad(x, (0, 0, 0, padded - n)) for x in (q, k, v))  # (..., H, N, ·)
-        if key_ok is not None or not spec.causal:
-            allowed = _keys_allowed(key_ok, n, padded, q.device)  # (..., 1, N) or (1, N)
-            assert allowed is not None  # N > n: the padded keys are masked
-            key_ok = allowed.expand(*q.shape[:-2], 1, padded)
-    return _first(strided_heads(q, k, v, step, spec.causal, key_ok), n)  # (..., H, n, Dv)
+    """The strided heads split in place (``strided_heads``), any n: when l does not divide it,
+    the classes run in two groups, R + 1 rows and R rows (no padded copy)."""
+    return strided_heads(q, k, v, spec.stride, spec.causal, key_ok)  # (..., H, n, Dv)
 
 
 def _by_parity(x: Tensor, heads: int) -> tuple[Tensor, Tensor]:

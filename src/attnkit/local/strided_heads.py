@@ -4,10 +4,11 @@ place: no copy into class order and back, no stack of the two halves, forward or
 
     even heads  A⁽¹⁾  0 <= i - j <= l (causal) or |i - j| <= l: a band of radius l along the
                       sequence, on the (L, H/2, n, D) view of every other head
-    odd heads   A⁽²⁾  (i - j) mod l = 0 (causal: j <= i): with n a multiple of l (else
-                      padded to one), position r·l + c is row r of class c; a band of
-                      radius R = n/l (the whole class) along the (L·H/2, l, R, D) view,
-                      rows l·D apart
+    odd heads   A⁽²⁾  (i - j) mod l = 0 (causal: j <= i): position r·l + c is row r of
+                      class c; a band as wide as the class (the whole class) along the
+                      (L·H/2, l, R, D) view, rows l·D apart; when l does not divide n
+                      (n = R·l + m), two such views: the m classes of R + 1 rows and
+                      the l - m of R rows
 
     strided_heads(query (L, H, n, D), keys (L, H, n, D), values (L, H, n, Dv), l, causal,
                   key_ok (L, H, 1, n) or None) -> context (L, H, n, Dv)
@@ -24,10 +25,10 @@ spent on time (the paper goes the other way: it recomputes whole attention and f
 blocks in the backward pass to save memory, Child et al. 2019, §5.4). ``KEEP_WEIGHTS``
 chooses otherwise. ``applies`` says when this runs
 (``factorised.factorised_attention`` falls back to its composed parts otherwise): H even,
-CPU float32/float64, the kernel built; an n that l does not divide is padded there (a copy).
+CPU float32/float64, the kernel built; any n.
 
 Legend: L flattened leading dims, H heads, n positions, D width, Dv value width, l stride,
-R = n / l rows of a class.
+R = ⌊n / l⌋ rows of a class (R + 1 for the first n mod l classes).
 """
 
 from __future__ import annotations
@@ -76,33 +77,56 @@ def applies(q: Tensor, k: Tensor, v: Tensor, step: int) -> bool:
 
 def strided_heads(q: Tensor, k: Tensor, v: Tensor, step: int, causal: bool,
                   key_ok: Tensor | None) -> Tensor:  # fmt: skip
-    """Context (..., H, n, Dv) of the strided heads split (see the module docstring), n a
-    multiple of l (``factorised_attention`` pads it); key_ok (..., H, 1, n) True = may attend,
-    or None. A query with no allowed key gets zeros."""
+    """Context (..., H, n, Dv) of the strided heads split (see the module docstring), any n;
+    key_ok (..., H, 1, n) True = may attend, or None. A query with no allowed key gets
+    zeros."""
     heads, n = q.shape[-3], q.shape[-2]
     q4, k4, v4 = (x.reshape(-1, heads, n, x.shape[-1]) for x in (q, k, v))  # (L, H, n, ·)
-    keeps = (None, None) if key_ok is None else _keeps(key_ok, heads, n, step)
+    parts = 3 if n % step and n > step else 2  # the band, then one or two groups of classes
+    keeps = [None] * parts if key_ok is None else _keeps(key_ok, heads, n, step)
     out = _StridedHeads.apply(q4, k4, v4, step, causal, keeps)  # (L, H, n, Dv)
     return out.view(*q.shape[:-1], v.shape[-1])
 
 
-def _halves(x: Tensor, step: int) -> tuple[Tensor, Tensor]:
-    """x (L, H, n, E) -> the even heads (L, H/2, n, E) and the odd heads' classes
-    (L·H/2, l, R, E): position r·l + c of an odd head is row r of class c. Views of x when its
+def _halves(x: Tensor, step: int) -> list[Tensor]:
+    """x (L, H, n, E) -> [the even heads (L, H/2, n, E), then the odd heads' residue classes]:
+    position r·l + c of an odd head is row r of class c. With n = R·l the classes are one
+    (L·H/2, l, R, E); else, n = R·l + m, the m classes of R + 1 rows (L·H/2, m, R + 1, E) and
+    the l − m of R rows (L·H/2, l − m, R, E) when R > 0. Rows l·E apart, views of x when its
     (L, H) dims merge (x contiguous: the outputs and gradients allocated here); else the
-    classes are a copy (inputs only)."""
+    classes are views of a copy (inputs only)."""
     even, odd = x.unflatten(1, (x.shape[1] // 2, 2)).unbind(2)  # (L, H/2, n, E) each
-    classes = odd.flatten(0, 1).unflatten(1, (-1, step)).transpose(1, 2)  # (L·H/2, l, R, E)
-    return even, classes
+    o = odd.flatten(0, 1)  # (L·H/2, n, E)
+    groups, n, width = o.shape
+    rows, extra = divmod(n, step)
+    if extra == 0:
+        return [even, o.unflatten(1, (rows, step)).transpose(1, 2)]  # (L·H/2, l, R, E)
+    g, t, e = o.stride()
+    first = o.storage_offset()
+    parts = [even, o.as_strided((groups, extra, rows + 1, width), (g, t, step * t, e), first)]
+    if rows:
+        parts.append(o.as_strided((groups, step - extra, rows, width), (g, t, step * t, e),
+                                  first + extra * t))  # fmt: skip
+    return parts
 
 
-def _keeps(key_ok: Tensor, heads: int, n: int, step: int) -> tuple[Tensor, Tensor]:
-    """key_ok (..., H, 1, n) -> the kernel's keep masks: the even heads' (L·H/2, n), the odd
-    heads' classes' (L·H/2·l, R), contiguous bool."""
+def _keeps(key_ok: Tensor, heads: int, n: int, step: int) -> list[Tensor]:
+    """key_ok (..., H, 1, n) -> the kernel's keep masks, one per part of ``_halves``: the even
+    heads' (L·H/2, n), then each group of classes' (L·H/2·classes, rows), contiguous bool."""
     m = key_ok.reshape(-1, heads, n)  # (L, H, n)
     even, odd = m.unflatten(1, (heads // 2, 2)).unbind(2)  # (L, H/2, n)
-    classes = odd.reshape(-1, n // step, step).transpose(1, 2)  # (L·H/2, l, R)
-    return even.reshape(-1, n).contiguous(), classes.reshape(-1, n // step).contiguous()
+    rows, extra = divmod(n, step)
+    tall = rows + (extra > 0)  # rows of the longest class
+    grid = odd.new_zeros(odd.shape[0] * odd.shape[1], tall * step)  # padded to a multiple of l
+    grid[:, :n] = odd.reshape(-1, n)
+    grid = grid.view(-1, tall, step).transpose(1, 2)  # (L·H/2, l, R or R + 1)
+    keeps = [even.reshape(-1, n).contiguous()]
+    if extra == 0:
+        return [*keeps, grid.reshape(-1, rows).contiguous()]
+    keeps.append(grid[:, :extra].reshape(-1, rows + 1).contiguous())
+    if rows:
+        keeps.append(grid[:, extra:, :rows].reshape(-1, rows).contiguous())
+    return keeps
 
 
 class _StridedHeads(torch.autograd.Function):
@@ -112,17 +136,17 @@ class _StridedHeads(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, q: Tensor, k: Tensor, v: Tensor, step: int, causal: bool,
-                keeps: tuple[Tensor | None, Tensor | None]) -> Tensor:  # fmt: skip
+                keeps: list[Tensor | None]) -> Tensor:  # fmt: skip
         module = native._loaded()  # applies() checked that it is built
         out = module.cached_empty([*q.shape[:-1], v.shape[-1]], q)  # (L, H, n, Dv)
-        # per half: P (G, S) where kept, else the lse (G, n) the backward recomputes P from
+        # per part: P (G, S) where kept, else the lse (G, n) the backward recomputes P from
         keep = keeping() if any(ctx.needs_input_grad[:3]) else (False, False)
         kept = []
-        for half, (qh, kh, vh, oh) in enumerate(zip(*(_halves(x, step) for x in (q, k, v, out)),
+        for part, (qh, kh, vh, oh) in enumerate(zip(*(_halves(x, step) for x in (q, k, v, out)),
                                                     strict=True)):  # fmt: skip
-            radius, block, later = _band(half, qh, step)
-            args = (qh, kh, vh, oh, radius, causal, keeps[half], block)
-            if keep[half]:
+            radius, block, later = _band(part, qh, step)
+            args = (qh, kh, vh, oh, radius, causal, keeps[part], block)
+            if keep[min(part, 1)]:
                 kept.append(module.forward_saving(*args, later)[1])
             else:
                 kept.append(module.forward_into(*args))
@@ -140,22 +164,22 @@ class _StridedHeads(torch.autograd.Function):
         # every row written by the kernel (dk and dv zeroed by it where it accumulates)
         dq, dk, dv = (module.cached_empty(list(x.shape), x) for x in (q, k, v))  # (L, H, n, ·)
         parts = (_halves(x, step) for x in (grad, q, k, v, out, dq, dk, dv))
-        for half, (gh, qh, kh, vh, oh, dqh, dkh, dvh) in enumerate(zip(*parts, strict=True)):
-            radius, block, later = _band(half, qh, step)
-            if keep[half]:  # from the forward's P: no QKᵀ, no exponentials
-                module.backward_saved(gh, qh, kh, vh, kept[half], dqh, dkh, dvh, radius, causal,
-                                      keeps[half], later)  # fmt: skip
+        for part, (gh, qh, kh, vh, oh, dqh, dkh, dvh) in enumerate(zip(*parts, strict=True)):
+            radius, block, later = _band(part, qh, step)
+            if keep[min(part, 1)]:  # from the forward's P: no QKᵀ, no exponentials
+                module.backward_saved(gh, qh, kh, vh, kept[part], dqh, dkh, dvh, radius, causal,
+                                      keeps[part], later)  # fmt: skip
             else:  # P recomputed from the lse (FlashAttention)
-                module.backward_into(gh, qh, kh, vh, oh, kept[half], dqh, dkh, dvh, radius,
-                                     causal, keeps[half], block)  # fmt: skip
+                module.backward_into(gh, qh, kh, vh, oh, kept[part], dqh, dkh, dvh, radius,
+                                     causal, keeps[part], block)  # fmt: skip
         return dq, dk, dv, None, None, None
 
 
-def _band(half: int, q: Tensor, step: int) -> tuple[int, int, int]:
-    """(radius, forward query block, backward query block) of a half: the even heads' band of
-    radius l (``native.BLOCK``, ``BAND_BACKWARD_BLOCK``), the classes' whole row of R
-    (``CLASS_BLOCK`` both ways)."""
-    if half == 0:
+def _band(part: int, q: Tensor, step: int) -> tuple[int, int, int]:
+    """(radius, forward query block, backward query block) of a part of ``_halves``: the even
+    heads' band of radius l (``native.BLOCK``, ``BAND_BACKWARD_BLOCK``), a group of classes'
+    whole row (``CLASS_BLOCK`` both ways)."""
+    if part == 0:
         return step, native.BLOCK, BAND_BACKWARD_BLOCK
     return q.shape[-2], CLASS_BLOCK, CLASS_BLOCK
 
