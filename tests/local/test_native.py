@@ -570,3 +570,20 @@ def test_backward_saved_refuses_weights_of_another_band() -> None:
         module.backward_saved(torch.ones_like(out), q, k, v, weights, *grads, 3, True, None, 16)
     with pytest.raises(RuntimeError, match="must divide the forward's"):
         module.forward_saving(q, k, v, out, 3, True, None, 16, 6)
+
+
+def test_the_build_name_follows_the_source_and_its_headers(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The build is cached by a hash of the kernel's source and the headers it includes: a
+    change to either names another build (a stale one is never loaded)."""
+    import shutil
+
+    csrc = tmp_path / "csrc"
+    shutil.copytree(native.SOURCE.parent, csrc)
+    monkeypatch.setattr(native, "SOURCE", csrc / native.SOURCE.name)
+    names = [native._build_name()]
+    header = csrc / "block_cache.h"
+    header.write_text(header.read_text() + "\n// changed\n")
+    names.append(native._build_name())
+    native.SOURCE.write_text(native.SOURCE.read_text() + "\n// changed\n")
+    names.append(native._build_name())
+    assert len(set(names)) == 3, names

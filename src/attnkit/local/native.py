@@ -51,7 +51,8 @@ from torch import Tensor
 from torch.utils.flop_counter import register_flop_formula
 
 SOURCE = Path(__file__).with_name("csrc") / "band_flash.cpp"
-"""The kernel's C++ source, shipped in the package and compiled on first use."""
+"""The kernel's C++ source, shipped in the package and compiled on first use; it includes the
+headers beside it (``csrc/*.h``: the block cache), which the build's name hashes too."""
 # query block of both passes, the fastest of a sweep over 32..192 in both (docs/performance.md,
 # "The banded flash kernel in C++"); the key range is b + 2r keys
 BLOCK = 64
@@ -105,7 +106,10 @@ def _build_name() -> str:
     source, never hands this process a build it cannot load or one of other code."""
     isa = torch.backends.cpu.get_cpu_capability().lower()
     version = "".join(c if c.isalnum() else "_" for c in torch.__version__)
-    source = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:10]
+    digest = hashlib.sha256(SOURCE.read_bytes())
+    for header in sorted(SOURCE.parent.glob("*.h")):  # included by the source
+        digest.update(header.name.encode() + header.read_bytes())
+    source = digest.hexdigest()[:10]
     return f"attnkit_band_flash_{isa}_torch{version}_{source}"
 
 
