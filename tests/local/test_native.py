@@ -587,3 +587,24 @@ def test_the_build_name_follows_the_source_and_its_headers(tmp_path, monkeypatch
     native.SOURCE.write_text(native.SOURCE.read_text() + "\n// changed\n")
     names.append(native._build_name())
     assert len(set(names)) == 3, names
+
+
+def test_large_outputs_written_with_streaming_stores_equal_the_float64_kernel() -> None:
+    """Past 4 MiB the kernel writes P and the classes' dK, dV with streaming stores (float32
+    only): at n = 8,000, l = 70 (P rows of 102 values, classes of 115 and 114 rows) and
+    d = 72 (rows not a multiple of the vector), float32 context and gradients equal the float64
+    kernel's, which writes as usual, to float32 rounding."""
+    from attnkit.local.strided_heads import strided_heads
+
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 4, 8000, 72, generator=gen) for _ in "qkv")
+    g = torch.randn(1, 4, 8000, 72, generator=gen)
+    got, want = [], []
+    for dtype, into in ((torch.float32, got), (torch.float64, want)):
+        xs = [x.detach().to(dtype).requires_grad_() for x in (q, k, v)]
+        out = strided_heads(*xs, 70, True, None)
+        out.backward(g.to(dtype))
+        into += [out.detach(), *(x.grad for x in xs)]
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a.double(), b, rtol=2e-4, atol=2e-5)
+    native.release_cache()

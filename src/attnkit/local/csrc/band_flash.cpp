@@ -146,6 +146,10 @@ T dot(const T* a, const T* b, int64_t n) {
   return sum;
 }
 
+// streaming stores pay where what is written is larger than a core's caches (it would be evicted
+// before it is read again anyway); below this, P and dK, dV are written as usual
+constexpr int64_t STREAM_BYTES = int64_t(4) << 20;
+
 // streaming stores before it ordered before any store after it
 inline void stream_fence() {
 #if defined(__AVX__)
@@ -377,6 +381,7 @@ void forward_impl(const Inputs<T>& in, const Mat<T>& out, T* lse, const Band& ba
                   const Weights<T>* saved = nullptr) {
   const int64_t nb = band.blocks(), bq = band.block, d = in.d, dv = in.dv;
   const T scale = T(1) / std::sqrt(T(d));
+  const bool stream = saved && saved->per * in.g * int64_t(sizeof(T)) >= STREAM_BYTES;
   at::parallel_for(0, in.g * nb, 1, [&](int64_t begin, int64_t end) {
     const OwnThreadBlas alone;
     std::vector<T> p(bq * band.span()), inv(bq);
@@ -406,7 +411,10 @@ void forward_impl(const Inputs<T>& in, const Mat<T>& out, T* lse, const Band& ba
             const T* pa = p.data() + (s0 - t0 + a) * nk + (slo - lo);
             T* wa = w + a * snk;
             const T ia = inv[s0 - t0 + a];
-            stream_scaled(pa, ia, wa, snk);
+            if (stream)
+              stream_scaled(pa, ia, wa, snk);
+            else
+              for (int64_t c = 0; c < snk; ++c) wa[c] = pa[c] * ia;
           }
         }
       }
@@ -414,7 +422,7 @@ void forward_impl(const Inputs<T>& in, const Mat<T>& out, T* lse, const Band& ba
       for (int64_t a = 0; a < rows; ++a)
         for (int64_t c = 0; c < dv; ++c) o[a * out.st + c] *= inv[a];
     }
-    stream_fence();  // P's streaming stores, ordered before the region ends
+    if (stream) stream_fence();  // P's streaming stores, ordered before the region ends
   });
 }
 
@@ -495,6 +503,7 @@ void backward_impl(const Inputs<T>& in, const Mat<T>& out, const T* lse, const M
   const int64_t group = stage ? STAGE_GROUP : 1, groups = (in.g + group - 1) / group;
   const auto schedule = colours(band);
   const bool whole = stage && schedule[0].size() == 1 && schedule[1].empty();
+  const bool stream = in.g * band.tk * d * int64_t(sizeof(T)) >= STREAM_BYTES;  // dK's size
   if (!whole)
     at::parallel_for(0, in.g, 1, [&](int64_t begin, int64_t end) {
       zero_rows(dk, begin, end - begin, 0, band.tk, d);
@@ -526,8 +535,8 @@ void backward_impl(const Inputs<T>& in, const Mat<T>& out, const T* lse, const M
           for (int64_t c = 0; c < count; ++c)
             backward_blocks(in, out, lse, dout, dq, gk, gv, band, g0 + c, first, stop, p.data(),
                             ds.data(), delta.data(), saved);
-          copy_rows(gk, dk, g0, count, k0, nk, d, false, true);
-          copy_rows(gv, dv_, g0, count, k0, nk, dv, false, true);
+          copy_rows(gk, dk, g0, count, k0, nk, d, false, stream);
+          copy_rows(gv, dv_, g0, count, k0, nk, dv, false, stream);
           for (const auto& [m, width] : {std::pair{dk, d}, std::pair{dv_, dv}}) {
             zero_rows(m, g0, count, 0, k0, width);  // the keys no query reaches
             zero_rows(m, g0, count, k0 + nk, band.tk - k0 - nk, width);

@@ -53,14 +53,17 @@ class BlockCache {
 #endif
     return {p, size};
   }
-  void give(void* p, size_t size) {
-    {
+  // a freed tensor's block (called by its storage's deleter, which must not throw: a block
+  // the map cannot take, for want of memory, goes back to the system)
+  void give(void* p, size_t size) noexcept {
+    try {
       std::lock_guard<std::mutex> hold(lock_);
       if (held_ + size <= limit_) {
         free_.emplace(size, p);
         held_ += size;
         return;
       }
+    } catch (...) {
     }
     std::free(p);
   }
