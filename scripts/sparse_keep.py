@@ -14,11 +14,11 @@ import statistics
 import time
 
 import torch
+from sparse_parts import bench_inputs  # a sibling script
 
 import attnkit.bench.sparse as sparse
 import attnkit.local.strided_heads as strided_heads
 from attnkit.bench.measure import _matmul_step
-from attnkit.bench.variants import Case
 
 CHOICES: dict[str, tuple[bool, bool]] = {
     "none": (False, False),
@@ -40,12 +40,8 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
-    l = sparse.default_stride(a.n)
-    gen = torch.Generator().manual_seed(0)
-    shape = (1, 8, a.n, 64)
-    q, k, v = (torch.randn(shape, generator=gen).requires_grad_() for _ in "qkv")
-    g = torch.randn(shape, generator=gen)
-    case = Case("attnkit", "sparse", a.n, True, radius=l)
+    case, q, k, v, g = bench_inputs(a.n)
+    l = case.radius
     fn = sparse.attention_fn(case)
     flops = 4 * 64 * sparse.pairs(case)
     product, mm_flops = _matmul_step(2048)

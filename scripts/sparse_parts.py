@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch import Tensor
 
 import attnkit.bench.sparse as sparse
 import attnkit.local.native as native
@@ -50,6 +51,42 @@ class _Timed:
         return timed
 
 
+def bench_inputs(n: int) -> tuple[Case, Tensor, Tensor, Tensor, Tensor]:
+    """The bench's case at n (B = 1, H = 8, d = 64, float32, causal, l = round(√n)), seeded:
+    the case, q, k, v (leaves that need gradients) and an incoming gradient (1, 8, n, 64)."""
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 8, n, 64, generator=gen).requires_grad_() for _ in "qkv")
+    g = torch.randn(1, 8, n, 64, generator=gen)
+    return Case("attnkit", "sparse", n, True, radius=sparse.default_stride(n)), q, k, v, g
+
+
+Step = Callable[[Tensor, Tensor, Tensor], Tensor]
+
+
+Times = tuple[list[float], list[float]]
+
+
+def steps(fn: Step, q: Tensor, k: Tensor, v: Tensor, g: Tensor, rounds: int, warmup: int,
+          warmed: Callable[[], object] = lambda: None) -> Times:  # fmt: skip
+    """(forward, backward) seconds of ``rounds`` steps after ``warmup`` untimed ones (the
+    gradients cleared before each); ``warmed()`` runs when the warm-up ends."""
+    forward, backward = [], []
+    for r in range(warmup + rounds):
+        if r == warmup:
+            warmed()
+        for x in (q, k, v):
+            x.grad = None
+        t = time.perf_counter()
+        out = fn(q, k, v)
+        t1 = time.perf_counter()
+        out.backward(g)
+        t2 = time.perf_counter()
+        if r >= warmup:
+            forward.append(t1 - t)
+            backward.append(t2 - t1)
+    return forward, backward
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=16384)
@@ -60,31 +97,14 @@ def main() -> None:
                         "cache")  # fmt: skip
     a = p.parse_args()
     torch.set_num_threads(a.threads)
-    gen = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(1, 8, a.n, 64, generator=gen).requires_grad_() for _ in "qkv")
-    g = torch.randn(1, 8, a.n, 64, generator=gen)
-    fn = sparse.attention_fn(
-        Case("attnkit", "sparse", a.n, True, radius=sparse.default_stride(a.n))
-    )
+    case, q, k, v, g = bench_inputs(a.n)
+    fn = sparse.attention_fn(case)
     calls: dict[str, list[float]] = {}
     timed = _Timed(native._loaded(), a.n, calls, a.no_cache)
     loaded: Callable[[], Any] = native._loaded
     native._loaded = lambda: timed
-    forward, backward = [], []
     try:
-        for r in range(a.rounds + 1):
-            for x in (q, k, v):
-                x.grad = None
-            t = time.perf_counter()
-            out = fn(q, k, v)
-            t1 = time.perf_counter()
-            out.backward(g)
-            t2 = time.perf_counter()
-            if r:
-                forward.append(t1 - t)
-                backward.append(t2 - t1)
-            else:
-                calls.clear()  # the warm-up's
+        forward, backward = steps(fn, q, k, v, g, a.rounds, 1, calls.clear)  # not the warm-up's
     finally:
         native._loaded = loaded
     with open("/proc/loadavg") as file:

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 import torch
+from sparse_parts import bench_inputs, steps  # a sibling script
 
 import attnkit.bench.sparse as sparse
-from attnkit.bench.variants import Case
 
 
 def main() -> None:
@@ -28,24 +27,8 @@ def main() -> None:
     a = p.parse_args()
     if a.set:
         torch.set_num_threads(a.set)
-    gen = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(1, 8, a.n, 64, generator=gen).requires_grad_() for _ in "qkv")
-    g = torch.randn(1, 8, a.n, 64, generator=gen)
-    fn = sparse.attention_fn(
-        Case("attnkit", "sparse", a.n, True, radius=sparse.default_stride(a.n))
-    )
-    forward, backward = [], []
-    for r in range(a.rounds + 2):
-        for x in (q, k, v):
-            x.grad = None
-        t = time.perf_counter()
-        out = fn(q, k, v)
-        t1 = time.perf_counter()
-        out.backward(g)
-        t2 = time.perf_counter()
-        if r >= 2:
-            forward.append(t1 - t)
-            backward.append(t2 - t1)
+    case, q, k, v, g = bench_inputs(a.n)
+    forward, backward = steps(sparse.attention_fn(case), q, k, v, g, a.rounds, 2)
     how = f"torch.set_num_threads({a.set})" if a.set else "OMP_NUM_THREADS only"
     print(f"n={a.n} threads={torch.get_num_threads()} ({how}); medians of {a.rounds}: "
           f"forward {statistics.median(forward) * 1e3:.1f} ms, "

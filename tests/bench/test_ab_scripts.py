@@ -144,3 +144,22 @@ def test_sparse_threads_times_both_ways(monkeypatch, capsys) -> None:  # type: i
             assert "forward" in line and "backward" in line
     finally:
         torch.set_num_threads(before)
+
+
+def test_sparse_parts_steps_times_after_the_warm_up() -> None:
+    """``steps`` runs warm-up + rounds steps, times only the rounds (forward and backward each),
+    clears the gradients before each step, and calls ``warmed`` once, when the warm-up ends."""
+    import torch
+
+    parts = _script("sparse_parts")
+    case, q, k, v, g = parts.bench_inputs(64)
+    assert q.shape == g.shape == (1, 8, 64, 64) and q.requires_grad and case.radius == 8
+    seen: list[str] = []
+
+    def fn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        seen.append("step" if q.grad is None else "grad left over")
+        return q * k + v
+
+    forward, backward = parts.steps(fn, q, k, v, g, 3, 2, lambda: seen.append("warmed"))
+    assert len(forward) == len(backward) == 3 and min(forward + backward) >= 0
+    assert seen == ["step", "step", "warmed", "step", "step", "step"]
