@@ -63,7 +63,7 @@ def factorised_attention(
             raise ValueError(f"mask {tuple(mask.shape)}: pass a key-padding mask (..., 1, n)")
         key_ok = mask.expand(*query.shape[:-2], 1, n)  # (..., H, 1, n)
     if spec.pattern == "strided" and applies(query, keys, values, spec.stride):
-        return _strided_in_place(query, keys, values, spec, key_ok)
+        return strided_heads(query, keys, values, spec.stride, spec.causal, key_ok)
     first, second = _parts(spec)
     (q0, q1), (k0, k1), (v0, v1) = (_by_parity(x, heads) for x in (query, keys, values))
     m0, m1 = (None, None) if key_ok is None else _by_parity(key_ok, heads)
@@ -76,13 +76,6 @@ def factorised_attention(
     out[..., 0::2, :, :] = out_even
     out[..., 1::2, :, :] = out_odd
     return out
-
-
-def _strided_in_place(q: Tensor, k: Tensor, v: Tensor, spec: PatternSpec,
-                      key_ok: Tensor | None) -> Tensor:  # fmt: skip
-    """The strided heads split in place (``strided_heads``), any n: when l does not divide it,
-    the classes run in two groups, R + 1 rows and R rows (no padded copy)."""
-    return strided_heads(q, k, v, spec.stride, spec.causal, key_ok)  # (..., H, n, Dv)
 
 
 def _by_parity(x: Tensor, heads: int) -> tuple[Tensor, Tensor]:

@@ -84,8 +84,7 @@ def strided_heads(q: Tensor, k: Tensor, v: Tensor, step: int, causal: bool,
     zeros."""
     heads, n = q.shape[-3], q.shape[-2]
     q4, k4, v4 = (x.reshape(-1, heads, n, x.shape[-1]) for x in (q, k, v))  # (L, H, n, ·)
-    parts = 3 if n % step and n > step else 2  # the band, then one or two groups of classes
-    keeps = [None] * parts if key_ok is None else _keeps(key_ok, heads, n, step)
+    keeps = None if key_ok is None else _keeps(key_ok, heads, n, step)
     out = _StridedHeads.apply(q4, k4, v4, step, causal, keeps)  # (L, H, n, Dv)
     return out.view(*q.shape[:-1], v.shape[-1])
 
@@ -113,32 +112,21 @@ def _halves(x: Tensor, step: int) -> list[Tensor]:
 
 
 def _keeps(key_ok: Tensor, heads: int, n: int, step: int) -> list[Tensor]:
-    """key_ok (..., H, 1, n) -> the kernel's keep masks, one per part of ``_halves``: the even
-    heads' (L·H/2, n), then each group of classes' (L·H/2·classes, rows), contiguous bool."""
-    m = key_ok.reshape(-1, heads, n)  # (L, H, n)
-    even, odd = m.unflatten(1, (heads // 2, 2)).unbind(2)  # (L, H/2, n)
-    rows, extra = divmod(n, step)
-    tall = rows + (extra > 0)  # rows of the longest class
-    grid = odd.new_zeros(odd.shape[0] * odd.shape[1], tall * step)  # padded to a multiple of l
-    grid[:, :n] = odd.reshape(-1, n)
-    grid = grid.view(-1, tall, step).transpose(1, 2)  # (L·H/2, l, R or R + 1)
-    keeps = [even.reshape(-1, n).contiguous()]
-    if extra == 0:
-        return [*keeps, grid.reshape(-1, rows).contiguous()]
-    keeps.append(grid[:, :extra].reshape(-1, rows + 1).contiguous())
-    if rows:
-        keeps.append(grid[:, extra:, :rows].reshape(-1, rows).contiguous())
-    return keeps
+    """key_ok (..., H, 1, n) -> the kernel's keep masks, one per part of ``_halves`` (the same
+    views of the mask): the even heads' (L·H/2, n), then each group of classes'
+    (L·H/2·classes, rows), contiguous bool."""
+    parts = _halves(key_ok.reshape(-1, heads, n, 1), step)  # (L, H, n, 1) as one more operand
+    return [p.reshape(-1, p.shape[-2]).contiguous() for p in parts]
 
 
 class _StridedHeads(torch.autograd.Function):
-    """q (L, H, n, D), k (L, H, n, D), v (L, H, n, Dv), l, causal, the two keep masks (or
-    None) -> context (L, H, n, Dv); backward: dq, dk, dv (L, H, n, ·), each half's kernel
-    writing its own heads."""
+    """q (L, H, n, D), k (L, H, n, D), v (L, H, n, Dv), l, causal, the keep masks, one per
+    part of ``_halves`` (or None) -> context (L, H, n, Dv); backward: dq, dk, dv (L, H, n, ·),
+    each part's kernel call writing its own heads."""
 
     @staticmethod
     def forward(ctx: Any, q: Tensor, k: Tensor, v: Tensor, step: int, causal: bool,
-                keeps: list[Tensor | None]) -> Tensor:  # fmt: skip
+                keeps: list[Tensor] | None) -> Tensor:  # fmt: skip
         module = native._loaded()  # applies() checked that it is built
         out = module.cached_empty([*q.shape[:-1], v.shape[-1]], q)  # (L, H, n, Dv)
         # per part: P (G, S) where kept, else the lse (G, n) the backward recomputes P from
@@ -147,7 +135,8 @@ class _StridedHeads(torch.autograd.Function):
         for part, (qh, kh, vh, oh) in enumerate(zip(*(_halves(x, step) for x in (q, k, v, out)),
                                                     strict=True)):  # fmt: skip
             radius, block, later = _band(part, qh, step)
-            args = (qh, kh, vh, oh, radius, causal, keeps[part], block)
+            mask = None if keeps is None else keeps[part]
+            args = (qh, kh, vh, oh, radius, causal, mask, block)
             if keep[min(part, 1)]:
                 kept.append(module.forward_saving(*args, later)[1])
             else:
@@ -168,12 +157,13 @@ class _StridedHeads(torch.autograd.Function):
         parts = (_halves(x, step) for x in (grad, q, k, v, out, dq, dk, dv))
         for part, (gh, qh, kh, vh, oh, dqh, dkh, dvh) in enumerate(zip(*parts, strict=True)):
             radius, block, later = _band(part, qh, step)
+            mask = None if keeps is None else keeps[part]
             if keep[min(part, 1)]:  # from the forward's P: no QKᵀ, no exponentials
                 module.backward_saved(gh, qh, kh, vh, kept[part], dqh, dkh, dvh, radius, causal,
-                                      keeps[part], later)  # fmt: skip
+                                      mask, later)  # fmt: skip
             else:  # P recomputed from the lse (FlashAttention)
                 module.backward_into(gh, qh, kh, vh, oh, kept[part], dqh, dkh, dvh, radius,
-                                     causal, keeps[part], block)  # fmt: skip
+                                     causal, mask, block)  # fmt: skip
         return dq, dk, dv, None, None, None
 
 
