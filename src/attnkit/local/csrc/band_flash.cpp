@@ -157,25 +157,27 @@ inline void stream_fence() {
 #endif
 }
 
-// to[i] = from[i] * by for i in [0, n); for float on AVX-512 or AVX, with streaming stores
-// where ``to`` is aligned to the vector (P is written once and read only by the backward pass,
-// much later; the classes' dK, dV once: no need to read their lines into the cache first);
-// ``stream_fence`` before anything reads them on another thread
+// to[i] = from[i] * by for i in [0, n); with ``stream``, for float on AVX-512 or AVX, with
+// streaming stores where ``to`` is aligned to the vector (P is written once and read only by
+// the backward pass, much later; the classes' dK, dV once: no need to read their lines into
+// the cache first), and ``stream_fence`` before anything reads them on another thread
 template <typename T>
-void stream_scaled(const T* from, T by, T* to, int64_t n) {
+void scale_into(const T* from, T by, T* to, int64_t n, bool stream) {
   int64_t i = 0;
   if constexpr (std::is_same_v<T, float>) {
+    if (stream) {
 #if defined(__AVX512F__)
-    const __m512 s = _mm512_set1_ps(by);
-    for (; i < n && (reinterpret_cast<uintptr_t>(to + i) & 63) != 0; ++i) to[i] = from[i] * by;
-    for (; i + 16 <= n; i += 16)
-      _mm512_stream_ps(to + i, _mm512_mul_ps(_mm512_loadu_ps(from + i), s));
+      const __m512 s = _mm512_set1_ps(by);
+      for (; i < n && (reinterpret_cast<uintptr_t>(to + i) & 63) != 0; ++i) to[i] = from[i] * by;
+      for (; i + 16 <= n; i += 16)
+        _mm512_stream_ps(to + i, _mm512_mul_ps(_mm512_loadu_ps(from + i), s));
 #elif defined(__AVX__)
-    const __m256 s = _mm256_set1_ps(by);
-    for (; i < n && (reinterpret_cast<uintptr_t>(to + i) & 31) != 0; ++i) to[i] = from[i] * by;
-    for (; i + 8 <= n; i += 8)
-      _mm256_stream_ps(to + i, _mm256_mul_ps(_mm256_loadu_ps(from + i), s));
+      const __m256 s = _mm256_set1_ps(by);
+      for (; i < n && (reinterpret_cast<uintptr_t>(to + i) & 31) != 0; ++i) to[i] = from[i] * by;
+      for (; i + 8 <= n; i += 8)
+        _mm256_stream_ps(to + i, _mm256_mul_ps(_mm256_loadu_ps(from + i), s));
 #endif
+    }
   }
   for (; i < n; ++i) to[i] = from[i] * by;
 }
@@ -345,7 +347,7 @@ void copy_rows(const Mat<T>& from, const Mat<T>& to, int64_t g_first, int64_t co
       if (add)
         for (int64_t e = 0; e < width; ++e) dst[e] += src[e];
       else if (stream)
-        stream_scaled(src, T(1), dst, width);
+        scale_into(src, T(1), dst, width, true);
       else
         std::copy(src, src + width, dst);
     }
@@ -411,10 +413,7 @@ void forward_impl(const Inputs<T>& in, const Mat<T>& out, T* lse, const Band& ba
             const T* pa = p.data() + (s0 - t0 + a) * nk + (slo - lo);
             T* wa = w + a * snk;
             const T ia = inv[s0 - t0 + a];
-            if (stream)
-              stream_scaled(pa, ia, wa, snk);
-            else
-              for (int64_t c = 0; c < snk; ++c) wa[c] = pa[c] * ia;
+            scale_into(pa, ia, wa, snk, stream);
           }
         }
       }
