@@ -81,6 +81,14 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--title", default=None, help="page and figure title")
     p.add_argument(
+        "--through",
+        choices=("rollout", "flow"),
+        default=None,
+        help="show how much each token reaches each position through every layer of stacked "
+        "self-attention (Abnar & Zuidema 2020): attention rollout, or attention flow "
+        "(max-flow; meant for sentence lengths)",
+    )
+    p.add_argument(
         "--example",
         type=int,
         default=None,
@@ -215,6 +223,7 @@ def _from_checkpoint(args: argparse.Namespace, head: int | str | None) -> list[s
     src = _bounded(tokens, args.max_input_len, args.truncate)
     hyp, maps = sentence_maps(loaded, src)
     record = select_map(maps, kind, loaded.model_name, layer=args.layer, head=head)
+    record = _through(record, args.through, f"the {kind} attention")
     print(on_terminal(f"translation: {tokenisers_for(loaded.meta)[1].decode(hyp)}"))
     shown = args.sentence if src is tokens else " ".join(src) + " …"
     title = args.title or f"{loaded.model_name}: {shown}"
@@ -240,6 +249,26 @@ def _from_checkpoint(args: argparse.Namespace, head: int | str | None) -> list[s
     return lines
 
 
+def _through(record: Any, how: str | None, what: str) -> Any:
+    """The record with its stacked self-attention replaced by the rollout or flow to its
+    last layer, one (T, T) map; the record as it is when ``how`` is None."""
+    if how is None:
+        return record
+    from dataclasses import replace
+
+    from .._checks import as_stack
+    from ..viz.rollout import attention_flow, attention_rollout
+
+    stack = as_stack(record.weights)  # (L, H, Tq, Tk)
+    if stack.shape[-1] != stack.shape[-2] or record.src_tokens not in (None, record.tgt_tokens):
+        raise ValueError(
+            f"--through {how} follows self-attention through its layers; {what} is "
+            "cross-attention (pick --kind enc-self or dec-self, or a self-attention file)"
+        )
+    combined = attention_rollout(stack)[-1] if how == "rollout" else attention_flow(stack)
+    return replace(record, weights=combined.float())  # (T, T)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..eval.alignment import parse_pharaoh
     from ..viz.outputs import show
@@ -258,6 +287,7 @@ def run(args: argparse.Namespace) -> int:
         )
     record = load_attention(args.weights, name=args.name)
     tgt, src = _resolve_tokens(args, record)
+    record = _through(record, args.through, f"{args.weights} ({args.name})")
     lines = show(
         record.weights,
         tgt,

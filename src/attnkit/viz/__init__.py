@@ -10,13 +10,16 @@ from .heatmap import heatmap
 from .notebook import Shown, from_bertviz, to_bertviz
 from .outputs import show
 from .page import attention_page, write_attention_page
+from .rollout import attention_flow, attention_rollout
 from .terminal import terminal_heatmap
 from .weights_file import AttentionRecord, load_attention, save_attention
 
 __all__ = [
     "AttentionRecord",
     "Shown",
+    "attention_flow",
     "attention_page",
+    "attention_rollout",
     "from_bertviz",
     "heatmap",
     "load_attention",
