@@ -269,3 +269,15 @@ def test_per_head_attention_starts_from_the_vocabularys_bos() -> None:
     assert hyp == []
     assert model.seen == [[[5]]]  # (1, T = 1): bos only, the vocabulary's
     assert record.weights.shape == (1, 1, 1, 3)  # (L, H, T, S): eos row x a, a, eos
+
+
+def test_view_checkpoint_model_view_holds_every_map(ckpt, tmp_path, capsys) -> None:
+    page = tmp_path / "model.html"
+    argv = ["view", "--checkpoint", str(ckpt), SENTENCE, "--model-view", "--out", str(page)]
+    assert main(argv) == 0
+    hyp = capsys.readouterr().out.splitlines()[0].removeprefix("translation: ").split()
+    (cross,) = page_data(page)["sections"]
+    assert cross["name"] == "cross" and cross["keys"][:4] == SENTENCE.split()
+    got = torch.tensor(cross["weights"], dtype=torch.float64)  # (L, H, Tq, Tk)
+    want = forced(checkpoint.load(ckpt), SENTENCE.split(), hyp).double()
+    assert torch.allclose(got[-1, -1], want, atol=1e-4)

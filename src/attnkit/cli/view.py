@@ -81,6 +81,12 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--title", default=None, help="page and figure title")
     p.add_argument(
+        "--model-view",
+        action="store_true",
+        help="every layer x head at once: the page (--out) is a grid of small maps that open "
+        "large on a click, the image (--png) one grid (bertviz's model view)",
+    )
+    p.add_argument(
         "--through",
         choices=("rollout", "flow"),
         default=None,
@@ -222,6 +228,10 @@ def _from_checkpoint(args: argparse.Namespace, head: int | str | None) -> list[s
     tokens = tokenise(args.sentence, loaded.meta)
     src = _bounded(tokens, args.max_input_len, args.truncate)
     hyp, maps = sentence_maps(loaded, src)
+    if args.model_view:
+        print(on_terminal(f"translation: {tokenisers_for(loaded.meta)[1].decode(hyp)}"))
+        title = args.title or f"{loaded.model_name}: {args.sentence}"
+        return _model_view(args, maps, None, None, title)
     record = select_map(maps, kind, loaded.model_name, layer=args.layer, head=head)
     record = _through(record, args.through, f"the {kind} attention")
     print(on_terminal(f"translation: {tokenisers_for(loaded.meta)[1].decode(hyp)}"))
@@ -269,6 +279,26 @@ def _through(record: Any, how: str | None, what: str) -> Any:
     return replace(record, weights=combined.float())  # (T, T)
 
 
+def _model_view(
+    args: argparse.Namespace, weights: Any, tgt: Any, src: Any, title: str
+) -> list[str]:
+    """--model-view: every layer and head of ``weights`` (one map, or name -> record)."""
+    from ..viz.model_view import model_view_png, write_model_view
+
+    if args.through:
+        raise ValueError("--through combines the layers into one map; leave out --model-view")
+    if not (args.out or args.png):
+        raise ValueError(
+            "--model-view writes a page or an image: pass --out FILE.html or --png FILE"
+        )
+    lines = []
+    if args.out:
+        lines.append(f"wrote {write_model_view(args.out, weights, tgt, src, title=title)}")
+    if args.png:
+        lines.append(f"wrote {model_view_png(args.png, weights, tgt, src, title=title)}")
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     from ..eval.alignment import parse_pharaoh
     from ..viz.outputs import show
@@ -287,6 +317,10 @@ def run(args: argparse.Namespace) -> int:
         )
     record = load_attention(args.weights, name=args.name)
     tgt, src = _resolve_tokens(args, record)
+    if args.model_view:
+        title = args.title or Path(args.weights).stem
+        print("\n".join(_model_view(args, record.weights, tgt, src, title)))
+        return 0
     record = _through(record, args.through, f"{args.weights} ({args.name})")
     lines = show(
         record.weights,
