@@ -69,7 +69,7 @@ def _records(
     if isinstance(weights, Mapping):
         if query_tokens is not None or key_tokens is not None:
             raise ValueError("with a mapping of records, the tokens come from each record")
-        out = {}
+        out: dict[str, tuple[Any, Sequence[str], Sequence[str] | None]] = {}
         for name, rec in weights.items():
             if not isinstance(rec, AttentionRecord) or rec.tgt_tokens is None:
                 raise ValueError(

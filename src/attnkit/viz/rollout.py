@@ -31,7 +31,7 @@ __all__ = ["attention_flow", "attention_rollout", "with_residual"]
 _SCALE = 1_000_000
 
 
-def _layers(weights: Tensor) -> Tensor:
+def _layers(weights: Tensor | np.ndarray) -> Tensor:
     """(L, H, T, T) or (L, T, T) -> (L, T, T) in float64, heads averaged."""
     if not isinstance(weights, Tensor):
         weights = torch.as_tensor(np.asarray(weights))
@@ -60,7 +60,7 @@ def with_residual(weights: Tensor, residual: float = 0.5) -> Tensor:
     return mixed / mixed.sum(dim=-1, keepdim=True).clamp_min(1e-300)
 
 
-def attention_rollout(weights: Tensor, residual: float = 0.5) -> Tensor:
+def attention_rollout(weights: Tensor | np.ndarray, residual: float = 0.5) -> Tensor:
     """Rollout of every layer: out[l, i, j] = how much input token j reaches position i of
     layer l + 1, R_l = Ã_l · R_{l-1} (Abnar & Zuidema 2020, eq. 1).
 
@@ -75,7 +75,9 @@ def attention_rollout(weights: Tensor, residual: float = 0.5) -> Tensor:
     return out
 
 
-def attention_flow(weights: Tensor, residual: float = 0.5, normalise: bool = True) -> Tensor:
+def attention_flow(
+    weights: Tensor | np.ndarray, residual: float = 0.5, normalise: bool = True
+) -> Tensor:
     """Flow from every position of the top layer to every input token: out[i, j] is the
     maximum flow from node (L, i) to node (0, j) when the edge from (l, a) to (l-1, b) has
     capacity Ã_l[a, b] (Abnar & Zuidema 2020, §3).
