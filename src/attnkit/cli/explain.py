@@ -26,6 +26,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--align", default="global", help=f"one of {sorted(ALIGNMENTS)}")
     p.add_argument("--normaliser", default="softmax", help=f"one of {sorted(NORMALISERS)}")
     p.add_argument("--window", type=int, default=None, help="window D for local/sliding")
+    p.add_argument(
+        "--stride", type=int, default=None, help="stride l for the strided / fixed patterns"
+    )
     p.add_argument("--temperature", type=float, default=1.0, help="softmax temperature T")
     p.add_argument(
         "--src", default="the cat sat on the mat", help="source tokens, separated by spaces"
@@ -41,6 +44,12 @@ def add_parser(sub: Any) -> None:
                    "next state s_t = f(s_{t-1}, y_{t-1}, c_t)")  # fmt: skip
     p.add_argument("--html", help="also write the steps as an HTML stepper here")
     p.add_argument("--gif", help="also write the steps as an animated GIF here")
+    p.add_argument(
+        "--neuron",
+        metavar="FILE.html",
+        help="also write the neuron view here: the query's side, each key's side, their "
+        "elementwise product and its sum (the score), then the weights",
+    )
     p.set_defaults(run=run)
 
 
@@ -59,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
         src_tokens=args.src.split(),
         dim=args.dim,
         window=args.window,
+        stride=args.stride,
         temperature=args.temperature,
         target_step=args.step,
         seed=args.seed,
@@ -68,8 +78,25 @@ def run(args: argparse.Namespace) -> int:
     render_terminal(steps)
     if args.html:
         print(f"wrote {write_stepper(args.html, steps)}: open it and press → to step")
+    if args.neuron:
+        print(f"wrote {_neuron(args, steps)}")
     if args.gif:
         from ..viz.explain_gif import write_gif
 
         print(f"wrote {write_gif(args.gif, steps)}")
     return 0
+
+
+def _neuron(args: argparse.Namespace, steps: Any) -> Any:
+    """The neuron view of the example's query: the score is rebuilt exactly as
+    ``explain_steps`` builds it (the same seed before the same call)."""
+    import torch
+
+    from ..registry import build_score
+    from ..viz.neuron import neuron_view, write_neuron_page
+
+    torch.manual_seed(args.seed)
+    score = build_score(args.score, args.dim, hidden=args.dim, max_keys=len(steps.src_tokens))
+    view = neuron_view(score.double(), steps.decoder_state, steps.encoder, steps.src_tokens,
+                       query_token=f"h_{steps.target_step}")  # fmt: skip
+    return write_neuron_page(args.neuron, view)
