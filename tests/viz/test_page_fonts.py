@@ -157,4 +157,6 @@ def test_hangul_tokens_render_with_the_embedded_glyphs(writer, page, tmp_path) -
     assert len(drawn) == 1 and drawn[0][0] == "NanumGothic" and drawn[0][1] >= 3, fonts
     images = page.evaluate("Array.from(document.images).map(i => i.naturalWidth > 0)")
     assert all(images), f"an inline image of {writer} was blocked"
-    assert requests == [path.resolve().as_uri()]
+    # nothing but the page itself; newer Chromium reads the file a second time when the CDP
+    # session above enables its CSS domain, which is the test's doing, not the page's
+    assert set(requests) == {path.resolve().as_uri()}, requests
