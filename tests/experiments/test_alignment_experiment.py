@@ -16,9 +16,12 @@ from attnkit.experiments.alignment.checks import (
     MIN_REORDERED,
     all_learned,
     best_local,
+    capped,
     claim_checks,
     gaps,
+    overall,
     reorders,
+    tolerant_aer,
 )
 from attnkit.experiments.alignment.data import (
     MAX_WORDS,
@@ -98,6 +101,7 @@ def test_crossing_links_and_diagonal_by_hand() -> None:
 # -- the checks on synthetic numbers ----------------------------------------------------------
 
 SEEDS = 8
+CAP = 1500
 
 
 def per_seed(mean: float, spread: float, seed: int = 0) -> list[float]:
@@ -105,11 +109,20 @@ def per_seed(mean: float, spread: float, seed: int = 0) -> list[float]:
     return [mean + rng.uniform(-spread, spread) for _ in range(SEEDS)]
 
 
-def judge(aer: dict[str, list[float]], bleu: float = 97.0) -> tuple[list[ev.Check], str]:
+def judge(aer: dict[str, list[float]], bleu: float = 97.0, tolerant=None,
+          updates: int = 500) -> tuple[list[ev.Check], str]:  # fmt: skip
+    """Every local row's checks against global (location) on the swap order, and the verdict
+    of them all; ``tolerant`` defaults to the strict AER."""
     reached = {m: [bleu >= CRITERION] * SEEDS for m in aer}
     valid = {m: [bleu] * SEEDS for m in aer}
-    checks = [reorders("swap", 0.9), *claim_checks("swap", aer, reached, valid)]
+    ups = {m: [updates] * SEEDS for m in aer}
+    per = claim_checks("swap", aer, tolerant or aer, reached, valid, ups, CAP)
+    checks = [reorders("swap", 0.9), *(c for cs in per.values() for c in cs)]
     return checks, ev.verdict_of(checks)
+
+
+def claims(checks: list[ev.Check], local: str) -> list[ev.Check]:
+    return [c for c in checks if c.kind == "claim" and c.name.endswith(f"AER({local})")]
 
 
 def test_reproduced_when_the_local_interval_is_below_global() -> None:
@@ -117,11 +130,13 @@ def test_reproduced_when_the_local_interval_is_below_global() -> None:
            "local-p": per_seed(0.35, 0.03, 3)}  # fmt: skip
     checks, verdict = judge(aer)
     assert verdict == ev.REPRODUCED
-    gap = checks[-1]
-    assert "local-m" in gap.name and gap.kind == "claim" and gap.outcome == ev.PASS
+    strict, tolerant = claims(checks, "local-m")
+    assert strict.kind == "claim" and strict.outcome == ev.PASS
+    assert "shift-tolerant" in tolerant.name
     want = [g - x for g, x in zip(aer[GLOBAL], aer["local-m"], strict=True)]
-    assert gap.value == pytest.approx(sum(want) / SEEDS)
-    assert gap.ci[0] > 0 and ev.exit_code(verdict) == 0
+    assert strict.value == pytest.approx(sum(want) / SEEDS)
+    assert strict.ci[0] > 0 and ev.exit_code(verdict) == 0
+    assert len(claims(checks, "local-p")) == 2  # each local row is judged on its own
 
 
 def test_not_reproduced_when_global_aligns_better() -> None:
@@ -129,7 +144,7 @@ def test_not_reproduced_when_global_aligns_better() -> None:
            "local-p": per_seed(0.40, 0.02, 3)}  # fmt: skip
     checks, verdict = judge(aer)
     assert verdict.startswith("NOT REPRODUCED: ") and "local-p" in verdict
-    assert checks[-1].ci[1] < 0 and ev.exit_code(verdict) == 1
+    assert claims(checks, "local-m")[0].ci[1] < 0 and ev.exit_code(verdict) == 1
 
 
 def test_inconclusive_when_an_arm_is_below_bleu_95() -> None:
@@ -145,19 +160,103 @@ def test_inconclusive_when_an_arm_is_below_bleu_95() -> None:
     assert "local-p (88% of seeds, lowest valid BLEU 80.0)" in check.reason
 
 
+def test_design_checks_read_only_the_two_arms_of_each_comparison() -> None:
+    """local-p below BLEU 95 in one seed withholds global vs local-p, never global vs local-m;
+    a compared arm that learned nothing (local-m at chance) withholds its own comparison."""
+    aer = {GLOBAL: per_seed(0.60, 0.03, 1), "local-m": per_seed(0.20, 0.03, 2),
+           "local-p": per_seed(0.40, 0.03, 3)}  # fmt: skip
+    reached = {GLOBAL: [True] * SEEDS, "local-m": [True] * SEEDS,
+               "local-p": [True] * (SEEDS - 1) + [False]}  # fmt: skip
+    valid = {m: [97.0 if r else 91.9 for r in rs] for m, rs in reached.items()}
+    ups = {GLOBAL: [500] * SEEDS, "local-m": [500] * SEEDS, "local-p": [1100] * SEEDS}
+    per = claim_checks("swap", aer, aer, reached, valid, ups, CAP)
+    assert ev.verdict_of(per["local-m"]) == ev.REPRODUCED
+    held = ev.verdict_of(per["local-p"])
+    assert held.startswith("INCONCLUSIVE: ") and "local-p (88% of seeds" in held
+    assert "3x the median stopping point of local-p (median 1100" in held
+    # the other way round: local-m at chance (BLEU 5, never reached) and local-p fine
+    reached = {GLOBAL: [True] * SEEDS, "local-m": [False] * SEEDS, "local-p": [True] * SEEDS}
+    valid = {GLOBAL: [97.0] * SEEDS, "local-m": [5.0] * SEEDS, "local-p": [97.0] * SEEDS}
+    ups = {GLOBAL: [500] * SEEDS, "local-m": [CAP] * SEEDS, "local-p": [500] * SEEDS}
+    per = claim_checks("swap", aer, aer, reached, valid, ups, CAP)
+    assert ev.verdict_of(per["local-p"]) == ev.REPRODUCED
+    assert ev.verdict_of(per["local-m"]).startswith("INCONCLUSIVE: ")
+    verdicts = {f"{GLOBAL} vs {m}": ev.verdict_of(cs) for m, cs in per.items()}
+    both = overall(verdicts, [c for cs in per.values() for c in cs])
+    assert both.startswith("INCONCLUSIVE: ") and f"[{GLOBAL} vs local-p] REPRODUCED" in both
+
+
+def test_an_unchecked_setting_never_withholds_the_verdict(monkeypatch, tmp_path) -> None:
+    """A planted run: on the sov order (reported) local-p never learns; on swap (the claim)
+    every arm does, so the verdict is REPRODUCED and the sov design check is only reported."""
+    import attnkit.experiments.alignment as alignment
+
+    aer = {GLOBAL: 0.6, "local-m": 0.1, "local-p": 0.3}
+
+    def fake(job):
+        arm, _ = job
+        bad = arm.ordering == "sov" and arm.row == "local-p"
+        bleu = 5.0 if bad else 97.0
+        return {"updates": 40 if bad else 10, "valid_bleu": bleu, "reached": not bad,
+                "curve": [(10, bleu)], "aer": aer[arm.row] + 0.01 * arm.seed,
+                "aer_paper": 0.5, "paper_row_shift": 0, "test_bleu": bleu,
+                "offsets": {0: 9 - 2 * (arm.row != GLOBAL), 5: 1 + 2 * (arm.row == GLOBAL)},
+                "parameters": 10, "train_seconds": 1.0, "cpu_seconds": 1.0}  # fmt: skip
+
+    monkeypatch.setattr(alignment, "train_job", fake)
+    cfg = AlignmentConfig(orderings="swap,sov", seeds=3, train_size=20, valid_size=4,
+                          test_size=30, cap=40, jobs=1)  # fmt: skip
+    res = alignment.run_experiment(cfg, tmp_path, say=lambda *_: None)
+    assert res["verdict"] == ev.REPRODUCED
+    assert set(res["verdicts"]) == {f"{GLOBAL} vs local-m", f"{GLOBAL} vs local-p"}
+    assert all(c["name"].startswith(("swap", "swap,")) for c in res["checks"])
+    assert [c["name"] for c in res["reported_checks"]] == ["sov: the task reorders as designed"]
+    sov = res["settings"]["sov, D=5, reversed"]["rows"]["local-p"]
+    assert sov["reached"] == [False] * 3
+
+
+def test_the_shift_tolerant_aer_counts_an_argmax_one_word_off_as_a_hit() -> None:
+    assert tolerant_aer({0: 6, -1: 1, 1: 1, 3: 2}) == pytest.approx(0.2)
+    assert tolerant_aer({"0": 6, "-2": 4}) == pytest.approx(0.4)  # keys as the JSON has them
+    with pytest.raises(ValueError, match="no scored words"):
+        tolerant_aer({})
+
+
+def test_readings_that_disagree_make_the_comparison_inconclusive() -> None:
+    """The strict gap is clearly positive, the shift-tolerant one clearly negative (local-p's
+    argmax is near the gold word less often than global's): INCONCLUSIVE, not either sign."""
+    aer = {GLOBAL: per_seed(0.60, 0.02, 1), "local-p": per_seed(0.40, 0.02, 2)}
+    tol = {GLOBAL: per_seed(0.20, 0.02, 3), "local-p": per_seed(0.30, 0.02, 4)}
+    checks, verdict = judge(aer, tolerant=tol)
+    strict, tolerant = claims(checks, "local-p")
+    assert strict.outcome == tolerant.outcome == ev.INCONCLUSIVE
+    assert "depends on how a link is read" in strict.reason and strict.ci[0] > 0
+    assert verdict.startswith("INCONCLUSIVE: ")
+
+
+def test_a_cap_under_three_times_the_median_stop_withholds_the_verdict() -> None:
+    aer = {GLOBAL: per_seed(0.60, 0.02, 1), "local-m": per_seed(0.20, 0.02, 2)}
+    assert judge(aer, updates=CAP // 3)[1] == ev.REPRODUCED  # exactly 3x: enough
+    _, verdict = judge(aer, updates=CAP // 3 + 100)
+    assert verdict.startswith("INCONCLUSIVE: ") and "median stopping point" in verdict
+    check = capped("x", {GLOBAL: [400, 500, 600], "local-m": [500, CAP, CAP]}, CAP)
+    assert check.outcome == ev.INCONCLUSIVE and check.value == 3 * CAP
+
+
 def test_inconclusive_when_the_interval_straddles_zero() -> None:
     aer = {GLOBAL: [0.40, 0.30, 0.45, 0.28, 0.41, 0.33, 0.39, 0.31],
            "local-m": [0.35, 0.36, 0.34, 0.37, 0.33, 0.36, 0.35, 0.34]}  # fmt: skip
     checks, verdict = judge(aer)
-    lo, hi = checks[-1].ci
-    assert lo < 0 < hi and checks[-1].outcome == ev.INCONCLUSIVE
+    lo, hi = claims(checks, "local-m")[0].ci
+    assert lo < 0 < hi and claims(checks, "local-m")[0].outcome == ev.INCONCLUSIVE
     assert verdict.startswith("INCONCLUSIVE: ") and "holds both" in verdict
 
 
 def test_inconclusive_at_the_floor_of_aer() -> None:
     aer = {GLOBAL: per_seed(0.015, 0.004), "local-m": per_seed(0.005, 0.004, 1)}
     checks, verdict = judge(aer)
-    assert checks[2].kind == "design" and checks[2].outcome == ev.INCONCLUSIVE
+    floor = next(c for c in checks if "off the floor" in c.name)
+    assert floor.kind == "design" and floor.outcome == ev.INCONCLUSIVE
     assert verdict.startswith("INCONCLUSIVE: ") and "AER off the floor" in verdict
 
 
@@ -372,3 +471,55 @@ def test_warmup_sets_each_updates_lr_for_every_row(monkeypatch) -> None:
             assert seen == pytest.approx(want, rel=1e-12)
     with pytest.raises(ValueError, match="--warmup -1"):
         AlignmentConfig(warmup=-1)
+
+
+# -- the committed default run, read by today's checks ----------------------------------------
+
+
+def test_the_committed_run_reads_as_its_page_says() -> None:
+    """docs/experiments/alignment.json: its verdicts are today's checks of its own per-arm
+    numbers (``rejudge``), and the page quotes them."""
+    import json
+    from pathlib import Path
+
+    from attnkit.experiments.alignment import rejudge
+
+    docs = Path(__file__).parents[2] / "docs" / "experiments"
+    result = json.loads((docs / "alignment.json").read_text())
+    again = rejudge(result)
+    assert again["verdicts"] == result["verdicts"] and again["verdict"] == result["verdict"]
+    assert result["verdicts"][f"{GLOBAL} vs local-m"] == ev.REPRODUCED
+    assert result["verdicts"][f"{GLOBAL} vs local-p"].startswith("INCONCLUSIVE: ")
+    page = (docs / "alignment.md").read_text()
+    swap = result["settings"]["swap, D=5, reversed"]
+    for key in ("gaps", "gaps_tolerant"):
+        for m in ("local-m", "local-p"):
+            g = swap[key][m]
+            shown = f"{g['value']:+.3f} [{g['ci'][0]:+.3f}, {g['ci'][1]:+.3f}]"
+            assert shown.replace("-", "−") in page or shown in page, shown
+
+
+def test_the_committed_side_runs_read_as_their_page_says() -> None:
+    """The 3,000-cap run and the fresh-seed run: their committed verdicts are today's checks of
+    their own per-arm numbers, and the page quotes those verdicts, not the ones printed as run."""
+    import json
+    from pathlib import Path
+
+    from attnkit.experiments.alignment import rejudge
+
+    docs = Path(__file__).parents[2] / "docs" / "experiments"
+    page = (docs / "alignment.md").read_text()
+    for name in ("alignment-swap-warmup-cap3000", "alignment-fresh"):
+        result = json.loads((docs / f"{name}.json").read_text())
+        again = rejudge(result)
+        assert again["verdict"] == result["verdict"], name
+        assert result["verdict"].startswith("INCONCLUSIVE: "), name
+    cap3000 = json.loads((docs / "alignment-swap-warmup-cap3000.json").read_text())
+    assert cap3000["verdicts"][f"{GLOBAL} vs local-m"] == ev.REPRODUCED
+    g = cap3000["settings"]["swap, D=5, reversed"]["gaps_tolerant"]["local-p"]
+    shown = f"{g['value']:+.3f} [{g['ci'][0]:+.3f}, {g['ci'][1]:+.3f}]".replace("-", "−")
+    assert shown in page, shown
+    assert "Every check passes" not in page
+    fresh = json.loads((docs / "alignment-fresh.json").read_text())
+    assert "local-m (median 550 updates)" in fresh["verdicts"][f"{GLOBAL} vs local-m"]
+    assert "3 × 550 = 1,650 > 1,500" in page

@@ -23,8 +23,8 @@ from attnkit.data.coref import (
     translate,
 )
 from attnkit.experiments import evidence as ev
-from attnkit.experiments.coref import QUICK, CorefConfig, run_experiment
-from attnkit.experiments.coref.checks import FOLLOWS, checks_of
+from attnkit.experiments.coref import QUICK, CorefConfig, rejudge, run_experiment
+from attnkit.experiments.coref.checks import FOLLOWS, SCOPE, checks_of, judge, scope
 from attnkit.experiments.coref.data import BOS, encode, target_ids
 from attnkit.experiments.coref.measure import best_head, keys_of, masses, pair_rates
 from attnkit.experiments.coref.report import report
@@ -170,7 +170,7 @@ def test_checks_not_reproduced_when_no_head_follows() -> None:
 
 
 def test_checks_inconclusive_when_the_interval_straddles_the_threshold() -> None:
-    v = ev.verdict_of(checks_of(ACC, [0.3, 0.7, 0.45, 0.6, 0.5], CONTROL))
+    v = ev.verdict_of(checks_of(ACC, [0.05, 0.45, 0.2, 0.35, 0.25], CONTROL))  # around 0.25
     assert v.startswith("INCONCLUSIVE") and "holds both" in v
 
 
@@ -184,7 +184,43 @@ def test_checks_inconclusive_when_the_model_has_not_learnt_the_task() -> None:
 def test_checks_inconclusive_when_the_measure_is_at_its_ceiling_untrained() -> None:
     v = ev.verdict_of(checks_of(ACC, FOLLOW, [0.7, 0.8, 0.75, 0.9, 0.6]))
     assert v.startswith("INCONCLUSIVE") and "untrained control" in v
-    assert FOLLOWS == 0.5
+    assert FOLLOWS == 0.25  # chance: a coin per sentence
+
+
+def test_scope_holds_the_verdict_without_an_ablation_whichever_way_the_rate_falls() -> None:
+    """An existence claim needs the encoder forced to route and an ablation: without one the
+    verdict is INCONCLUSIVE, both where the head follows and where it does not."""
+    for follows in (FOLLOW, [0.01, 0.02, 0.0, 0.05, 0.03]):
+        numbers = {"accuracy": ACC, "follows": follows, "control": CONTROL}
+        v = ev.verdict_of(judge(numbers))
+        assert v.startswith("INCONCLUSIVE: ") and "no ablation was run" in v, v
+    c = scope(None)
+    assert (c.name, c.kind, c.outcome) == (SCOPE, "design", ev.INCONCLUSIVE)
+
+
+def test_scope_reads_an_ablation_on_its_interval() -> None:
+    assert scope([0.20, 0.25, 0.18, 0.30, 0.22]).outcome == ev.PASS  # the head matters
+    assert scope([0.05, -0.04, 0.02, -0.03, 0.01]).outcome == ev.INCONCLUSIVE  # holds 0
+    numbers = {"accuracy": ACC, "follows": FOLLOW, "control": CONTROL,
+               "ablation": [0.20, 0.25, 0.18, 0.30, 0.22]}  # fmt: skip
+    assert ev.verdict_of(judge(numbers)) == ev.REPRODUCED
+
+
+def test_the_committed_run_reads_as_its_page_says() -> None:
+    """docs/experiments/coref.json: its checks are today's (``rejudge``) of its own per-seed
+    numbers, the run's own verdict kept, and the page quotes the verdict."""
+    docs = Path(__file__).parents[2] / "docs" / "experiments"
+    result = json.loads((docs / "coref.json").read_text())
+    again = rejudge(result)
+    assert again["checks"] == result["checks"] and again["verdict"] == result["verdict"]
+    assert result["verdict"] == ev.verdict_of([scope(None)])
+    assert result["verdict_as_run"].startswith("NOT REPRODUCED: ")
+    claim = [c for c in result["checks"] if c["kind"] == "claim"]
+    assert [c["outcome"] for c in claim] == [ev.FAIL]  # the rate, reported beside the scope
+    page = (docs / "coref.md").read_text()
+    assert "| verdict | | **INCONCLUSIVE**" in page
+    assert f"verdict: {result['verdict']}" in page
+    assert "added after the run" in page
 
 
 @pytest.mark.parametrize(

@@ -61,17 +61,18 @@ def test_window_bits_errors_say_what_to_do():
         window_bits(tiny("alibi"), ids, 8, 512)
 
 
-def planted(alibi_rise: float, sin_rise: float, *, unigram: float = 4.0, spread: float = 0.05):
-    """3 seeds x 30 blocks at k = 1, 4; each arm at k = 4 shifted by its rise; the blocks'
-    noise ``spread`` (a larger spread: a wider interval)."""
+def planted(alibi_rise: float, sin_rise: float, *, unigram: float = 4.0, spread: float = 0.05,
+            seeds: int = 5):
+    """``seeds`` seeds x 30 blocks at k = 1, 4; each arm at k = 4 shifted by its rise; the
+    blocks' noise ``spread`` (a larger spread: a wider interval)."""
     rng = random.Random(0)
-    base = [[1.5 + spread * rng.gauss(0, 1) for _ in range(30)] for _ in range(3)]
+    base = [[1.5 + spread * rng.gauss(0, 1) for _ in range(30)] for _ in range(seeds)]
     noisy = lambda d: [[x + d + spread * rng.gauss(0, 1) for x in r] for r in base]  # noqa: E731
     return {
         "bits": {"sinusoidal": {"1": base, "4": noisy(sin_rise)},
                  "learned": {"1": base, "4": None},
                  "alibi": {"1": base, "4": noisy(alibi_rise)}},
-        "unigram": [unigram] * 3,
+        "unigram": [unigram] * seeds,
     }  # fmt: skip
 
 
@@ -87,6 +88,18 @@ def test_the_checks_give_each_outcome():
     assert "holds both" in straddle
     unlearned = verdict_of(checks_of(planted(-0.1, 0.5, unigram=1.6)))
     assert unlearned.startswith("INCONCLUSIVE: worse of sinusoidal, ALiBi bpc at L"), unlearned
+    few = verdict_of(checks_of(planted(-0.1, 0.5, seeds=3)))
+    assert few.startswith("INCONCLUSIVE: seeds for a check (at least 5): 3"), few
+
+
+def test_only_the_compared_arms_decide():
+    """A reported arm (learned positions) at the floor of learning, chance-level bits at L,
+    does not withhold the verdict; a compared arm (ALiBi) that learned nothing does."""
+    n = planted(-0.1, 0.5)
+    n["bits"]["learned"]["1"] = [[4.0] * 30 for _ in range(5)]  # as bad as the unigram
+    assert verdict_of(checks_of(n)) == "REPRODUCED"
+    n["bits"]["alibi"]["1"] = [[4.0] * 30 for _ in range(5)]
+    assert verdict_of(checks_of(n)).startswith("INCONCLUSIVE: worse of sinusoidal, ALiBi")
 
 
 def test_the_bpc_table_keeps_learned_past_l_as_not_applicable():
@@ -111,3 +124,23 @@ def test_settings_are_checked_as_flags():
         ExtrapolationConfig(test_size=500)
     cfg = ExtrapolationConfig()
     assert cfg.block == 16 * 32 and cfg.factor_list == [1, 2, 4, 8, 16]
+
+
+def test_the_gap_is_a_t_interval_over_seeds_and_rejudge_keeps_the_run_verdict():
+    """Blocks that agree within a seed but seeds that disagree: the interval is the spread of
+    the per-seed gaps (t over seeds), not the blocks'; ``rejudge`` recomputes the checks from
+    the stored bits and keeps the run's verdict."""
+    from attnkit.experiments.extrapolation import rejudge
+    from attnkit.experiments.extrapolation.checks import seed_gaps
+
+    n = planted(0.0, 0.5, spread=0.0)
+    shifts = [-0.2, 0.15, -0.1, 0.2, -0.05]
+    n["bits"]["alibi"]["4"] = [[x + d for x in r] for r, d in
+                               zip(n["bits"]["alibi"]["1"], shifts, strict=True)]  # fmt: skip
+    gap = seed_gaps(n["bits"]["alibi"]["4"], n["bits"]["alibi"]["1"])
+    assert gap.n == 5 and gap.lo < -0.1 and gap.hi > 0.1  # the seeds' spread, not the blocks'
+    v = verdict_of(checks_of(n))
+    assert v.startswith("INCONCLUSIVE: ALiBi bpc at 4L - at L") and "holds both" in v
+    got = rejudge({"numbers": n, "checks": [], "verdict": "REPRODUCED"})
+    assert got["verdict"] == v and got["verdict_as_run"] == "REPRODUCED"
+    assert rejudge(got) == got

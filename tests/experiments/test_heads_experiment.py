@@ -20,7 +20,7 @@ from attnkit.experiments import evidence as ev
 from attnkit.experiments.heads import QUICK, HeadsConfig
 from attnkit.experiments.heads import jobs as heads_jobs
 from attnkit.experiments.heads.bleu import corpus_bleu, paired_bleu_bootstrap, sentence_stats
-from attnkit.experiments.heads.checks import best_by_valid, checks_of
+from attnkit.experiments.heads.checks import best_by_valid, checks_of, scoped
 from attnkit.experiments.heads.jobs import fit_config, make_jobs, multi30k_subset, toy_ko_data
 from attnkit.experiments.heads.measure import (
     example_index,
@@ -217,6 +217,50 @@ def test_checks_inconclusive_when_a_run_hit_the_cap_or_nothing_was_learnt() -> N
     assert dead[2].outcome == "inconclusive" and dead[2].value < 10
     with pytest.raises(ValueError, match="h = 1 and two more"):
         checks_of("toy-ko", _runs({1: 0.3, 4: 0.1}), resamples=10)
+
+
+def test_scope_seeds_and_the_narrow_heads_half() -> None:
+    """Fewer than 5 seeds withholds a setting's verdict; half (ii) with the largest h's d_k
+    below the paper's 16 is reported, not checked; each setting is judged on its own: a
+    setting at BLEU 0 (nothing learnt) withholds its own verdict, not the other's."""
+    good = checks_of("toy-ko", _runs({1: 0.3, 4: 0.05, 16: 0.3}), resamples=200)
+    kept, reported = scoped("toy-ko", good, seeds=5, d_k_min=16)
+    assert ev.verdict_of(kept) == ev.REPRODUCED and not reported
+    kept, reported = scoped("toy-ko", good, seeds=3, d_k_min=16)
+    verdict = ev.verdict_of(kept)
+    assert verdict.startswith("INCONCLUSIVE: toy-ko: seeds for a check (at least 5): 3")
+    assert "under-covers" in verdict
+    # (ii) fails here (16 heads best), but at d_k = 4 it is only reported
+    many_best = checks_of("toy-ko", _runs({1: 0.4, 4: 0.3, 16: 0.05}), resamples=200)
+    kept, reported = scoped("toy-ko", many_best, seeds=5, d_k_min=4)
+    assert [c.name for c in reported] == [many_best[4].name]
+    assert "below the paper's smallest" in reported[0].reason
+    assert ev.verdict_of(kept) == ev.REPRODUCED  # (i) alone decides
+    dead = checks_of("multi30k", _runs({1: 0.97, 4: 0.95, 16: 0.97}), resamples=100)
+    dead_kept, _ = scoped("multi30k", dead, seeds=5, d_k_min=16)
+    assert ev.verdict_of(dead_kept).startswith("INCONCLUSIVE: multi30k: best arm learnt")
+    assert ev.verdict_of(scoped("toy-ko", good, seeds=5, d_k_min=16)[0]) == ev.REPRODUCED
+
+
+def test_the_committed_run_reads_as_its_page_says() -> None:
+    import json
+    from pathlib import Path
+
+    from attnkit.experiments.heads import rejudge
+
+    docs = Path(__file__).parents[2] / "docs" / "experiments"
+    result = json.loads((docs / "heads.json").read_text())
+    again = rejudge(result)
+    assert again["verdicts"] == result["verdicts"] and again["verdict"] == result["verdict"]
+    assert all(v.startswith("INCONCLUSIVE: ") for v in result["verdicts"].values())
+    assert result["verdict_as_run"].startswith("NOT REPRODUCED: multi30k: (i)")
+    assert len(result["reported_checks"]) == 2
+    page = (docs / "heads.md").read_text()
+    assert "| Multi30K, 2,000 pairs | −0.91 [−1.75, −0.08] (h = 4) |" in page
+    by = {c["name"]: c for c in result["checks"]}
+    gap = by["multi30k: (i) BLEU of best h=4 minus h=1"]  # a t-interval over the 3 seeds
+    assert [round(x, 2) for x in gap["ci"]] == [-1.75, -0.08]
+    assert by["toy-ko: cap >= 3x median stop (h=16)"]["outcome"] == ev.INCONCLUSIVE
 
 
 def test_bad_settings_fail_clearly() -> None:

@@ -1,6 +1,7 @@
 """``attnkit experiment length``: bins, the checks on synthetic numbers (REPRODUCED, NOT
-REPRODUCED, INCONCLUSIVE on a ceiling, on a task not learned and on an interval that straddles
-a threshold), and a --quick run that writes the table, CSV, JSON and PNG."""
+REPRODUCED, INCONCLUSIVE on a ceiling, on a task not learned, on a censored model and on an
+interval that straddles zero; the design checks read the compared models only), and a --quick
+run that writes the table, CSV, JSON and PNG."""
 
 import csv
 import json
@@ -23,10 +24,10 @@ def test_bins_cover_the_lengths_once() -> None:
 
 
 def test_train_argv_differ_only_in_model_and_its_own_width() -> None:
-    cfg = LengthConfig(steps=10, batch_size=4)
+    cfg = LengthConfig(steps=30, epoch_steps=10, batch_size=4, patience=2)
     a, b = train_argv(cfg, "rnnencdec", Path("x")), train_argv(cfg, "rnnsearch", Path("x"))
-    assert a[a.index("--train-size") + 1] == "40"  # one epoch = exactly `steps` updates
-    assert a[a.index("--epochs") + 1] == "1"
+    assert a[a.index("--train-size") + 1] == "40"  # one epoch = exactly `epoch_steps` updates
+    assert a[a.index("--epochs") + 1] == "3" and a[a.index("--patience") + 1] == "2"
     diff = {x for x in a if x not in b} | {x for x in b if x not in a}
     assert diff == {"rnnencdec", "rnnsearch", "--context", "--attn-hidden"}
 
@@ -41,65 +42,89 @@ def seeds(short: dict[str, list[float]], long: dict[str, list[float]]) -> list[d
 
 
 SHORT = {"rnnencdec": [60, 58, 62, 61, 59], "rnnsearch": [95, 96, 94, 95, 97]}
+CONVERGED = dict(stops={"rnnencdec": [900] * 5, "rnnsearch": [700] * 5},
+                 censored={"rnnencdec": [False] * 5, "rnnsearch": [False] * 5}, cap=3000)
 
 
 def test_checks_reproduced_with_t_intervals_over_the_seeds() -> None:
-    long = {"rnnencdec": [10, 12, 8, 11, 9], "rnnsearch": [90, 91, 88, 92, 89]}
-    checks = checks_of(seeds(SHORT, long))
+    long = {"rnnencdec": [10, 12, 8, 11, 9], "rnnsearch": [95, 96, 94, 95, 97]}
+    checks = checks_of(seeds(SHORT, long), **CONVERGED)
     assert ev.verdict_of(checks) == "REPRODUCED"
-    gap = checks[2]
-    assert gap.name == "RNNsearch - RNNencdec BLEU on the longest bin"
-    gaps = [80, 79, 80, 81, 80]  # by hand: mean 80, s = sqrt(0.5), t_{4,.975} = 2.776445
-    half = 2.776445105 * math.sqrt(0.5) / math.sqrt(5)
-    assert gap.value == pytest.approx(sum(gaps) / 5)
-    assert gap.ci == pytest.approx((80 - half, 80 + half), rel=1e-8)
-    drop = checks[1]
-    assert drop.value == pytest.approx(sum(1 - b / a for a, b in zip(
-        SHORT["rnnencdec"], long["rnnencdec"], strict=True)) / 5)  # fmt: skip
-    assert [c.kind for c in checks] == ["claim", "claim", "claim", "design", "design"]
+    contrast = checks[0]
+    assert contrast.name == "drop RNNencdec - drop RNNsearch (paired by seed)"
+    want = [1 - b / a for a, b in zip(SHORT["rnnencdec"], long["rnnencdec"], strict=True)]
+    mean = sum(want) / 5  # RNNsearch's drops are 0: the contrast is RNNencdec's drop
+    sd = math.sqrt(sum((x - mean) ** 2 for x in want) / 4)
+    half = 2.776445105 * sd / math.sqrt(5)  # t_{4, .975}
+    assert contrast.value == pytest.approx(mean)
+    assert contrast.ci == pytest.approx((mean - half, mean + half), rel=1e-8)
+    assert checks[1].outcome == ev.PASS and "leaves open a drop of up to 0" in checks[1].reason
+    assert [c.kind for c in checks] == ["claim", "claim", "design", "design", "design", "design"]
 
 
-def test_checks_not_reproduced_when_both_models_flatten() -> None:
-    long = {"rnnencdec": [55, 54, 57, 56, 55], "rnnsearch": [50, 52, 49, 51, 50]}
-    checks = checks_of(seeds(SHORT, long))
+def test_checks_not_reproduced_when_rnnsearch_deteriorates_as_much() -> None:
+    long = {"rnnencdec": [30, 29, 31, 30, 30], "rnnsearch": [38, 40, 37, 39, 38]}
+    checks = checks_of(seeds(SHORT, long), **CONVERGED)
     verdict = ev.verdict_of(checks)
-    assert verdict.startswith("NOT REPRODUCED: RNNsearch relative BLEU drop") and (
+    assert verdict.startswith("NOT REPRODUCED: drop RNNencdec - drop RNNsearch") and (
         ev.exit_code(verdict) == 1)
-    assert [c.outcome for c in checks[:3]] == [ev.FAIL] * 3
+    assert "RNNsearch deteriorates with length" in verdict
+    assert [c.outcome for c in checks[:2]] == [ev.FAIL] * 2
+
+
+def test_a_small_drop_shown_fails_no_deterioration_without_any_margin() -> None:
+    long = {"rnnencdec": [10, 12, 8, 11, 9], "rnnsearch": [93, 94, 92, 93, 95]}
+    checks = checks_of(seeds(SHORT, long), **CONVERGED)
+    assert checks[0].outcome == ev.PASS and checks[1].outcome == ev.FAIL
+    mixed = {**long, "rnnsearch": [96, 95, 93, 96, 96]}  # drops -0.01 .. +0.01: 0 inside
+    assert checks_of(seeds(SHORT, mixed))[1].outcome == ev.PASS
 
 
 def test_both_models_at_the_ceiling_are_inconclusive_never_not_reproduced() -> None:
-    """Every arm within 2 BLEU of 100 on the longest bin: RNNencdec's drop fails its claim,
+    """Every arm within 2 BLEU of 100 on the longest bin: the contrast fails its claim,
     but the ceiling leaves no drop to show: INCONCLUSIVE."""
     top = {"rnnencdec": [99.5, 100, 99, 100, 99.8], "rnnsearch": [100, 100, 99.9, 100, 100]}
-    checks = checks_of(seeds(top, top))
-    assert checks[1].outcome == ev.FAIL and checks[4].outcome == ev.INCONCLUSIVE
+    checks = checks_of(seeds(top, top), **CONVERGED)
+    assert checks[0].outcome == ev.FAIL and checks[3].outcome == ev.INCONCLUSIVE
     verdict = ev.verdict_of(checks)
     assert verdict.startswith("INCONCLUSIVE: mean BLEU on the longest bin") and (
         "every arm at the ceiling" in verdict and ev.exit_code(verdict) == 2)
 
 
-def test_a_gap_interval_that_straddles_the_threshold_is_inconclusive() -> None:
-    """Gaps 5, 35, 10, 30, 20 BLEU: mean 20, the claim's threshold, inside its interval."""
-    long = {"rnnencdec": [40, 10, 35, 15, 25], "rnnsearch": [45, 45, 45, 45, 45]}
-    short = {"rnnencdec": [95, 95, 95, 95, 95], "rnnsearch": [50, 50, 50, 50, 50]}
-    checks = checks_of(seeds(short, long))
-    assert checks[2].outcome == ev.INCONCLUSIVE and checks[2].ci[0] < 20 < checks[2].ci[1]
-    assert checks[0].outcome == ev.PASS and checks[1].outcome == ev.PASS
-    # RNNsearch at 50 BLEU on the shortest bin has not learned the copy: that is said first
-    verdict = ev.verdict_of(checks)
-    assert verdict.startswith("INCONCLUSIVE: RNNsearch mean BLEU on the shortest bin: best arm 50")
-    learned = seeds({**short, "rnnsearch": [95] * 5}, {**long, "rnnsearch": [90] * 5})
-    gaps = checks_of(learned)[2]  # gaps 50, 80, 55, 75, 65: clears 20
-    assert gaps.outcome == ev.PASS
-    open_ = checks_of(seeds({**short, "rnnsearch": [95] * 5}, long))
-    assert [c.outcome for c in open_] == [ev.FAIL, ev.PASS, ev.INCONCLUSIVE, ev.PASS, ev.PASS]
+def test_a_contrast_interval_that_straddles_zero_is_inconclusive() -> None:
+    long = {"rnnencdec": [60, 50, 62, 58, 61], "rnnsearch": [90, 96, 94, 89, 97]}
+    checks = checks_of(seeds(SHORT, long), **CONVERGED)
+    assert checks[0].outcome == ev.INCONCLUSIVE and checks[0].ci[0] < 0 < checks[0].ci[1]
+    assert ev.verdict_of(checks).startswith("INCONCLUSIVE: drop RNNencdec - drop RNNsearch")
+
+
+def test_design_checks_read_the_compared_models_only_and_each_on_its_own() -> None:
+    """An extra model in the tables (one reported beside them, at BLEU 0) judges nothing;
+    RNNsearch short of learning makes the verdict INCONCLUSIVE; so does one model whose
+    median run reached the cap (censored), whatever the other's."""
+    long = {"rnnencdec": [10, 12, 8, 11, 9], "rnnsearch": [95, 96, 94, 95, 97]}
+    tables = seeds(SHORT, long)
+    for t in tables:
+        t["other"] = [{"src_len": "5-9", "bleu": 0.0}, {"src_len": "45-50", "bleu": 0.0}]
+    assert ev.verdict_of(checks_of(tables, **CONVERGED)) == "REPRODUCED"
+    unlearned = seeds({**SHORT, "rnnsearch": [60] * 5}, {**long, "rnnsearch": [60] * 5})
+    v = ev.verdict_of(checks_of(unlearned, **CONVERGED))
+    assert v.startswith("INCONCLUSIVE: RNNsearch mean BLEU on the shortest bin: best arm 60")
+    cut = {"stops": {"rnnencdec": [3000, 3000, 3000, 800, 900], "rnnsearch": [700] * 5},
+           "censored": {"rnnencdec": [True, True, True, False, False],
+                        "rnnsearch": [False] * 5}, "cap": 3000}  # fmt: skip
+    checks = checks_of(seeds(SHORT, long), **cut)
+    v = ev.verdict_of(checks)
+    assert v.startswith("INCONCLUSIVE: RNNencdec: cap / median stopping point: cap 3000 / "
+                        "median 3000 updates = 1"), v
+    assert "3 of 5 runs censored" in v and checks[-1].outcome == ev.PASS
 
 
 def test_a_model_with_no_bleu_on_the_shortest_bin_gives_no_drop() -> None:
     dead = {"rnnencdec": [0.0] * 3, "rnnsearch": [0.0] * 3}
     checks = checks_of(seeds(dead, dead))
     assert math.isnan(checks[0].value) and checks[0].outcome == ev.INCONCLUSIVE
+    assert checks[1].outcome == ev.INCONCLUSIVE
     assert ev.verdict_of(checks).startswith("INCONCLUSIVE: RNNsearch mean BLEU")
 
 
@@ -110,6 +135,13 @@ def test_bad_settings_fail_clearly() -> None:
         LengthConfig(steps=0)
     with pytest.raises(ValueError, match="--seeds"):
         LengthConfig(seeds=0)
+    with pytest.raises(ValueError, match="an interval over seeds needs 2"):
+        LengthConfig(seeds=1)
+    with pytest.raises(ValueError, match="not a multiple of --epoch-steps"):
+        LengthConfig(steps=3000, epoch_steps=70)
+    cfg = LengthConfig()
+    assert (cfg.steps, cfg.epoch_steps, cfg.patience, cfg.seeds, cfg.epochs) == (
+        3000, 100, 3, 8, 30)
 
 
 def test_quick_run_writes_table_csv_json_png(tmp_path: Path, one_thread: None, capsys) -> None:
@@ -147,7 +179,9 @@ def test_quick_run_writes_table_csv_json_png(tmp_path: Path, one_thread: None, c
     cmd = result["train_commands"]["rnnsearch-s1"]
     assert cmd.startswith("attnkit train --task copy --task-seed 0 ") and " --seed 1 " in cmd
     assert [c["name"] for c in result["checks"]][:1] == [
-        "RNNsearch relative BLEU drop, shortest -> longest bin"]
+        "drop RNNencdec - drop RNNsearch (paired by seed)"]
+    assert set(result["updates"]) == {"rnnencdec", "rnnsearch"} and result["cap_updates"] == 4
+    assert "updates until early stopping" in text
     assert {"name", "value", "ci", "threshold", "outcome", "kind"} <= set(result["checks"][0])
     assert ev.exit_code(result["verdict"]) in (0, 1, 2)
     assert "| check | kind | value | 95% interval | threshold | outcome |" in text
@@ -174,12 +208,12 @@ def _scores_match_sacrebleu(out: Path, result: dict) -> None:
 
     c = result["config"]
     test = load_task(
-        c["task"], seed=c["seed"], train_size=c["steps"] * c["batch_size"],
+        c["task"], seed=c["seed"], train_size=c["epoch_steps"] * c["batch_size"],
         valid_size=c["valid_size"], test_size=c["test_size"],
         min_len=c["min_len"], max_len=c["max_len"],
     ).test  # fmt: skip
     for seed, m in [(s, m) for s in result["seeds"] for m in ("rnnencdec", "rnnsearch")]:
-        ck = checkpoint.load(out / f"{m}-s{seed}" / "last")
+        ck = checkpoint.load(out / f"{m}-s{seed}" / "best")
         hyps = translate(ck.model, test, ck.src_vocab, ck.tgt_vocab).hyps
         for row in result["by_seed"][str(seed)][m]:
             lo, hi = map(int, row["src_len"].split("-"))
@@ -193,20 +227,20 @@ def _scores_match_sacrebleu(out: Path, result: dict) -> None:
             assert row["exact"] == pytest.approx(exact, abs=0.006), (m, row)
 
 
-def test_train_argv_is_the_same_run_as_train_config(tmp_path: Path) -> None:
+def test_train_argv_is_the_same_run_as_fit_config(tmp_path: Path) -> None:
     """The recorded `attnkit train` command describes exactly the run the experiment makes;
     a training seed changes the initialisation seed only, never the data's."""
     from attnkit.cli import make_parser
-    from attnkit.cli.train import fit_config
-    from attnkit.experiments.length import MODELS, train_config
+    from attnkit.cli.train import fit_config as parsed_fit_config
+    from attnkit.experiments.length import MODELS, fit_config
 
-    cfg = LengthConfig(steps=10, batch_size=4, hidden=16, seed=3)
+    cfg = LengthConfig(steps=10, epoch_steps=5, batch_size=4, hidden=16, seed=3)
     for m in MODELS:
         for seed in (None, 5):
             argv = train_argv(cfg, m, tmp_path / m, seed)
-            parsed = fit_config(make_parser().parse_args(argv))
-            assert parsed.to_json() == train_config(cfg, m, tmp_path / m, seed).to_json()
-    a, b = train_config(cfg, "rnnsearch", tmp_path), train_config(cfg, "rnnsearch", tmp_path, 5)
+            parsed = parsed_fit_config(make_parser().parse_args(argv))
+            assert parsed.to_json() == fit_config(cfg, m, tmp_path / m, seed).to_json()
+    a, b = fit_config(cfg, "rnnsearch", tmp_path), fit_config(cfg, "rnnsearch", tmp_path, 5)
     assert (a.train.seed, b.train.seed) == (3, 5) and a.data == b.data
 
 

@@ -125,20 +125,29 @@ def test_time_steps_warm_up_then_alternate() -> None:
 
 
 NS = [8, 16, 32, 64]
+TIMED = [256, 512, 1024]
 
 
-def repeats(f, spread: float = 0.0) -> list[list[float]]:
-    """Five timed repeats at each n around f(n): factors 1 ± spread, median exactly f(n)."""
-    factors = [1 - spread, 1 - spread / 2, 1.0, 1 + spread / 2, 1 + spread]
-    return [[f(n) * a for a in factors] for n in NS]
+def repeats(f, spread: float = 0.0) -> list[float]:
+    """Five timed repeats around f: factors 1 ± spread, median exactly f."""
+    return [f * a for a in (1 - spread, 1 - spread / 2, 1.0, 1 + spread / 2, 1 + spread)]
 
 
-def table(rnn_depth, tf_depth, rnn_time, tf_time, tf_calls=0) -> dict:
+def table(rnn_depth, tf_depth, tf_calls=0) -> dict:
     return {
-        "rnnsearch": {"depth": rnn_depth, "cell_calls": [3 * n for n in NS],
-                      "seconds": rnn_time},
-        "transformer": {"depth": tf_depth, "cell_calls": [tf_calls] * 4, "seconds": tf_time},
+        "rnnsearch": {"depth": rnn_depth, "cell_calls": [3 * n for n in NS]},
+        "transformer": {"depth": tf_depth, "cell_calls": [tf_calls] * 4},
     }  # fmt: skip
+
+
+def timed(rnn_speedup: float, tf_speedup: float, *, spread: float = 0.05, load: float = 0.3,
+          cores: int = 2) -> dict:
+    """Step times at TIMED: 1.0 s on one thread for both models, 1/speed-up on two."""
+    def arm(s: float) -> dict:
+        return {"1": [repeats(1.0, spread) for _ in TIMED],
+                "2": [repeats(1.0 / s, spread) for _ in TIMED]}
+    return {"seconds": {"rnnsearch": arm(rnn_speedup), "transformer": arm(tf_speedup)},
+            "load": [load, load], "cores": cores, "ns": TIMED}  # fmt: skip
 
 
 RNN_DEPTH = [22 + 20 * n for n in NS]
@@ -148,45 +157,48 @@ def by_name(checks: list[ev.Check]) -> dict[str, ev.Check]:
     return {c.name: c for c in checks}
 
 
+def judge(t: dict, depth=None) -> list[ev.Check]:
+    return checks_of(NS, depth or table(RNN_DEPTH, [140] * 4), t, 2, 1.5)
+
+
 def test_checks_reproduced() -> None:
-    checks = checks_of(NS, table(RNN_DEPTH, [140] * 4, repeats(lambda n: 0.01 * n, 0.05),
-                                 repeats(lambda n: 0.05 * n**0.3, 0.05)))  # fmt: skip
+    checks = judge(timed(1.05, 1.6))
     assert ev.verdict_of(checks) == "REPRODUCED"
     c = by_name(checks)
-    gap = c["step-time exponent RNNsearch - Transformer"]
-    assert gap.value == pytest.approx(0.7) and gap.ci[0] < 0.7 < gap.ci[1]
+    gap = c["n=512: log speed-up 1 -> 2 threads, Transformer - RNNsearch"]
+    assert gap.value == pytest.approx(math.log(1.6) - math.log(1.05))
+    assert gap.ci[0] > 0
     assert c["Transformer depth, max / min over n"].ci == (1.0, 1.0)  # exact: a point
-    assert all(x["kind"] == "claim" for x in (ch.as_json() for ch in checks))
+    assert {x.kind for x in checks} == {"claim", "design"}
 
 
 def test_checks_not_reproduced_name_the_number() -> None:
-    # both times linear: the timing gap fails, the depth half holds
-    same = checks_of(NS, table(RNN_DEPTH, [140] * 4, repeats(lambda n: 0.01 * n, 0.05),
-                               repeats(lambda n: 0.002 * n, 0.05)))  # fmt: skip
-    verdict = ev.verdict_of(same)
-    assert verdict.startswith("NOT REPRODUCED: step-time exponent RNNsearch - Transformer: ")
+    # the RNN gains more from the second thread: the speed-up claim fails at every n
+    verdict = ev.verdict_of(judge(timed(1.6, 1.05)))
+    assert verdict.startswith("NOT REPRODUCED: n=256: log speed-up")
     assert ev.exit_code(verdict) == 1
-    # a Transformer whose depth grows, an RNN whose depth and time do not, a recurrent cell
-    flat = repeats(lambda n: 1.0, 0.05)
-    bad = by_name(checks_of(NS, table([400] * 4, [100, 150, 200, 250], flat, flat, 5)))
+    # a Transformer whose depth grows, an RNN whose depth does not, a recurrent cell
+    bad = by_name(judge(timed(1.05, 1.6), table([400] * 4, [100, 150, 200, 250], 5)))
     failed = {name for name, c in bad.items() if c.outcome == ev.FAIL}
     assert failed == {"RNNsearch depth exponent in n", "Transformer depth, max / min over n",
-                      "Transformer recurrent cell calls (most at any n)",
-                      "RNNsearch step-time exponent in n (medians)",
-                      "step-time exponent RNNsearch - Transformer"}  # fmt: skip
+                      "Transformer recurrent cell calls (most at any n)"}  # fmt: skip
     assert bad["Transformer depth, max / min over n"].value == pytest.approx(2.5)
 
 
-def test_a_noisy_time_exponent_that_straddles_the_threshold_is_inconclusive() -> None:
-    """RNN time ∝ n^0.7 (the threshold) with repeats spread ±60%: the exponent's interval
-    holds 0.7, so the timing says neither yes nor no; the gap (0.7 - 0) still passes."""
-    checks = checks_of(NS, table(RNN_DEPTH, [140] * 4, repeats(lambda n: 0.01 * n**0.7, 0.6),
-                                 repeats(lambda n: 0.05, 0.01)))  # fmt: skip
-    c = by_name(checks)["RNNsearch step-time exponent in n (medians)"]
-    assert c.outcome == ev.INCONCLUSIVE and c.ci[0] < 0.7 < c.ci[1]
-    verdict = ev.verdict_of(checks)
-    assert verdict.startswith("INCONCLUSIVE: RNNsearch step-time exponent") and (
-        ev.exit_code(verdict) == 2)
+def test_noisy_timings_that_straddle_zero_are_inconclusive() -> None:
+    checks = judge(timed(1.3, 1.35, spread=0.6))
+    c = by_name(checks)["n=256: log speed-up 1 -> 2 threads, Transformer - RNNsearch"]
+    assert c.outcome == ev.INCONCLUSIVE and c.ci[0] < 0 < c.ci[1]
+    assert ev.verdict_of(checks).startswith("INCONCLUSIVE: n=256: log speed-up")
+
+
+def test_a_loaded_machine_or_one_core_cannot_tell() -> None:
+    """Under a load average above 1.5, or with fewer cores than threads, the timings do not
+    measure parallelism: INCONCLUSIVE, even where every interval passes."""
+    loaded = ev.verdict_of(judge(timed(1.05, 1.6, load=6.0)))
+    assert loaded.startswith("INCONCLUSIVE: 1-minute load average") and "6" in loaded
+    one = ev.verdict_of(judge(timed(1.05, 1.6, cores=1)))
+    assert one.startswith("INCONCLUSIVE: CPU cores for 2 threads")
 
 
 def test_bad_settings_fail_clearly() -> None:
@@ -200,12 +212,16 @@ def test_bad_settings_fail_clearly() -> None:
         ParallelConfig(dim=50, heads=4)
     with pytest.raises(ValueError, match="--vocab 3"):
         ParallelConfig(vocab=3)
+    with pytest.raises(ValueError, match="--threads 1: the speed-up compares"):
+        ParallelConfig(threads=1)
+    with pytest.raises(ValueError, match="--timing-lengths"):
+        ParallelConfig(timing_lengths="x")
 
 
 def test_a_tiny_run_records_depths_calls_and_writes_its_files(tmp_path: Path) -> None:
     from attnkit.experiments.parallel.report import report
 
-    cfg = ParallelConfig(**{**QUICK, "lengths": "2,4"})
+    cfg = ParallelConfig(**{**QUICK, "lengths": "2,4", "timing_lengths": "4"})
     result = run_experiment(cfg, tmp_path, say=lambda s: None)
     lines: list[str] = []
     report(result, tmp_path, lines.append)
@@ -213,13 +229,16 @@ def test_a_tiny_run_records_depths_calls_and_writes_its_files(tmp_path: Path) ->
     assert by["rnnsearch"]["cell_calls"] == [6, 12]
     assert by["transformer"]["depth"][0] == by["transformer"]["depth"][1]
     assert result["exponents"]["transformer"]["depth"] == 0.0
-    assert len(result["checks"]) == 6 and {"name", "ci", "outcome"} <= set(result["checks"][0])
+    assert len(result["checks"]) == 7 and {"name", "ci", "outcome"} <= set(result["checks"][0])
     assert result["parameters"]["rnnsearch"] == sum(
         p.numel() for p in build(cfg, "rnnsearch").parameters()
     )
+    t = result["timing"]
+    assert [len(t["seconds"][m]["2"][0]) for m in ("rnnsearch", "transformer")] == [2, 2]
+    assert len(t["load"]) == 2 and t["cores"] >= 1
     assert any(line.startswith("| n | RNNsearch depth |") for line in lines)
     assert lines[-1].startswith("verdict: ")
     assert any(line.startswith("| check | kind | value | 95% interval |") for line in lines)
     saved = json.loads((tmp_path / "parallel.json").read_text())
-    assert saved["config"]["lengths"] == "2,4" and saved["threads"] == 1
-    assert (tmp_path / "parallel.csv").read_text().count("\n") == 3  # header + 2 lengths
+    assert saved["config"]["lengths"] == "2,4" and saved["threads"] == 2
+    assert (tmp_path / "parallel.csv").read_text().count("\n") == 3  # header + n = 2, 4

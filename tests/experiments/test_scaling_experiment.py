@@ -1,7 +1,7 @@
 """``attnkit experiment scaling``: the softmax statistics against hand computation from the
 formulas, the captured queries/keys against the model's own attention weights, the checks and
-verdict on hand-made numbers (clean, contrary, straddling, unlearned), the --quick run, and
-clear errors for bad settings."""
+verdict on hand-made numbers (clean, contrary, straddling, unlearned, a reported width at the
+floor, a cap too near the stops), the --quick run, and clear errors for bad settings."""
 
 import math
 from pathlib import Path
@@ -22,7 +22,7 @@ from attnkit.experiments.scaling.measure import (
     row_stats,
     summarise,
 )
-from attnkit.scores import dot_score, scaled_dot_score
+from attnkit.stages.scores import dot_score, scaled_dot_score
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
 
@@ -97,7 +97,7 @@ def test_captured_queries_and_keys_give_the_models_own_weights() -> None:
     """softmax(qᵀk/√d_k) on the captured last-layer cross-attention q, k (per head, source
     padding masked) equals the weights the model reports for its real target rows."""
     from attnkit.models import build_model
-    from attnkit.normalisers import masked_softmax
+    from attnkit.stages.normalisers import masked_softmax
 
     torch.manual_seed(0)
     m = build_model("transformer", src_vocab=13, tgt_vocab=11, preset="tiny", heads=2,
@@ -131,25 +131,32 @@ def _random(grad: list[float], scaled: float, noise: float = 0.0) -> dict:
     }  # fmt: skip
 
 
-def _trained(gap: float, spread: float, bleu: float = 50.0) -> list[dict]:
-    """Three seeds at two widths; at the large one the unscaled arm's per-example test loss
-    is the scaled one's + gap (± spread, alternating over 40 examples)."""
+def _trained(gap: float, spread: float, bleu: float = 50.0, *, small_bleu: float | None = None,
+             stops: int = 1500, censored: bool = False) -> list[dict]:  # fmt: skip
+    """Five seeds at two widths; at the large one the unscaled arm's per-example test loss is
+    the scaled one's + gap, each seed's moved by ± spread (alternating over seeds); every run
+    stopped after ``stops`` updates (``censored``: cut by the cap); BLEU ``bleu`` at the
+    large width, ``small_bleu`` (default the same) at the small one."""
     out = []
-    for seed in range(3):
+    for seed in range(5):
         base = [1.0 + 0.01 * i for i in range(40)]
         for s in ("dot", "scaled_dot"):
-            shift = [gap + spread * (-1) ** i for i in range(40)] if s == "dot" else [0.0] * 40
+            shift = gap + spread * (-1) ** seed if s == "dot" else 0.0
             for d in (8, 64):
-                losses = [b + x for b, x in zip(base, shift, strict=True)] if d == 64 else base
+                losses = [b + shift for b in base] if d == 64 else base
                 out.append({"d_k": d, "score": s, "seed": seed, "test_losses": losses,
-                            "test_bleu": bleu})  # fmt: skip
+                            "test_bleu": bleu if d == 64 or small_bleu is None else small_bleu,
+                            "updates": stops, "censored": censored})  # fmt: skip
     return out
+
+
+CAP = 6000
 
 
 def test_a_clean_result_reproduces() -> None:
     """The gradient rises from d_k 4 to 16 (as any softmax does) and falls from 16 on: the
     fall is checked from d_k 16 only, so the rise does not count."""
-    checks = checks_of(_random([0.21, 0.22, 0.11, 1e-4], 0.17, noise=0.02), _trained(0.5, 0.1))
+    checks = checks_of(_random([0.21, 0.22, 0.11, 1e-4], 0.17, noise=0.02), _trained(0.5, 0.1), CAP)
     assert [c.name for c in checks if c.name.startswith("A ")] == [
         "A unscaled median gradient falls, d_k 16 -> 64 (log ratio)",
         "A unscaled median gradient falls, d_k 64 -> 1024 (log ratio)"]  # fmt: skip
@@ -164,7 +171,8 @@ def test_a_clean_result_reproduces() -> None:
 def test_a_clean_contrary_result_is_not_reproduced() -> None:
     """The unscaled gradient does not fall, stays near the scaled one, and the unscaled
     Transformer is ahead: every claim fails on its interval."""
-    checks = checks_of(_random([0.21, 0.11, 0.15, 0.16], 0.17, noise=0.02), _trained(-0.5, 0.1))
+    random = _random([0.21, 0.11, 0.15, 0.16], 0.17, noise=0.02)
+    checks = checks_of(random, _trained(-0.5, 0.1), CAP)
     got = {c.name: c.outcome for c in checks}
     assert got["A unscaled median gradient falls, d_k 64 -> 1024 (log ratio)"] == ev.FAIL
     assert got["A2 unscaled / scaled median gradient at d_k 1024"] == ev.FAIL
@@ -178,14 +186,30 @@ def test_a_straddling_gap_or_an_unlearned_task_is_inconclusive() -> None:
     """A trained gap whose interval holds 0, or arms that never learned the task (BLEU below
     20), give INCONCLUSIVE, never NOT REPRODUCED."""
     random = _random([0.21, 0.22, 0.11, 1e-4], 0.17, noise=0.02)
-    straddle = checks_of(random, _trained(0.01, 1.0))
+    straddle = checks_of(random, _trained(0.01, 1.0), CAP)
     c = next(c for c in straddle if c.name.startswith("C "))
     assert c.outcome == ev.INCONCLUSIVE and c.ci[0] < 0 < c.ci[1]
     assert ev.verdict_of(straddle).startswith("INCONCLUSIVE: C test loss")
-    floor = checks_of(random, _trained(-0.5, 0.1, bleu=3.0))  # C fails, but nothing learned
+    floor = checks_of(random, _trained(-0.5, 0.1, bleu=3.0), CAP)  # C fails, nothing learned
     verdict = ev.verdict_of(floor)
     assert verdict.startswith("INCONCLUSIVE: L best arm's mean test BLEU") and \
         ev.exit_code(verdict) == 2  # fmt: skip
+
+
+def test_only_the_compared_width_is_checked_and_the_cap_must_clear_the_stops() -> None:
+    """The smaller width (reported only) at the floor withholds nothing; the compared width
+    at the floor makes the verdict INCONCLUSIVE (test above); a cap under 3x the median stop of a
+    compared arm does too, naming the censored runs."""
+    random = _random([0.21, 0.22, 0.11, 1e-4], 0.17, noise=0.02)
+    context = checks_of(random, _trained(0.5, 0.1, small_bleu=0.0), CAP)
+    assert ev.verdict_of(context) == ev.REPRODUCED
+    c = next(c for c in context if c.name.startswith("C "))
+    gaps = [0.5 + 0.1 * (-1) ** s for s in range(5)]  # per-seed: a t-interval over 5 seeds
+    assert c.value == pytest.approx(sum(gaps) / 5) and c.ci[0] == pytest.approx(
+        ev.t_interval(gaps).lo)
+    short = ev.verdict_of(checks_of(random, _trained(0.5, 0.1, stops=6000, censored=True), CAP))
+    assert short.startswith("INCONCLUSIVE: P dot at d_k 64: cap / median stopping point: cap "
+                            "6000 / median stop 6000 = 1, needs >= 3; 5 of 5 runs censored")
 
 
 def test_the_quick_run_writes_its_checks(tmp_path: Path) -> None:
@@ -230,11 +254,11 @@ def test_settings_parse_and_bad_settings_fail_clearly() -> None:
 
 
 def test_the_two_runs_differ_only_in_the_score(tmp_path: Path) -> None:
-    from attnkit.experiments.scaling.jobs import train_config
+    from attnkit.experiments.scaling.jobs import fit_config
 
     cfg = ScalingConfig()
-    a = train_config(cfg, 2, 64, "dot", 1, tmp_path).to_json()
-    b = train_config(cfg, 2, 64, "scaled_dot", 1, tmp_path).to_json()
+    a = fit_config(cfg, 2, 64, "dot", 1, tmp_path).to_json()
+    b = fit_config(cfg, 2, 64, "scaled_dot", 1, tmp_path).to_json()
     assert a["model"]["options"].pop("score") == "dot"
     assert b["model"]["options"].pop("score") == "scaled_dot"
     assert a == b and a["model"]["options"]["dim"] == 128

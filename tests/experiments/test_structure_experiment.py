@@ -145,10 +145,13 @@ def test_an_arm_that_has_not_learnt_makes_the_part_inconclusive():
     assert v.startswith("INCONCLUSIVE") and "not learned at this budget" in v
 
 
+JITTER = {"parallel": [0.02, -0.02, 0.0], "alternating": [-0.02, 0.02, 0.0],
+          "none": [0.0, 0.01, -0.01]}  # per-seed spread of each arm's test accuracy
+
+
 def _qa(gaps, params=None, stopped=True):
-    rng = random.Random(1)
-    correct = {a: [[int(rng.random() < 0.6 + g) for _ in range(300)] for _ in range(3)]
-               for a, g in gaps.items()}  # fmt: skip
+    correct = {a: [[1] * (k := round(300 * (0.6 + g + j))) + [0] * (300 - k)
+                   for j in JITTER[a]] for a, g in gaps.items()}  # fmt: skip
     valid = {a: [0.6 + g] * 3 for a, g in gaps.items()}
     params = params or {a: 1000 for a in gaps}
     return sc.qa_checks(correct, valid, params, {a: [stopped] * 3 for a in gaps}, 6000)
@@ -220,3 +223,59 @@ def test_run_jobs_keys_each_result_by_its_own_job(workers: int) -> None:
     b = {"test_accuracy": 0.7, "steps_run": 3, "cpu_seconds": 2.0}
     got = run_jobs([("a", dict, (a,)), ("b", dict, (b,))], workers, lambda _: None)
     assert got == {"a": a, "b": b}
+
+
+def test_scope_reports_the_auc_and_judges_each_part_on_its_own() -> None:
+    """An AUC gap that fails is reported, never the verdict; a part with 3 seeds is
+    INCONCLUSIVE without touching another part's verdict; a compared pair at 100% final
+    accuracy is at the ceiling (INCONCLUSIVE)."""
+    gap = ev.Interval(-0.2, -0.3, -0.1, 5)
+    checks = [ev.on_interval("HAN: AUC attention − max", gap, 0.0),
+              ev.on_interval("HAN: final test accuracy attention − max",
+                             ev.Interval(0.1, 0.05, 0.15, 5), 0.0),
+              ev.on_interval("co-attention: test accuracy parallel − none",
+                             ev.Interval(0.3, 0.2, 0.4, 3), 0.0)]  # fmt: skip
+    acc = {"HAN": {"attention": [0.9, 0.95, 0.9, 0.92, 0.9], "max": [0.8, 0.85, 0.8, 0.8, 0.8]},
+           "co-attention": {"parallel": [0.7] * 3, "none": [0.4] * 3}}
+    got = sc.scoped(checks, acc, {"HAN": 5, "co-attention": 3})
+    auc = next(c for c in got if ": AUC " in c.name)
+    assert auc.kind == "report" and auc.outcome == ev.FAIL
+    assert sc.part_verdict(got, "HAN") == ev.REPRODUCED
+    qa = sc.part_verdict(got, "co-attention")
+    assert qa.startswith("INCONCLUSIVE: co-attention: seeds for a check (at least 5): 3")
+    acc["HAN"] = {"attention": [1.0] * 5, "max": [0.995] * 5}
+    got = sc.scoped(checks, acc, {"HAN": 5, "co-attention": 5})
+    assert sc.part_verdict(got, "HAN").startswith(
+        "INCONCLUSIVE: HAN: final test accuracy attention and max below the ceiling")
+    assert sc.part_verdict(got, "co-attention") == ev.REPRODUCED
+
+
+def test_gaps_are_t_intervals_over_seeds_and_the_cap_needs_three_median_stops() -> None:
+    """A stored run judged again: a gap that two seeds of five carry straddles 0 on the
+    t-interval over per-seed gaps (an examples bootstrap would call it a pass); a co-attention
+    arm whose cap is under 3x its median stop withholds the part's verdict."""
+    from attnkit.experiments.structure import rejudge
+
+    han = {"attention": [0.95, 0.99, 0.97, 0.99, 0.93], "mean": [0.948, 0.638, 0.932, 0.988,
+                                                               0.592]}  # fmt: skip
+    runs = {f"han/{a}/{s}": {"test_accuracy": v[s]} for a, v in han.items() for s in range(5)}
+    qa = {"parallel": (0.7, 4200), "none": (0.4, 1500)}
+    runs |= {f"qa/{a}/{s}": {"test_accuracy": acc + 0.01 * s, "steps_run": steps,
+                             "stopped_early": True} for a, (acc, steps) in qa.items()
+             for s in range(5)}  # fmt: skip
+    stale = [ev.on_interval("HAN: final test accuracy attention − mean",
+                            ev.Interval(0.146, 0.01, 0.288, 5), 0.0),
+             ev.Check("co-attention: converged", 1.0, (1.0, 1.0), 1.0, ev.PASS, "design", ""),
+             ev.on_interval("co-attention: test accuracy parallel − none",
+                            ev.Interval(0.3, 0.2, 0.4, 5), 0.0)]  # fmt: skip
+    result = {"config": {"qa_cap": 6000}, "parts": {"han": {}, "qa": {}}, "runs": runs,
+              "checks": [c.as_json() for c in stale]}  # fmt: skip
+    got = rejudge(result)
+    by = {c["name"]: c for c in got["checks"]}
+    han_gap = by["HAN: final test accuracy attention − mean"]
+    assert han_gap["outcome"] == ev.INCONCLUSIVE and han_gap["ci"][0] < 0 < han_gap["ci"][1]
+    assert by["co-attention: cap >= 3x median stop (parallel)"]["outcome"] == ev.INCONCLUSIVE
+    assert by["co-attention: cap >= 3x median stop (none)"]["outcome"] == ev.PASS
+    assert by["co-attention: test accuracy parallel − none"]["outcome"] == ev.PASS
+    assert "median stop (parallel)" in got["parts"]["qa"]["verdict"]
+    assert rejudge(got) == got  # judged again, unchanged

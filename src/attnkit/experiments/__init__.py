@@ -28,6 +28,7 @@ EXPERIMENTS: dict[str, str] = {
     "context": "attnkit.experiments.context",  # Dai 2019: Transformer-XL's memory and speed
     "extrapolation": "attnkit.experiments.extrapolation",  # Press 2022: train short, test long
     "sparse": "attnkit.experiments.sparse",  # Child 2019: factorised attention vs dense
+    "explanation": "attnkit.experiments.explanation",  # Jain & Wallace 2019 vs Wiegreffe 2019
 }
 """Experiment name -> its module (imported by ``get``), for ``attnkit experiment NAME``."""
 

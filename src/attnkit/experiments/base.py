@@ -177,14 +177,6 @@ REPRODUCED = "REPRODUCED"
 """The verdict of an experiment whose checks all passed."""
 
 
-def verdict(reasons: Sequence[str]) -> str:
-    """A two-outcome verdict from failed checks' reasons: ``"REPRODUCED"`` when there are none,
-    else ``"NOT REPRODUCED: "`` and the reasons. Every shipped experiment judges through
-    ``evidence.verdict_of`` (three outcomes, on intervals); this stays for tests and for a
-    user's own experiment whose checks are exact."""
-    return REPRODUCED if not reasons else "NOT REPRODUCED: " + "; ".join(reasons)
-
-
 def reproduced(result: dict[str, Any]) -> bool:
     """Whether the result's verdict is ``"REPRODUCED"``."""
     return result["verdict"] == REPRODUCED
@@ -317,7 +309,6 @@ __all__ = [
     "reproduced",
     "save_figure",
     "task_names",
-    "verdict",
     "write_csv",
     "write_json",
 ]

@@ -1,5 +1,5 @@
 """The experiment contract's statistics: checks on intervals, never on point means, and three
-outcomes (issue "Experiments that can tell").
+outcomes: reproduced, not reproduced, inconclusive.
 
     gap = t_interval([a - b for a, b in zip(acc_attn, acc_rnn)])     # over seeds
     checks = [
@@ -228,6 +228,40 @@ def can_tell(name: str, value: float, threshold: float, *, above: bool = True) -
     return _design(name, value, threshold, above, "", "the measurement cannot test the claim")
 
 
+def off_floor(name: str, margin: Interval) -> Check:
+    """A design check on one compared arm in one setting: ``margin`` is its lead over the
+    floor (e.g. the window-mean forecast's error − the arm's, one per seed). Its interval
+    wholly above 0 passes; otherwise INCONCLUSIVE, since at the floor no gap between arms can
+    show. Arms reported for context get no such check: they must not withhold a verdict."""
+    c = on_interval(name, margin, 0.0)
+    if c.outcome == PASS:
+        return Check(c.name, c.value, c.ci, c.threshold, PASS, "design", c.reason)
+    return Check(c.name, c.value, c.ci, c.threshold, INCONCLUSIVE, "design",
+                 c.reason + ": not clear of the floor, no gap can show")  # fmt: skip
+
+
+PLATEAU_CAP = 3.0
+"""A cap at least this many times an arm's median stopping point (``plateau_cap``)."""
+
+
+def plateau_cap(name: str, stops: Sequence[float], cap: float, censored: int, *,
+                ratio: float = PLATEAU_CAP) -> Check:  # fmt: skip
+    """A design check that one compared arm trained to a plateau under early stopping: the
+    cap is at least ``ratio``× the median of its runs' stopping points ``stops`` (updates or
+    epochs; a run cut by the cap counts as the cap, which only raises the median); otherwise
+    INCONCLUSIVE, since the cap may then set the result. ``censored``, the runs the cap cut
+    before their plateau, is named in the reason (report them as censored)."""
+    median = statistics.median(stops)
+    value = cap / median
+    reason = (f"{name}: cap {cap:g} / median stop {median:g} = {value:.3g}, needs >= {ratio:g}; "
+              f"{censored} of {len(stops)} runs censored at the cap")  # fmt: skip
+    ok = value >= ratio
+    if not ok:
+        reason += ": the cap, not the plateau, may set the result"
+    return Check(name, value, (value, value), ratio, PASS if ok else INCONCLUSIVE, "design",
+                 reason)  # fmt: skip
+
+
 def verdict_of(checks: Sequence[Check]) -> str:
     """The experiment's verdict from its checks: INCONCLUSIVE when a design check cannot tell;
     else NOT REPRODUCED when a claim check fails; else INCONCLUSIVE when a claim check's
@@ -293,6 +327,7 @@ def exit_code(verdict: str) -> int:
 
 __all__ = [
     "EXIT_CODES",
+    "PLATEAU_CAP",
     "FAIL",
     "INCONCLUSIVE",
     "PASS",
@@ -308,8 +343,10 @@ __all__ = [
     "exponent_interval",
     "judged",
     "learned",
+    "off_floor",
     "on_interval",
     "paired_bootstrap",
+    "plateau_cap",
     "point",
     "t_interval",
     "verdict_of",

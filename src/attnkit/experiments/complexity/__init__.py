@@ -1,6 +1,12 @@
 """Vaswani et al. (2017), Table 1, measured instead of quoted: "Maximum path lengths,
 per-layer complexity and minimum number of sequential operations for different layer types".
 
+This is an **audit of attnkit's layers** against the table: Table 1 is analytic (asymptotic
+costs of layer types, no experiment behind it), so what can be checked is whether these
+implementations cost what the table says (FLOPs, sequential depth, path length, how CPU time
+grows with n), not a finding that could have come out otherwise for the layer types
+themselves. A REPRODUCED verdict says: attnkit's layers behave as Table 1 describes.
+
     layer            complexity per layer   sequential ops   maximum path length
     self-attention   O(n²·d)                O(1)             O(1)
     recurrent        O(n·d²)                O(n)             O(n)
@@ -40,10 +46,14 @@ repeats at each n, their 95% interval from resampling the repeats (``evidence``'
   over the n grid > 0.9) and not for the others (< 0.1);
 * path length: the measured number of layers equals the table's for every stack exactly
   (off by < 0.5), and the recurrent path runs through n-1 steps;
-* crossover: self-attention is faster than the recurrent layer at every grid n < d (the
-  largest ratio of median times < 1, the claim's direction), and the counted-FLOP crossover
-  lies within (d/2, 2d). The timed crossover n* per d is reported, with n*/d, but not
-  required to be near d.
+* crossover: the counted-FLOP crossover of self-attention and the recurrent layer lies
+  within (d/2, 2d) (§4's argument, n²·d against n·d²).
+Reported, not checked: §4's "self-attention layers are faster than recurrent layers when n
+is smaller than d" in CPU time (the largest self-attention / GRU ratio of median times over
+the grid's n < d, with its interval), and the timed crossover n* per d with n*/d. The timed
+check cannot fail here: on a CPU the GRU runs n small products one after another, so it is
+slower than self-attention at every n < d (and far beyond) whatever the FLOPs say; a check
+that cannot fail judges nothing, so it is kept out of the verdict.
 """
 
 from __future__ import annotations
@@ -59,7 +69,7 @@ from ..._checks import check_ranges
 from ...train.runtime import torch_threads
 from .. import evidence as ev
 from ..base import Experiment, Say, option
-from .checks import checks_of, summarise
+from .checks import checks_of, reported_of, summarise
 from .models import (
     LAYERS,
     STACKS,
@@ -151,6 +161,7 @@ def run_experiment(cfg: ComplexityConfig, out: Path, say: Say = print) -> dict[s
     numbers = summarise(rows, ns, ds)
     numbers["paths"] = paths
     checks = checks_of(numbers)
+    numbers["reported"] = reported_of(numbers)
     return {
         "config": asdict(cfg),
         "held_equal": "per (n, d): the same input x (B, n, d), seed and width d for every "
@@ -201,14 +212,15 @@ def measure_paths(cfg: ComplexityConfig) -> dict[str, dict[str, Any]]:
 EXPERIMENT = Experiment.of(
     __name__,
     name="complexity",
-    help="per-layer cost, sequential ops, path length: recurrent vs conv vs self-attention "
-    "(Vaswani 2017, Table 1)",
+    help="an audit of attnkit's layers against Table 1 (Vaswani 2017): per-layer cost, "
+    "sequential ops, path length of recurrent, conv and self-attention",
     typical="about 3 min of CPU; 7.2 min on a busy 2-core CPU (load 6)",
     description="Time forward+backward, count FLOPs, bytes saved for backward and autograd "
     "depth of a GRU, a causal conv, self-attention and restricted (sliding-window) "
     "self-attention over a grid of n and d; measure the layers a stack needs to connect "
-    "position 0 to n-1; check the fitted exponents and path lengths against Table 1 and "
-    "report where self-attention stops being faster than the GRU. Writes "
+    "position 0 to n-1; check the fitted exponents and path lengths against Table 1 (an "
+    "audit of the implementation) and report, unchecked, where self-attention stops being "
+    "faster than the GRU. Writes "
     "OUT/complexity.{csv,json,png}; exits 0 REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE.",
     config=ComplexityConfig,
 )

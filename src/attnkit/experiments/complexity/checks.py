@@ -1,6 +1,7 @@
-"""The complexity experiment's numbers and checks: exponents fitted in log-log, the
-self-attention / recurrent crossover, and the checks (thresholds fixed from Vaswani et al.
-2017, Table 1, before any run; see ``complexity`` for what each check means). Exact counts
+"""The complexity experiment's numbers and checks (an audit of attnkit's layers against
+Table 1): exponents fitted in log-log, the self-attention / recurrent crossover, the checks
+(thresholds fixed from Vaswani et al. 2017, Table 1, before any run; see ``complexity`` for
+what each check means) and the numbers reported beside them. Exact counts
 (FLOPs, depth, layers) have no sampling error: their interval is the point [v, v]
 (``evidence.point``); timings get bootstrap intervals over the repeats at each n."""
 
@@ -182,15 +183,24 @@ def checks_of(numbers: dict[str, Any]) -> list[ev.Check]:
                          abs(rec["steps"] - rec["expected_steps"]), 0.5, above=False))
     for d in ds:
         c = numbers["crossover"][str(d)]
-        if c["below_d"] is not None:
-            b = c["below_d"]
-            iv = ev.Interval(b["value"], b["ci"][0], b["ci"][1], len(b["n"]))
-            checks.append(ev.on_interval(
-                f"largest self-attention / GRU time ratio at n < d, d={d} (medians)", iv, 1.0,
-                above=False))  # fmt: skip
         checks += _band(f"FLOP crossover n*/d, d={d}", _crossover_over_d(c["flops"], ns, d),
                         *FLOP_CROSS)  # fmt: skip
     return checks
 
 
-__all__ = ["FIT_POINTS", "TERM", "checks_of", "crossover", "slope", "summarise"]
+def reported_of(numbers: dict[str, Any]) -> list[dict[str, Any]]:
+    """§4's "self-attention faster than recurrent when n < d" in CPU time, per d with a grid
+    n < d: the largest self-attention / GRU ratio of median times over those n, with its
+    bootstrap interval. Reported, never checked: on a CPU the GRU's n sequential steps make
+    it slower than self-attention at every n < d, so the check could not fail here."""
+    out = []
+    for d in numbers["ds"]:
+        b = numbers["crossover"][str(d)]["below_d"]
+        if b is not None:
+            out.append({"name": f"largest self-attention / GRU time ratio at n < d, d={d} "
+                                "(medians; cannot fail on a CPU, not checked)",
+                        "value": b["value"], "ci": b["ci"], "n": b["n"]})  # fmt: skip
+    return out
+
+
+__all__ = ["FIT_POINTS", "TERM", "checks_of", "crossover", "reported_of", "slope", "summarise"]

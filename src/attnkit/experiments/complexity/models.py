@@ -62,7 +62,7 @@ class CausalConv(nn.Module):
         return self.conv(h).transpose(1, 2)  # (B, n, d)
 
 
-class SelfAttention(nn.Module):
+class SelfAttentionLayer(nn.Module):
     """Multi-head self-attention (Vaswani 2017, §3.2.2) through attnkit's fused path; with a
     radius, restricted to |i - j| <= r (the band kernel): (B, n, d) -> (B, n, d)."""
 
@@ -82,9 +82,9 @@ def make_layer(kind: str, d: int, *, heads: int, kernel: int, radius: int) -> nn
     if kind == "convolution":
         return CausalConv(d, kernel)
     if kind == "self_attention":
-        return SelfAttention(d, heads)
+        return SelfAttentionLayer(d, heads)
     if kind == "restricted":
-        return SelfAttention(d, heads, radius)
+        return SelfAttentionLayer(d, heads, radius)
     raise ValueError(f"unknown layer {kind!r}; choose one of {LAYERS}")
 
 
@@ -256,7 +256,7 @@ __all__ = [
     "Measured",
     "Recurrent",
     "SavedBytes",
-    "SelfAttention",
+    "SelfAttentionLayer",
     "expected_path",
     "flop_counter",
     "forward_flops",

@@ -95,6 +95,15 @@ def time_table(result: dict[str, Any]) -> str:
     return markdown_table(["d", "n"] + [f"{LABELS[k]}" for k in LAYERS], body)
 
 
+def reported_table(result: dict[str, Any]) -> str:
+    """The numbers reported beside the checks (judging nothing), with their intervals."""
+    return markdown_table(
+        ["reported, not checked", "value", "95% interval", "grid n < d"],
+        [[r["name"], f"{r['value']:.3g}", f"[{r['ci'][0]:.3g}, {r['ci'][1]:.3g}]",
+          ", ".join(map(str, r["n"]))] for r in result.get("reported", [])],
+    )  # fmt: skip
+
+
 def verdict_line(result: dict[str, Any]) -> str:
     return f"verdict: {result['verdict']}"
 
@@ -110,8 +119,10 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     say(crossover_table(result))
     say("\nfwd+bwd CPU ms, least of the repeats (wall-clock ms in the CSV):")
     say(time_table(result))
-    say("\nchecks (exact counts: the point [v, v]; timings: 95% bootstrap intervals over the "
-        "repeats at each n)")
+    say("\nreported, not checked (95% bootstrap intervals over the repeats):")
+    say(reported_table(result))
+    say("\nchecks, an audit of attnkit's layers against Table 1 (exact counts: the point "
+        "[v, v]; timings: 95% bootstrap intervals over the repeats at each n)")
     say(checks_table(result["checks"], digits=3))
     paths = write_outputs("complexity", result["rows"], result, plot, out, say)
     say(f"total {result['seconds']:.0f}s")
@@ -160,4 +171,5 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     return path
 
 
-__all__ = ["crossover_table", "path_table", "plot", "report", "table1", "time_table"]
+__all__ = ["crossover_table", "path_table", "plot", "report", "reported_table", "table1",
+           "time_table"]

@@ -1,5 +1,6 @@
 """The training runs of the context experiment: Transformer-XL and the vanilla Transformer
-LM, at equal parameters, on the same generated text, batches and updates, for each seed."""
+LM, at equal parameters, on the same generated text and batches, each trained to a validation
+plateau by the same rule (early stopping, the same patience and cap), for each seed."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ ARMS = ("transformer-xl", "transformer-lm")
 
 
 def fit_config(cfg: ContextConfig, arm: str, seed: int, out: Path) -> FitConfig:
-    """One run: ``arm`` on seed ``seed``'s text, ``cfg.epochs`` epochs of ``cfg.batch_size``
-    streams, no early stopping, checkpoints in ``out/ARM-sSEED``."""
+    """One run: ``arm`` on seed ``seed``'s text in batches of ``cfg.batch_size`` streams,
+    stopped after ``cfg.patience`` epochs without a lower valid loss, at most ``cfg.epochs``;
+    checkpoints in ``out/ARM-sSEED`` (``best/``: the lowest valid loss)."""
     memory = {"memory": cfg.memory} if arm == "transformer-xl" else {}
-    return lm_run(cfg, arm, seed, out / f"{arm}-s{seed}", **memory)
+    return lm_run(cfg, arm, seed, out / f"{arm}-s{seed}", patience=cfg.patience, **memory)
 
 
 def make_jobs(cfg: ContextConfig, out: Path) -> dict[str, FitConfig]:

@@ -46,12 +46,26 @@ def timing_text(result: dict[str, Any]) -> str:
                            "XL, memory (ms/char)", "speedup"], body)  # fmt: skip
 
 
+def reported_text(result: dict[str, Any]) -> str:
+    """The numbers reported beside the checks (judging nothing), with their intervals."""
+    return markdown_table(
+        ["reported, not checked", "value", "95% interval", "seeds"],
+        [[r["name"], f"{r['value']:.4g}", f"[{r['ci'][0]:.4g}, {r['ci'][1]:.4g}]", str(r["n"])]
+         for r in result["reported"]],
+    )  # fmt: skip
+
+
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     params = ", ".join(f"{k} {v:,}" for k, v in result["parameters"].items())
     secs = sum(result["train_seconds"].values())
-    say(f"parameters: {params}; {result['updates']} updates per model, {secs:.0f}s of training")
+    stops = ", ".join(f"{n} {e}" for n, e in result["stopping_epochs"].items())
+    censored = ", ".join(result["censored_runs"]) or "none"
+    say(f"parameters: {params}; {secs:.0f}s of training; stopped after {stops} epochs of "
+        f"{result['updates_per_epoch']} updates (cap {result['config']['epochs']}); censored "
+        f"at the cap: {censored}")  # fmt: skip
     say(bpc_text(result))
     say(timing_text(result))
+    say(reported_text(result))
     return conclude("context", result, rows, plot, out, say, "training and measuring")
 
 
@@ -85,4 +99,4 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     return save_figure(fig, path)
 
 
-__all__ = ["bpc_text", "plot", "report", "rows", "timing_text"]
+__all__ = ["bpc_text", "plot", "report", "reported_text", "rows", "timing_text"]

@@ -34,7 +34,7 @@ from typing import Any
 from .. import evidence as ev
 from ..base import Experiment, Say, Tally, begin
 from ..pool import run_each
-from .checks import CHANCE, COIN, FOLLOWS, LEARNED, checks_of, per_seed
+from .checks import CHANCE, COIN, FOLLOWS, LEARNED, judge, per_seed
 from .config import CorefConfig
 from .jobs import split, train_seed
 
@@ -71,7 +71,7 @@ def run_experiment(cfg: CorefConfig, out: Path, say: Say = print) -> dict[str, A
     )
     seeds = train_seeds(cfg, say)
     numbers = per_seed(seeds)
-    checks = checks_of(numbers["accuracy"], numbers["follows"], numbers["control"])
+    checks = judge(numbers)
     return {
         "config": asdict(cfg),
         "sentences": {"train": len(data["train"]), "valid_pairs": len(data["valid"]) // 2,
@@ -89,6 +89,14 @@ def run_experiment(cfg: CorefConfig, out: Path, say: Say = print) -> dict[str, A
     }
 
 
+def rejudge(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` (a run's JSON) with its checks and verdict recomputed by today's
+    ``checks.judge`` from its stored per-seed numbers; nothing retrained. The verdict the run
+    printed stays as ``verdict_as_run``."""
+    as_run = result.get("verdict_as_run", result["verdict"])
+    return {**result, **ev.judged(judge(result["per_seed"])), "verdict_as_run": as_run}
+
+
 EXPERIMENT = Experiment.of(
     __name__,
     name="coref",
@@ -100,10 +108,12 @@ EXPERIMENT = Experiment.of(
     "(the adjective flipped, so the referent flips) measure per layer and head how often the "
     "top noun attended from the pronoun follows the referent, and check the encoder head "
     "chosen on validation pairs against a threshold fixed from the claim, with 95% intervals "
-    "over seeds. Draws 'The animal didn't cross the street because it was too tired / wide'. "
+    "over seeds; the verdict stays INCONCLUSIVE without an ablation, since the design does "
+    "not force the encoder to route the pronoun. Draws 'The animal didn't cross the street "
+    "because it was too tired / wide'. "
     "Writes OUT/coref.{csv,json,png}, OUT/coref-famous.png and OUT/coref.html; exits 0 "
     "REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE.",
     config=CorefConfig,
 )
 
-__all__ = ["EXPERIMENT", "QUICK", "CorefConfig", "run_experiment", "train_seeds"]
+__all__ = ["EXPERIMENT", "QUICK", "CorefConfig", "rejudge", "run_experiment", "train_seeds"]

@@ -6,10 +6,12 @@ the noun it means, and its choice moves with the adjective. Measured per seed on
 minimal pairs: the test *follows* rate (measure.py) of the encoder head chosen on the
 validation pairs (so that choosing the best of L·H heads does not inflate the test number).
 
-  * claim: that rate's interval lies above FOLLOWS = 0.5. A coin per sentence scores 1/4, a
-    head blind to the adjective 0; the figure's head is "very sharp" and resolves both
-    sentences, so a head "involved in anaphora resolution" must do it in most pairs: a margin
-    of 25 points over the coin (≈ 71% of sentences right if they were independent).
+  * claim: that rate's interval lies above FOLLOWS = COIN = 0.25, chance: a coin per sentence
+    scores 1/4, a head blind to the adjective 0. The paper's figure is an anecdote ("apparently
+    involved in anaphora resolution"), an existence claim with no rate, so the check asks only
+    that the best encoder head (chosen on validation) follows the referent above chance. (The
+    threshold was 0.5, a margin of our own, until after the committed run; the run's outcome
+    is the same under both.)
   * design, learned: the model's pronoun accuracy on the held-out sentences whose two nouns
     differ in gender (the only ones where il / elle needs the referent; there every rule
     blind to the referent scores exactly 1/2, each pair holding one of each) has a mean
@@ -18,6 +20,14 @@ validation pairs (so that choosing the best of L·H heads does not inflate the t
   * design, control: the same chosen-head rate measured on each seed's untrained model lies
     below FOLLOWS (its interval's top); else the measurement passes without training and
     cannot tell.
+  * design, scope (``scope``): an existence claim from an anecdote needs a design in which
+    the encoder must route the pronoun's referent, and an ablation that shows the head
+    matters (the evidence checklist, §1). Here the decoder's cross-attention can read both
+    nouns and the adjective itself, so nothing forces an encoder head to route, and no
+    ablation is run: the check holds the verdict at INCONCLUSIVE whichever way the rate
+    falls. Given per-seed drops in held-out pronoun accuracy when the chosen head is ablated,
+    it passes when their t-interval lies above 0. (Added after the default run; the run's own
+    verdict stays in its JSON as ``verdict_as_run``.)
 """
 
 from __future__ import annotations
@@ -27,8 +37,8 @@ from typing import Any
 
 from .. import evidence as ev
 
-FOLLOWS = 0.5  # the claim's threshold on the chosen head's follows rate
 COIN = 0.25  # follows rate of a coin per sentence
+FOLLOWS = COIN  # the claim: the chosen head follows the referent above chance
 CHANCE = 0.5  # il / elle
 LEARNED = 0.9  # mean held-out pronoun accuracy (different genders) of a model that learnt
 
@@ -59,6 +69,28 @@ def checks_of(accuracy: list[float], follows: list[float], control: list[float])
     ]  # fmt: skip
 
 
+SCOPE = "scope: the encoder must route the pronoun, and an ablation shows the head matters"
+
+
+def scope(ablation: list[float] | None = None) -> ev.Check:
+    """The scope check of the module docstring. ``ablation``: per seed, the held-out pronoun
+    accuracy of the trained model minus that with the chosen encoder head ablated; ``None``
+    where no ablation was run (this experiment's design)."""
+    if ablation is None:
+        return ev.Check(SCOPE, 0.0, (0.0, 0.0), 0.0, ev.INCONCLUSIVE, "design",
+                        f"{SCOPE}: the design does not force the encoder to route the "
+                        "pronoun, and no ablation was run")  # fmt: skip
+    return design_interval(f"{SCOPE}: pronoun accuracy drop with the chosen head ablated",
+                           ev.t_interval(ablation), 0.0)  # fmt: skip
+
+
+def judge(numbers: dict[str, list[float]]) -> list[ev.Check]:
+    """Every check of a run from its per-seed numbers (``per_seed``'s dict, with an optional
+    ``"ablation"`` list): ``checks_of`` and ``scope``."""
+    return [*checks_of(numbers["accuracy"], numbers["follows"], numbers["control"]),
+            scope(numbers.get("ablation"))]  # fmt: skip
+
+
 def per_seed(seeds: list[dict[str, Any]]) -> dict[str, list[float]]:
     """The checked numbers of each seed (``jobs.train_seed``'s results)."""
     return {
@@ -68,4 +100,5 @@ def per_seed(seeds: list[dict[str, Any]]) -> dict[str, list[float]]:
     }
 
 
-__all__ = ["CHANCE", "COIN", "FOLLOWS", "LEARNED", "checks_of", "design_interval", "per_seed"]
+__all__ = ["CHANCE", "COIN", "FOLLOWS", "LEARNED", "SCOPE", "checks_of", "design_interval", "judge",
+           "per_seed", "scope"]

@@ -28,7 +28,7 @@ from ...train.classify import History, accuracy, fit_classifier
 from ..pool import generator
 from .data import TASKS, length_for, task_batch, vocab_size
 
-CRITERION = 0.90  # accuracy of the window that counts as learnt (the "90%")
+CRITERION = 0.90  # accuracy of the window that counts as learnt (the measure: updates to 90%)
 
 
 def updates_to_criterion(acc: Sequence[float], window: int, criterion: float = CRITERION

@@ -48,6 +48,8 @@ class ExtrapolationConfig(LMFlags):
                        "sinusoidal and alibi are required (the claim)")  # fmt: skip
     ff: int = option(256, "feed-forward width")
     batch_size: int = option(16, "segments per update")
+    seeds: int = option(5, "seeds seed, seed+1, ...: each a new text and initialisation (a "
+                        "check needs 5)")
 
     def __post_init__(self) -> None:
         check_ranges(self, positive=(

@@ -101,8 +101,8 @@ def measure(run: Path, patience: int, example: int | None = None) -> dict[str, A
     from ...eval.alignment import evaluate_alignments
     from ...eval.forced import forced_head_attention, gold_from_examples
     from ...eval.text import score
+    from ...tasks.translate import TRANSLATE
     from ...train import checkpoint
-    from ...train.family import TRANSLATE
     from ...train.loop import valid_loss
     from .bleu import sentence_stats
 

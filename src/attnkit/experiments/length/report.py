@@ -9,9 +9,7 @@ from typing import Any
 
 from ..base import Say, markdown_table, write_outputs
 from ..evidence import checks_table
-from . import MODELS
-
-LABELS = {"rnnencdec": "RNNencdec", "rnnsearch": "RNNsearch"}
+from . import LABELS, MODELS
 
 
 def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -48,12 +46,24 @@ def text_table(result: dict[str, Any]) -> str:
     return markdown_table(head, body)
 
 
+def runs_text(result: dict[str, Any]) -> str:
+    """Models as rows: per seed, the updates run (a censored run marked "cap"), then the
+    median stopping point against the cap."""
+    head = ["model", *(f"seed {s}" for s in result["seeds"]), "median stop / cap"]
+    body = [[LABELS[m], *(f"{u}{' (cap)' if c else ''}" for u, c in zip(
+                result["updates"][m], result["censored"][m], strict=True)),
+             f"{result['median_stop'][m]:.0f} / {result['cap_updates']}"]
+            for m in MODELS]  # fmt: skip
+    return "updates until early stopping\n" + markdown_table(head, body)
+
+
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     """Print what was trained, the table, the checks and the verdict; write the files."""
     secs = result["train_seconds"]
     say(f"trained: RNNencdec {result['parameters']['rnnencdec']:,} params, RNNsearch "
         f"{result['parameters']['rnnsearch']:,}; training seeds {result['seeds']}; "
         f"{sum(secs.values()):.0f}s of training in all")  # fmt: skip
+    say(runs_text(result))
     say(text_table(result))
     say("\nchecks (95% t-intervals over the training seeds)")
     say(checks_table(result["checks"], digits=3))
@@ -82,7 +92,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     ax.set_ylabel("BLEU")
     ax.set_ylim(0, 100)
     ax.set_title(
-        f"{cfg['task']}, {cfg['steps']} updates of {cfg['batch_size']}, "
+        f"{cfg['task']}, early stopping (cap {cfg['steps']} updates of {cfg['batch_size']}), "
         f"{len(result['seeds'])} seeds, band: their range (cf. Bahdanau 2015, Fig. 2)",
         fontsize=9,
     )
@@ -94,4 +104,4 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     return path
 
 
-__all__ = ["report", "rows", "text_table"]
+__all__ = ["report", "rows", "runs_text", "text_table"]

@@ -13,6 +13,7 @@ SCORES = ("dot", "scaled_dot")  # unscaled, scaled
 
 
 FALL_FROM = 16  # A: the monotone fall is checked from this d_k on
+CAP = 6000  # C: the cap on updates (10x the 600 at which every run of the earlier design was cut)
 
 
 
@@ -49,8 +50,8 @@ class ScalingConfig(Seeds, Pooled):
     task: str = option("reverse", "copy | reverse | sort")
     min_len: int = option(4, "shortest source")
     max_len: int = option(12, "longest source")
-    seeds: int = option(3, "seeds of the trained part (data and initialisation: seed, seed+1, ...)")
-    steps: int = option(600, "cap on the updates per model, the same for all")
+    seeds: int = option(5, "seeds of the trained part (data and initialisation: seed, seed+1, ...)")
+    steps: int = option(CAP, "cap on the updates per model, the same for all")
     epoch_steps: int = option(100, "updates between two validations")
     patience: int = option(2, "validations without a lower valid loss before stopping")
     batch_size: int = option(32, "pairs per update")

@@ -18,7 +18,7 @@ from .config import SCORES, ScalingConfig, parse_widths, run_name
 from .measure import capture, trained_stats
 
 
-def train_config(
+def fit_config(
     cfg: ScalingConfig, heads: int, d_k: int, score: str, seed: int, out: Path
 ) -> FitConfig:
     """The ``attnkit.fit`` config of one model; the two scores' configs differ only in
@@ -60,7 +60,7 @@ def train_all(cfg: ScalingConfig, out: Path, say: Say) -> dict[str, float]:
     from .. import pool
 
     configs = {
-        run_name(h, d, s, seed): train_config(cfg, h, d, s, seed, out / run_name(h, d, s, seed))
+        run_name(h, d, s, seed): fit_config(cfg, h, d, s, seed, out / run_name(h, d, s, seed))
         for seed in cfg.seed_list
         for h, d in parse_widths(cfg.widths)
         for s in SCORES
@@ -97,7 +97,7 @@ def evaluate(cfg: ScalingConfig, out: Path) -> list[dict[str, Any]]:
             for s in SCORES:
                 run = out / run_name(h, d, s, seed)
                 ck = checkpoint.load(run / "best")
-                hist = _history(run)
+                hist = _history(run, cfg.patience)
                 test = score(translate(ck.model, data.test, ck.src_vocab, ck.tgt_vocab).hyps,
                              data.test)  # fmt: skip
                 tb = make_batch(data.test, list(range(len(data.test))), ck.src_vocab,
@@ -109,6 +109,7 @@ def evaluate(cfg: ScalingConfig, out: Path) -> list[dict[str, Any]]:
                     "heads": h, "d_k": d, "score": s, "seed": seed,
                     "parameters": sum(p.numel() for p in ck.model.parameters()),
                     "updates": hist["global_step"], "valid_loss": hist["valid_loss"],
+                    "censored": hist["censored"],
                     "test_losses": example_losses(ck.model, tb),
                     "test_bleu": round(test.bleu, 2),
                     "test_exact": round(100 * test.exact_match, 2),
@@ -117,13 +118,19 @@ def evaluate(cfg: ScalingConfig, out: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _history(run: Path) -> dict[str, Any]:
-    """The lowest valid loss of ``run/history.json`` and the updates made (to the stop)."""
+def _history(run: Path, patience: int) -> dict[str, Any]:
+    """The lowest valid loss of ``run/history.json``, the updates made (to the stop) and
+    whether the run was censored: cut by the cap before ``patience`` validations passed
+    without a lower valid loss."""
+    from ..pool import plateau
+
     hist = json.loads((run / "history.json").read_text("utf-8"))
     rows = hist["history"] if isinstance(hist, dict) else hist
+    losses = [r["valid_loss"] for r in rows]
+    best = 1 + min(range(len(losses)), key=losses.__getitem__)
     state = json.loads((run / "last" / "train_state.json").read_text("utf-8"))
-    return {"valid_loss": min(r["valid_loss"] for r in rows),
-            "global_step": int(state["global_step"])}
+    return {"valid_loss": min(losses), "global_step": int(state["global_step"]),
+            "censored": patience > 0 and not plateau(len(losses), best, patience)}
 
 
-__all__ = ["evaluate", "example_losses", "train_all", "train_config"]
+__all__ = ["evaluate", "example_losses", "train_all", "fit_config"]

@@ -15,7 +15,8 @@ LABEL = {"dot": "unscaled qᵀk", "scaled_dot": "scaled qᵀk/√d_k"}
 COLOR = {"dot": "C3", "scaled_dot": "C0"}
 STATS = ("score_std", "entropy", "entropy_frac", "max_weight", "grad_scores_mean",
          "grad_scores_median", "grad_queries_mean", "grad_queries_median")  # fmt: skip
-MODEL = ("parameters", "updates", "valid_loss", "test_loss", "test_bleu", "test_exact")
+MODEL = ("parameters", "updates", "censored", "valid_loss", "test_loss", "test_bleu",
+         "test_exact")  # fmt: skip
 
 
 def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -32,7 +33,7 @@ def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
         for s in SCORES:
             row = {"part": "trained", "seed": r["seed"], "heads": r["heads"], "d_k": r["d_k"],
                    "model": r["score"]}  # fmt: skip
-            own = {k: r[k] if s == r["score"] else "" for k in MODEL}
+            own = {k: r.get(k, "") if s == r["score"] else "" for k in MODEL}
             out.append(row | {"score": s} | {k: r["qk"][s][k] for k in STATS} | own)
     return out
 
@@ -71,7 +72,7 @@ def tables(result: dict[str, Any]) -> str:
             str(r["seed"]),
             r["score"],
             f"{r['parameters']:,}",
-            str(r["updates"]),
+            f"{r['updates']}{' (cap)' if r.get('censored') else ''}",
             f"{r['valid_loss']:.3f}",
             f"{r['test_loss']:.3f}",
             f"{r['test_bleu']:.1f}",
@@ -86,7 +87,8 @@ def tables(result: dict[str, Any]) -> str:
             markdown_table(a_head, [[str(x) for x in row] for row in a]),
             "(b) trained q, k (encoder self- and decoder cross-attention, all heads)",
             markdown_table(b_head, b),
-            "(c) Transformers trained both ways (same data, batches, init, seed, stopping rule)",
+            "(c) Transformers trained both ways (same data, batches, init, seed, stopping "
+            "rule; \"(cap)\": censored, cut by the cap before its plateau)",
             markdown_table(c_head, c),
             "checks (95% intervals)",
             checks_table(result["checks"], digits=3),

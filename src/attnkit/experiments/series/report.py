@@ -1,5 +1,6 @@
-"""The series experiment's outputs: MASE/MAE/RMSE by model and seed, where attention peaks
-by forecast step, a CSV, the JSON, a PNG (MASE bars; mean attention weight by lag with the
+"""The series experiment's outputs: MASE/MAE/RMSE by model and seed (compared arms first),
+when each run stopped, the numbers reported beside the checks, where attention peaks by
+forecast step, a CSV, the JSON, a PNG (MASE bars; mean attention weight by lag with the
 period's multiples marked) and an example attention heatmap."""
 
 from __future__ import annotations
@@ -12,16 +13,21 @@ import numpy as np
 from ..base import Say, markdown_table, pyplot, save_figure
 from ..evidence import conclude
 
-LABELS = {"attention": "attention", "seasonal": "no attention, lag-p input",
-          "naive": "seasonal naive"}  # fmt: skip
+LABELS = {"attention": "attention (compared)", "none": "no attention (compared)",
+          "seasonal": "seasonal-lag oracle", "naive": "seasonal naive",
+          "mean": "window mean"}  # fmt: skip
 
 
 def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per model: each seed's MASE, then the means of MASE, MAE and RMSE."""
+    """One row per model: each seed's MASE, then the means of MASE, MAE and RMSE, and for the
+    trained models the median stopping point and how many runs the cap cut."""
     out = []
     for m, label in LABELS.items():
         s = result["scores"][m]
-        row: dict[str, Any] = {"model": label, "parameters": result["parameters"].get(m, 0)}
+        ups = result["updates"].get(m)
+        row: dict[str, Any] = {"model": label, "parameters": result["parameters"].get(m, 0),
+                               "median_stop": result["median_stop"].get(m, ""),
+                               "censored": sum(result["censored"][m]) if ups else ""}  # fmt: skip
         row |= {f"mase_seed{seed}": v for seed, v in zip(result["seeds"], s["mase"], strict=True)}
         row |= {f"{k}_mean": round(float(np.mean(s[k])), 4) for k in ("mase", "mae", "rmse")}
         out.append(row)
@@ -31,12 +37,24 @@ def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
 def text_table(result: dict[str, Any]) -> str:
     table = rows(result)
     seeds = [k for k in table[0] if k.startswith("mase_seed")]
-    head = ["model", "params", *(f"MASE s{k[9:]}" for k in seeds), "MASE", "MAE", "RMSE"]
+    head = ["model", "params", *(f"MASE s{k[9:]}" for k in seeds), "MASE", "MAE", "RMSE",
+            "median stop", "censored"]  # fmt: skip
     body = [[r["model"], f"{r['parameters']:,}" if r["parameters"] else "-",
              *(f"{r[k]:.3f}" for k in seeds),
-             f"{r['mase_mean']:.3f}", f"{r['mae_mean']:.3f}", f"{r['rmse_mean']:.3f}"]
+             f"{r['mase_mean']:.3f}", f"{r['mae_mean']:.3f}", f"{r['rmse_mean']:.3f}",
+             f"{r['median_stop']:.0f}" if r["median_stop"] != "" else "-",
+             str(r["censored"]) if r["censored"] != "" else "-"]
             for r in table]  # fmt: skip
     return markdown_table(head, body)
+
+
+def reported_table(result: dict[str, Any]) -> str:
+    """The numbers reported beside the checks (judging nothing), with their intervals."""
+    return markdown_table(
+        ["reported, not checked", "value", "95% interval", "seeds"],
+        [[r["name"], f"{r['value']:.4g}", f"[{r['ci'][0]:.4g}, {r['ci'][1]:.4g}]", str(r["n"])]
+         for r in result["reported"]],
+    )  # fmt: skip
 
 
 def hits_table(result: dict[str, Any]) -> str:
@@ -50,13 +68,13 @@ def hits_table(result: dict[str, Any]) -> str:
 
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     secs = result["train_seconds"]
-    ups = ", ".join(f"{n} {u}" for n, u in result["updates"].items())
+    ups = "; ".join(f"{m} {', '.join(map(str, u))}" for m, u in result["updates"].items())
     say(
-        f"trained {len(secs)} models in {sum(secs.values()):.0f}s of training, stopped early "
-        f"(cap {result['cap_updates']}) after {ups} updates; {result['test_windows']} test "
-        "windows"
+        f"trained {len(secs)} models in {sum(secs.values()):.0f}s of training, stopped after "
+        f"{ups} updates (cap {result['cap_updates']}); {result['test_windows']} test windows"
     )
     say(text_table(result))
+    say(reported_table(result))
     say(hits_table(result))
     return conclude("series", result, rows, plot, out, say, "training and scoring",
                     extra=[lambda o: example(result, o)])  # fmt: skip
@@ -72,7 +90,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
         v = result["scores"][m]["mase"]
         ax.bar(i, float(np.mean(v)), color=f"C{i}", alpha=0.6)
         ax.plot([i] * len(v), v, "k.", ms=6)
-    names = [v.replace(", ", ",\n") for v in LABELS.values()]
+    names = [v.replace(" (", "\n(") for v in LABELS.values()]
     ax.set_xticks(range(len(LABELS)), names, fontsize=8)
     ax.set_ylabel("test MASE (lower is better)")
     ax.set_title(f"{len(result['seeds'])} seeds, early stopping", fontsize=10)
@@ -113,4 +131,4 @@ def example(result: dict[str, Any], out: Path) -> Path:
     return path
 
 
-__all__ = ["hits_table", "plot", "report", "rows", "text_table"]
+__all__ = ["hits_table", "plot", "report", "reported_table", "rows", "text_table"]

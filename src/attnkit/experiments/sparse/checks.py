@@ -1,5 +1,7 @@
 """The checks of the sparse experiment (evidence.py's contract), thresholds fixed from the
-claim of Child et al. 2019 before any run (see sparse/__init__.py)."""
+claim of Child et al. 2019 before any run (see sparse/__init__.py). The compared arms are
+dense and fixed (the pattern the paper uses on text); strided and the sliding window are
+reported beside them, never checked, and never withhold the verdict."""
 
 from __future__ import annotations
 
@@ -10,18 +12,22 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import evidence as ev
-from ..base import mean_of_means, power_exponent
+from ..base import power_exponent
 from ..pool import plateau
 
-LEARNED_SHARE = 0.8  # design: dense bpc at most 0.8 x the unigram bpc of the test text
-EPSILON = 0.05  # claim: bpc(pattern) - bpc(dense) below +0.05 bpc (matches dense)
+LEARNED_SHARE = 0.8  # design: each dense seed's bpc at most 0.8 x its text's unigram bpc
+NAME_BITS = 1.0
+"""design: every dense seed learned the text's long-range structure: at most 1 bit per copied
+name letter (``measure.copy_targets``; without the copy a letter costs log2(26) = 4.7 bits)."""
 SLOPE = (1.3, 1.7)  # claim: the patterns' memory grows as n^p, p in [1.3, 1.7] (n·√n: 1.5)
 DENSE_SLOPE = 1.8  # design: dense attention's memory slope at least 1.8 (n²: the grid sees it)
-PATTERNS = ("strided", "fixed")
+COMPARED = ("dense", "fixed")  # the quality claim on text: fixed against dense (Table 2, §7.2)
+PATTERNS = ("strided", "fixed")  # the cost claim: both factorisations grow as n·√n
+REPORTED = ("strided", "sliding")  # quality beside dense, with an interval, not checked
 PLATEAU_EPS = 0.01
 """design: a run is on its plateau when its last ``patience`` validations lowered its best
-valid bpc by less than 0.01 bpc (a fifth of ``EPSILON``); early stopping firing is the case
-of no lowering at all. Fixed with the cap and patience, before any run that trains to them."""
+valid bpc by less than 0.01 bpc; early stopping firing is the case of no lowering at all.
+Fixed with the cap and patience, before any run that trains to them."""
 
 
 def memory_slope(cost: dict[str, dict[str, Any]]) -> float:
@@ -57,18 +63,54 @@ def plateaued(curve: Sequence[float], patience: int, eps: float = PLATEAU_EPS) -
 
 
 def converged(curves: Mapping[str, Sequence[Sequence[float]]], patience: int) -> ev.Check:
-    """A design check: every run of the arms the claim compares (dense, strided, fixed; each
-    seed) ended on its plateau (``plateaued``); value = the runs that did not. One run short
-    of its plateau makes the verdict INCONCLUSIVE: its bpc is a budget's, not the arm's."""
-    runs = [(arm, k, c) for arm in ("dense", *PATTERNS) for k, c in enumerate(curves[arm])]
+    """A design check: every run of the arms the claim compares (dense and fixed, each seed)
+    ended on its plateau (``plateaued``); value = the runs that did not. One run short of
+    its plateau makes the verdict INCONCLUSIVE: its bpc is a budget's, not the arm's."""
+    runs = [(arm, k, c) for arm in COMPARED for k, c in enumerate(curves[arm])]
     short = [f"{arm} seed #{k + 1}" for arm, k, c in runs if not plateaued(c, patience)]
     reason = (f"runs on their valid-bpc plateau: {len(runs) - len(short)} of {len(runs)} (the "
               f"last {patience} validations lowered the best by < {PLATEAU_EPS} bpc)")  # fmt: skip
     if short:
         reason += f"; at the cap, still improving: {', '.join(short)}"
     n = float(len(short))
-    return ev.Check("runs short of their plateau (dense, strided, fixed)", n, (n, n), 0.0,
+    return ev.Check("runs short of their plateau (dense, fixed)", n, (n, n), 0.0,
                     ev.INCONCLUSIVE if short else ev.PASS, "design", reason)  # fmt: skip
+
+
+def long_range(name_bits: Sequence[float], seeds: Sequence[int]) -> ev.Check:
+    """A design check, per seed: every dense run learned the long-range structure (at most
+    ``NAME_BITS`` bits per copied name letter); value = the dense seeds that did not. A seed
+    that did not makes the verdict INCONCLUSIVE: a fixed pattern matched against a dense
+    model that never used its reach says nothing about long sequences."""
+    short = [f"seed {s} ({b:.2f})" for s, b in zip(seeds, name_bits, strict=True)
+             if not b <= NAME_BITS]  # fmt: skip
+    shown = ", ".join(f"{b:.2f}" for b in name_bits)
+    reason = (f"dense seeds that learned the long-range structure (<= {NAME_BITS:g} bit per "
+              f"copied name letter): {len(name_bits) - len(short)} of {len(name_bits)} "
+              f"({shown})")  # fmt: skip
+    if short:
+        reason += f"; not learned: {', '.join(short)}"
+    n = float(len(short))
+    return ev.Check("dense seeds without the long-range structure", n, (n, n), 0.0,
+                    ev.INCONCLUSIVE if short else ev.PASS, "design", reason)  # fmt: skip
+
+
+def seed_gaps(bits: Mapping[str, Sequence[Sequence[float]]], arm: str) -> list[float]:
+    """Per seed, the arm's mean test bpc minus dense's (the same text and segments)."""
+    return [sum(a) / len(a) - sum(d) / len(d)
+            for a, d in zip(bits[arm], bits["dense"], strict=True)]  # fmt: skip
+
+
+def reported(n: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The arms reported beside dense, not checked: per arm, the per-seed gaps to dense and
+    their mean with its 95% t-interval (``None`` with fewer than 2 seeds)."""
+    out = {}
+    for arm in (a for a in REPORTED if a in n["bits"]):
+        gaps = seed_gaps(n["bits"], arm)
+        i = ev.t_interval(gaps) if len(gaps) >= 2 else None
+        out[arm] = {"gaps": [round(g, 4) for g in gaps],
+                    "gap": None if i is None else [round(x, 4) for x in (i.value, i.lo, i.hi)]}
+    return out
 
 
 def runs_of(curves: Mapping[str, Sequence[Sequence[float]]], seeds: Sequence[int],
@@ -86,22 +128,24 @@ def runs_of(curves: Mapping[str, Sequence[Sequence[float]]], seeds: Sequence[int
 
 
 def checks_of(n: dict[str, Any]) -> list[ev.Check]:
-    """n: "bits" {arm: [seed][segment] bits at length n}, "unigram" [seed] bits, "curves"
-    {arm: [seed][validation] valid bpc}, "patience", "cost" {arm: {n: {"saved_bytes",
-    "seconds"}}}. Quality is paired over seeds x test segments; the memory slopes are exact
-    (saved bytes do not vary), so their interval is a point."""
-    bits, unigram = n["bits"], sum(n["unigram"]) / len(n["unigram"])
+    """n: "seeds", "bits" {arm: [seed][segment] bits at length n}, "name_bits" {arm: [seed]
+    bits per copied name letter}, "unigram" [seed] bits, "curves" {arm: [seed][validation]
+    valid bpc}, "patience", "cost" {arm: {n: {"saved_bytes", "seconds"}}}. Quality: a
+    t-interval over the seeds' paired gaps (fixed - dense, each seed's mean over its test
+    segments). The memory slopes are exact (saved bytes do not vary): their interval is a
+    point. Only dense and fixed enter the design checks on training."""
+    bits = n["bits"]
+    worst = max((sum(b) / len(b)) / u for b, u in zip(bits["dense"], n["unigram"], strict=True))
     dense_slope = memory_slope(n["cost"]["dense"])
     checks = [
-        ev.learned(f"dense bpc / unigram bpc ({unigram:.3f})",
-                   mean_of_means(bits["dense"]) / unigram, LEARNED_SHARE, above=False),  # fmt: skip
+        ev.learned("dense bpc / unigram bpc, the worst seed", worst, LEARNED_SHARE,
+                   above=False),
+        long_range(n["name_bits"]["dense"], n["seeds"]),
         converged(n["curves"], n["patience"]),
         ev.learned("dense memory slope p (saved bytes ∝ n^p)", dense_slope, DENSE_SLOPE),
+        ev.on_interval("fixed bpc - dense bpc", ev.t_interval(seed_gaps(bits, "fixed")), 0.0,
+                       above=False),  # fmt: skip
     ]
-    for arm in PATTERNS:
-        checks.append(ev.on_interval(f"{arm} bpc - dense bpc",
-                                     ev.paired_bootstrap(bits[arm], bits["dense"]), EPSILON,
-                                     above=False))  # fmt: skip
     for arm in PATTERNS:
         p = memory_slope(n["cost"][arm])
         point = ev.Interval(p, p, p, len(n["cost"][arm]))
@@ -110,5 +154,6 @@ def checks_of(n: dict[str, Any]) -> list[ev.Check]:
     return checks
 
 
-__all__ = ["DENSE_SLOPE", "EPSILON", "LEARNED_SHARE", "PLATEAU_EPS", "SLOPE", "checks_of",
-           "converged", "memory_slope", "plateaued", "runs_of", "time_slope"]  # fmt: skip
+__all__ = ["COMPARED", "DENSE_SLOPE", "LEARNED_SHARE", "NAME_BITS", "PLATEAU_EPS", "REPORTED",
+           "SLOPE", "checks_of", "converged", "long_range", "memory_slope", "plateaued",
+           "reported", "runs_of", "seed_gaps", "time_slope"]  # fmt: skip

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...registry import STRIDED
 from ...train.config import FitConfig
 from ..pool import lm_run
 from .config import ARMS, SparseConfig
@@ -17,9 +18,10 @@ def fit_config(cfg: SparseConfig, arm: str, seed: int, out: Path) -> FitConfig:
     positions, early stopping after ``cfg.patience`` epochs without a lower valid loss, at
     most ``cfg.epochs`` epochs, checkpoints in ``out/ARM-sSEED`` (``best``: the lowest valid
     loss, what is measured)."""
+    size = "stride" if ARMS[arm] in STRIDED else "window"  # a pattern's l, a window's radius
     return lm_run(cfg, "transformer-lm", seed, out / f"{arm}-s{seed}", patience=cfg.patience,
                   match_xl=False, align=ARMS[arm],
-                  window=0 if arm == "dense" else cfg.stride)  # fmt: skip
+                  **{size: 0 if arm == "dense" else cfg.stride})  # fmt: skip
 
 
 def make_jobs(cfg: SparseConfig, out: Path) -> dict[str, FitConfig]:

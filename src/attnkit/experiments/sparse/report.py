@@ -1,4 +1,5 @@
-"""The sparse experiment's outputs: the runs (updates, plateau) and bpc by alignment, the
+"""The sparse experiment's outputs: the runs (updates, plateau), bpc and bits per copied name
+letter by alignment (fixed against dense checked, the others reported), the
 one-layer cost by alignment and n with its slopes, the checks, a CSV (cost grid and learning
 curves), the JSON and a PNG (learning curves; memory and time against n)."""
 
@@ -46,6 +47,28 @@ def runs_text(result: dict[str, Any]) -> str:
     return markdown_table(head, body)
 
 
+def quality_text(result: dict[str, Any]) -> str:
+    """Arms as rows: test bpc and bits per copied name letter of each seed, and the gap to
+    dense (mean over seeds, 95% t-interval): checked for fixed, reported for the others."""
+    head = ["arm", "test bpc (seeds)", "bits per copied name letter (seeds)",
+            "bpc - dense [95%]", "role"]  # fmt: skip
+    checked = {c["name"]: c for c in result["checks"]}
+    body = []
+    for arm, bpc in result["bpc"].items():
+        if arm == "dense":
+            gap, role = "", "compared"
+        elif arm == "fixed":
+            c = checked["fixed bpc - dense bpc"]
+            gap, role = f"{c['value']:+.3f} [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]", "compared"
+        else:
+            g = result["reported"].get(arm, {}).get("gap")
+            gap = "" if g is None else f"{g[0]:+.3f} [{g[1]:+.3f}, {g[2]:+.3f}]"
+            role = "reported"
+        body.append([arm, " ".join(f"{x:.3f}" for x in bpc),
+                     " ".join(f"{x:.2f}" for x in result["name_bits"][arm]), gap, role])
+    return markdown_table(head, body)
+
+
 def cost_text(result: dict[str, Any]) -> str:
     """Arms as rows: saved MiB and median ms at each n, then the slopes."""
     cost = result["numbers"]["cost"]
@@ -71,7 +94,9 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
         f"{result['updates_per_epoch']} updates), cap {result['updates_cap']} updates, every "
         f"arm; {secs:.0f}s of training; {result['segments']} test segments per seed")
     say(runs_text(result))
-    say(f"unigram bpc of the test text: {statistics.fmean(result['numbers']['unigram']):.3f}")
+    say(f"unigram bpc of the test text: {statistics.fmean(result['numbers']['unigram']):.3f}; "
+        f"copied name letters per seed: {result['numbers']['copied_letters']}")
+    say(quality_text(result))
     say(cost_text(result))
     return conclude("sparse", result, rows, plot, out, say, "training and measuring")
 
@@ -109,4 +134,4 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     return save_figure(fig, path)
 
 
-__all__ = ["cost_text", "plot", "report", "rows", "runs_text"]
+__all__ = ["cost_text", "plot", "quality_text", "report", "rows", "runs_text"]
