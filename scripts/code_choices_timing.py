@@ -1,4 +1,4 @@
-"""The micro-timings behind four choices in the code (docs/performance.md, "Figures behind
+"""The micro-timings behind four choices in the code (docs/perf/log-performance.md, "Figures behind
 the code's choices"): the column form's softmax with the keys first (core._softmax_keys),
 the finiteness check by one sum (_checks.check_finite), the cost of torch.broadcast_shapes
 (skipped by _checks.broadcasts_to and the additive score), and the column form against the

@@ -36,7 +36,7 @@ def run(device: str, n: int, name: str, kind: str) -> str:
     h, d = 8, 64
     stride = round(math.sqrt(n))
     q, k, v = (torch.randn(1, h, n, d, device=device) for _ in range(3))  # (B, H, n, d)
-    align = build_alignment(name, d, window=stride)
+    align = build_alignment(name, d, stride=stride)
     assert isinstance(align, FactorisedAlignment)
 
     def call() -> torch.Tensor:
@@ -53,7 +53,7 @@ def run(device: str, n: int, name: str, kind: str) -> str:
             base = torch.cuda.memory_allocated()
         else:  # load the native sliding kernel on a small call: ru_maxrss only grows
             small = q[..., :64, :]
-            attend(small, small, small, align=build_alignment(name, d, window=8),
+            attend(small, small, small, align=build_alignment(name, d, stride=8),
                    need_weights=False)  # fmt: skip
             base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         times = []

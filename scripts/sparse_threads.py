@@ -2,7 +2,7 @@
 with torch's threads left as ``OMP_NUM_THREADS`` set them, or set again by
 ``torch.set_num_threads`` (which turns MKL's dynamic threads off): medians of the steps after
 two warm-up steps. Before the kernel ran its GEMMs on each worker's own thread, the second
-read 20-35% slower (docs/sparse.md, run 7).
+read 20-35% slower (docs/perf/log-sparse.md, run 7).
 
     PYTHONPATH=src OMP_NUM_THREADS=2 python scripts/sparse_threads.py           # as set
     PYTHONPATH=src OMP_NUM_THREADS=2 python scripts/sparse_threads.py --set 2   # set again

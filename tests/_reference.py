@@ -218,3 +218,15 @@ def factorised_sets(pattern: str, i: int, tk: int, l: int, c: int, causal: bool)
         if causal:
             first, second = {j for j in first if j <= i}, {j for j in second if j <= i}
     return first, second
+
+
+# ------------------------------------------------------------------ grouped key/value heads
+
+
+def grouped_ref(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor | None) -> tuple[Tensor, Tensor]:
+    """Grouped-query attention (Ainslie et al. 2023) in float64: query head h of H reads
+    key/value head ⌊h / (H / Hkv)⌋, by indexing; then ``sdpa_ref``. q (B, H, Tq, D),
+    k, v (B, Hkv, Tk, D)."""
+    h, hkv = q.shape[1], k.shape[1]
+    pick = torch.tensor([i // (h // hkv) for i in range(h)])  # (H,) the key/value head of each
+    return sdpa_ref(q, k[:, pick], v[:, pick], allowed)

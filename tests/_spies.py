@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import attnkit.core
+import attnkit.linear.dispatch
 import attnkit.local.dispatch
 
 # path -> (module whose global attend / the dispatcher calls, function name)
@@ -25,6 +26,9 @@ PATHS = {
     "sdpa": (attnkit.core, "sdpa_context"),  # fused F.scaled_dot_product_attention
     "column": (attnkit.core, "column_attention"),  # few queries and keys on a CPU
     "reference": (attnkit.core, "reference_attention"),  # explicit scores and weights
+    "linear": (attnkit.linear.dispatch, "linear_attention"),  # φ(Q)(φ(K)ᵀV), all keys
+    "linear-causal": (attnkit.linear.dispatch, "causal_linear_attention"),  # prefix sums
+    "implied": (attnkit.linear.dispatch, "implied_weights"),  # linear attention's weights
 }
 
 

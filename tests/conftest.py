@@ -1,7 +1,8 @@
 """Shared fixtures of the test suite."""
 
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 import torch
@@ -29,6 +30,26 @@ def one_thread() -> Iterator[None]:
     2-core machine, torch's thread pool costs them more than it gives (measured: the suite
     takes ~4x longer with 2 threads than with 1 while other jobs run)."""
     yield from _single_thread()
+
+
+@pytest.fixture
+def slow_attnkit() -> Callable[[float], list[str]]:
+    """``slow_attnkit(seconds)``: the command line of ``python -m attnkit`` with every training
+    update delayed by ``seconds``, a fault injected into the child process (the loop's
+    ``train_step`` wrapped), so that a test can interrupt or kill a run mid-epoch."""
+
+    def command(seconds: float) -> list[str]:
+        code = (
+            "import sys, time\n"
+            "from attnkit.train import loop\n"
+            "step = loop.train_step\n"
+            f"loop.train_step = lambda *a: (time.sleep({seconds!r}), step(*a))[1]\n"
+            "from attnkit.cli import main\n"
+            "raise SystemExit(main())\n"
+        )
+        return [sys.executable, "-c", code]
+
+    return command
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -19,7 +19,14 @@ from torch import nn
 import attnkit
 import attnkit.nn as ann
 from attnkit.models import build_model
-from attnkit.registry import ALIGNMENTS, NORMALISERS, SCORES, build_alignment, build_normaliser
+from attnkit.registry import (
+    ALIGNMENTS,
+    NORMALISERS,
+    SCORES,
+    STRIDED,
+    build_alignment,
+    build_normaliser,
+)
 from attnkit.registry import build_score as registry_score
 from attnkit.train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from attnkit.train.runtime import compile_options
@@ -78,7 +85,8 @@ def test_cross_attention_with_every_score(score: str) -> None:
 @pytest.mark.parametrize("align", sorted(ALIGNMENTS))
 def test_self_attention_with_every_alignment(align: str) -> None:
     x, _, _ = inputs()
-    module = attnkit.SelfAttention(D, H, align=build_alignment(align, D // H, window=2))
+    size = "stride" if align in STRIDED else "window"  # a pattern's l, a window's radius
+    module = attnkit.SelfAttention(D, H, align=build_alignment(align, D // H, **{size: 2}))
     compiled_equals_eager(module, x)
     compiled_equals_eager(module, x, need_weights=False)  # the O(n·window) kernels
 

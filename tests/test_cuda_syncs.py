@@ -83,7 +83,7 @@ def test_the_attention_paths_never_wait_for_the_gpu() -> None:
     import attnkit
     import attnkit.nn as ann
     from attnkit.local import sliding_window_attention
-    from attnkit.scores import AdditiveScore
+    from attnkit.stages.scores import AdditiveScore
 
     torch.manual_seed(0)
     q, k, v = (torch.randn(2, 4, 300, 16, device="cuda", requires_grad=True) for _ in range(3))

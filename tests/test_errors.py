@@ -18,8 +18,8 @@ from attnkit import (
     SlidingWindow,
     attend,
 )
-from attnkit.normalisers import entmax15, masked_softmax, sparsemax
 from attnkit.registry import build_alignment, build_normaliser, build_score
+from attnkit.stages.normalisers import entmax15, masked_softmax, sparsemax
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -64,7 +64,9 @@ def test_values_must_match_keys() -> None:
 # -------------------------------------------------------------------------------------- widths
 
 
-@pytest.mark.parametrize("score", [None, DotScore(), CosineScore(), attnkit.scores.dot_score])
+@pytest.mark.parametrize(
+    "score", [None, DotScore(), CosineScore(), attnkit.stages.scores.dot_score]
+)
 def test_same_width_scores_reject_different_widths(score) -> None:
     k = torch.randn(2, 5, 6)
     kw = {} if score is None else {"score": score}

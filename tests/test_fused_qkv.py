@@ -5,8 +5,8 @@ gradients, and a forward hook on a projection still sees it called (the unfused 
 import pytest
 import torch
 
-from attnkit.alignment import CausalAlignment
 from attnkit.modules import AttentionHeads, SelfAttention, split_heads
+from attnkit.stages.alignment import CausalAlignment
 
 
 def test_project_qkv_equals_the_three_projections() -> None:

@@ -31,7 +31,7 @@ from attnkit.data.toy_ko import generate
 from attnkit.data.vocab import Vocab
 from attnkit.models import MODELS, build_model
 from attnkit.models.latent import LatentSeq2Seq
-from attnkit.train.family import family, model_family
+from attnkit.tasks.registry import family, model_family
 from attnkit.train.loop import loss_of
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")

@@ -1,12 +1,15 @@
-"""No import cycle in the package (issue "The layout shows the architecture"): every import
-of every module, at the top, inside a function or under TYPE_CHECKING, is an edge; the graph's
-strongly connected components must all be single modules. ``from . import X`` counts X (the
-package itself is already being imported then)."""
+"""No import cycle in the package: every import of every module, at the top, inside a function
+or under TYPE_CHECKING, is an edge, and so is a module named by a string (a registry entry,
+``import_module``'s argument: _imports.py); the graph's strongly connected components must all
+be single modules. ``from . import X`` counts X (the package itself is already being imported
+then)."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+from _imports import string_imports
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "attnkit"
 
@@ -23,7 +26,8 @@ def import_graph() -> dict[str, set[str]]:
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
         edges: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
                 if node.level:
                     parts = package.split(".")
@@ -37,6 +41,7 @@ def import_graph() -> dict[str, set[str]]:
                     edges.add(base)  # names from the module itself
             elif isinstance(node, ast.Import):
                 edges.update(a.name for a in node.names if a.name in modules)
+        edges.update(m for m in string_imports(tree, package.split(".")) if m in modules)
         graph[name] = edges - {name}
     return graph
 

@@ -1,20 +1,36 @@
 """The package layers: train/ and viz/ both use eval/ and decode/, and neither imports the
-other (nor do eval/ and decode/ import either of them)."""
+other (nor do eval/ and decode/ import either of them); tasks/ (the task families and their
+registry) sits below train/, which passes the loop the family it resolved, and above viz/.
+An import written as a string (a registry entry, ``import_module``'s argument) counts as an
+import (_imports.py)."""
 
 import ast
 from pathlib import Path
 
 import pytest
+from _imports import string_imports
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "attnkit"
 
 
+def _subpackage(name: str) -> str | None:
+    """The attnkit subpackage or module an absolute dotted ``name`` is in (None outside attnkit
+    or for a name that is no module of it, e.g. a file name such as "attnkit.lock")."""
+    parts = name.split(".")
+    if parts[0] != "attnkit" or len(parts) < 2:
+        return None
+    top = parts[1]
+    return top if (SRC / top).is_dir() or (SRC / f"{top}.py").is_file() else None
+
+
 def imported_packages(package: str) -> set[tuple[str, str]]:
     """(file, attnkit subpackage) for every import in src/attnkit/<package>/, relative or
-    absolute, at any depth in the file (imports inside functions count too)."""
+    absolute, at any depth in the file (imports inside functions count too), and for every
+    module named by a string (_imports.py)."""
     found = set()
     for path in sorted((SRC / package).rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
             names: list[str] = []
             if isinstance(node, ast.ImportFrom):
                 depth = len(path.relative_to(SRC).parts) - 1  # 1 for attnkit/<package>/x.py
@@ -31,22 +47,28 @@ def imported_packages(package: str) -> set[tuple[str, str]]:
                 parts = name.split(".")
                 if parts[0] == "attnkit" and len(parts) > 1:
                     found.add((path.name, parts[1]))
+        file_package = list(path.relative_to(SRC.parent).parts[:-1])
+        for name in string_imports(tree, file_package):
+            top = _subpackage(name)
+            if top is not None:
+                found.add((path.name, top))
     return found
 
 
 @pytest.mark.parametrize(
     ("package", "forbidden"),
     [
-        ("train", {"viz", "tasks", "families"}),  # tasks/ glue train, viz and models together
-        ("viz", {"train", "tasks", "families"}),
-        ("eval", {"train", "viz", "cli"}),
-        ("decode", {"train", "viz", "eval", "cli"}),
-        # the rooms of the core (README, "The tree, room by room"): a stage imports nothing
+        ("train", {"viz"}),  # the loop is given a family (tasks/), never a viewer
+        ("tasks", {"train", "cli", "experiments", "bench"}),  # families sit below the loop
+        ("viz", {"train", "tasks"}),
+        ("eval", {"train", "tasks", "viz", "cli"}),
+        ("decode", {"train", "tasks", "viz", "eval", "cli"}),
+        # the rooms of the core (docs/architecture.md): a stage imports nothing
         # above it; mechanisms build on stages and core, never on a model or a task
         ("stages", {"core", "modules", "registry", "mechanisms", "local", "interop", "nn",
-                    "models", "tasks", "families", "data", "decode", "eval", "train", "viz",
+                    "models", "tasks", "data", "decode", "eval", "train", "viz",
                     "bench", "experiments", "cli"}),
-        ("mechanisms", {"models", "tasks", "families", "data", "decode", "eval", "train", "viz",
+        ("mechanisms", {"models", "tasks", "data", "decode", "eval", "train", "viz",
                         "bench", "experiments", "cli", "interop"}),
         ("local", {"core", "modules", "registry", "mechanisms", "models", "experiments",
                    "cli", "interop"}),
@@ -57,6 +79,23 @@ def imported_packages(package: str) -> set[tuple[str, str]]:
 def test_package_does_not_import(package: str, forbidden: set[str]) -> None:
     bad = sorted((f, p) for f, p in imported_packages(package) if p in forbidden)
     assert not bad, f"attnkit/{package} imports {bad}"
+
+
+def test_a_module_path_written_as_a_string_counts_as_an_import() -> None:
+    """A registry of ``"module:attribute"`` strings is seen (a circle can hide in one), as are
+    import_module's absolute and relative forms; prose and file names are not."""
+    planted = ast.parse(
+        'FAMILIES = {"translate": "attnkit.tasks.translate:TRANSLATE"}\n'
+        'importlib.import_module("attnkit.viz.heatmap")\n'
+        'importlib.import_module("..decode.search", __package__)\n'
+        'cmd = f"attnkit.cli.{name}"\n'
+        '"""See attnkit.tasks for the families."""\n'
+        'LOCK = "attnkit.lock"\n'
+    )
+    names = string_imports(planted, ["attnkit", "train"])  # as read in attnkit/train/x.py
+    assert sorted(names) == ["attnkit.cli", "attnkit.decode.search", "attnkit.lock",
+                             "attnkit.tasks.translate", "attnkit.viz.heatmap"]  # fmt: skip
+    assert [_subpackage(n) for n in sorted(names)] == ["cli", "decode", None, "tasks", "viz"]
 
 
 def _absolute_imports(path: Path) -> set[str]:
@@ -82,7 +121,7 @@ SHARED = {"attnkit.experiments", "attnkit.experiments.base", "attnkit.experiment
 
 @pytest.mark.parametrize("folder", EXPERIMENT_DIRS, ids=lambda p: p.name)
 def test_an_experiment_imports_only_its_own_files_and_the_shared_helpers(folder: Path) -> None:
-    """One folder per experiment (README, "The tree, room by room"): an experiment's files
+    """One folder per experiment (docs/architecture.md): an experiment's files
     import the library, the shared helpers and each other, never another experiment."""
     own = f"attnkit.experiments.{folder.name}"
     bad = sorted(

@@ -152,8 +152,8 @@ def test_multihead_causal_alignment_equals_sdpa_is_causal(need_weights: bool) ->
 def test_self_attention_step_equals_the_causal_row_it_replaces() -> None:
     """Incremental decoding: position t attending its cached past equals row t of the causal
     forward pass over the whole prefix (values, in float64)."""
-    from attnkit.alignment import CausalAlignment
     from attnkit.modules import SelfAttention
+    from attnkit.stages.alignment import CausalAlignment
 
     torch.manual_seed(0)
     m = SelfAttention(8, 2, align=CausalAlignment()).double()

@@ -1,13 +1,22 @@
-"""The old import paths of the modules that moved into rooms (README, "Where things moved")
-still work for one release, as the very same modules: a name imported either way is one
-object, and a patch through the old name is seen through the new one."""
+"""The old import paths of the modules that moved into rooms are gone in 0.2.0 (0.1.0 was
+never released; CHANGELOG.md lists old -> new): importing one fails with ModuleNotFoundError
+rather than silently handing over another module, ``attnkit.<old>`` is an AttributeError, and
+no module is left at the package root that only re-exports another."""
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
+import attnkit
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "attnkit"
 MOVED = {
     "scores": "stages.scores", "alignment": "stages.alignment",
     "normalisers": "stages.normalisers", "reduction": "stages.reduction",
@@ -16,52 +25,52 @@ MOVED = {
     "multidim": "mechanisms.multidim", "coattention": "mechanisms.coattention",
     "hierarchical": "mechanisms.hierarchical", "disan": "mechanisms.disan",
     "stepwise": "mechanisms.stepwise", "hf_attention": "interop.hf_attention",
-    "hf": "interop.hf", "families.caption": "tasks.caption", "families.docs": "tasks.docs",
+    "families": "tasks", "families.caption": "tasks.caption", "families.docs": "tasks.docs",
     "families.forecast": "tasks.forecast", "families.qa": "tasks.qa",
+    "train.family": "tasks.family",
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("old", sorted(MOVED))
-def test_the_old_name_is_the_new_module(old: str) -> None:
-    before = importlib.import_module(f"attnkit.{old}")
-    after = importlib.import_module(f"attnkit.{MOVED[old]}")
-    assert before is after
-    public = [n for n in dir(after) if not n.startswith("_")]
-    assert public and all(getattr(before, n) is getattr(after, n) for n in public)
+def test_the_old_name_is_gone_and_the_new_one_imports(old: str) -> None:
+    importlib.import_module(f"attnkit.{MOVED[old]}")
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(f"attnkit.{old}")
 
 
-def test_from_imports_and_patches_through_the_old_name(monkeypatch) -> None:
-    from attnkit.scores import DotScore as old
-    from attnkit.stages.scores import DotScore as new
-
-    assert old is new
-    import attnkit.normalisers
-    import attnkit.stages.normalisers
-
-    monkeypatch.setattr(attnkit.normalisers, "SENTINEL", 1, raising=False)
-    assert attnkit.stages.normalisers.SENTINEL == 1  # type: ignore[attr-defined]
+@pytest.mark.parametrize("old", sorted(n for n in MOVED if "." not in n))
+def test_a_plain_import_does_not_reach_an_old_name(old: str) -> None:
+    with pytest.raises(AttributeError):
+        getattr(attnkit, old)
 
 
-def test_a_plain_import_reaches_the_old_names() -> None:
-    """``import attnkit`` then ``attnkit.scores.DotScore``, in a fresh interpreter."""
-    import subprocess
-    import sys
-
-    code = ("import attnkit; print(attnkit.scores.DotScore.__module__, "
-            "attnkit.hard.SampleReduce.__module__)")  # fmt: skip
+def test_hf_is_still_the_public_name_of_the_interop_module() -> None:
+    """``attnkit.hf`` is the documented name of the Hugging Face bridge, not a moved module."""
+    code = "import attnkit; print(attnkit.hf.__name__)"
+    if importlib.util.find_spec("transformers") is None:
+        pytest.skip("needs the hf extra (transformers)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120).stdout.split()  # fmt: skip
-    assert out == ["attnkit.stages.scores", "attnkit.mechanisms.hard"]
+    assert out == ["attnkit.interop.hf"]
 
 
-def test_the_old_families_package_still_imports() -> None:
-    """``from attnkit.families.caption import CAPTION``, as experiments and users wrote it."""
-    import attnkit.families
-    import attnkit.tasks
-    from attnkit.families.caption import CAPTION
-    from attnkit.tasks.caption import CAPTION as moved
+def _only_reexports(path: Path) -> bool:
+    """Whether a module's body is nothing but imports (and a docstring) plus a
+    ``sys.modules[__name__] = ...`` swap: an alias of another module."""
+    body = ast.parse(path.read_text(encoding="utf-8")).body
+    rest = [n for n in body if not isinstance(n, (ast.Import, ast.ImportFrom))
+            and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]  # fmt: skip
+    swaps = [n for n in rest if isinstance(n, ast.Assign) and "sys.modules" in ast.unparse(n)]
+    return bool(swaps) and len(swaps) == len(rest)
 
-    assert CAPTION is moved and attnkit.families.caption is attnkit.tasks.caption
+
+def test_no_module_swaps_itself_for_another_but_the_public_hf_name(tmp_path: Path) -> None:
+    planted = tmp_path / "alias.py"
+    planted.write_text('"""x"""\nimport sys\nfrom .stages import scores as _m\n'
+                       "sys.modules[__name__] = _m\n")  # fmt: skip
+    assert _only_reexports(planted)
+    aliases = sorted(str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if _only_reexports(p))
+    assert aliases == ["hf.py"], aliases
 
 
 @pytest.mark.parametrize("where", ["attnkit", "attnkit.nn", "attnkit.modules"])

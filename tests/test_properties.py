@@ -21,7 +21,7 @@ from attnkit import (
     Sparsemax,
     attend,
 )
-from attnkit.normalisers import sparsemax
+from attnkit.stages.normalisers import sparsemax
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -10,11 +10,13 @@ import attnkit
 from attnkit import Attention, AttentionHeads
 from attnkit.registry import (
     ALIGNMENTS,
+    KERNEL_SCORES,
     NORMALISERS,
     OUTPUTS,
     POSITIONS,
     REDUCTIONS,
     SCORES,
+    STRIDED,
     VARIANTS,
     build_alignment,
     build_normaliser,
@@ -31,12 +33,18 @@ B, T, D = 2, 6, 8
 @pytest.mark.parametrize("score,align,normaliser", COMBOS)
 def test_every_combination_builds_and_runs(score, align, normaliser, heads) -> None:
     torch.manual_seed(0)
+    size = {"stride" if align in STRIDED else "window": 2}  # a pattern's l, a window's radius
+    if normaliser == "ratio" and (score not in KERNEL_SCORES or align not in ("global", "causal")):
+        with pytest.raises(ValueError, match="kernel scores|honours all keys"):  # linear attention
+            attnkit.build(score, dim=D, heads=heads, align=align, **size, normaliser=normaliser)
+        return
     if align.endswith("-heads") and heads is None:  # a pattern split across heads needs them
         with pytest.raises(ValueError, match="splits its pattern across heads"):
-            attnkit.build(score, dim=D, heads=heads, align=align, window=2, max_keys=T)
+            attnkit.build(score, dim=D, heads=heads, align=align, **size, max_keys=T,
+                          normaliser=normaliser)  # fmt: skip
         return
     module = attnkit.build(
-        score, dim=D, heads=heads, align=align, window=2, normaliser=normaliser, max_keys=T
+        score, dim=D, heads=heads, align=align, **size, normaliser=normaliser, max_keys=T
     )
     assert isinstance(module, Attention if heads is None else AttentionHeads)
     x = torch.randn(B, T, D, requires_grad=True)
@@ -102,7 +110,7 @@ def test_temperature_is_not_silently_dropped() -> None:
 
 
 def test_hard_attention_from_names() -> None:
-    from attnkit.hard import GumbelSoftmax, SampleReduce
+    from attnkit.mechanisms.hard import GumbelSoftmax, SampleReduce
 
     m = attnkit.build("additive", dim=4, reduce="hard")
     assert isinstance(m.reduce, SampleReduce)
@@ -131,20 +139,21 @@ def test_one_source_of_names() -> None:
         check_window_for("sliding", None)
     with pytest.raises(ValueError, match=r"local-p.*>= 1"):
         check_window_for("local-p", 0)
-    for align in ALIGNMENTS:  # WINDOWED names exactly the alignments that need a window
-        needs = align in attnkit.registry.WINDOWED
-        if needs:
-            with pytest.raises(ValueError, match="window"):
+    for align in ALIGNMENTS:  # WINDOWED and STRIDED name exactly the alignments that need one
+        needs = {"window": attnkit.registry.WINDOWED, "stride": attnkit.registry.STRIDED}
+        what = [size for size, table in needs.items() if align in table]
+        if what:
+            with pytest.raises(ValueError, match=f"needs {what[0]}="):
                 build_alignment(align, 4, None)
         else:
             build_alignment(align, 4, None)
 
 
 def test_scores_declare_capabilities() -> None:
-    from attnkit.capabilities import is_gatherable, is_plain_scaled_dot
+    from attnkit.stages.capabilities import is_gatherable, is_plain_scaled_dot
 
     assert is_plain_scaled_dot(attnkit.ScaledDotScore()) and is_plain_scaled_dot(
-        attnkit.scores.scaled_dot_score
+        attnkit.stages.scores.scaled_dot_score
     )
     assert not is_plain_scaled_dot(attnkit.ScaledDotScore(0.5))
     assert not is_plain_scaled_dot(attnkit.DotScore()) and not is_plain_scaled_dot(len)

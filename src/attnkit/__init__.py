@@ -9,6 +9,7 @@ from . import masks
 from ._checks import checks, get_checks, set_checks
 from ._renamed import moved_name
 from .core import AttentionResult, attend, weighted_sum
+from .kv_cache import KVCache
 from .masks import and_masks, band_mask, causal_mask, or_masks, padding_mask
 from .mechanisms.hard import GumbelSoftmax, MovingAverageBaseline, SampleReduce, reinforce_loss
 from .mechanisms.multidim import MultiDimensionalAttention
@@ -55,18 +56,10 @@ _TRAINING = {
 }
 
 
-# the modules that moved into rooms (README, "Where things moved"): ``attnkit.scores`` and the
-# like still resolve, to the same modules, for one release
-_MOVED = {
-    "scores", "alignment", "normalisers", "reduction", "capabilities", "additive_chunks",
-    "hard", "variational", "multidim", "coattention", "hierarchical", "disan", "stepwise",
-    "hf_attention", "hf",
-}  # fmt: skip
-
 # subpackages reachable as ``attnkit.viz`` etc. after a plain ``import attnkit``, imported
-# on first use; with them the old names of the modules that moved into rooms
+# on first use; ``attnkit.hf`` is the public name of ``attnkit.interop.hf``
 _SUBPACKAGES = ("data", "decode", "eval", "experiments", "models", "train", "viz",
-                "stages", "mechanisms", "interop", *_MOVED)  # fmt: skip
+                "stages", "mechanisms", "interop", "hf")  # fmt: skip
 
 
 def __getattr__(name: str) -> object:
@@ -99,6 +92,7 @@ __all__ = [
     "fit",
     "prepare",
     "GumbelSoftmax",
+    "KVCache",
     "MovingAverageBaseline",
     "SampleReduce",
     "reinforce_loss",

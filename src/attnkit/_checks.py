@@ -14,7 +14,6 @@ Legend: B batch, Tq queries, Tk keys, Dq/Dk/Dv query/key/value widths.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -22,6 +21,8 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor
+
+from . import _env
 
 CHECKS = ("shapes", "full")
 
@@ -33,7 +34,16 @@ def _mode_of(value: str, where: str) -> str:
     return value
 
 
-_mode = _mode_of(os.environ.get("ATTNKIT_CHECKS", "shapes") or "shapes", "ATTNKIT_CHECKS")
+def _mode_from_env() -> str | ValueError:
+    """ATTNKIT_CHECKS's level, or the error that its value gets: raised at the first call that
+    uses the level (importing attnkit never fails on it; the command line says it at once)."""
+    try:
+        return _env.checks_level()
+    except ValueError as err:
+        return err
+
+
+_mode: str | ValueError = _mode_from_env()
 
 
 def set_checks(mode: str) -> str:
@@ -42,12 +52,16 @@ def set_checks(mode: str) -> str:
     per check on a GPU). Returns the previous mode. ``attend(..., check_finite=True|False)``
     overrides it for one call."""
     global _mode
-    previous, _mode = _mode, _mode_of(mode, "set_checks(mode)")
+    previous = _mode if isinstance(_mode, str) else "shapes"
+    _mode = _mode_of(mode, "set_checks(mode)")
     return previous
 
 
 def get_checks() -> str:
-    """The current check level: "shapes" or "full" (see ``set_checks``)."""
+    """The current check level: "shapes" or "full" (see ``set_checks``); a ValueError naming
+    ATTNKIT_CHECKS when its value is not one of them."""
+    if isinstance(_mode, ValueError):
+        raise ValueError(str(_mode))
     return _mode
 
 
@@ -63,7 +77,7 @@ def checks(mode: str) -> Iterator[None]:
 
 def finite_wanted(check_finite: bool | None) -> bool:
     """A call's ``check_finite`` (True / False), or the global level when it is None."""
-    return _mode == "full" if check_finite is None else check_finite
+    return get_checks() == "full" if check_finite is None else check_finite
 
 
 def check_tensor(name: str, x: object, *, min_dim: int = 2) -> Tensor:
@@ -84,7 +98,7 @@ def check_tensor(name: str, x: object, *, min_dim: int = 2) -> Tensor:
 def check_finite(name: str, x: Tensor) -> None:
     # one reduction first: a NaN or Inf anywhere makes the sum non-finite, so a finite sum
     # proves the tensor finite without the elementwise pass and its bool tensor
-    # (docs/performance.md, "Figures behind the code's choices"); only a non-finite sum (or
+    # (docs/perf/log-performance.md, "Figures behind the code's choices"); only a non-finite sum (or
     # an overflow) pays for the exact elementwise check
     if bool(torch.isfinite(x.sum())):
         return
@@ -146,7 +160,7 @@ def broadcasts_to(shape: tuple[int, ...] | torch.Size, target: tuple[int, ...]) 
         return False
     # each trailing-aligned dim is 1 or the target's: torch.broadcast_shapes(shape, target)
     # == target, without its generic helper (slow next to a decoding step, which calls this
-    # once per layer; docs/performance.md, "Figures behind the code's choices")
+    # once per layer; docs/perf/log-performance.md, "Figures behind the code's choices")
     tail = target[len(target) - len(shape) :]
     return all(s == 1 or s == t for s, t in zip(shape, tail, strict=True))
 

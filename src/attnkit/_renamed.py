@@ -1,5 +1,5 @@
-"""Old public names kept for one release after a rename (README, "Where things moved"): each
-use warns with a DeprecationWarning that says the new name.
+"""Old public names kept for one release after a rename: each use warns with a
+DeprecationWarning that says the new name.
 
     renamed_keywords(tgt_tokens="query_tokens")   a function decorator: old keyword -> new
     moved_name(old, new, obj)                     what a module's ``__getattr__`` returns

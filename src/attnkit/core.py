@@ -11,7 +11,6 @@ fast it declares itself (capabilities.py); ``attnkit.local`` holds the O(n·wind
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,14 +19,27 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from . import _env
 from ._checks import check_mask, check_positions, check_qkv, finite_wanted
+from .grouped import group_heads_dim, group_queries, kv_groups, repeat_kv, share_kv, ungroup
+from .linear.dispatch import linear_attend
 from .local.dispatch import fast_local
+from .mask_mods import MaskMod, resolve
 from .stages.alignment import AlignSpec, query_positions
-from .stages.capabilities import is_global, is_plain_sdpa, is_qk_transform
+from .stages.capabilities import (
+    is_gatherable,
+    is_global,
+    is_kernelised,
+    is_plain_scaled_dot,
+    is_plain_sdpa,
+    is_qk_transform,
+    is_weighted_sum,
+)
 from .stages.normalisers import compute_dtype, softmax
 from .stages.position import Positioned
 from .stages.reduction import Reduced, ReduceFn, weighted_sum
 from .stages.scores import scaled_dot_score
+from .stages.sinks import sink_context
 
 ScoreFn = Callable[[Tensor, Tensor], Tensor]
 """A score: ``score(query (..., Tq, Dq), keys (..., Tk, Dk)) -> (..., Tq, Tk)`` (scores.py)."""
@@ -67,17 +79,50 @@ def sdpa_context(
     """Fused softmax(qkᵀ/√d [+ bias]) v through ``F.scaled_dot_product_attention``; a fully
     masked row gives a zero context (SDPA alone would give NaN). Shapes as ``attend``; bias
     broadcastable to (..., Tq, Tk) (a position stage's) goes in as SDPA's float mask, -inf on
-    masked keys. The same ops whether or not a row is fully masked: no host synchronisation."""
+    masked keys. The same ops whether or not a row is fully masked: no host synchronisation.
+    Keys and values may have fewer heads (..., Hkv, Tk, D) dividing the query's H: SDPA's
+    ``enable_gqa`` then shares them across each group without repeating them."""
     attn = None if bias is None else bias.to(query.dtype)  # (..., Tq, Tk)
+    gqa = kv_groups(query, keys) > 1
     if mask is None:
-        return F.scaled_dot_product_attention(query, keys, values, attn_mask=attn)
+        return F.scaled_dot_product_attention(query, keys, values, attn_mask=attn, enable_gqa=gqa)
     row_ok = mask.any(dim=-1, keepdim=True)  # (..., Tq, 1)
     safe = mask | ~row_ok  # a fully masked row attends everywhere, then is zeroed
     if attn is not None:
         low = torch.tensor(-math.inf, dtype=attn.dtype, device=attn.device)
         safe = torch.where(safe, attn, low)  # (..., Tq, Tk)
-    out = F.scaled_dot_product_attention(query, keys, values, attn_mask=safe)  # (..., Tq, Dv)
+    out = F.scaled_dot_product_attention(
+        query, keys, values, attn_mask=safe, enable_gqa=gqa
+    )  # (..., Tq, Dv)
     return torch.where(row_ok, out, torch.zeros((), dtype=out.dtype, device=out.device))
+
+
+def drop_masked_keys(keys: Tensor, values: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
+    """Keys and values with zeros at the positions ``mask`` hides from every query (padding):
+    a weight of 0 does not stop a NaN or Inf there from reaching the output (0·NaN = NaN in
+    the weighted sum, and SDPA adds -inf to a NaN score), so a masked position is removed
+    from the data, not only from the weights. keys (..., Tk, Dk), values (..., Tk, Dv), mask
+    broadcastable to (..., Tq, Tk) -> keys, values of the same shapes (``zero_unseen``)."""
+    if mask is None:
+        return keys, values
+    return zero_unseen(keys, mask), zero_unseen(values, mask)
+
+
+def zero_unseen(x: Tensor, mask: Tensor) -> Tensor:
+    """x (..., Tk, D) with zero rows where ``mask`` (broadcastable to (..., Tq, Tk), or with H
+    heads where x has Hkv dividing H: grouped heads) lets no query attend; no host
+    synchronisation. A position some query may attend is data: a NaN there reaches that
+    query's output, as it should."""
+    if mask.dim() >= 2:
+        seen = mask.any(dim=-2, keepdim=True).transpose(-2, -1)  # (..., Tk, 1)
+    else:
+        seen = mask.unsqueeze(-1)  # (Tk, 1)
+    if seen.dim() >= 3 and x.dim() >= 3 and seen.shape[-3] not in (1, x.shape[-3]):
+        hkv = x.shape[-3]  # grouped heads: a key/value head serves H / Hkv query heads
+        seen = seen.unflatten(-3, (hkv, seen.shape[-3] // hkv)).any(dim=-3)  # (.., Hkv, Tk, 1)
+    if seen.dim() > x.dim():  # leading dims of size 1 that the mask alone has
+        seen = seen.reshape(seen.shape[seen.dim() - x.dim() :])
+    return torch.where(seen, x, torch.zeros((), dtype=x.dtype, device=x.device))  # (.., Tk, D)
 
 
 COLUMN_SCORES = 256
@@ -85,7 +130,7 @@ COLUMN_SCORES = 256
 plain softmax attention in the column form (``column_attention``) when it runs on a CPU
 without autograd (decoding, evaluation), above it with the fused kernel: at these sizes a
 fused kernel spends more on setting up each row than on its arithmetic (the measurements,
-and a re-measurement that did not confirm them under load: docs/performance.md, "Figures
+and a re-measurement that did not confirm them under load: docs/perf/log-performance.md, "Figures
 behind the code's choices"). Training keeps the fused kernel."""
 
 
@@ -123,8 +168,8 @@ def column_attention(
 def _softmax_keys(scores: Tensor) -> Tensor:
     """Softmax over the keys of column scores (..., Tk, Tq), run with the keys as the first
     dim: every other element is then a contiguous lane of the kernel, where over dim -2 with
-    Tq = 1 torch runs a softmax along a short last dim (docs/performance.md, "Figures behind
-    the code's choices")."""
+    Tq = 1 torch runs a softmax along a short last dim (docs/perf/log-performance.md, "Figures
+    behind the code's choices")."""
     return scores.movedim(-2, 0).softmax(0).movedim(0, -2)  # (..., Tk, Tq)
 
 
@@ -150,7 +195,7 @@ def attend(
     align: AlignFn | None = None,
     normaliser: NormaliseFn = softmax,
     reduce: ReduceFn = weighted_sum,
-    mask: Tensor | None = None,
+    mask: Tensor | MaskMod | None = None,
     positions: Tensor | None = None,
     position: PositionFn | None = None,
     key_positions: Tensor | None = None,
@@ -186,11 +231,28 @@ def attend(
     ``check_finite``: also refuse NaN/Inf in the inputs (and scores that overflow) with a
     ValueError; None (default) follows ``attnkit.set_checks`` ("shapes" unless set to "full"
     or ATTNKIT_CHECKS=full): the data checks cost one host synchronisation each on a GPU.
+    Grouped key/value heads (Ainslie 2023; ``attnkit.grouped``): keys and values
+    (..., Hkv, Tk, D) with Hkv dividing the query's H heads (..., H, Tq, D) serve G = H / Hkv
+    query heads each, query head h reading key/value head ⌊h/G⌋; see ``attend_grouped``.
+    ``mask`` may be a mask function (``attnkit.mask_mods``: document, prefix, global tokens,
+    and their compositions), made a tensor here at the query ``positions``.
     """
+    if isinstance(mask, MaskMod) and isinstance(query, Tensor) and isinstance(keys, Tensor):
+        mask = resolve(mask, query.shape[-2], keys.shape[-2], positions, query.dim() >= 4,
+                       query.device)  # fmt: skip
+    groups = kv_groups(query, keys)
+    if groups > 1:
+        return attend_grouped(
+            groups, query, keys, values, score=score, align=align, normaliser=normaliser,
+            reduce=reduce, mask=mask, positions=positions, position=position,
+            key_positions=key_positions, need_weights=need_weights,
+            weights_layout=weights_layout, check_finite=check_finite,
+        )  # fmt: skip
     check_finite = finite_wanted(check_finite)
     check_qkv(query, keys, values, finite=check_finite)
     lead = tuple(query.shape[:-2])  # check_qkv made it equal to the keys' and values' dims
     check_mask(mask, (*lead, query.shape[-2], keys.shape[-2]), query.device)
+    keys, values = drop_masked_keys(keys, values, mask)
     check_positions(positions, (*lead, query.shape[-2]))
     # a bias stage's dense (..., Tq, Tk) bias is made only where a dense path needs it
     biased = not is_qk_transform(position)
@@ -198,6 +260,13 @@ def attend(
         query, keys, _ = _place(position, query, keys, positions, key_positions, lead)
     elif position is None and key_positions is not None:
         raise ValueError("key_positions apply to a position stage; pass position=... too")
+    if is_kernelised(score, normaliser) and weights_layout == "dense":  # attnkit.linear
+        if need_weights:  # the implied weights are dense
+            work = compute_dtype(query.dtype)
+            check_dense_budget((*lead, query.shape[-2], keys.shape[-2]), work, True, None)
+        lin = linear_attend(query, keys, values, score, align, reduce, mask, positions,
+                            need_weights, biased)  # fmt: skip
+        return _finite(AttentionResult(lin.context, lin.weights), check_finite)
     if (
         not check_finite
         and weights_layout == "dense"
@@ -244,9 +313,87 @@ def attend(
     if not need_weights and spec.prior is None and is_plain_sdpa(score, normaliser, reduce):
         ctx = sdpa_context(query, keys, values, spec.mask, bias)
         return _finite(AttentionResult(ctx, None, extras=_position(spec)), check_finite)
+    sink = getattr(normaliser, "sink_logits", None)  # the sink softmax (stages/sinks.py)
+    if (not need_weights and spec.prior is None and bias is None and sink is not None
+            and is_plain_scaled_dot(score) and is_weighted_sum(reduce)):  # fmt: skip
+        ctx = sink_context(query, keys, values, spec.mask, sink)
+        return _finite(AttentionResult(ctx, None, extras=_position(spec)), check_finite)
     scored = score if bias is None else BiasedScore(score, bias)
     result = reference_attention(q_work, k_work, values, spec, scored, normaliser, reduce)
     return _finite(result, check_finite)
+
+
+def attend_grouped(
+    groups: int, query: Tensor, keys: Tensor, values: Tensor, **kw: Any
+) -> AttentionResult:
+    """``attend`` with G = H / Hkv query heads per key/value head: query (..., H, Tq, D),
+    keys (..., Hkv, Tk, D), values (..., Hkv, Tk, Dv) -> context (..., H, Tq, Dv), weights
+    (..., H, Tq, Tk); equal to ``attend`` on the keys and values repeated (``repeat_kv``),
+    reached without repeating them where the stages allow:
+
+    * every key for every query (a global alignment, the default positions, no position
+      stage, a mask that depends on neither query nor head, e.g. padding): the G query heads
+      of a group become G·Tq queries of its one key/value head (a view), any stages;
+    * plain scaled-dot softmax without weights over every key under any other mask: SDPA's
+      ``enable_gqa``;
+    * other alignments (causal, sliding, local, the Sparse Transformer's merged patterns):
+      queries (..., Hkv, G, Tq, D) over keys and values expanded to (..., Hkv, G, Tk, D) by
+      a stride-0 view; the banded and factorised kernels copy that view where they need
+      contiguous memory, so there the memory is that of multi-head attention;
+    * a position stage (its parameters are per query head), a pattern split across heads, a
+      normaliser with per-head parameters (``per_head``, e.g. a sink logit per head) or a
+      score that does not declare ``gatherable`` (it may hold per-head tensors, such as a
+      bias): the keys and values repeated (a copy).
+    """
+    mask, positions = kw.pop("mask"), kw.pop("positions")
+    position, align = kw["position"], kw["align"]
+    head_free = mask is None or mask.dim() < 3 or mask.shape[-3] == 1
+    query_free = mask is None or mask.dim() < 2 or mask.shape[-2] == 1
+    plain = position is None and positions is None and kw["key_positions"] is None
+    split = getattr(getattr(align, "spec", None), "split_heads", False)
+    if (position is not None or split or getattr(kw["normaliser"], "per_head", False)
+            or not is_gatherable(kw["score"])):  # fmt: skip
+        k, v = repeat_kv(keys, groups), repeat_kv(values, groups)  # (..., H, Tk, D)
+        return attend(query, k, v, mask=mask, positions=positions, **kw)
+    at = query.dim() - 3  # the heads dim, counted from the left
+    if plain and is_global(align) and head_free and query_free and kw["weights_layout"] == "dense":
+        tq = query.shape[-2]
+        folded = group_queries(query, groups).flatten(-3, -2)  # (..., Hkv, G·Tq, D)
+        res = attend(folded, keys, values, mask=mask, **kw)
+        return _regroup(res, at, tq)
+    if (
+        plain and is_global(align) and not kw["need_weights"] and kw["weights_layout"] == "dense"
+        and not finite_wanted(kw["check_finite"])
+        and is_plain_sdpa(kw["score"], kw["normaliser"], kw["reduce"])
+    ):  # fmt: skip
+        check_mask(mask, (*query.shape[:-1], keys.shape[-2]), query.device)
+        keys, values = drop_masked_keys(keys, values, mask)
+        return AttentionResult(sdpa_context(query, keys, values, mask), None)
+    res = attend(
+        group_queries(query, groups), share_kv(keys, groups), share_kv(values, groups),
+        mask=group_heads_dim(mask, groups, -3), positions=group_heads_dim(positions, groups, -2),
+        **kw,
+    )  # fmt: skip
+    hkv = keys.shape[-3]
+    return AttentionResult(
+        res.context.flatten(at, at + 1),
+        None if res.weights is None else ungroup(res.weights, at, hkv, groups),
+        None if res.scores is None else ungroup(res.scores, at, hkv, groups),
+        {n: ungroup(x, at, hkv, groups) if isinstance(x, Tensor) else x
+         for n, x in res.extras.items()},
+    )  # fmt: skip
+
+
+def _regroup(res: AttentionResult, at: int, tq: int) -> AttentionResult:
+    """A folded result (..., Hkv, G·Tq, ·) back to (..., H, Tq, ·), views."""
+
+    def back(x: Tensor | None) -> Tensor | None:
+        if x is None or x.dim() <= at + 1:
+            return x
+        return x.unflatten(at + 1, (-1, tq)).flatten(at, at + 1)  # (..., H, Tq, ·)
+
+    extras = {n: back(x) if isinstance(x, Tensor) else x for n, x in res.extras.items()}
+    return AttentionResult(back(res.context), back(res.weights), back(res.scores), extras)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -282,14 +429,7 @@ def _place(
 def dense_budget_gib() -> float:
     """The most GiB the dense (..., Tq, Tk) tensors of one attention call may take: the
     environment variable ATTNKIT_DENSE_BUDGET_GIB, else 4."""
-    raw = os.environ.get("ATTNKIT_DENSE_BUDGET_GIB", "4")
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"ATTNKIT_DENSE_BUDGET_GIB={raw!r}; give a positive number of GiB")
-    return value
+    return _env.dense_budget_gib()
 
 
 def check_dense_budget(
@@ -383,9 +523,11 @@ __all__ = [
     "Reduced",
     "ScoreFn",
     "attend",
+    "attend_grouped",
     "check_dense_budget",
     "column_attention",
     "dense_budget_gib",
+    "drop_masked_keys",
     "reference_attention",
     "sdpa_context",
     "weighted_sum",

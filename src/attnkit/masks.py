@@ -1,13 +1,21 @@
 """Boolean masks. One polarity everywhere: True = may attend (as SDPA and FlexAttention).
 
 Legend: B batch, Tq queries, Tk keys. Every mask broadcasts against scores (..., Tq, Tk);
-``None`` means "everything allowed".
+``None`` means "everything allowed". Masks as functions of positions (``document``,
+``prefix``, ``global_tokens``, ``causal``, ``band``), which ``attend`` takes as they are and
+``&`` / ``|`` compose, are in ``attnkit.mask_mods``; ``and_masks`` / ``or_masks`` compose them
+with tensors too.
 """
 
 from __future__ import annotations
 
 import torch
 from torch import Tensor
+
+from .mask_mods import AndMask, MaskMod, OrMask, as_mod
+from .mask_mods import document as document  # re-exported: attnkit.masks.document
+from .mask_mods import global_tokens as global_tokens
+from .mask_mods import prefix as prefix
 
 
 def padding_mask(lengths: Tensor, max_len: int | None = None) -> Tensor:
@@ -83,7 +91,11 @@ def band_mask(
 
 
 def and_masks(*masks: Tensor | None) -> Tensor | None:
-    """Allowed where every mask allows. ``None`` (all allowed) is the identity."""
+    """Allowed where every mask allows. ``None`` (all allowed) is the identity. With a mask
+    function among them (``attnkit.mask_mods``) the result is a mask function."""
+    given = [m for m in masks if m is not None]
+    if any(isinstance(m, MaskMod) for m in given):
+        return AndMask(tuple(as_mod(m) for m in given))  # type: ignore[return-value]
     out: Tensor | None = None
     for m in masks:
         if m is not None:
@@ -92,9 +104,12 @@ def and_masks(*masks: Tensor | None) -> Tensor | None:
 
 
 def or_masks(*masks: Tensor | None) -> Tensor | None:
-    """Allowed where any mask allows. A ``None`` (all allowed) makes the result ``None``."""
+    """Allowed where any mask allows. A ``None`` (all allowed) makes the result ``None``.
+    With a mask function among them (``attnkit.mask_mods``) the result is a mask function."""
     if not masks or any(m is None for m in masks):
         return None
+    if any(isinstance(m, MaskMod) for m in masks):
+        return OrMask(tuple(as_mod(m) for m in masks if m is not None))  # type: ignore[return-value]
     out = masks[0]
     assert out is not None
     for m in masks[1:]:

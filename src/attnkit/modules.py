@@ -12,6 +12,9 @@ from torch import Tensor, nn
 from ._checks import check_dtype
 from ._renamed import renamed_in
 from .core import AttentionResult, NormaliseFn, Reduced, ReduceFn, attend, weighted_sum
+from .grouped import check_kv_heads
+from .kv_cache import KVCache
+from .mask_mods import MaskMod
 from .stages.alignment import Alignment, CausalAlignment
 from .stages.normalisers import softmax
 from .stages.position import Position
@@ -23,6 +26,8 @@ _EVERY_KEY = Alignment()  # parameter-free: one shared instance, not one per dec
 def heads_mask(mask: Tensor | None) -> Tensor | None:
     """A (B, Tq, Tk) or (B, 1, Tk) mask gains a heads dim: (B, 1, Tq|1, Tk). 2-D and 4-D masks
     already broadcast against (B, H, Tq, Tk)."""
+    if isinstance(mask, MaskMod):  # a mask function: attend makes it (B, 1, Tq, Tk) itself
+        return mask
     if mask is not None and not isinstance(mask, Tensor):
         raise TypeError(f"mask must be a bool torch.Tensor or None, got {type(mask).__name__}")
     if mask is not None and mask.dim() == 3:
@@ -122,6 +127,10 @@ class AttentionHeads(nn.Module):
     The per-head attention is any score / alignment / normaliser (built for width Dh), with
     an optional position stage (``attnkit.stages.position``, built for H heads of width Dh).
     ``key_dim`` defaults to ``dim``, ``value_dim`` to ``key_dim`` (values default to keys).
+    ``kv_heads``: Hkv key/value heads shared by groups of H / Hkv query heads, grouped-query
+    attention (Ainslie et al. 2023; Hkv = 1 is multi-query attention, Shazeer 2019; None:
+    Hkv = H), ``attnkit.grouped``: W^K and W^V project to Hkv·Dh, a decoding cache holds
+    Hkv heads.
     forward(query (B, Tq, D), keys (B, Tk, Dk) = query, values (B, Tk, Dv) = keys, mask,
     positions (B, Tq) or (Tq,) = 0 .. Tq-1)
     -> context (B, Tq, D), weights (B, H, Tq, Tk), or (B, Tq, Tk) with ``average_weights``.
@@ -144,15 +153,18 @@ class AttentionHeads(nn.Module):
         bias: bool = True,
         dropout: float = 0.0,
         position: Position | None = None,
+        kv_heads: int | None = None,
     ) -> None:
         super().__init__()
         self.heads = heads
         self.head_dim = check_heads(dim, heads)
+        self.kv_heads = check_kv_heads(heads, kv_heads)
+        kv_width = self.kv_heads * self.head_dim  # Hkv·Dh
         self.q_proj = nn.Linear(dim, dim, bias=bias)
         key_dim = dim if key_dim is None else key_dim
         value_dim = key_dim if value_dim is None else value_dim  # values default to the keys
-        self.k_proj = nn.Linear(key_dim, dim, bias=bias)
-        self.v_proj = nn.Linear(value_dim, dim, bias=bias)
+        self.k_proj = nn.Linear(key_dim, kv_width, bias=bias)
+        self.v_proj = nn.Linear(value_dim, kv_width, bias=bias)
         self.out_proj = nn.Linear(dim, dim, bias=bias)
         self.score = ScaledDotScore() if score is None else score
         self.align = Alignment() if align is None else align
@@ -228,20 +240,23 @@ class AttentionHeads(nn.Module):
 
     def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Self-attention's x W^Q, x W^K, x W^V as one matrix product with the three weights
-        concatenated, (B, T, D) @ (D, 3D) (the parameters stay three; checkpoints unchanged)
-        -> per-head q, k, v (B, H, T, Dh) each."""
+        concatenated, (B, T, D) @ (D, D + 2·Hkv·Dh) (the parameters stay three; checkpoints
+        unchanged) -> per-head q (B, H, T, Dh), k, v (B, Hkv, T, Dh)."""
         layers = (self.q_proj, self.k_proj, self.v_proj)
-        weight = torch.cat([layer.weight for layer in layers])  # (3D, D)
+        weight = torch.cat([layer.weight for layer in layers])  # (D + 2·Hkv·Dh, D)
         bias = None if self.q_proj.bias is None else torch.cat([lay.bias for lay in layers])
-        q, k, v = F.linear(x, weight, bias).chunk(3, dim=-1)  # (B, T, D) each
-        return split_heads(q, self.heads), split_heads(k, self.heads), split_heads(v, self.heads)
+        widths = [layer.out_features for layer in layers]
+        q, k, v = F.linear(x, weight, bias).split(widths, dim=-1)  # (B, T, D|Hkv·Dh)
+        hkv = self.kv_heads
+        return split_heads(q, self.heads), split_heads(k, hkv), split_heads(v, hkv)
 
     def project_keys(self, keys: Tensor, values: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """keys (B, Tk, Dk), values (B, Tk, Dv) = keys -> per-head K W^K, V W^V, (B, H, Tk, Dh)
-        each: what an incremental decoder caches, projected once instead of at every step."""
+        """keys (B, Tk, Dk), values (B, Tk, Dv) = keys -> per-head K W^K, V W^V,
+        (B, Hkv, Tk, Dh) each: what an incremental decoder caches, projected once instead of
+        at every step."""
         values = keys if values is None else values
-        k = split_heads(self.k_proj(keys), self.heads)  # (B, H, Tk, Dh)
-        return k, split_heads(self.v_proj(values), self.heads)  # (B, H, Tk, Dh) each
+        k = split_heads(self.k_proj(keys), self.kv_heads)  # (B, Hkv, Tk, Dh)
+        return k, split_heads(self.v_proj(values), self.kv_heads)  # (B, Hkv, Tk, Dh) each
 
     def attend_projected(
         self,
@@ -255,7 +270,7 @@ class AttentionHeads(nn.Module):
         positions: Tensor | None = None,
     ) -> AttentionResult:
         """``forward`` on keys and values already projected by ``project_keys``: query
-        (B, Tq, D), k, v (B, H, Tk, Dh); ``align`` defaults to the module's own."""
+        (B, Tq, D), k, v (B, Hkv, Tk, Dh); ``align`` defaults to the module's own."""
         q = split_heads(self.q_proj(query), self.heads)  # (B, H, Tq, Dh)
         return self.attend_heads(q, k, v, align, mask, need_weights, average_weights, positions)
 
@@ -269,9 +284,11 @@ class AttentionHeads(nn.Module):
         need_weights: bool = True,
         average_weights: bool = False,
         positions: Tensor | None = None,
+        key_positions: Tensor | None = None,
     ) -> AttentionResult:
-        """Attention of projected per-head queries q (B, H, Tq, Dh) over k, v (B, H, Tk, Dh),
-        then W^O: context (B, Tq, D)."""
+        """Attention of projected per-head queries q (B, H, Tq, Dh) over k, v
+        (B, Hkv, Tk, Dh) (query head h reads key/value head ⌊h·Hkv/H⌋), then W^O: context
+        (B, Tq, D)."""
         use_dropout = self.training and self.dropout.p > 0
         result = attend(
             q,
@@ -284,6 +301,7 @@ class AttentionHeads(nn.Module):
             mask=heads_mask(mask),
             positions=heads_positions(positions),
             position=self.position,
+            key_positions=key_positions if self.position is not None else None,
             need_weights=need_weights,
         )
         context = self.out_proj(result.context.transpose(1, 2).flatten(2))  # (B, Tq, D)
@@ -293,22 +311,18 @@ class AttentionHeads(nn.Module):
         return AttentionResult(context, weights, result.scores, result.extras)
 
 
-class SelfAttention(AttentionHeads):
-    """Multi-head self-attention: queries, keys and values are the same sequence x (B, T, D)."""
-
-    def forward(  # type: ignore[override]
-        self, x: Tensor, mask: Tensor | None = None, need_weights: bool = True
-    ) -> AttentionResult:
-        return super().forward(x, x, x, mask=mask, need_weights=need_weights)
-
     def step(
-        self, x: Tensor, cache: tuple[Tensor, Tensor], need_weights: bool = False
-    ) -> tuple[AttentionResult, tuple[Tensor, Tensor]]:
-        """Incremental decoding: x (B, 1, D) is position t of a causal sequence; ``cache`` holds
-        the projected keys and values of positions < t, (B, H, t, Dh) each (``empty_cache``
-        at t = 0). x attends them and itself; returns the result and the cache grown by x's
-        one row. Equals row t of ``forward(x_0 .. x_t)`` with a causal alignment, at O(t)
-        cost, projecting one row per step instead of the whole prefix."""
+        self, x: Tensor, cache: KVCache | tuple[Tensor, Tensor], need_weights: bool = False
+    ) -> tuple[AttentionResult, KVCache | tuple[Tensor, Tensor]]:
+        """Incremental causal self-attention (a ``SelfAttention``, or this module with
+        keys = values = query): x (B, 1, D) is position t of a causal sequence; ``cache`` holds
+        the projected keys and values of positions < t: an ``attnkit.KVCache`` (``new_cache``;
+        x's row is written into it in place, and it is returned), or the earlier form, a
+        tuple (B, Hkv, t, Dh) each (``empty_cache`` at t = 0) returned grown by
+        ``torch.cat``, an O(t) copy per step. x attends the cached keys and itself. Equals
+        row t of ``forward(x_0 .. x_t)`` with a causal alignment, at O(t) cost, projecting one
+        row per step instead of the whole prefix; with a sliding ``KVCache`` (window w, s
+        sinks), row t of ``forward`` under the mask (j < s) | (0 <= t - j < w)."""
         if not isinstance(self.align, CausalAlignment):
             raise ValueError(
                 f"step() is incremental causal decoding; this module's alignment is "
@@ -317,22 +331,48 @@ class SelfAttention(AttentionHeads):
         if x.dim() != 3 or x.shape[1] != 1:
             raise ValueError(f"step() takes one position x (B, 1, D), got {tuple(x.shape)}")
         if self._fusable():
-            q, k_new, v_new = self.project_qkv(x)  # (B, H, 1, Dh) each
+            q, k_new, v_new = self.project_qkv(x)  # (B, H|Hkv, 1, Dh)
         else:
             q = split_heads(self.q_proj(x), self.heads)  # (B, H, 1, Dh)
-            k_new, v_new = self.project_keys(x)  # (B, H, 1, Dh)
-        k = torch.cat([cache[0], k_new], dim=2)  # (B, H, t+1, Dh)
-        v = torch.cat([cache[1], v_new], dim=2)  # (B, H, t+1, Dh)
+            k_new, v_new = self.project_keys(x)  # (B, Hkv, 1, Dh)
+        if isinstance(cache, KVCache):
+            cache.append(k_new, v_new)  # in place
+            k, v, t = cache.keys, cache.values, cache.length - 1  # (B, Hkv, size, Dh)
+            ring = cache.window is not None and self.position is not None
+            kpos = cache.positions if ring else None  # out of order once the ring wraps
+        else:
+            k = torch.cat([cache[0], k_new], dim=2)  # (B, Hkv, t+1, Dh)
+            v = torch.cat([cache[1], v_new], dim=2)  # (B, Hkv, t+1, Dh)
+            cache, t, kpos = (k, v), k.shape[2] - 1, None
         # every cached key is at or before t: a global alignment, no mask; a position stage
-        # sees the query at t, the keys at 0 .. t
-        at = None if self.position is None else torch.full((1,), k.shape[2] - 1, device=x.device)
-        return self.attend_heads(q, k, v, _EVERY_KEY, None, need_weights, False, at), (k, v)
+        # sees the query at t, the keys at their positions (0 .. t unless a ring reordered)
+        at = None if self.position is None else torch.full((1,), t, device=x.device)
+        result = self.attend_heads(q, k, v, _EVERY_KEY, None, need_weights, False, at, kpos)
+        return result, cache
+
+    def new_cache(
+        self, batch: int, like: Tensor, capacity: int | None = None, *,
+        window: int | None = None, sinks: int = 0, grow: bool = False,
+    ) -> KVCache:  # fmt: skip
+        """An ``attnkit.KVCache`` for ``step``: ``capacity`` tokens (full), or a sliding
+        ``window`` with ``sinks``; Hkv heads of width Dh, ``like``'s dtype and device."""
+        return KVCache.like(self, batch, capacity, like=like, window=window, sinks=sinks,
+                            grow=grow)  # fmt: skip
 
     def empty_cache(self, batch: int, like: Tensor) -> tuple[Tensor, Tensor]:
-        """The ``step`` cache of t = 0: keys and values (B, H, 0, Dh), ``like``'s dtype/device."""
-        empty = like.new_zeros(batch, self.heads, 0, self.head_dim)  # (B, H, 0, Dh)
+        """The ``step`` cache of t = 0: keys and values (B, Hkv, 0, Dh), ``like``'s
+        dtype/device."""
+        empty = like.new_zeros(batch, self.kv_heads, 0, self.head_dim)  # (B, Hkv, 0, Dh)
         return empty, empty
 
+
+class SelfAttention(AttentionHeads):
+    """Multi-head self-attention: queries, keys and values are the same sequence x (B, T, D)."""
+
+    def forward(  # type: ignore[override]
+        self, x: Tensor, mask: Tensor | None = None, need_weights: bool = True
+    ) -> AttentionResult:
+        return super().forward(x, x, x, mask=mask, need_weights=need_weights)
 
 class CrossAttention(AttentionHeads):
     """Multi-head cross (encoder-decoder) attention: x (B, Tq, D) attends memory (B, Tk, Dk)."""

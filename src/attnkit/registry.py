@@ -6,6 +6,7 @@ objects here, and nowhere else.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -13,6 +14,7 @@ from torch import nn
 
 from ._checks import check_size
 from .core import NormaliseFn, ReduceFn, weighted_sum
+from .grouped import check_kv_heads
 from .mechanisms.hard import GumbelSoftmax, SampleReduce
 from .modules import Attention, AttentionHeads, check_heads
 from .stages.alignment import (
@@ -23,6 +25,7 @@ from .stages.alignment import (
     LocalP,
     SlidingWindow,
 )
+from .stages.kernels import LinearScore, PerformerScore, default_features, ratio
 from .stages.normalisers import Entmax15, Softmax, Sparsemax
 from .stages.position import (
     ALiBi,
@@ -42,6 +45,8 @@ from .stages.scores import (
     ScaledDotScore,
     Score,
 )
+from .stages.sinks import SinkSoftmax
+from .stages.softcap import SoftCappedScore, check_cap
 from .stages.sparse import PATTERNS, FactorisedAlignment, PatternSpec
 
 
@@ -63,8 +68,14 @@ SCORES: dict[str, Callable[..., Score]] = {
     "additive": lambda q, k, hidden, max_keys: AdditiveScore(q, k, hidden),
     "location": lambda q, k, hidden, max_keys: LocationScore(q, _need(max_keys, "max_keys")),
     "cosine": lambda q, k, hidden, max_keys: CosineScore(),
+    # kernel scores (linear attention): with the "ratio" normaliser, O(n·M·Dv) (attnkit.linear)
+    "linear": lambda q, k, hidden, max_keys: LinearScore(),
+    "performer": lambda q, k, hidden, max_keys: PerformerScore(q, hidden or default_features(q)),
 }
-"""Score builders by name: ``SCORES[name](query_dim, key_dim, hidden, max_keys)``."""
+"""Score builders by name: ``SCORES[name](query_dim, key_dim, hidden, max_keys)``; ``hidden``
+is the performer's random feature count M (default round(D·ln D))."""
+KERNEL_SCORES = ("linear", "performer")
+"""The scores that are a feature map's kernel, normalised by "ratio" unless told otherwise."""
 SCORE_ALIASES = {
     "scaled-dot": "scaled_dot",
     "sdp": "scaled_dot",
@@ -74,10 +85,10 @@ SCORE_ALIASES = {
 }
 
 def _factorised(pattern: str, causal: bool, split: bool) -> Callable[[int, int | None], Alignment]:
-    """The builder of a Sparse Transformer pattern: ``window`` is its stride l (fixed: c = 1)."""
+    """The builder of a Sparse Transformer pattern from its stride l (fixed: c = 1)."""
 
-    def build(query_dim: int, window: int | None) -> Alignment:
-        spec = PatternSpec(pattern, _need(window, "window"), causal=causal, split_heads=split)
+    def build(query_dim: int, stride: int | None) -> Alignment:
+        spec = PatternSpec(pattern, _need(stride, "stride"), causal=causal, split_heads=split)
         return FactorisedAlignment(spec)
 
     return build
@@ -90,7 +101,7 @@ ALIGNMENTS: dict[str, Callable[[int, int | None], Alignment]] = {
     "local-p": lambda q, w: LocalP(q, _need(w, "window")),
     "sliding": lambda q, w: SlidingWindow(_need(w, "window")),
     "sliding-causal": lambda q, w: SlidingWindow(_need(w, "window"), causal=True),
-    # the Sparse Transformer's patterns (Child 2019): window = the stride l; fixed with c = 1
+    # the Sparse Transformer's patterns (Child 2019), built from the stride l; fixed with c = 1
     **{
         p + ("-causal" if causal else "") + ("-heads" if split else ""): _factorised(
             p, causal, split
@@ -100,20 +111,22 @@ ALIGNMENTS: dict[str, Callable[[int, int | None], Alignment]] = {
         for split in (False, True)
     },
 }
-"""Alignment builders by name: ``ALIGNMENTS[name](query_dim, window)``."""
+"""Alignment builders by name: ``ALIGNMENTS[name](query_dim, size)``, ``size`` the window
+(``WINDOWED``) or the stride l (``STRIDED``)."""
 
 # the alignments that take ``window=...``, with the least window each accepts
-WINDOWED: dict[str, int] = {
-    "local-m": 0, "local-p": 1, "sliding": 0, "sliding-causal": 0,
-    **{name: 1 for name in ALIGNMENTS if name.startswith(PATTERNS)},  # the stride l >= 1
-}  # fmt: skip
+WINDOWED: dict[str, int] = {"local-m": 0, "local-p": 1, "sliding": 0, "sliding-causal": 0}
 """The alignments that take ``window=...``, with the least window each accepts."""
+STRIDED: dict[str, int] = {name: 1 for name in ALIGNMENTS if name.startswith(PATTERNS)}
+"""The alignments that take ``stride=...`` (the Sparse Transformer's patterns, Child et al.
+2019), with the least stride l each accepts."""
 
 NORMALISERS: dict[str, Callable[[float], NormaliseFn]] = {
     "softmax": lambda t: Softmax(t),
     "gumbel": lambda t: GumbelSoftmax(t),
     "sparsemax": lambda t: Sparsemax(),
     "entmax15": lambda t: Entmax15(),
+    "ratio": lambda t: ratio,
 }
 """Normaliser builders by name: ``NORMALISERS[name](temperature)``."""
 REDUCTIONS: dict[str, Callable[[], ReduceFn]] = {
@@ -169,6 +182,8 @@ VARIANTS: list[Variant] = [
     Variant("additive", "score", "Bahdanau et al. 2015", AdditiveScore.formula),
     Variant("location", "score", "Luong et al. 2015", LocationScore.formula),
     Variant("cosine", "score", "Graves et al. 2014", CosineScore.formula),
+    Variant("linear", "score", "Katharopoulos et al. 2020", LinearScore.formula),
+    Variant("performer", "score", "Choromanski et al. 2021 (FAVOR+)", PerformerScore.formula),
     Variant("global", "alignment", "Luong et al. 2015", "all keys"),
     Variant("causal", "alignment", "Vaswani et al. 2017", "j <= i"),
     Variant("local-m", "alignment", "Luong et al. 2015", "|s - t| <= D"),
@@ -190,6 +205,7 @@ VARIANTS: list[Variant] = [
     Variant("softmax", "normaliser", "Bahdanau et al. 2015", "exp(e/T) / Σ exp(e/T)"),
     Variant("sparsemax", "normaliser", "Martins & Astudillo 2016", "[z - τ]₊"),
     Variant("entmax15", "normaliser", "Peters et al. 2019", "[z/2 - τ]₊²"),
+    Variant("ratio", "normaliser", "Katharopoulos et al. 2020", "e_ij / Σ_j e_ij (kernel scores)"),
     Variant(
         "gumbel",
         "normaliser",
@@ -260,6 +276,25 @@ def check_window_for(align: str, window: int | None) -> None:
         raise ValueError(f"alignment {align!r} needs window >= {least}{why}, got {window}")
 
 
+def check_kernel(score: str, align: str, normaliser: str) -> None:
+    """The kernel-ratio normaliser divides non-negative kernel scores, over every key or the
+    causal prefix (what linear attention's sums honour, ``attnkit.linear``): a ValueError
+    saying what to change otherwise."""
+    if canonical("normaliser", normaliser) != "ratio":
+        return
+    if canonical("score", score) not in KERNEL_SCORES:
+        raise ValueError(
+            f"normaliser='ratio' divides non-negative kernel scores; score={score!r} can be "
+            f"negative: use score= one of {', '.join(KERNEL_SCORES)}, or normaliser='softmax'"
+        )
+    if canonical("alignment", align) not in ("global", "causal"):
+        raise ValueError(
+            f"linear attention honours all keys or the causal j <= i, with a key-padding "
+            f"mask; align={align!r} restricts the keys otherwise: use align='global' or "
+            f"'causal', or normaliser='softmax' over the kernel scores"
+        )
+
+
 def build_score(
     name: str,
     query_dim: int,
@@ -274,10 +309,45 @@ def build_score(
     return SCORES[key](query_dim, query_dim if key_dim is None else key_dim, hidden, max_keys)
 
 
-def build_alignment(name: str, query_dim: int, window: int | None = None) -> Alignment:
+def build_alignment(
+    name: str, query_dim: int, window: int | None = None, *, stride: int | None = None
+) -> Alignment:
     """An alignment module by name; ``window`` for the windowed ones (``WINDOWED``),
-    ``query_dim`` for local-p's position predictor."""
-    return ALIGNMENTS[canonical("alignment", name)](query_dim, window)
+    ``stride`` for the Sparse Transformer's patterns (``STRIDED``), ``query_dim`` for
+    local-p's position predictor. ``window=`` for a pattern still means its stride, with a
+    DeprecationWarning."""
+    key = canonical("alignment", name)
+    window, stride = window_or_stride(key, window, stride)
+    return ALIGNMENTS[key](query_dim, stride if key in STRIDED else window)
+
+
+def window_or_stride(
+    align: str, window: int | None, stride: int | None, *, stacklevel: int = 1
+) -> tuple[int | None, int | None]:
+    """``(window, stride)`` for alignment ``align``: ``stride`` is the stride l of the Sparse
+    Transformer's patterns (``STRIDED``) and nothing else's (a ValueError); ``window`` given
+    to a pattern is taken as its stride, with a DeprecationWarning (window means a sliding
+    radius everywhere else; the old spelling goes in the next release). ``stacklevel``: the
+    warning's, counted from the caller of this function's caller."""
+    key = canonical("alignment", align)
+    if key not in STRIDED:
+        if stride is not None:
+            raise ValueError(
+                f"stride={stride} is the stride l of the Sparse Transformer's patterns "
+                f"({', '.join(PATTERNS)}); align={align!r} takes window=... or nothing"
+            )
+        return window, None
+    if window is None:
+        return None, stride
+    if stride is not None:
+        raise TypeError(f"align={align!r} got window={window} and stride={stride}; pass "
+                        "stride= only")  # fmt: skip
+    warnings.warn(
+        f"window= for align={align!r} is its stride l: pass stride={window} (window= means a "
+        "sliding radius elsewhere; it goes in the next release)", DeprecationWarning,
+        stacklevel=2 + stacklevel,
+    )  # fmt: skip
+    return None, window
 
 
 def build_normaliser(name: str, temperature: float = 1.0) -> NormaliseFn:
@@ -293,11 +363,21 @@ def build_normaliser(name: str, temperature: float = 1.0) -> NormaliseFn:
 
 
 def build_position(
-    name: str, heads: int, head_dim: int, *, max_len: int = 512, causal: bool = False
-) -> Position:
+    name: str, heads: int, head_dim: int, *, max_len: int = 512, causal: bool = False,
+    rope_scaling: str = "none", rope_factor: float = 1.0,
+) -> Position:  # fmt: skip
     """A position stage by name (aliases allowed) for ``heads`` heads of width ``head_dim``;
-    ``max_len`` for learned positions, ``causal`` for T5's one-directional buckets."""
-    return POSITIONS[canonical("position", name)](heads, head_dim, max_len, causal)
+    ``max_len`` for learned positions, ``causal`` for T5's one-directional buckets;
+    ``rope_scaling`` ("linear", "ntk", "yarn"; ``attnkit.stages.rope_scaling``) and
+    ``rope_factor`` s stretch RoPE from ``max_len`` (the length trained at) to s·max_len."""
+    key = canonical("position", name)
+    if key == "rope":
+        return RotaryPosition(head_dim, scaling=rope_scaling, factor=rope_factor,
+                              original_len=max_len)  # fmt: skip
+    if rope_scaling != "none" or rope_factor != 1.0:
+        raise ValueError(f"rope_scaling and rope_factor stretch RoPE; position={name!r} has "
+                         "no rotation to scale: use position='rope' or drop them")  # fmt: skip
+    return POSITIONS[key](heads, head_dim, max_len, causal)
 
 
 def build(
@@ -307,7 +387,8 @@ def build(
     heads: int | None = None,
     align: str = "global",
     window: int | None = None,
-    normaliser: str = "softmax",
+    stride: int | None = None,
+    normaliser: str | None = None,
     temperature: float = 1.0,
     key_dim: int | None = None,
     value_dim: int | None = None,
@@ -318,9 +399,20 @@ def build(
     output: str = "scalar",
     position: str | None = None,
     max_len: int = 512,
+    rope_scaling: str = "none",
+    rope_factor: float = 1.0,
+    kv_heads: int | None = None,
+    softcap: float | None = None,
+    sinks: bool = False,
 ) -> nn.Module:
     """An attention module from names.
 
+    ``window``: the window of local-m / local-p, the radius of the sliding window; ``stride``:
+    the stride l of the Sparse Transformer's patterns (strided, fixed: ``STRIDED``).
+
+    ``normaliser``: default "ratio" for the kernel scores (``KERNEL_SCORES``: linear
+    attention, Katharopoulos et al. 2020, and the Performer's FAVOR+, Choromanski et al. 2021,
+    its random feature count ``hidden``), "softmax" for the others.
     ``heads=None``: single-head ``Attention`` without projections (Bahdanau/Luong style): the
     score works on widths ``dim`` (query) and ``key_dim`` (keys). ``heads=H``:
     ``AttentionHeads`` with projections, the score working on width dim / H per head.
@@ -328,9 +420,33 @@ def build(
     key and value feature, its own feature-wise additive score of width ``hidden``.
     ``position``: a position stage by name (``POSITIONS``: learned, shaw, t5, alibi, rope,
     xl), per head of width dim / H (one head of width ``dim`` without heads); ``max_len``
-    bounds the learned positions.
+    bounds the learned positions; ``rope_scaling`` ("linear" position interpolation, "ntk",
+    "yarn") and ``rope_factor`` s stretch RoPE trained at ``max_len`` positions to s·max_len.
+    ``kv_heads``: with ``heads``, Hkv key/value heads shared by
+    groups of H / Hkv query heads (grouped-query attention, Ainslie et al. 2023; 1:
+    multi-query, Shazeer 2019); it must divide ``heads``. ``softcap``: the scores
+    soft-capped, cap·tanh(e / cap) (Gemma 2; ``attnkit.stages.softcap``). ``sinks``: with
+    ``heads`` and softmax, a learned sink logit per head in the softmax's denominator
+    (gpt-oss; ``attnkit.stages.sinks``).
     """
     check_size("dim", dim)
+    window, stride = window_or_stride(align, window, stride)
+    if normaliser is None:
+        normaliser = "ratio" if canonical("score", score) in KERNEL_SCORES else "softmax"
+    check_kernel(score, align, normaliser)
+    if sinks and (heads is None or canonical("normaliser", normaliser) != "softmax"
+                  or temperature != 1.0):  # fmt: skip
+        raise ValueError(
+            "sinks=True adds one learned logit per head to a softmax's denominator; pass "
+            "heads=H and the default normaliser='softmax' (temperature 1)"
+        )
+    if softcap is not None:
+        check_cap(softcap)
+    if kv_heads is not None and heads is None:
+        raise ValueError(
+            f"kv_heads={kv_heads} shares key/value heads among query heads; pass heads=H "
+            "(a multiple of kv_heads) too"
+        )
     for name, width in (("key_dim", key_dim), ("value_dim", value_dim), ("hidden", hidden),
                         ("max_keys", max_keys)):  # fmt: skip
         check_size(name, width, optional=True)
@@ -347,10 +463,11 @@ def build(
             f"heads >= 2, or use align={align.removesuffix('-heads')!r}, the merged pattern"
         )
     if heads is None:
-        sc = build_score(score, dim, key_dim, hidden=hidden, max_keys=max_keys)
-        pos = _position(position, 1, dim, key_dim, max_len, causal)
+        sc = _capped(build_score(score, dim, key_dim, hidden=hidden, max_keys=max_keys), softcap)
+        pos = _position(position, 1, dim, key_dim, max_len, causal, (rope_scaling, rope_factor))
         return Attention(
-            sc, build_alignment(align, dim, window), build_normaliser(normaliser, temperature), red,
+            sc, build_alignment(align, dim, window, stride=stride),
+            build_normaliser(normaliser, temperature), red,
             position=pos,
         )  # fmt: skip
     if red is not weighted_sum:
@@ -359,25 +476,37 @@ def build(
             "normaliser='gumbel' for hard multi-head attention"
         )
     head_dim = check_heads(dim, heads)
-    sc = build_score(score, head_dim, head_dim, hidden=hidden, max_keys=max_keys)
+    sc = _capped(build_score(score, head_dim, head_dim, hidden=hidden, max_keys=max_keys), softcap)
+    norm = SinkSoftmax(heads) if sinks else build_normaliser(normaliser, temperature)
     return AttentionHeads(
         dim,
         heads,
         key_dim=key_dim,
         value_dim=value_dim,
         score=sc,
-        align=build_alignment(align, head_dim, window),
-        normaliser=build_normaliser(normaliser, temperature),
+        align=build_alignment(align, head_dim, window, stride=stride),
+        normaliser=norm,
         dropout=dropout,
-        position=_position(position, heads, head_dim, None, max_len, causal),
+        position=_position(position, heads, head_dim, None, max_len, causal,
+                           (rope_scaling, rope_factor)),
+        kv_heads=check_kv_heads(heads, kv_heads),
     )
 
 
+def _capped(score: Score, cap: float | None) -> Score:
+    """``build``'s score, soft-capped when ``cap`` is given."""
+    return score if cap is None else SoftCappedScore(score, cap)
+
+
 def _position(
-    name: str | None, heads: int, width: int, key_dim: int | None, max_len: int, causal: bool
-) -> Position | None:
-    """``build``'s position stage, or None; it needs queries and keys of one width."""
+    name: str | None, heads: int, width: int, key_dim: int | None, max_len: int, causal: bool,
+    rope: tuple[str, float] = ("none", 1.0),
+) -> Position | None:  # fmt: skip
+    """``build``'s position stage, or None; it needs queries and keys of one width. ``rope``:
+    the scaling and factor of RoPE."""
     if name is None:
+        if rope != ("none", 1.0):
+            raise ValueError("rope_scaling and rope_factor stretch RoPE; pass position='rope'")
         return None
     if key_dim is not None and key_dim != width:
         raise ValueError(
@@ -385,7 +514,8 @@ def _position(
             f"{key_dim}; drop key_dim or the position stage"
         )
     check_size("max_len", max_len)
-    return build_position(name, heads, width, max_len=max_len, causal=causal)
+    return build_position(name, heads, width, max_len=max_len, causal=causal,
+                          rope_scaling=rope[0], rope_factor=rope[1])
 
 
 def _multidim(
@@ -420,6 +550,7 @@ def _multidim(
 
 __all__ = [
     "ALIGNMENTS",
+    "KERNEL_SCORES",
     "OUTPUTS",
     "POSITIONS",
     "NORMALISERS",
@@ -428,13 +559,16 @@ __all__ = [
     "STAGES",
     "VARIANTS",
     "Variant",
+    "STRIDED",
     "WINDOWED",
     "build",
     "build_alignment",
     "build_normaliser",
     "build_position",
     "build_score",
+    "check_kernel",
     "canonical",
     "check_window_for",
     "names",
+    "window_or_stride",
 ]

@@ -46,12 +46,26 @@ FAMILY: tuple[Branch, ...] = (
     _b("sparsity", "strided and fixed factorised patterns, O(n·√n)", "Child 2019",
        "registry:alignment/strided", "registry:alignment/fixed",
        "module:attnkit.local.factorised"),  # fmt: skip
+    # the answers to attention's O(n²) cost, side by side
+    _b("cost", "restricted (sliding window): O(n·w)", "Vaswani 2017",
+       "registry:alignment/sliding-causal", "module:attnkit.local.sliding"),  # fmt: skip
+    _b("cost", "sparse (factorised patterns): O(n·√n)", "Child 2019",
+       "registry:alignment/strided-causal", "module:attnkit.local.factorised"),  # fmt: skip
+    _b("cost", "linear (kernelised, φ(q)ᵀφ(k) reassociated): O(n·d²), an RNN when causal",
+       "Katharopoulos 2020", "registry:score/linear", "registry:normaliser/ratio",
+       "module:attnkit.linear"),  # fmt: skip
+    _b("cost", "Performer (FAVOR+ random features of the softmax kernel): O(n·m·d)",
+       "Choromanski 2021", "registry:score/performer",
+       "module:attnkit.stages.kernels:FavorFeatures"),  # fmt: skip
     _b("position", "sinusoidal (absolute)", "Vaswani 2017",
        "module:attnkit.models.transformer:sinusoids"),  # fmt: skip
     _b("position", "learned, relative (Shaw), T5 bias, ALiBi, RoPE, Transformer-XL",
        "Gehring 2017; Shaw 2018; Raffel 2020; Press 2022; Su 2021; Dai 2019",
        "registry:position/learned", "registry:position/shaw", "registry:position/t5",
        "registry:position/alibi", "registry:position/rope", "registry:position/xl"),  # fmt: skip
+    _b("position", "RoPE past its training length: interpolation, NTK-aware, YaRN",
+       "Chen 2023; Peng 2023", "module:attnkit.stages.rope_scaling",
+       "flag:--rope-scaling yarn"),  # fmt: skip
     _b("softness", "soft (softmax; sparsemax, entmax)", "Bahdanau 2015; Martins 2016",
        "registry:normaliser/softmax", "registry:normaliser/sparsemax"),  # fmt: skip
     _b("softness", "hard: sampled, REINFORCE with a baseline", "Xu 2015",
@@ -69,6 +83,10 @@ FAMILY: tuple[Branch, ...] = (
        "module:attnkit.mechanisms.hierarchical", "model:han"),  # fmt: skip
     _b("output", "single", "Bahdanau 2015", "module:attnkit.core:attend"),
     _b("output", "multi-head", "Vaswani 2017", "module:attnkit.nn:MultiheadAttention"),
+    _b("output", "grouped-query: H query heads share Hkv key/value heads", "Ainslie 2023",
+       "module:attnkit.grouped", "module:attnkit.modules:AttentionHeads"),  # fmt: skip
+    _b("output", "multi-query: one key/value head", "Shazeer 2019",
+       "module:attnkit.grouped", "flag:--kv-heads 1"),  # fmt: skip
     _b("output", "multi-dimensional (feature-wise)", "Shen 2018",
        "module:attnkit.mechanisms.multidim"),  # fmt: skip
     _b("model", "RNN encoder-decoder without attention", "Cho 2014; Sutskever 2014",

@@ -113,7 +113,7 @@ def test_cli_reruns_the_baselines_cases_with_its_settings(tmp_path: Path, monkey
 
 @pytest.mark.parametrize("content, match", [
     (None, r"no such file"), ("{not json", r"not a JSON file"), ('{"rows": []}', r"no timed case"),
-    ("[1, 2]", r"no timed case"),
+    ("[1, 2]", r"holds a JSON list, not a bench report"),
 ])  # fmt: skip
 def test_a_bad_baseline_is_one_line(tmp_path: Path, capsys, content, match) -> None:
     import re

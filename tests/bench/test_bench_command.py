@@ -9,6 +9,7 @@ import pytest
 from attnkit.bench.suite import SuiteConfig, skip_reason
 from attnkit.bench.variants import Case
 from attnkit.cli import main
+from attnkit.cli.bench import QUICK_NOTE
 
 
 def test_quick_run_writes_table_json_and_plots(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -29,6 +30,7 @@ def test_quick_run_writes_table_json_and_plots(tmp_path: Path, capsys) -> None: 
     )
     text = capsys.readouterr().out
     assert "GFLOP/s" in text and "targets:" in text
+    assert text.splitlines()[0] == QUICK_NOTE  # first, the numbers of a smoke run mean nothing
     report = json.loads((tmp_path / "bench.json").read_text())
     rows = report["rows"]
     measured = [r for r in rows if "ms" in r]
@@ -75,7 +77,7 @@ def test_bad_modes(modes: str) -> None:
 
 def test_heads_flag_reaches_every_case_and_its_flops(tmp_path: Path) -> None:
     """``--heads 2``: every planned case runs with two heads, and its FLOPs are a quarter of
-    the eight-head count (issue 18 part 5 measures n = 2048, 4096 with one head)."""
+    the eight-head count (the idle-machine run measures n = 2048, 4096 with one head)."""
     args = ["bench", "--quick", "--sizes", "128", "--scenarios", "additive", "--heads", "2"]
     assert main([*args, "--out", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "bench.json").read_text())

@@ -14,8 +14,6 @@ import pytest
 from attnkit import experiments
 from attnkit.cli import main, make_parser
 
-HIDDEN = {"--sleep-per-step"}  # a testing aid, hidden on purpose
-
 
 def parsers(
     parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
@@ -76,8 +74,6 @@ def test_help_exits_0_and_states_every_default(
         if not action.option_strings or isinstance(action, argparse._HelpAction):
             continue
         flag = action.option_strings[-1]
-        if flag in HIDDEN:
-            continue
         assert action.help and action.help != argparse.SUPPRESS, f"{path} {flag}: no help"
         assert flag in blocks, f"{path} {flag} is not in --help"
         takes_value = action.nargs != 0

@@ -81,13 +81,13 @@ def test_overwrite_keeps_user_files_and_resume_continues(tmp_path: Path) -> None
     assert len(json.loads((out / "history.json").read_text())) == 2
 
 
-def test_a_second_run_on_the_same_folder_fails_at_once(tmp_path: Path) -> None:
+def test_a_second_run_on_the_same_folder_fails_at_once(tmp_path: Path, slow_attnkit) -> None:
     """While one run holds OUT, another fails at once naming the holder's pid; SIGINT makes
     the holder save last/ and history.json and exit 130."""
     out = tmp_path / "out"
-    slow = [*ARGS, "--epochs", "1000", "--sleep-per-step", "0.2", "--out", str(out)]  # SIGINT
+    slow = [*ARGS, "--epochs", "1000", "--out", str(out)]  # runs until SIGINT
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, "-m", "attnkit", *slow]
+    cmd = [*slow_attnkit(0.2), *slow]
     pipe = subprocess.PIPE
     holder = subprocess.Popen(cmd, env=env, stdout=pipe, stderr=pipe, text=True)
     try:

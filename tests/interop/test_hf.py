@@ -220,8 +220,8 @@ def test_missing_window_and_unsupported_arguments_are_clear_errors() -> None:
         output(m, ids, None)
     fn = attnkit.hf.attention_function()
     q = torch.randn(1, 2, 3, 4)
-    with pytest.raises(ValueError, match="softcap"):
-        fn(torch.nn.Module(), q, q, q, None, softcap=30.0)
+    with pytest.raises(ValueError, match="cache"):
+        fn(torch.nn.Module(), q, q, q, None, cache=object())
 
 
 def test_example_swaps_sparsemax_into_gpt2(tmp_path: Path) -> None:

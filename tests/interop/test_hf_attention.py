@@ -1,4 +1,4 @@
-"""attnkit.hf_attention (HF's attention convention on attnkit's core) against an eager
+"""attnkit.interop.hf_attention (HF's attention convention on attnkit's core) against an eager
 reference written here in float64 from the equations, and HF's own mask formulas. Needs no
 ``transformers``; tests/interop/test_hf.py runs the real models."""
 
@@ -11,8 +11,8 @@ import pytest
 import torch
 from _spies import only_path
 
-from attnkit.hf_attention import convert_mask, hf_attend, sliding_radius
-from attnkit.normalisers import Entmax15, Sparsemax, softmax
+from attnkit.interop.hf_attention import convert_mask, hf_attend, sliding_radius
+from attnkit.stages.normalisers import Entmax15, Sparsemax, softmax
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
 
@@ -178,7 +178,7 @@ def test_bad_arguments_say_what_to_do() -> None:
 def test_import_attnkit_and_cli_help_do_not_import_transformers() -> None:
     code = (
         "import sys, contextlib, io\n"
-        "import attnkit, attnkit.hf_attention\n"
+        "import attnkit, attnkit.interop.hf_attention\n"
         "from attnkit.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    try:\n"

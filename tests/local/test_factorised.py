@@ -63,7 +63,7 @@ def _qkv(b: int, h: int, n: int, d: int = 6, seed: int = 0, grad: bool = False):
 @pytest.mark.parametrize("name", NAMES)
 def test_fast_path_equals_the_dense_path_and_the_papers_sets(name: str, padded: bool) -> None:
     n, heads, lengths = 23, 4, [23, 14]  # n = 23 is no multiple of l = 5
-    align = build_alignment(name, 6, window=5)
+    align = build_alignment(name, 6, stride=5)
     assert isinstance(align, FactorisedAlignment)
     assert align.spec.split_heads == name.endswith("-heads")
     q, k, v = _qkv(2, heads, n)
@@ -104,7 +104,7 @@ def test_any_shape_and_padding_equals_the_papers_sets(pattern, causal, split, n,
 
 @pytest.mark.parametrize("name", NAMES)
 def test_gradients_equal_the_dense_paths(name: str, class_kernel: str) -> None:
-    align = build_alignment(name, 6, window=4)
+    align = build_alignment(name, 6, stride=4)
     mask = attnkit.padding_mask(torch.tensor([18, 11]))[:, None]  # (B, 1, 1, n)
     grads = []
     for need_weights, path in ((False, "factorised"), (True, "reference")):
@@ -139,11 +139,11 @@ def test_no_dense_pattern_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
     q, k, v = (torch.randn(1, 2, n, 4) for _ in range(3))
     for name in NAMES:
         with only_path("factorised"):
-            out = attend(q, k, v, align=build_alignment(name, 4, window=64), need_weights=False)
+            out = attend(q, k, v, align=build_alignment(name, 4, stride=64), need_weights=False)
         assert out.context.shape == (1, 2, n, 4) and torch.isfinite(out.context).all()
     with pytest.raises(AssertionError, match="pattern_mask called"):  # the spy can fail
         attend(q[..., :8, :], k[..., :8, :], v[..., :8, :],
-               align=build_alignment("strided-heads", 4, window=2), need_weights=True)  # fmt: skip
+               align=build_alignment("strided-heads", 4, stride=2), need_weights=True)  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -177,7 +177,7 @@ def test_merged_without_a_heads_dim_takes_the_kernel(name: str) -> None:
     """Queries (B, n, D): a merged pattern needs no heads; the keys both parts hold (j = i,
     j = i ± l, a block's own summary columns) count once, as in the dense softmax."""
     q, k, v = (x[:, 0] for x in _qkv(2, 1, 17))  # (B, n, D)
-    align = build_alignment(name, 6, window=4)
+    align = build_alignment(name, 6, stride=4)
     mask = attnkit.padding_mask(torch.tensor([17, 9]))  # (B, 1, n)
     with only_path("factorised"):
         fast = attend(q, k, v, align=align, mask=mask, need_weights=False)
@@ -321,7 +321,7 @@ def test_the_forward_keeps_both_halves_p_on_any_number_of_threads(threads: int) 
     # an lse is (G, n) for the band and (G·l, R) for the classes; P of every block is wider
     lse_like = [x.shape[-1] == rows for x, rows in zip(kept, (64, 64 // 8), strict=True)]
     assert lse_like == [False, False]
-    dense = attend(q, k, v, align=build_alignment("strided-causal-heads", 8, window=8))
+    dense = attend(q, k, v, align=build_alignment("strided-causal-heads", 8, stride=8))
     want = torch.autograd.grad(dense.context.sum(), (q, k, v))  # the dense path's
     for a, b in zip(torch.autograd.grad(out.sum(), (q, k, v)), want, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)

@@ -9,7 +9,7 @@ import torch
 from _reference import np64
 from torch.autograd import gradcheck
 
-from attnkit.coattention import (
+from attnkit.mechanisms.coattention import (
     AlternatingCoAttention,
     ParallelCoAttention,
     alternating_coattention,

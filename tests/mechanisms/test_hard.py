@@ -7,8 +7,13 @@ import torch
 from hypothesis import given, settings
 
 import attnkit
-from attnkit.hard import GumbelSoftmax, MovingAverageBaseline, SampleReduce, reinforce_loss
-from attnkit.normalisers import masked_softmax
+from attnkit.mechanisms.hard import (
+    GumbelSoftmax,
+    MovingAverageBaseline,
+    SampleReduce,
+    reinforce_loss,
+)
+from attnkit.stages.normalisers import masked_softmax
 
 F64 = torch.float64
 
@@ -213,13 +218,13 @@ def test_reinforce_and_gumbel_both_learn_where_to_look() -> None:
     assert train_pointer(GumbelSoftmax(0.5), attnkit.weighted_sum) > 0.95
 
 
-def test_readme_hard_attention_example_runs() -> None:
+def test_the_docs_hard_attention_example_runs() -> None:
     from pathlib import Path
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text("utf-8")
-    section = readme[readme.index("## Hard attention") :]
+    page = (Path(__file__).parents[2] / "docs" / "softness.md").read_text("utf-8")
+    section = page[page.index("## Hard attention in code") :]
     code = section[section.index("```python") + len("```python") : section.index("```\n", 20)]
     scope: dict = {}
-    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102
+    exec(compile(code, "docs/softness.md", "exec"), scope)  # noqa: S102
     assert scope["r"].context.shape == (4, 1, 16)
     assert scope["att"].score.w_query.grad is not None  # REINFORCE reached the score

@@ -10,7 +10,7 @@ import pytest
 import torch
 from _reference import np64
 
-from attnkit.hierarchical import (
+from attnkit.mechanisms.hierarchical import (
     AttentionPool,
     attention_pool,
     hierarchical_pool,

@@ -12,8 +12,8 @@ from _reference import np64
 
 import attnkit
 from attnkit.cli import main
-from attnkit.disan import DirectionalSelfAttention, DiSAEncoder, direction_mask
-from attnkit.multidim import FeaturewisePool, MultiDimensionalAttention
+from attnkit.mechanisms.disan import DirectionalSelfAttention, DiSAEncoder, direction_mask
+from attnkit.mechanisms.multidim import FeaturewisePool, MultiDimensionalAttention
 from attnkit.registry import canonical, names
 
 pytestmark = pytest.mark.usefixtures("one_thread")

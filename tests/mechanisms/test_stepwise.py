@@ -21,8 +21,8 @@ from attnkit import (
     softmax,
     sparsemax,
 )
-from attnkit.scores import additive_step_score
-from attnkit.stepwise import attend_step, one_query
+from attnkit.mechanisms.stepwise import attend_step, one_query
+from attnkit.stages.scores import additive_step_score
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

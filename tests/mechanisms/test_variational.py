@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch.distributions import Categorical, kl_divergence
 
-from attnkit.variational import (
+from attnkit.mechanisms.variational import (
     categorical_kl,
     enumerated_elbo,
     log_marginal,

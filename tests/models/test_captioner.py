@@ -15,7 +15,6 @@ from attnkit.cli import main
 from attnkit.data import digit_captions as dc
 from attnkit.data import digits
 from attnkit.data.vocab import Vocab
-from attnkit.families.caption import attention_in_cell, cell_patches, digit_accuracy
 from attnkit.models import build_model, parse_options
 from attnkit.models.caption_softness import (
     ExpectationMix,
@@ -24,6 +23,7 @@ from attnkit.models.caption_softness import (
     uniform,
 )
 from attnkit.models.captioner import CaptionerConfig
+from attnkit.tasks.caption import attention_in_cell, cell_patches, digit_accuracy
 from attnkit.train import checkpoint
 from attnkit.train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from attnkit.viz.caption_view import upsample
@@ -251,7 +251,7 @@ def test_training_lowers_the_loss_and_the_valid_loss_is_the_token_mean_nll(tmp_p
     import torch.nn.functional as F
 
     from attnkit.data.tasks import load_task
-    from attnkit.families.caption import CAPTION
+    from attnkit.tasks.caption import CAPTION
 
     result = _fit(tmp_path / "run", "soft", epochs=3)
     losses = [row["valid_loss"] for row in result.history]

@@ -12,9 +12,9 @@ import torch
 import attnkit
 from attnkit.cli import main
 from attnkit.experiments.structure.qa import QASetting, train_qa_arm
-from attnkit.families.qa import accuracies
 from attnkit.models import build_model
 from attnkit.models.digit_qa import DigitQAConfig
+from attnkit.tasks.qa import accuracies
 from attnkit.train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from attnkit.viz.coattention import upsample
 
@@ -141,7 +141,7 @@ def test_multidim_pooling_option_weights_each_feature_and_ignores_padding():
 def test_a_multidim_model_without_coattention_has_maps_to_show():
     from attnkit.data.tasks import load_task
     from attnkit.data.vocab import Vocab
-    from attnkit.families.qa import coattention_maps
+    from attnkit.tasks.qa import coattention_maps
 
     data = load_task("digit-qa", seed=0, train_size=8, valid_size=1, test_size=1).train
     src = Vocab.build(e.question for e in data)

@@ -13,9 +13,9 @@ from attnkit.cli import main
 from attnkit.data.docs import Doc
 from attnkit.data.tasks import load_task
 from attnkit.data.vocab import Vocab
-from attnkit.families.docs import encode, predict
-from attnkit.hierarchical import attention_pool
+from attnkit.mechanisms.hierarchical import attention_pool
 from attnkit.models import build_model, make_config
+from attnkit.tasks.docs import encode, predict
 from attnkit.train import checkpoint
 from attnkit.viz.hierarchy import DocView, page
 

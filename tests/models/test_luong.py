@@ -3,16 +3,12 @@ local-p's centre follows eq. 9, training lowers the loss, checkpoints round-trip
 
 import itertools
 
+import _seq2seq as seq2seq
 import pytest
 import torch
 
-from attnkit.data.batching import batches
-from attnkit.data.tasks import load_task
-from attnkit.data.vocab import Vocab
 from attnkit.models import build_model, make_config, parse_options
 from attnkit.models.luong import ALIGN_NAMES, SCORE_NAMES, LuongConfig
-from attnkit.train import checkpoint
-from attnkit.train.loop import TrainConfig, train, valid_loss
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
 
@@ -103,16 +99,8 @@ def test_local_p_position_is_eq9_and_window_is_respected() -> None:
 
 def test_forward_equals_step_by_step_and_input_feeding_matters() -> None:
     m = model(align="local-m", score="concat")
-    src, src_len, tgt = batch()
-    with torch.no_grad():
-        out = m(src, src_len, tgt)
-        memory = m.encode(src, src_len)
-        state = m.init_state(memory)
-        for t in range(tgt.shape[1]):
-            logits, w, state = m.step(tgt[:, t], state, memory)
-            torch.testing.assert_close(logits, out.logits[:, t])
-            torch.testing.assert_close(w, out.weights[:, t])
-        plain = model(align="local-m", score="concat", input_feeding=False)
+    seq2seq.steps_equal_forward(m, *batch())
+    plain = model(align="local-m", score="concat", input_feeding=False)
     assert plain.decoder.cells[0].input_size == m.decoder.cells[0].input_size - 32
 
 
@@ -182,37 +170,16 @@ def test_config_errors_say_what_to_do() -> None:
 
 
 def test_training_lowers_the_loss_and_checkpoint_round_trips(tmp_path) -> None:
-    sp = load_task("toy-ko", seed=0, train_size=240, valid_size=30, test_size=0)
-    sv, tv = Vocab.build(e.src for e in sp.train), Vocab.build(e.tgt for e in sp.train)
-    torch.manual_seed(0)
-    m = build_model("luong", src_vocab=len(sv), tgt_vocab=len(tv), preset="tiny", align="local-p")
-    before = valid_loss(m, batches(sp.valid, sv, tv, 16))
-    cfg = TrainConfig(epochs=3, batch_size=16, lr=1e-2, progress=False, patience=0)
-    result = train(m, "luong", sp.train, sp.valid, sv, tv, cfg, tmp_path, log=lambda s: None)
-    losses = [before] + [row["valid_loss"] for row in result.history]
-    assert losses == sorted(losses, reverse=True) and losses[-1] < 0.8 * before, losses
-    loaded = checkpoint.load(tmp_path / "last")
-    assert loaded.model_name == "luong" and loaded.model.config == m.config
-    src, src_len, tgt = torch.tensor([[5, 6, 7, 2]]), torch.tensor([4]), torch.tensor([[1, 5]])
-    m.eval()
-    with torch.no_grad():
-        torch.testing.assert_close(
-            loaded.model(src, src_len, tgt).logits, m(src, src_len, tgt).logits
-        )
+    run = seq2seq.train_toy_ko("luong", tmp_path, epochs=3, lr=1e-2, align="local-p")
+    losses = run.losses
+    assert losses == sorted(losses, reverse=True) and losses[-1] < 0.8 * run.before, losses
+    loaded = seq2seq.reloads_to_the_same_logits(run, tmp_path)
+    assert loaded.model_name == "luong" and loaded.model.config == run.model.config
 
 
 def test_cli_trains_and_translates_with_options(tmp_path, capsys) -> None:
-    from attnkit.cli import main
-
-    out = str(tmp_path / "run")
-    args = ["train", "--task", "toy-ko", "--model", "luong", "--preset", "tiny", "--epochs", "1"]
-    args += ["--train-size", "64", "--valid-size", "8", "--test-size", "8", "--no-progress"]
-    args += ["--opt", "align=local-m", "--opt", "cell=gru", "--opt", "score=dot", "--out", out]
-    assert main(args) == 0
-    assert '"align": "local-m"' in (tmp_path / "run" / "best" / "config.json").read_text()
-    capsys.readouterr()
-    assert main(["translate", "--checkpoint", out, "--beam", "2", "I am a student"]) == 0
-    assert capsys.readouterr().out.strip()
+    options = {"align": "local-m", "cell": "gru", "score": "dot"}
+    seq2seq.trains_and_translates_from_the_cli("luong", options, tmp_path / "run", capsys)
 
 
 def test_reversed_source_is_read_right_to_left_and_put_back_in_place() -> None:

@@ -12,7 +12,7 @@ import pytest
 from torch import nn
 
 from attnkit.models import MODELS, ModelEntry, Seq2Seq, build_model, build_seq2seq
-from attnkit.train.family import model_family
+from attnkit.tasks.registry import model_family
 
 
 def test_every_entry_is_a_module_class_with_its_config_and_presets() -> None:

@@ -1,4 +1,4 @@
-"""RNNsearch's decoder attends through ``attnkit.stepwise.attend_step`` (one query per
+"""RNNsearch's decoder attends through ``attnkit.mechanisms.stepwise.attend_step`` (one query per
 sentence, the keys projected once, the source mask known to allow a key in every row): its
 logits, attention weights, training loss and every parameter's gradient equal those of the
 generic path, ``attend`` with the additive score computed from the raw annotations, in

@@ -5,7 +5,7 @@ import torch
 
 from attnkit.models import build_model, make_config
 from attnkit.models.rnnsearch import RNNSearchConfig
-from attnkit.scores import AdditiveScore
+from attnkit.stages.scores import AdditiveScore
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
 

@@ -1,17 +1,15 @@
 """Transformer (Vaswani 2017): shapes, padding, causality, parallel forward == step-by-step
 decoding, per-head cross-attention, training lowers the loss, checkpoints round-trip."""
 
+import _seq2seq as seq2seq
 import pytest
 import torch
 
-from attnkit.data.batching import batches
-from attnkit.data.tasks import load_task
 from attnkit.data.vocab import Vocab
 from attnkit.decode import greedy
 from attnkit.models import build_model
 from attnkit.models.transformer import TransformerConfig, sinusoids
 from attnkit.train import checkpoint
-from attnkit.train.loop import TrainConfig, train, valid_loss
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
 
@@ -57,14 +55,8 @@ def test_shapes_padding_and_per_head_weights(kw) -> None:
 def test_parallel_forward_equals_step_by_step(kw) -> None:
     m = model(**kw)
     src, src_len, tgt = batch(1)
+    seq2seq.steps_equal_forward(m, src, src_len, tgt, rtol=1e-4, atol=1e-5)
     with torch.no_grad():
-        out = m(src, src_len, tgt)
-        memory = m.encode(src, src_len)
-        state = m.init_state(memory)
-        for t in range(tgt.shape[1]):
-            logits, w, state = m.step(tgt[:, t], state, memory)
-            torch.testing.assert_close(logits, out.logits[:, t], rtol=1e-4, atol=1e-5)
-            torch.testing.assert_close(w, out.weights[:, t], rtol=1e-4, atol=1e-5)
         # greedy decoding picks the argmax of the teacher-forced logits of its own output
         dec = greedy(m, src, src_len, max_len=6)
         hyp = torch.tensor([[1, *(d + [2] * 6)[:5]] for d in dec.tokens])  # (B, 6)
@@ -119,22 +111,11 @@ def test_config_errors_say_what_to_do() -> None:
 
 
 def test_training_lowers_the_loss_and_checkpoint_round_trips(tmp_path) -> None:
-    sp = load_task("toy-ko", seed=0, train_size=240, valid_size=30, test_size=0)
-    sv, tv = Vocab.build(e.src for e in sp.train), Vocab.build(e.tgt for e in sp.train)
-    torch.manual_seed(0)
-    m = build_model("transformer", src_vocab=len(sv), tgt_vocab=len(tv), preset="tiny")
-    before = valid_loss(m, batches(sp.valid, sv, tv, 16))
-    cfg = TrainConfig(epochs=3, batch_size=16, lr=3e-3, progress=False, patience=0)
-    result = train(m, "transformer", sp.train, sp.valid, sv, tv, cfg, tmp_path, log=lambda s: None)
-    losses = [before] + [row["valid_loss"] for row in result.history]
-    assert losses == sorted(losses, reverse=True) and losses[-1] < 0.8 * before, losses
-    loaded = checkpoint.load(tmp_path / "last")
-    assert loaded.model_name == "transformer" and loaded.model.config == m.config
-    src, src_len, tgt = torch.tensor([[5, 6, 7, 2]]), torch.tensor([4]), torch.tensor([[1, 5]])
-    m.eval()
-    with torch.no_grad():
-        expect = m(src, src_len, tgt).logits
-        torch.testing.assert_close(loaded.model(src, src_len, tgt).logits, expect)
+    run = seq2seq.train_toy_ko("transformer", tmp_path, epochs=3, lr=3e-3)
+    losses, tv = run.losses, run.tgt_vocab
+    assert losses == sorted(losses, reverse=True) and losses[-1] < 0.8 * run.before, losses
+    loaded = seq2seq.reloads_to_the_same_logits(run, tmp_path)
+    assert loaded.model_name == "transformer" and loaded.model.config == run.model.config
     shared = model(share="all", src_vocab=V_TGT)  # one embedding table: still saves flat
     joint = Vocab(tv.tokens[:V_TGT])  # one vocabulary for both sides, as share="all" needs
     checkpoint.save(tmp_path / "shared", shared, "transformer", joint, joint)
@@ -143,17 +124,8 @@ def test_training_lowers_the_loss_and_checkpoint_round_trips(tmp_path) -> None:
 
 
 def test_cli_trains_and_translates_with_options(tmp_path, capsys) -> None:
-    from attnkit.cli import main
-
-    out = str(tmp_path / "run")
-    args = ["train", "--task", "toy-ko", "--model", "transformer", "--preset", "tiny"]
-    args += ["--epochs", "1", "--train-size", "64", "--valid-size", "8", "--test-size", "8"]
-    args += ["--no-progress", "--opt", "norm=pre", "--opt", "share=none", "--out", out]
-    assert main(args) == 0
-    assert '"norm": "pre"' in (tmp_path / "run" / "best" / "config.json").read_text()
-    capsys.readouterr()
-    assert main(["translate", "--checkpoint", out, "--beam", "2", "I am a student"]) == 0
-    assert capsys.readouterr().out.strip()
+    options = {"norm": "pre", "share": "none"}
+    seq2seq.trains_and_translates_from_the_cli("transformer", options, tmp_path / "run", capsys)
 
 
 def test_every_dropout_runs_in_training_and_none_is_called_in_evaluation() -> None:

@@ -5,14 +5,10 @@ model trains with each, checkpoints round-trip, and ``--position`` works from th
 
 import pytest
 import torch
+from _seq2seq import reloads_to_the_same_logits, steps_equal_forward, train_toy_ko
 
-from attnkit.data.batching import batches
-from attnkit.data.tasks import load_task
-from attnkit.data.vocab import Vocab
 from attnkit.models import build_model
 from attnkit.models.transformer import TransformerConfig
-from attnkit.train import checkpoint
-from attnkit.train.loop import TrainConfig, train, valid_loss
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
 
@@ -50,36 +46,18 @@ def test_stage_in_every_self_attention_and_step_equals_forward(name) -> None:
         src_len = torch.tensor([6, 4, 2])
         src[torch.arange(6)[None, :] >= src_len[:, None]] = 0
         tgt = torch.randint(3, 13, (3, 5), generator=g)
-        out = m(src, src_len, tgt)
-        memory = m.encode(src, src_len)
-        state = m.init_state(memory)
-        for t in range(tgt.shape[1]):
-            logits, w, state = m.step(tgt[:, t], state, memory)
-            torch.testing.assert_close(logits, out.logits[:, t], rtol=1e-4, atol=1e-5)
-            torch.testing.assert_close(w, out.weights[:, t], rtol=1e-4, atol=1e-5)
+    steps_equal_forward(m, src, src_len, tgt, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_tiny_model_trains_with_each_position(name, tmp_path) -> None:
     """Two epochs on toy-ko lower the validation loss by a fifth; the checkpoint reloads to
     the same logits."""
-    sp = load_task("toy-ko", seed=0, train_size=160, valid_size=24, test_size=0)
-    sv, tv = Vocab.build(e.src for e in sp.train), Vocab.build(e.tgt for e in sp.train)
-    torch.manual_seed(0)
-    m = build_model("transformer", src_vocab=len(sv), tgt_vocab=len(tv), preset="tiny",
-                    position=name)  # fmt: skip
-    before = valid_loss(m, batches(sp.valid, sv, tv, 16))
-    cfg = TrainConfig(epochs=2, batch_size=16, lr=3e-3, progress=False, patience=0)
-    result = train(m, "transformer", sp.train, sp.valid, sv, tv, cfg, tmp_path, log=lambda s: None)
-    after = result.history[-1]["valid_loss"]
-    assert after < 0.8 * before, (before, after)
-    loaded = checkpoint.load(tmp_path / "last")
-    assert loaded.model.config.position == name
-    src, src_len, tgt = torch.tensor([[5, 6, 7, 2]]), torch.tensor([4]), torch.tensor([[1, 5]])
-    m.eval()
-    with torch.no_grad():
-        expect = m(src, src_len, tgt).logits
-        torch.testing.assert_close(loaded.model(src, src_len, tgt).logits, expect)
+    run = train_toy_ko("transformer", tmp_path, epochs=2, lr=3e-3, train_size=160,
+                       valid_size=24, position=name)  # fmt: skip
+    after = run.result.history[-1]["valid_loss"]
+    assert after < 0.8 * run.before, (run.before, after)
+    assert reloads_to_the_same_logits(run, tmp_path).model.config.position == name
 
 
 def test_bad_position_fails_clearly() -> None:

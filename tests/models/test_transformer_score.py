@@ -9,7 +9,7 @@ import torch
 
 from attnkit.models import build_model, parse_options
 from attnkit.models.transformer import TransformerConfig
-from attnkit.scores import DotScore, ScaledDotScore
+from attnkit.stages.scores import DotScore, ScaledDotScore
 
 V = 17
 

@@ -12,9 +12,9 @@ import torch
 from _reliability import one_line_error
 
 from attnkit import attend
-from attnkit.alignment import LocalP, SlidingWindow
 from attnkit.cli import main
 from attnkit.local import band_to_dense
+from attnkit.stages.alignment import LocalP, SlidingWindow
 
 N = 256  # with a tiny budget, (1, 2, 256, 256) float32 scores + weights = 1 MiB is "too much"
 

@@ -55,6 +55,13 @@ def not_safetensors(tmp: Path, trained: Path) -> list[str]:
     return ["view", "--weights", str(tmp / "attn.safetensors"), "--tgt-tokens", "a b"]
 
 
+def one_dim_weights(tmp: Path, trained: Path) -> list[str]:
+    from safetensors.torch import save_file
+
+    save_file({"weights": torch.rand(5)}, str(tmp / "w.safetensors"))  # (5,): no (Tq, Tk)
+    return ["view", "--weights", str(tmp / "w.safetensors"), "--tgt-tokens", "a b"]
+
+
 def decode_weights(make: Callable[[Path], str]) -> Callable[[Path, Path], list[str]]:
     def setup(tmp: Path, trained: Path) -> list[str]:
         return ["bench", "--quick", "--scenarios", "decode", "--decode-weights", make(tmp),
@@ -102,6 +109,10 @@ CASES: dict[str, tuple[Callable[[Path, Path], list[str]], str]] = {
     "view --weights, not a safetensors file": (
         not_safetensors,
         r"attn\.safetensors is not a readable safetensors file \(.*\); pass a file written by",
+    ),
+    "view --weights, a 1-D tensor": (
+        one_dim_weights,
+        r"w\.safetensors: tensor 'weights' has shape \(5,\); attention weights are \(Tq, Tk\)",
     ),
     "train --emb 1000000000000": (
         lambda tmp, trained: ["train", "--task", "copy", "--emb", "1000000000000",

@@ -17,7 +17,7 @@ from _reliability import TINY, one_line_error, snapshot
 
 from attnkit import experiments
 from attnkit.cli import main
-from attnkit.experiments.base import Experiment, verdict, write_json
+from attnkit.experiments.base import REPRODUCED, Experiment, write_json
 from attnkit.train.run_dir import LOCK, MANIFEST, RunDirError, open_experiment
 
 # §1 experiments: open_experiment, the guard of `attnkit experiment NAME --out DIR`
@@ -164,7 +164,7 @@ class CoinConfig:
 
 
 def run_coin(cfg: CoinConfig, out: Path, say) -> dict:
-    return {"verdict": verdict([])}
+    return {"verdict": REPRODUCED}
 
 
 def report_coin(result: dict, out: Path, say) -> list[Path]:
@@ -215,6 +215,24 @@ def test_experiment_overwrite_replaces_only_its_own_output(
     assert main(["experiment", "coin", "--overwrite", "--out", str(out)]) == 0
     assert sorted(os.listdir(out)) == [MANIFEST, "coin.json", "notes.txt"]
     assert (out / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    ['{"kept": "user", "wrote": null}', '{"kept": ["a"], "wrote": "user notes.txt"}',
+     '{"kept": [1], "wrote": null}', '{"kept": {}, "wrote": []}', "not json"],
+)  # fmt: skip
+def test_a_damaged_manifest_removes_nothing(coin: None, tmp_path: Path, manifest: str) -> None:
+    """A manifest attnkit cannot read as lists of names tells it nothing: a string "kept"
+    passed ``in`` ("notes.txt" not in "user" is True) and --overwrite deleted the user's
+    files as an experiment's."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    (out / "user").mkdir()
+    (out / MANIFEST).write_text(manifest)
+    assert main(["experiment", "coin", "--overwrite", "--out", str(out)]) == 0
+    assert (out / "notes.txt").read_text() == "mine" and (out / "user").is_dir()
 
 
 # §2 the lock is never written through a link

@@ -84,6 +84,16 @@ def test_a_damaged_gz_corpus_is_one_line(kind: str, tmp_path: Path, capsys) -> N
     assert not (tmp_path / "out" / "best").exists()
 
 
+@pytest.mark.parametrize("kind", ["not gzip", "truncated", "garbage tail"])
+def test_a_damaged_gz_text_is_one_line(kind: str, tmp_path: Path, capsys) -> None:
+    """A language model's ``--train-text`` (read whole, not line by line) too."""
+    path = damaged_gz(tmp_path, kind).rename(tmp_path / "book.txt.gz")
+    argv = ["train", "--task", "lm", "--model", "transformer-lm", "--train-text", str(path),
+            "--out", str(tmp_path / "out"), "--no-progress"]  # fmt: skip
+    one_line_error(capsys, argv, r"--train-text .*book\.txt\.gz: a damaged gzip file \(.*\); check")
+    assert not (tmp_path / "out" / "best").exists()
+
+
 def test_control_characters_are_escaped_on_a_terminal() -> None:
     from attnkit._text import printable
     from attnkit.viz.terminal import terminal_heatmap

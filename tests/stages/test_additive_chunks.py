@@ -4,8 +4,8 @@ hidden tensor, in float64 to 1e-10, and passes gradcheck."""
 import pytest
 import torch
 
-from attnkit.additive_chunks import AdditiveChunks
-from attnkit.scores import additive_projected_score, additive_score
+from attnkit.stages._additive_chunks import AdditiveChunks
+from attnkit.stages.scores import additive_projected_score, additive_score
 
 
 def _whole(wq: torch.Tensor, wk: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -55,7 +55,7 @@ def test_blocks_hold_at_most_a_sixteenth_of_the_whole_tensor(
     """Once the hidden tensor passes the budget, each block is at most 1/16 of it and at most
     the budget (peak memory under a tenth of the dense form, issue 18 part 5), and the
     blocks still give the whole tensor's scores."""
-    from attnkit import scores
+    from attnkit.stages import scores
 
     seen: list[tuple[int, int]] = []
     real = AdditiveChunks.apply

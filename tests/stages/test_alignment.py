@@ -173,7 +173,7 @@ def test_alignments_repr_their_window() -> None:
 
 
 def test_gaussian_window_edges_are_inclusive_and_sigma_is_half_window() -> None:
-    from attnkit.alignment import gaussian_window
+    from attnkit.stages.alignment import gaussian_window
 
     position = torch.tensor([[2.0, 0.0]], dtype=torch.float64)  # (B, Tq)
     window, prior = gaussian_window(position, 6, 2)
@@ -185,7 +185,7 @@ def test_gaussian_window_edges_are_inclusive_and_sigma_is_half_window() -> None:
 
 
 def test_predict_position_is_source_length_times_sigmoid() -> None:
-    from attnkit.alignment import predict_position
+    from attnkit.stages.alignment import predict_position
 
     h = torch.tensor([[0.5, -1.0]], dtype=torch.float64)  # (Tq, Dq)
     w_p = torch.tensor([[1.0, 2.0], [0.0, -1.0]], dtype=torch.float64)  # (A, Dq)
@@ -266,7 +266,7 @@ def test_local_m_at_given_positions_matches_loops() -> None:
 
 def test_alignments_declare_their_fast_path_capabilities() -> None:
     q, k, _ = _qkv()
-    assert SlidingWindow(3, causal=True).sliding_band(q) == attnkit.alignment.Band(3, True)
+    assert SlidingWindow(3, causal=True).sliding_band(q) == attnkit.stages.alignment.Band(3, True)
     assert SlidingWindow(3).key_window(q, k) is None  # a dense band is cheaper for big radii
     assert CausalAlignment().sliding_band(q) is None and GlobalAlignment().key_window(q, k) is None
     band = LocalM(2).sliding_band(q)

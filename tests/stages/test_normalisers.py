@@ -8,7 +8,14 @@ from _reference import entmax15_row, normalise, softmax_row, sparsemax_row
 from torch.autograd import gradcheck
 
 import attnkit
-from attnkit.normalisers import Entmax15, Softmax, Sparsemax, entmax15, masked_softmax, sparsemax
+from attnkit.stages.normalisers import (
+    Entmax15,
+    Softmax,
+    Sparsemax,
+    entmax15,
+    masked_softmax,
+    sparsemax,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -17,8 +17,8 @@ from _reference import (
 from torch.autograd import gradcheck
 
 import attnkit
-import attnkit.additive_chunks as chunks_mod
-import attnkit.scores as scores_mod
+import attnkit.stages._additive_chunks as chunks_mod
+import attnkit.stages.scores as scores_mod
 from attnkit import (
     AdditiveScore,
     CosineScore,
@@ -28,7 +28,7 @@ from attnkit import (
     ScaledDotScore,
     attend,
 )
-from attnkit.scores import (
+from attnkit.stages.scores import (
     additive_score,
     cosine_score,
     dot_score,
@@ -217,7 +217,7 @@ def test_additive_chunked_with_no_queries() -> None:
 def test_additive_on_projected_keys_equals_the_full_score() -> None:
     """Bahdanau 2015, App. A.1.2: U_a h_j precomputed once gives the same scores and
     gradients as projecting the keys inside the score (float64)."""
-    from attnkit.scores import AdditiveScore
+    from attnkit.stages.scores import AdditiveScore
 
     torch.manual_seed(0)
     s = AdditiveScore(5, 7, 6).double()

@@ -54,7 +54,7 @@ def test_masks_are_the_papers_sets(pattern, tq, extra, l, data, causal) -> None:
                                   "fixed-causal-heads", "strided-heads"])  # fmt: skip
 def test_attention_through_a_pattern_equals_a_float64_softmax_over_its_keys(name: str) -> None:
     torch.manual_seed(0)
-    layer = attnkit.build("scaled_dot", dim=16, align=name, window=3, heads=4).double()
+    layer = attnkit.build("scaled_dot", dim=16, align=name, stride=3, heads=4).double()
     x = torch.randn(2, 11, 16, dtype=torch.float64)
     lengths = torch.tensor([11, 8])
     pad = attnkit.padding_mask(lengths)  # (B, 1, Tk)
@@ -97,7 +97,7 @@ def test_bad_patterns_fail_clearly() -> None:
     with pytest.raises(ValueError, match="needs queries with a heads dimension"):
         q = torch.randn(2, 5, 8)
         FactorisedAlignment(PatternSpec("strided", 2, split_heads=True))(q, q)
-    with pytest.raises(ValueError, match="window"):
+    with pytest.raises(ValueError, match="needs stride="):
         attnkit.build("scaled_dot", dim=8, align="strided")
 
 

@@ -1,6 +1,6 @@
 """One Family per kind of task, translation included, in attnkit/tasks/: the commands read a
-family's capabilities (``translates``), never its name; the old names of the moved family
-parts (``attnkit.families``, ``attnkit.train.family.TRANSLATE``) still reach the same objects."""
+family's capabilities (``translates``), never its name; the type and its registry live in
+tasks/ too, below the training loop, and nothing in tasks/ imports attnkit.train."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ import ast
 import importlib
 from pathlib import Path
 
-import pytest
-
-from attnkit.train import family as fam_mod
+from attnkit.tasks import registry as fam_mod
 
 COMMANDS = Path(__file__).resolve().parents[2] / "src" / "attnkit" / "cli"
 
@@ -19,7 +17,8 @@ def test_every_family_lives_in_tasks_and_only_translate_translates() -> None:
     for name, where in fam_mod.FAMILIES.items():
         assert where.startswith(f"attnkit.tasks.{name}:"), where
     assert [n for n in fam_mod.FAMILIES if fam_mod.family(n).translates] == ["translate"]
-    assert fam_mod.translation() is importlib.import_module("attnkit.tasks.translate").TRANSLATE
+    translate = importlib.import_module("attnkit.tasks.translate")
+    assert fam_mod.family("translate") is translate.TRANSLATE
 
 
 def _name_compares(path: Path) -> list[str]:
@@ -45,10 +44,15 @@ def test_the_name_check_sees_a_branch_on_a_name(tmp_path: Path) -> None:
     assert len(_name_compares(planted)) == 2
 
 
-@pytest.mark.parametrize("name", ["TRANSLATE", "translate_loss", "translate_eval_loss",
-                                  "translate_score"])  # fmt: skip
-def test_the_moved_translate_names_still_reach_the_same_objects(name: str) -> None:
-    tasks_translate = importlib.import_module("attnkit.tasks.translate")
-    assert getattr(fam_mod, name) is getattr(tasks_translate, name)
-    with pytest.raises(AttributeError):
-        fam_mod.NOT_A_NAME  # noqa: B018
+def test_the_loop_trains_translation_unless_given_a_family() -> None:
+    """``train()`` without ``family`` trains translation (``fit`` passes the family of its
+    data: tests/train/test_family.py trains another through it); the loop never looks a
+    family up by name."""
+    import inspect
+
+    from attnkit.tasks.translate import TRANSLATE
+    from attnkit.train import loop
+
+    for fn in (loop.train, loop.valid_loss):
+        assert TRANSLATE in [p.default for p in inspect.signature(fn).parameters.values()]
+    assert not hasattr(fam_mod, "translation")  # one name for it: family("translate")

@@ -9,7 +9,7 @@ import pytest
 from attnkit.cli import main
 from attnkit.data.tasks import load_task
 from attnkit.eval.forecast import mase, seasonal_naive
-from attnkit.families.forecast import arrays, batches, collate
+from attnkit.tasks.forecast import arrays, batches, collate
 from attnkit.train import checkpoint
 
 

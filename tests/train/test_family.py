@@ -19,8 +19,9 @@ from attnkit.cli import main
 from attnkit.data import tasks
 from attnkit.data.example import Splits
 from attnkit.models import MODELS
+from attnkit.tasks import registry as fam_mod
+from attnkit.tasks.family import Family
 from attnkit.train import checkpoint
-from attnkit.train import family as fam_mod
 from attnkit.train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 
 
@@ -108,7 +109,7 @@ def _show(loaded, examples, index, out, png):
     return [f"example {index}: bits {examples[index].bits}"]
 
 
-PARITY = fam_mod.Family(
+PARITY = Family(
     name="parity",
     tokens=lambda e: ((), ()),
     batches=_batches,

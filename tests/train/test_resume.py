@@ -52,12 +52,12 @@ def read_state(out: Path) -> dict | None:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
-def test_sigkill_then_resume_matches_uninterrupted(tmp_path) -> None:
+def test_sigkill_then_resume_matches_uninterrupted(tmp_path, slow_attnkit) -> None:
     ref, run = tmp_path / "ref", tmp_path / "run"
     assert main([*ARGS, "--out", str(ref)]) == 0
 
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
-    cmd = [sys.executable, "-m", "attnkit", *ARGS, "--out", str(run), "--sleep-per-step", "0.2"]
+    cmd = [*slow_attnkit(0.2), *ARGS, "--out", str(run)]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 90
     try:

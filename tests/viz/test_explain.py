@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from attnkit.cli import main
+from attnkit.registry import STRIDED
 from attnkit.viz.explain import explain_steps
 
 NUM = re.compile(r"-?\d+\.\d{4}")
@@ -91,7 +92,8 @@ def test_additive_local_p_prior_and_context(capsys) -> None:
     ],
 )
 def test_steps_are_consistent(score, align, norm, window) -> None:
-    st = explain_steps(score, align, norm, window=window, dim=3, src_tokens=list("abcde"))
+    size = {"stride" if align in STRIDED else "window": window}  # a pattern's l, a window
+    st = explain_steps(score, align, norm, **size, dim=3, src_tokens=list("abcde"))
     assert torch.equal(
         st.weights[~st.allowed], torch.zeros(int((~st.allowed).sum()), dtype=torch.float64)
     )

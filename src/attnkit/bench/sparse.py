@@ -197,14 +197,14 @@ def _flex(spec: PatternSpec, n: int, heads: int,
 
 
 def targets(rows: list[dict[str, Any]], scenario: str = "sparse") -> list[dict[str, Any]]:
-    """Issue 30 §2's targets for the strided pattern, each with the measured figure (None
+    """The bench's targets for the strided pattern, each with the measured figure (None
     where not measured): at n = 16,384 the forward no slower than Flex's, forward+backward
     >= 5x SDPA with the mask, the backward pass alone >= 35% of the matmul rate; peak memory
     growing as n·√n at most (log-log slope <= 1.7; n·√n is 1.5, the dense n² is 2) over
     n = 4k .. 64k. The paper's O(n·√n) is a bound: the kernel holds no scores, so its forward
     needs O(n·d) and training adds P, O(n·√n); a slope below 1.5 meets the bound
-    (docs/sparse.md, run 7, says why the band [1.3, 1.7] asked before lost its lower end).
-    ``attnkit experiment sparse`` checks the two-sided band on the attention's saved tensors,
+    (docs/perf/log-sparse.md, run 7, says why the band [1.3, 1.7] asked before lost its lower
+    end). ``attnkit experiment sparse`` checks the two-sided band on the attention's saved tensors,
     which are Θ(n·√n)."""
     out: list[dict[str, Any]] = []
 

@@ -198,7 +198,7 @@ def _find(rows: list[dict[str, Any]], **kw: Any) -> dict[str, Any] | None:
 
 
 def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The issue's targets, each with the measured figure (None where not measured)."""
+    """The bench's targets, each with the measured figure (None where not measured)."""
     out: list[dict[str, Any]] = []
 
     def add(name: str, value: float | None, ok: bool | None) -> None:
@@ -244,7 +244,7 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         total = big["peak_mib"] + inputs_mib if big and big.get("peak_mib") is not None else None
         add(f"local n=65536 {mode}: < 2 GiB (inputs + peak, MiB)", total,
             None if total is None else total < 2048)  # fmt: skip
-    for row in rows:  # issue 18 part 5: the chunked additive score, every n measured
+    for row in rows:  # the chunked additive score: time and memory at every n measured
         if row.get("variant") != "attnkit" or row.get("scenario") != "additive" or "ms" not in row:
             continue
         n, mode = row["n"], row["mode"]
@@ -267,7 +267,7 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         med = statistics.median(values) if values else None
         label = name or "global: attnkit time / SDPA time <= 1.05 (median over n, modes)"
         add(label, med, None if med is None else med <= 1.05)
-    # issue 18 part 1 at n = 16,384. The backward pass does twice the forward's FLOPs in
+    # the sliding window at n = 16,384. The backward pass does twice the forward's FLOPs in
     # (fwd+bwd - fwd) ms: its % of the matmul rate is 2 x %mm(fwd) x ms(fwd) / that time
     both, lucid = get("attnkit", 16384, "fwd+bwd"), get("local-attention", 16384, "fwd+bwd")
     r = lucid["ms"] / both["ms"] if lucid and both else None
@@ -282,7 +282,7 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     flex = get("flex", 16384)
     f = ours["ms"] / flex["ms"] if ours and flex else None
     add("local n=16384 fwd: <= 0.8x FlexAttention's time", f, None if f is None else f <= 0.8)
-    if any(row.get("scenario") == "sparse" for row in rows):  # issue 30 §2
+    if any(row.get("scenario") == "sparse" for row in rows):  # the Sparse Transformer's
         out += sparse.targets(rows)
     return out
 

@@ -6,7 +6,8 @@ their small ``add_parser``, which every invocation needs to build the help. Ever
 Bad input (a ValueError or FileNotFoundError, whose message says what to change; a library
 config's ``FieldError`` is said with this command's flags, see ``in_flags``) and a path
 that cannot be read or written (any other OSError: read-only, a file where a folder is needed,
-/proc) print one line and exit with status 2; any other exception is a bug and propagates with
+/proc) print one line and exit with status 2, as does an ``ATTNKIT_*`` environment variable
+that cannot be read (``attnkit._env``); any other exception is a bug and propagates with
 its traceback."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import __version__
+from .._env import check_environment
 
 COMMANDS = [
     "demo",
@@ -127,6 +129,14 @@ def in_flags(err: Exception, args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:  # every ATTNKIT_* variable readable, before any work (``attnkit --version`` too)
+        check_environment()
+        if sys.stdout is None:  # started with stdout closed (`attnkit translate >&-`)
+            raise ValueError("standard output is closed; redirect it to a file or /dev/null")
+    except ValueError as err:
+        if sys.stderr is not None:
+            print(f"attnkit: error: {err}", file=sys.stderr)
+        return 2
     parser = make_parser(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     if args.command is None:

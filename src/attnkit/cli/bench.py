@@ -18,6 +18,10 @@ def _sizes(text: str) -> list[int]:
 
 
 MODEL_SCENARIOS = {"train", "decode", "models"}
+QUICK_NOTE = (
+    "bench --quick: a smoke run (tiny sizes, one repeat, one process) that checks the bench "
+    "runs; at these sizes per-call costs dominate, so its times and % of matmul mean nothing"
+)
 
 
 def _models(args: argparse.Namespace, scenarios: list[str]) -> int:
@@ -29,6 +33,8 @@ def _models(args: argparse.Namespace, scenarios: list[str]) -> int:
     from ..bench.baseline import environment
     from ..bench.models import decode_speed, train_speed, versus_speed
 
+    if args.quick:
+        print(QUICK_NOTE)
     torch.set_num_threads(1)
     report: dict[str, Any] = {"threads": 1, "environment": environment(threads=1)}
     if "train" in scenarios:
@@ -88,7 +94,10 @@ def add_parser(sub: Any) -> None:
         help="any of global (every key), local (radius each side), causal (look-back), "
         "additive (Bahdanau scores, chunked), sparse (the Sparse Transformer's causal strided "
         "pattern split across heads, stride --stride), sparse-fixed (its fixed pattern, c = 8 "
-        "summary columns); or whole models: train (steps/s of a small "
+        "summary columns); linear (causal linear attention, Katharopoulos 2020, beside causal "
+        "SDPA and the sliding window of look-back --lookback: time and memory slopes in n, "
+        "the crossover n; --modes fwd or fwd+bwd; runs alone); or whole models: train "
+        "(steps/s of a small "
         "Transformer eager vs torch.compile), decode (greedy and beam 5 sentences/s), models "
         "(RNNsearch and Transformer 'base' training speed against the same networks in plain "
         "PyTorch, --repeats rounds)",
@@ -144,19 +153,14 @@ def add_parser(sub: Any) -> None:
 
 
 def _load_baseline(path: Path) -> dict[str, Any]:
-    """A report written by ``attnkit bench`` (bench.json or bench_models.json), checked."""
-    import json
-
+    """A report written by ``attnkit bench`` (bench.json or bench_models.json), read within a
+    size limit and checked (``attnkit.bench.baseline_file``)."""
     from ..bench.baseline import cases
+    from ..bench.baseline_file import read_baseline
 
+    report = read_baseline(path)
     try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"--baseline {path}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"--baseline {path}: not a JSON file attnkit bench wrote ({e})") from None
-    try:
-        found = isinstance(report, dict) and bool(cases(report))
+        found = bool(cases(report))
     except (KeyError, TypeError, ValueError, AttributeError):
         found = False
     if not found:
@@ -164,28 +168,44 @@ def _load_baseline(path: Path) -> dict[str, Any]:
             f"--baseline {path}: no timed case in it; give a bench.json or bench_models.json "
             "that attnkit bench wrote"
         )
-    return dict(report)
+    return report
+
+
+BASELINE_WRITES = {"kernels": ("bench.json", "bench.md"), "models": ("bench_models.json",)}
+"""What a re-run writes into --out besides comparison.txt, by the kind of baseline."""
+
+
+def _keep_baseline(args: argparse.Namespace, kind: str) -> None:
+    """Refuse an --out where the re-run would write over the baseline itself (the default
+    --out runs/bench with --baseline runs/bench/bench.json): the next comparison would be
+    against this run."""
+    import os
+
+    for name in (*BASELINE_WRITES[kind], "comparison.txt"):
+        target = args.out / name
+        same = target.exists() and os.path.samefile(target, args.baseline)
+        if same or target.resolve() == args.baseline.resolve():
+            raise ValueError(
+                f"--baseline {args.baseline} is the file this re-run writes (--out "
+                f"{args.out}); it would be overwritten: pass another --out"
+            )
 
 
 def _rerun_baseline(args: argparse.Namespace) -> int:
     """``--baseline FILE``: the same cases again (FILE's settings, not the command line's),
     then each beside its baseline."""
-    from dataclasses import fields
-
+    from ..bench.baseline_file import kernel_settings, model_settings
     from ..bench.suite import SuiteConfig
 
     args.baseline_report = base = _load_baseline(args.baseline)
     if "models" in base:
-        settings = {k: base["models"][k] for k in ("names", "preset", "steps", "warmup",
-                    "repeats", "batch_size", "seed") if k in base["models"]}  # fmt: skip
-        if "names" not in settings:
-            settings["names"] = tuple(r["model"] for r in base["models"]["rows"])
-        settings["names"] = tuple(settings["names"])
-        args.same_as = settings
+        args.same_as = model_settings(base, args.baseline)
+        _keep_baseline(args, "models")
         return _models(args, ["models"])
-    known = {f.name for f in fields(SuiteConfig)}
+    settings = kernel_settings(base, args.baseline)
+    _keep_baseline(args, "kernels")
     try:
-        cfg = SuiteConfig(**{k: v for k, v in base.get("config", {}).items() if k in known})
+        cfg = SuiteConfig(**settings)
     except (TypeError, ValueError) as e:
         raise ValueError(f"--baseline {args.baseline}: its config cannot be re-run ({e})") from None
     return _kernels(args, cfg)
@@ -212,10 +232,15 @@ def _against_baseline(args: argparse.Namespace, report: dict[str, Any]) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from ..bench.suite import SuiteConfig
+    from ..bench.variants import VARIANTS
 
     if getattr(args, "baseline", None) is not None:
         return _rerun_baseline(args)
     scenarios = str_list(args.scenarios)
+    if "linear" in scenarios:
+        if scenarios != ["linear"]:
+            raise ValueError("--scenarios linear runs apart from the other scenarios")
+        return _linear(args)
     if args.decode_weights and "decode" not in scenarios:
         raise ValueError("--decode-weights goes with --scenarios decode (it is unused otherwise)")
     if set(scenarios) & MODEL_SCENARIOS:
@@ -250,16 +275,48 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
     )
     if args.quick:
+        print(QUICK_NOTE)
         cfg.global_sizes = cfg.local_sizes = cfg.additive_sizes = [256, 512]
         cfg.local_radius, cfg.causal_radius = min(args.radius, 32), min(args.lookback, 64)
         cfg.repeats, cfg.warmup, cfg.isolate, cfg.matmul_repeats = 1, 1, False, 1
         cfg.matmul_size = 512  # a smoke run: its % of matmul is not the 2048 reference
         if not args.variants:  # FlexAttention compiles for ~15 s: not a smoke test
-            cfg.variants = ["attnkit", "sdpa", "sdpa-band", "sdpa-mask", "naive",
-                            "local-attention"]  # fmt: skip
+            quick = ["attnkit", "sdpa", "sdpa-band", "sdpa-mask", "naive", "local-attention"]
+            ran = {v for name in cfg.scenarios for v in VARIANTS[name]}
+            cfg.variants = [v for v in quick if v in ran]  # the report re-runs as it is
     if args.sizes:
         cfg.global_sizes = cfg.local_sizes = cfg.additive_sizes = _sizes(args.sizes)
     return _kernels(args, cfg)
+
+
+def _linear(args: argparse.Namespace) -> int:
+    """``--scenarios linear``: linear attention's time and memory slopes beside SDPA and the
+    sliding window (--lookback w), and the crossover n (bench/linear.py)."""
+    import json
+
+    from ..bench.linear import LinearBench, format_linear, in_subprocess
+
+    if args.device != "cpu":
+        raise ValueError("--scenarios linear runs on the CPU; drop --device")
+    modes = str_list(args.modes)
+    cfg = LinearBench(heads=args.heads, window=args.lookback, backward=modes == ["fwd+bwd"],
+                      warmup=args.warmup, repeats=args.repeats,
+                      time_limit_s=args.time_limit)  # fmt: skip
+    if args.quick:
+        print(QUICK_NOTE)
+        cfg.sizes, cfg.window, cfg.repeats, cfg.heads = [256, 512], min(args.lookback, 64), 1, 2
+    if args.sizes:
+        cfg.sizes = _sizes(args.sizes)
+    if args.variants:
+        cfg.variants = tuple(str_list(args.variants))
+    report = in_subprocess(cfg)
+    text = format_linear(report)
+    print(text)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "bench_linear.json").write_text(json.dumps(report, indent=1))
+    (args.out / "bench_linear.txt").write_text(text + "\n", encoding="utf-8")
+    print(f"wrote {args.out / 'bench_linear.json'} and bench_linear.txt")
+    return 0
 
 
 def _kernels(args: argparse.Namespace, cfg: Any) -> int:

@@ -84,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
     from ..decode import translate
     from ..eval.forced import attention_aer
     from ..eval.text import score
+    from ..tasks.registry import family, model_family
     from ..train import checkpoint
-    from ..train.family import family, model_family
     from ..train.runtime import pick_device
 
     if args.limit < 0 or args.beam < 1:
@@ -209,7 +209,7 @@ def _score_files(args: argparse.Namespace, loaded: Any) -> int:
 
     from ..data.source import FILE_KEYS
     from ..eval.files import score_files
-    from ..train.family import family, model_family
+    from ..tasks.registry import family, model_family
 
     if args.src is None or not args.ref:
         raise ValueError("--src FILE and --ref FILE go together: name the sources and references")

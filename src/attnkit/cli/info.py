@@ -16,8 +16,8 @@ KWARG = {"score": "score", "alignment": "align", "normaliser": "normaliser",
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("info", help="the family of attention mechanisms and where each is",
-                       description="Prints the taxonomy (score, alignment, sparsity, position, "
-                       "softness, input, output, models) with where each branch is in "
+                       description="Prints the taxonomy (score, alignment, sparsity, cost, "
+                       "position, softness, input, output, models) with where each branch is in "
                        "attnkit, then every registered variant with its paper and "
                        "formula.")  # fmt: skip
     p.set_defaults(run=run)

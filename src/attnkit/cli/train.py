@@ -22,12 +22,15 @@ MODEL_OPTIONS: dict[str, type] = {
     "max_src_len": int,
     "dim": int,
     "heads": int,
+    "kv_heads": int,
     "ff": int,
     "enc_layers": int,
     "dec_layers": int,
     "norm": str,
     "share": str,
     "position": str,
+    "rope_scaling": str,
+    "rope_factor": float,
     "dropout": float,
     "softness": str,
     "estimator": str,
@@ -96,11 +99,18 @@ MODEL_HELP = {
     "window": "luong: local window D",
     "dim": "transformer: model width",
     "heads": "transformer: attention heads",
+    "kv_heads": "transformer, transformer-lm, transformer-xl: key/value heads, each shared by "
+    "heads / kv_heads query heads (grouped-query, Ainslie 2023; 1: multi-query, Shazeer 2019; "
+    "default: heads, multi-head)",
     "ff": "transformer: feed-forward width",
     "norm": "transformer: post (the paper) | pre",
     "share": "transformer: none | output | all (embedding sharing)",
     "position": "transformer: sinusoidal (the paper's, default) | learned | shaw | t5 | alibi | "
     "rope | xl (docs/position.md)",
+    "rope_scaling": "transformer-lm, --position rope: none (default) | linear (position "
+    "interpolation, Chen 2023) | ntk (NTK-aware) | yarn (Peng 2023): RoPE trained at --opt "
+    "max_len positions stretched by --rope-factor (docs/linear.md)",
+    "rope_factor": "transformer-lm, --rope-scaling: the context extension s >= 1 (default 1)",
     "dropout": "dropout probability",
     "enc_hidden": "rnnsearch/rnnencdec: encoder width",
     "dec_hidden": "rnnsearch/rnnencdec: decoder width",
@@ -217,7 +227,6 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-progress", action="store_true", help="no progress bar and no progress lines"
     )
-    p.add_argument("--sleep-per-step", type=float, default=0.0, help=argparse.SUPPRESS)
     p.add_argument("--device", default="cpu", help="auto | cpu | cuda")
     p.add_argument(
         "--compile",
@@ -331,8 +340,8 @@ def fit_config(args: argparse.Namespace) -> Any:
     """The ``attnkit.FitConfig`` that these command-line arguments describe."""
     from dataclasses import fields
 
+    from ..tasks.registry import data_family, family
     from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
-    from ..train.family import data_family, family
 
     data = DataConfig(**{f.name: getattr(args, f.name) for f in fields(DataConfig)})
     if args.model is None:  # the task's own model: rnnsearch translates, captioner captions...
@@ -354,7 +363,6 @@ def fit_config(args: argparse.Namespace) -> Any:
         target_exact=args.target_exact,
         progress=not args.no_progress,
         report_every=args.report_every,
-        sleep_per_step=args.sleep_per_step,
     )
     return FitConfig(
         data,

@@ -78,8 +78,8 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from .._progress import Progress, lines_wanted
+    from ..tasks.registry import family, model_family
     from ..train import checkpoint
-    from ..train.family import family, model_family
     from ..train.runtime import pick_device
 
     if _chosen(args) and not (args.show or args.save_attention):

@@ -5,6 +5,7 @@ on a sentence — an interactive HTML page, a PNG heatmap, or a heatmap in the t
         --tgt-tokens "나는 학교에 간다 ." --out attn.html --png attn.png
     attnkit view --checkpoint runs/rs "I am a student" --out attn.html
     attnkit view --checkpoint runs/tf "I am a student" --kind enc-self --layer 0 --png enc.png
+    attnkit view --hf runs/my-bert "the cat sat on the mat" --out model.html --png model.png
 """
 
 from __future__ import annotations
@@ -43,17 +44,42 @@ def add_parser(sub: Any) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--weights", help="safetensors file")
     src.add_argument("--checkpoint", help="a checkpoint or `attnkit train` folder")
-    p.add_argument("sentence", nargs="?", help="with --checkpoint: the sentence to translate")
+    src.add_argument(
+        "--hf",
+        metavar="PATH_OR_NAME",
+        help="a Hugging Face model and tokenizer: a folder saved with save_pretrained "
+        "(safetensors weights), or a hub name where the network works; runs the sentence "
+        "through it and shows every layer and head (--out page, --png grid); --head or "
+        "--through show one map of --kind",
+    )
+    p.add_argument(
+        "sentence",
+        nargs="?",
+        help="with --checkpoint: the sentence to translate; with --hf: the text to run",
+    )
+    p.add_argument(
+        "--target",
+        default=None,
+        help="with --hf of an encoder-decoder (T5, BART): the decoder's text, teacher-forced "
+        "(default: the model's own greedy output)",
+    )
+    p.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=40,
+        help="with --hf of an encoder-decoder and no --target: the most tokens to generate",
+    )
     p.add_argument(
         "--max-input-len",
         type=int,
         default=1000,
-        help="with --checkpoint: longest sentence in tokens; a longer one is an error, "
+        help="with --checkpoint or --hf: longest sentence in tokens; a longer one is an error, "
         "or is cut with --truncate",
     )
     p.add_argument(
-        "--truncate", action="store_true", help="with --checkpoint: cut a sentence over "
-        "--max-input-len"
+        "--truncate",
+        action="store_true",
+        help="with --checkpoint or --hf: cut a sentence over --max-input-len",
     )
     p.add_argument("--name", default="weights", help="tensor name in the file")
     p.add_argument("--src-tokens", help="source (key) tokens, separated by spaces")
@@ -152,7 +178,7 @@ def _from_family(args: argparse.Namespace, loaded: Any, name: str) -> list[str]:
     """A model of another family than translation: its family draws example --example of
     --split (regenerated from the checkpoint's task) with its attention."""
     from ..data.source import FILE_KEYS, load_spec, spec_from_files
-    from ..train.family import family
+    from ..tasks.registry import family
 
     fam = family(name)
     if fam.show is None:
@@ -194,12 +220,12 @@ def _bounded(src: list[str], limit: int, truncate: bool) -> list[str]:
 def _from_checkpoint(args: argparse.Namespace, head: int | str | None) -> list[str]:
     """Translate the sentence; the page gets every kind of attention the model has (opening
     on --kind), the PNG and the terminal the --kind one. A model of another family (see
-    train/family.py) shows an example of its task instead."""
+    tasks/family.py) shows an example of its task instead."""
     from ..data.source import tokenise_source as tokenise
     from ..data.source import tokenisers_for
     from ..eval.alignment import parse_pharaoh
+    from ..tasks.registry import family, model_family
     from ..train import checkpoint
-    from ..train.family import family, model_family
     from ..viz.from_checkpoint import select_map, sentence_maps
     from ..viz.outputs import show
 
@@ -305,6 +331,11 @@ def run(args: argparse.Namespace) -> int:
     from ..viz.weights_file import load_attention
 
     head = _parse_head(args.head)
+    if args.hf:  # tokens come from the model's tokenizer: escaped on a terminal
+        from .view_hf import from_hf
+
+        print("\n".join(on_terminal(line) for line in from_hf(args, head, _through)))
+        return 0
     if args.checkpoint:  # tokens and labels come from data: escaped on a terminal
         print("\n".join(on_terminal(line) for line in _from_checkpoint(args, head)))
         return 0

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gzip
 import random
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,13 +41,19 @@ class Segment:
 
 def read_text(path: str | Path, flag: str = "--train-text") -> str:
     """The text of a UTF-8 file (``.gz`` read through gzip), with errors that say what to do:
-    a missing file, a folder, an empty file, bytes that are not UTF-8."""
+    a missing file, a folder, an empty file, a damaged ``.gz``, bytes that are not UTF-8."""
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"{flag} {p}: no such file; name a UTF-8 text file")
     if not p.is_file():
         raise ValueError(f"{flag} {p} is not a file; name a UTF-8 text file")
-    raw = gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes()
+    try:
+        raw = gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes()
+    except (EOFError, zlib.error, gzip.BadGzipFile) as err:  # truncated, not gzip, garbage
+        raise ValueError(
+            f"{flag} {p}: a damaged gzip file ({err}); check it with `gzip -t`, or "
+            "decompress it and pass the plain file"
+        ) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:

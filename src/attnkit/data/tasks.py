@@ -60,7 +60,7 @@ TASKS: dict[str, Callable[..., Splits]] = {
     "lm": lm_task,
 }
 
-# the family of each task (see attnkit/train/family.py); a task not listed translates
+# the family of each task (see attnkit/tasks/family.py); a task not listed translates
 TASK_FAMILY: dict[str, str] = {
     "series": "forecast",
     "docs": "docs",

@@ -17,6 +17,10 @@ HF's own SDPA mask builder, so padding and causal masks reach the function as th
   ``attnkit_sparsemax``  sparsemax weights, exact zeros (Martins & Astudillo 2016)
   ``attnkit_entmax15``   1.5-entmax weights (Peters et al. 2019)
 
+Models that soft-cap their scores (Gemma 2: ``softcap``) or give each head a sink logit
+(gpt-oss: ``s_aux``) run with ``attnkit`` and ``attnkit_sliding`` (sinks with the softmax
+variants only): ``attnkit.stages.softcap``, ``attnkit.stages.sinks``.
+
 The computation on tensors is ``attnkit.interop.hf_attention.hf_attend``; this module only reads the
 module and keyword arguments HF passes. It needs the optional extra ``pip install
 'attnkit[hf]'``; nothing else in attnkit imports ``transformers``.
@@ -59,7 +63,7 @@ VARIANTS: dict[str, tuple[NormaliseFn, bool]] = {
 }
 """``attn_implementation`` name -> (its normaliser, whether it is the sliding-window one)."""
 # keyword arguments that change the computation and that attnkit does not implement
-UNSUPPORTED = ("softcap", "s_aux", "sinks", "cache")
+UNSUPPORTED = ("cache",)
 """Keyword arguments HF may pass that change the computation and attnkit does not implement:
 a ValueError when one is set."""
 
@@ -96,6 +100,7 @@ def attention_function(
             query, key, value, attention_mask, scaling=scaling, dropout=dropout,
             causal=bool(causal), normaliser=normaliser, sliding_window=window,
             position_bias=kwargs.get("position_bias"), need_weights=_wants_weights(kwargs),
+            softcap=kwargs.get("softcap"), sinks=_sinks(kwargs),
         )  # fmt: skip
 
     return attention
@@ -157,6 +162,12 @@ def _layer_type(module: nn.Module, config: Any) -> str | None:
     if kind is None and isinstance(getattr(module, "layer_idx", None), int):
         kind = types[module.layer_idx]
     return None if kind is None else str(kind)
+
+
+def _sinks(kwargs: dict[str, Any]) -> Tensor | None:
+    """The per-head sink logits (H,) a model passes (gpt-oss: ``s_aux``; ``sinks``)."""
+    sinks = kwargs.get("s_aux")
+    return kwargs.get("sinks") if sinks is None else sinks
 
 
 def _wants_weights(kwargs: dict[str, Any]) -> bool:

@@ -38,6 +38,8 @@ from ..stages.capabilities import is_plain_softmax
 from ..stages.normalisers import softmax
 from ..stages.reduction import weighted_sum
 from ..stages.scores import scaled_dot_score
+from ..stages.sinks import SinkLogits
+from ..stages.softcap import SoftCappedScore
 
 
 def convert_mask(
@@ -100,11 +102,19 @@ def hf_attend(
     sliding_window: int | None = None,
     position_bias: Tensor | None = None,
     need_weights: bool = False,
+    softcap: float | None = None,
+    sinks: Tensor | None = None,
 ) -> tuple[Tensor, Tensor | None]:
     """Attention in HF's layout through ``attnkit.attend``:
 
-        a = normaliser(s · q kᵀ + bias, mask)       # (B, H, Tq, Tk), s = scaling (1/√D)
+        e = s · q kᵀ, capped: cap · tanh(e / cap)   # (B, H, Tq, Tk), s = scaling (1/√D)
+        a = normaliser(e + bias, mask)              # with sinks: a sink logit per head
         c = dropout(a) v                            # (B, H, Tq, Dv) -> (B, Tq, H, Dv)
+
+    ``softcap`` (Gemma 2): the scores soft-capped before the mask and bias
+    (``attnkit.stages.softcap``); ``sinks`` (H,) (gpt-oss's ``s_aux``): softmax with a sink
+    logit per head in its denominator (``attnkit.stages.sinks``), softmax only. Grouped
+    key/value heads go to ``attend`` as they are (``attnkit.grouped``).
 
     query (B, H, Tq, D), key (B, Hkv, Tk, D), value (B, Hkv, Tk, Dv); attention_mask as
     ``convert_mask``. ``sliding_window`` W: also restrict to HF's band (``sliding_radius``),
@@ -118,13 +128,21 @@ def hf_attend(
         raise ValueError(f"{h} query heads are not a multiple of {hkv} key/value heads")
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout={dropout}; give a probability in [0, 1)")
-    key, value = repeat_kv(key, h // hkv), repeat_kv(value, h // hkv)  # (B, H, Tk, .)
+    if sinks is not None:
+        if not is_plain_softmax(normaliser):
+            raise ValueError(
+                "sinks add a logit to a softmax's denominator; use attn_implementation="
+                "'attnkit' or 'attnkit_sliding' for this model"
+            )
+        normaliser = SinkLogits(sinks)
     if scaling is not None:  # attnkit's scaled dot divides by √D: fold the model's scale in
         query = query * (scaling * math.sqrt(d))
     mask, bias = convert_mask(attention_mask, position_bias)
     score: ScoreFn = scaled_dot_score
+    if softcap is not None:
+        score = SoftCappedScore(score, softcap)
     if bias is not None:
-        score = _biased(bias)
+        score = _biased(bias, score)
     align, positions = None, None
     if sliding_window is not None:
         align = SlidingWindow(sliding_radius(sliding_window, causal), causal=causal)
@@ -145,18 +163,20 @@ def hf_attend(
         weights = band_to_dense(weights, result.extras["band_offset"], tk)  # (B, H, Tq, Tk)
     if dropout > 0 and weights is not None:
         weights = F.dropout(weights, p=dropout, training=True)
-        context = weighted_sum(weights, value).context.to(value.dtype)  # (B, H, Tq, Dv)
+        full = repeat_kv(value, h // hkv)  # (B, H, Tk, Dv)
+        context = weighted_sum(weights, full).context.to(value.dtype)  # (B, H, Tq, Dv)
     out = context.transpose(1, 2).contiguous()  # (B, Tq, H, Dv)
     if not need_weights or weights is None:
         return out, None
     return out, weights.to(query.dtype)
 
 
-def _biased(bias: Tensor) -> ScoreFn:
-    """score(q, k) = qᵀk / √D + bias; bias broadcastable to (B, H, Tq, Tk)."""
+def _biased(bias: Tensor, inner: ScoreFn = scaled_dot_score) -> ScoreFn:
+    """score(q, k) = inner(q, k) + bias (inner: qᵀk / √D); bias broadcastable to
+    (B, H, Tq, Tk)."""
 
     def score(query: Tensor, keys: Tensor) -> Tensor:
-        return scaled_dot_score(query, keys) + bias.to(query.dtype)  # (B, H, Tq, Tk)
+        return inner(query, keys) + bias.to(query.dtype)  # (B, H, Tq, Tk)
 
     return score
 

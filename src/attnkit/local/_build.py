@@ -34,10 +34,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 
+from .. import _env
+
 LOCK = "attnkit.lock"
 """The lock file's name inside the build cache folder (torch's own is ``lock``)."""
-WAIT = float(os.environ.get("ATTNKIT_BUILD_WAIT", "300"))
-"""Seconds to wait for another live process's build before falling back."""
+WAIT = 300.0
+"""Seconds to wait for another live process's build before falling back, unless
+ATTNKIT_BUILD_WAIT says otherwise (read at each build: a value it cannot read is a
+ValueError naming it)."""
 _POLL = 0.2
 
 
@@ -67,7 +71,11 @@ def load_or_build(
     ``KeyboardInterrupt`` (Ctrl-C during the build)."""
     folder = cache_dir(name)
     final = folder / f"{name}.so"
-    wait = WAIT if wait is None else wait
+    if wait is None:  # an unreadable ATTNKIT_BUILD_WAIT: a ValueError naming it
+        wait = _env.number("ATTNKIT_BUILD_WAIT", WAIT, unit="seconds", zero=True)
+    module = _try_import(name, final)  # a published build loads from a read-only cache too
+    if module is not None:
+        return module
     _make_folder(folder)
     deadline = time.monotonic() + wait
     told_wait = False

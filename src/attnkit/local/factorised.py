@@ -22,8 +22,11 @@ not divide n the classes run in two groups, of R + 1 and of R rows).
     factorised_attention(query (..., H, n, D), keys (..., H, n, D), values (..., H, n, Dv),
                          spec, mask (..., 1, n) or None) -> context (..., H, n, Dv)
 
-The mask is a key-padding mask, True = may attend; a query with no allowed key gets a zero
-context (as ``attend``'s fused path: ``sdpa_context``), never NaN.
+A stride l over n + c gives the same sets over n positions as l = n + c (the local part
+reaches every key, the strided part only j = i, no summary column lies below n), and is run
+as that: a stride of 10^6 at n = 64 pads nothing. The mask is a key-padding mask, True =
+may attend; a query with no allowed key gets a zero context (as ``attend``'s fused path:
+``sdpa_context``), never NaN.
 
 Legend: H heads, n positions (queries = keys), D width, Dv value width, l stride,
 c summary columns, N n padded to a multiple of l (the composed parts), R = N / l rows of l.
@@ -32,6 +35,7 @@ c summary columns, N n padded to a multiple of l (the composed parts), R = N / l
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import torch
 import torch.nn.functional as F
@@ -43,12 +47,20 @@ from .sliding import sliding_window_attention
 from .strided_heads import CLASS_BLOCK, applies, banded, strided_heads
 
 
+def _rows(x: Tensor) -> Tensor:
+    """x (..., n, D) as the banded kernel reads it in place: unit stride along D and rows at
+    least D apart; a copy otherwise (a transposed view, every other feature)."""
+    return x if x.stride(-1) == 1 and x.stride(-2) >= x.shape[-1] else x.contiguous()
+
+
 def factorised_attention(
     query: Tensor, keys: Tensor, values: Tensor, spec: PatternSpec, mask: Tensor | None = None
 ) -> Tensor:
     """Context (..., H, n, Dv) of the heads-split pattern ``spec`` (``spec.split_heads``):
     even heads through A⁽¹⁾, odd heads through A⁽²⁾ (see the module docstring); a merged
     pattern goes to ``attnkit.local.factorised_merged`` (query (..., n, D), any heads)."""
+    if spec.stride > query.shape[-2] + spec.summary:  # the same sets over n positions
+        spec = replace(spec, stride=query.shape[-2] + spec.summary)  # and no padding to l
     if not spec.split_heads:
         return merged_attention(query, keys, values, spec, mask)
     n, heads = query.shape[-2], query.shape[-3]
@@ -63,6 +75,7 @@ def factorised_attention(
             raise ValueError(f"mask {tuple(mask.shape)}: pass a key-padding mask (..., 1, n)")
         key_ok = mask.expand(*query.shape[:-2], 1, n)  # (..., H, 1, n)
     if spec.pattern == "strided" and applies(query, keys, values, spec.stride):
+        query, keys, values = (_rows(x) for x in (query, keys, values))
         return strided_heads(query, keys, values, spec.stride, spec.causal, key_ok)
     first, second = _parts(spec)
     (q0, q1), (k0, k1), (v0, v1) = (_by_parity(x, heads) for x in (query, keys, values))

@@ -21,17 +21,17 @@ Built on first use with ``torch.utils.cpp_extension`` (about 30 s, once per mach
 build is cached in ``TORCH_EXTENSIONS_DIR``, by default ``~/.cache/torch_extensions``), in a
 private folder published by an atomic rename, under a lock that a dead owner cannot hold
 forever (``_build``). It needs a C++ compiler (g++ or clang++) and ninja (a dependency);
-without a compiler, a writable cache, or with ``ATTNKIT_NATIVE=0``, ``kernel()`` is None and
-``sliding_window_attention`` runs its SDPA tiles (same results), after one warning saying
-why. Ctrl-C during the build interrupts the program, as anywhere else. The ops are registered as
-``torch.library`` custom ops (``attnkit::band_attention`` and its backward, with their FLOP
-formulas for ``FlopCounterMode``), so ``torch.compile(fullgraph=True)`` keeps them in the
-graph.
+without a compiler, a writable cache, or with ``ATTNKIT_NATIVE=0`` (or false, no, off),
+``kernel()`` is None and ``sliding_window_attention`` runs its SDPA tiles (same results),
+after one warning saying why. Ctrl-C during the build interrupts the program, as anywhere
+else. The ops are registered as ``torch.library`` custom ops (``attnkit::band_attention``
+and its backward, with their FLOP formulas for ``FlopCounterMode``), so
+``torch.compile(fullgraph=True)`` keeps them in the graph.
 
 Why a kernel of our own: PyTorch's fused CPU flash kernels on band tiles stay near 30% of the
-matmul rate in the backward pass and 40% forward (docs/performance.md); this one reaches
+matmul rate in the backward pass and 40% forward (docs/perf/log-performance.md); this one reaches
 53–55% forward and 42–52% backward at n = 16,384, r = 256, 2 threads (``attnkit bench`` and
-``python -m attnkit.bench.interleave``; docs/performance.md, "The banded flash kernel").
+``python -m attnkit.bench.interleave``; docs/perf/log-performance.md, "The banded flash kernel").
 
 Legend: G flattened leading dims (B·H), Tq queries, Tk keys, D query/key width, Dv value
 width, ℓ log-sum-exp.
@@ -50,11 +50,13 @@ import torch
 from torch import Tensor
 from torch.utils.flop_counter import register_flop_formula
 
+from .. import _env
+
 SOURCE = Path(__file__).with_name("csrc") / "band_flash.cpp"
 """The kernel's C++ source, shipped in the package and compiled on first use; it includes the
 headers beside it (``csrc/*.h``: the block cache), which the build's name hashes too."""
-# query block of both passes, the fastest of a sweep over 32..192 in both (docs/performance.md,
-# "The banded flash kernel in C++"); the key range is b + 2r keys
+# query block of both passes, the fastest of a sweep over 32..192 in both
+# (docs/perf/log-performance.md, "The banded flash kernel in C++"); the key range is b + 2r keys
 BLOCK = 64
 """Query block of both passes (``block=`` of ``sliding_window_attention`` overrides it)."""
 # flags per CPU capability that PyTorch reports: the same build runs on every CPU that has it
@@ -63,8 +65,20 @@ _ISA = {
     "AVX512": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma", "-mavx2"],
     "AVX2": ["-mavx2", "-mfma"],
 }
-USE = os.environ.get("ATTNKIT_NATIVE", "1") != "0"
-"""False with ``ATTNKIT_NATIVE=0``: ``kernel()`` is then None and nothing is compiled."""
+
+
+def _use_from_env() -> bool:
+    """ATTNKIT_NATIVE as read at import; a value it cannot read leaves the kernel on here,
+    and ``kernel()`` raises its ValueError before anything is built."""
+    try:
+        return _env.native()
+    except ValueError:
+        return True
+
+
+USE = _use_from_env()
+"""False with ``ATTNKIT_NATIVE=0`` (or false, no, off): ``kernel()`` is then None and nothing
+is compiled."""
 _state: dict[str, Any] = {}
 
 
@@ -76,6 +90,7 @@ def kernel() -> Any | None:
         return None
     if "module" in _state or torch.compiler.is_compiling():
         return _state.get("module")
+    _env.native()  # an unreadable ATTNKIT_NATIVE: a ValueError naming it, at every call
     _state["module"] = None  # a failed build is not retried in this process
     _state["module"] = _build()
     return _state["module"]

@@ -52,7 +52,7 @@ from .tiles import Geometry, full_rank
 
 # forward query block: SDPA's CPU kernel on (b, L) tiles is about as fast per computed FLOP at
 # b = 32 as at 128 (its inner query split is 32 for either), and L = b + W - 1 wastes fewer
-# keys (the sweep: docs/performance.md, "Blocks of their own for each pass")
+# keys (the sweep: docs/perf/log-performance.md, "Blocks of their own for each pass")
 DEFAULT_BLOCK = 32
 # interior blocks go to SDPA in runs of this many queries: the backward pass then holds the
 # (nb, L, D) key-tile gradients of one run at a time, not of the whole sequence

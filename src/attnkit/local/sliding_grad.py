@@ -13,7 +13,7 @@ Backward, per run of query blocks, the fused CPU flash backward kernel on the sa
 The backward pass tiles the queries on blocks of its own size (``backward_block``, 192 at
 r = 256 where the forward pass uses 32): the row statistics it needs, O and ℓ, do not depend on
 the tiling, and the CPU flash backward kernel splits a block's queries in 32s below 192 queries
-and in 64s from 192 up, which pays for the wider tiles' extra keys (docs/performance.md,
+and in 64s from 192 up, which pays for the wider tiles' extra keys (docs/perf/log-performance.md,
 "Blocks of their own for each pass"). Its
 (G, nr, L, D) key-tile gradients (tiles overlap by L - b rows) are added into one
 (G, padded, D) buffer in ceil(L / b) strided in-place adds (the slices of one offset land on
@@ -22,8 +22,8 @@ disjoint rows), so only one run's tile gradients exist at a time, never the sequ
 
 Not a kernel of our own from batched matmuls (``bmm`` on strided tile views, one
 exp/mask/δ pass each): its elementwise passes over the (nr, b, L) scores are memory-bound
-where the fused kernel keeps each tile in cache (docs/performance.md, "Sliding-window backward
-pass": tried and dropped).
+where the fused kernel keeps each tile in cache (docs/perf/log-performance.md, "Sliding-window
+backward pass": tried and dropped).
 
 Legend as in ``sliding``: G = B·H, b block, nr blocks in a run, L = b + W - 1 keys a block
 reaches, ℓ log-sum-exp, δ row sums of dO·O.
@@ -43,7 +43,7 @@ from .tiles import Geometry
 # the backward pass holds one run's (G, nr, L, D) key and value tile gradients: runs of this
 # many queries keep them near 2 · 8 · 10 · 704 · 64 · 4 B = 28 MiB at H = 8, r = 256, b = 192,
 # whatever n; longer runs' freshly allocated tile gradients are zero-filled page by page
-# (the sweep: docs/performance.md, "Blocks of their own for each pass")
+# (the sweep: docs/perf/log-performance.md, "Blocks of their own for each pass")
 BACKWARD_QUERIES = 2048
 # the backward pass's largest query block: the kernel's inner query split is 32 below 192
 # queries, 64 from 192, and wider blocks waste more keys (the sweep: same section)

@@ -41,17 +41,17 @@ from torch.autograd.function import once_differentiable
 
 from . import native
 
-CLASS_BLOCK = 32  # the classes' query block, the fastest measured (docs/sparse.md, run 4)
+CLASS_BLOCK = 32  # the classes' query block, fastest measured (docs/perf/log-sparse.md, run 4)
 BAND_BACKWARD_BLOCK = 32  # the band's backward query block from its saved P (when kept)
 KEEP_WEIGHTS: tuple[bool, bool] | None = None
 """Whether the forward keeps P for the backward pass, (band, classes); None (the default):
-both, on any number of threads. Measured at n = 16,384, l = 128 (docs/sparse.md, runs 6 and
-7): on one thread forward+backward took 231 ms keeping both, 239 keeping the classes', 249
-keeping neither (``scripts/sparse_keep.py``); on two threads, once P lay on cached blocks
-(run 7), keeping the band's too took the backward from 64–66 to 58–59 ms, the forward from 34
-to 36–37 ms. (Before the cache the band's P, on fresh pages, gained nothing on two threads.)
-The cost is memory: peak forward+backward at n = 16,384 in the bench 105 MiB, against 53 with
-the classes' P alone (the band's n·(32 + l) values a head)."""
+both, on any number of threads. Measured at n = 16,384, l = 128 (docs/perf/log-sparse.md,
+runs 6 and 7): on one thread forward+backward took 231 ms keeping both, 239 keeping the
+classes', 249 keeping neither (``scripts/sparse_keep.py``); on two threads, once P lay on
+cached blocks (run 7), keeping the band's too took the backward from 64–66 to 58–59 ms, the
+forward from 34 to 36–37 ms. (Before the cache the band's P, on fresh pages, gained nothing
+on two threads.) The cost is memory: peak forward+backward at n = 16,384 in the bench 105 MiB,
+against 53 with the classes' P alone (the band's n·(32 + l) values a head)."""
 
 
 def keeping() -> tuple[bool, bool]:

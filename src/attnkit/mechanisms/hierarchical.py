@@ -49,7 +49,7 @@ def attention_pool(h: Tensor, mask: Tensor, w: Tensor, b: Tensor, context: Tenso
     u = torch.tanh(h @ w.transpose(0, 1) + b)  # (..., T, A)
     scores = u @ context  # (..., T)
     alpha = masked_softmax(scores[..., None, :], mask[..., None, :])[..., 0, :]  # (..., T)
-    vector = (alpha[..., None] * h).sum(dim=-2)  # (..., D)
+    vector = (alpha[..., None] * _real(h, mask)).sum(dim=-2)  # (..., D)
     return Pooled(vector, alpha)
 
 
@@ -57,7 +57,13 @@ def mean_pool(h: Tensor, mask: Tensor) -> Pooled:
     """Average of the allowed annotations (Yang 2016, Table 2 "HN-AVE"): s = (1/n) Σ_t h_t.
     h (..., T, D), mask (..., T) -> vector (..., D); an all-masked row pools to zero."""
     m = mask.to(h.dtype)[..., None]  # (..., T, 1)
-    return Pooled((h * m).sum(-2) / m.sum(-2).clamp(min=1.0), None)
+    return Pooled(_real(h, mask).sum(-2) / m.sum(-2).clamp(min=1.0), None)
+
+
+def _real(h: Tensor, mask: Tensor) -> Tensor:
+    """h (..., T, D) with zeros at the masked positions: a NaN there must not reach the
+    pooled vector through a weight of 0 (0·NaN = NaN)."""
+    return torch.where(mask[..., None], h, torch.zeros((), dtype=h.dtype, device=h.device))
 
 
 def max_pool(h: Tensor, mask: Tensor) -> Pooled:

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .._checks import check_mask, check_qkv, check_width
-from ..core import AttentionResult, NormaliseFn
+from ..core import AttentionResult, NormaliseFn, zero_unseen
 from ..stages.normalisers import compute_dtype, softmax
 from .hierarchical import Pooled
 
@@ -45,8 +45,11 @@ def featurewise_attend(
     """P_·jk = normalise_j(scores_·jk) for each feature k; c = Σ_j P_j ⊙ v_j.
 
     scores (..., Tq, Tk, Dv), values (..., Tk, Dv), mask broadcastable to (..., Tq, Tk)
-    -> context (..., Tq, Dv), weights (..., Tq, Tk, Dv).
+    -> context (..., Tq, Dv), weights (..., Tq, Tk, Dv). Values no query may attend are
+    zeroed first: a NaN there must not reach the context through a weight of 0.
     """
+    if mask is not None:
+        values = zero_unseen(values, mask)  # (..., Tk, Dv)
     by_feature = scores.movedim(-1, -2)  # (..., Tq, Dv, Tk)
     feat_mask = None if mask is None else mask[..., None, :]  # (..., Tq, 1, Tk)
     weights = normaliser(by_feature, feat_mask).movedim(-2, -1)  # (..., Tq, Tk, Dv)

@@ -31,7 +31,7 @@ from torch import Tensor
 
 from .._checks import broadcasts_to, check_one_dtype, check_tensor, finite_wanted, get_checks
 from .._checks import check_finite as refuse_non_finite
-from ..core import AttentionResult, NormaliseFn, _finite
+from ..core import AttentionResult, NormaliseFn, _finite, drop_masked_keys
 from ..stages.capabilities import is_plain_softmax
 from ..stages.normalisers import compute_dtype, softmax
 
@@ -144,6 +144,8 @@ def attend_step(
                 "attend_step(every_row=True) but a row of the mask allows no key; pass "
                 "every_row=False (fully masked rows then get zero weights)"
             )
+    if mask is not None:  # as attend: a NaN or Inf at a masked key must not reach the output
+        keys, values = drop_masked_keys(keys, values, mask[..., None, :])
     work = compute_dtype(query.dtype)
     if query.dtype != work:  # half inputs: scored and normalised in float32
         query, keys = query.to(work), keys.to(work)

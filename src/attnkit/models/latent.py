@@ -78,7 +78,7 @@ from .packed import packed_cross_entropy, rejoined
 SOFTNESS = ("soft", "mean", "exact", "hard", "gumbel", "variational")
 ESTIMATORS = ("enumerate", "sample")
 BASELINES = ("average", "soft")
-DECODERS = ("context", "deng")  # what the recurrence reads besides y_{t-1} (SoftnessConfig)
+DECODERS = ("context", "deng")  # what the recurrence reads besides y_{t-1} (SoftnessFields)
 STOCHASTIC = ("hard", "gumbel", "variational")  # hold an update counter and a baseline
 MARGINAL = ("exact", "variational")  # the output reads every annotation: Σ_z p(z) p(y | z)
 PACKABLE = ("soft", "mean")  # plain cross-entropy: packed targets give the same loss
@@ -93,7 +93,7 @@ AT_TEST = {
 
 
 @dataclass(kw_only=True)
-class SoftnessConfig:
+class SoftnessFields:
     """The softness fields of RNNSearchConfig and LuongConfig (checked by ``check_softness``;
     keyword-only, after each model's own fields)."""
 
@@ -251,7 +251,7 @@ class MixtureOutput(Seq2SeqOutput):
     ``logits`` is the mixture log Σ_z w_z p(· | z) (B, T, V), without gradient, computed from
     the (B, T, S, V) log-probabilities the loss already holds when it is first read. No loss
     reads it, and its logsumexp over the readouts was most of an update's time on Multi30K
-    (issue 29 §3), so a training step that never reads it never pays for it."""
+    when it was computed eagerly, so a training step that never reads it never pays for it."""
 
     def __init__(self, log_w: Tensor, mask: Tensor, logp: Tensor, weights: Tensor) -> None:
         self.weights = weights  # (B, T, S)
@@ -600,7 +600,7 @@ __all__ = [
     "DECODERS",
     "ESTIMATORS",
     "SOFTNESS",
-    "SoftnessConfig",
+    "SoftnessFields",
     "InferenceNetwork",
     "LatentSeq2Seq",
     "StepParts",

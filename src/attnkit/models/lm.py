@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -33,10 +34,24 @@ from torch import Tensor, nn
 
 from .._checks import check_ranges
 from ..core import AttentionResult
+from ..grouped import check_kv_heads
+from ..kv_cache import KVCache
+from ..linear import LinearState, step_heads
 from ..modules import AttentionHeads, check_heads
-from ..registry import build_alignment, build_position, canonical
+from ..registry import (
+    STRIDED,
+    build_alignment,
+    build_position,
+    build_score,
+    canonical,
+    window_or_stride,
+)
 from ..stages.alignment import Alignment, CausalAlignment
+from ..stages.kernels import ratio
+from ..stages.normalisers import softmax
 from ..stages.position import Position, XLPosition
+from ..stages.rope_scaling import scaling_name
+from ..stages.scores import Score
 from .base import dropped
 from .transformer import FeedForward, Residual, sinusoids
 
@@ -44,7 +59,9 @@ from .transformer import FeedForward, Residual, sinusoids
 @dataclass
 class LMConfig:
     """A decoder-only LM. ``src_vocab`` is unused (a language model reads and predicts one
-    vocabulary, ``tgt_vocab``); it is kept so that every model builds from the same sizes."""
+    vocabulary, ``tgt_vocab``); it is kept so that every model builds from the same sizes.
+    ``kv_heads``: key/value heads shared by groups of heads / kv_heads query heads
+    (grouped-query attention, Ainslie et al. 2023; 1: multi-query; None: one per head)."""
 
     src_vocab: int
     tgt_vocab: int
@@ -54,10 +71,12 @@ class LMConfig:
     ff: int = 512
     dropout: float = 0.1
     norm: str = "pre"  # pre (x + Sublayer(LayerNorm(x))) | post (the paper's code default)
+    kv_heads: int | None = None  # key/value heads (grouped-query attention); None: heads
 
     def __post_init__(self) -> None:
         check_ranges(self, positive=("src_vocab", "tgt_vocab", "dim", "layers", "ff"))
         check_heads(self.dim, self.heads)
+        check_kv_heads(self.heads, self.kv_heads)
         if self.dim % 2 or (self.dim // self.heads) % 2:
             raise ValueError(
                 f"{type(self).__name__}: dim={self.dim}, heads={self.heads}; the sinusoids "
@@ -87,18 +106,31 @@ class TransformerLMConfig(LMConfig):
     buckets); ``max_len`` bounds the learned positions (a longer input is an error).
     ``align``: the attention's alignment, one of ``CAUSAL_ALIGNMENTS`` (default "causal",
     dense; the Sparse Transformer's strided / fixed patterns, Child et al. 2019, merged or
-    split across heads; a causal sliding window), with ``window`` its stride l (strided,
-    fixed) or radius (sliding-causal), required by all but "causal"."""
+    split across heads; a causal sliding window), with ``stride`` the patterns' stride l
+    (strided, fixed) and ``window`` the sliding window's radius, one of them required by all
+    but "causal" (``window`` for a pattern is read as its stride, with a DeprecationWarning).
+    ``rope_scaling`` ("linear", "ntk", "yarn") and ``rope_factor`` s: RoPE trained at
+    ``max_len`` positions stretched to s·max_len (``attnkit.stages.rope_scaling``). ``attention``:
+    "softmax" (default) or a kernel score of ``ATTENTIONS``, causal linear attention in
+    O(L·Dh²) (Katharopoulos et al. 2020, φ = elu + 1; "performer": FAVOR+, Choromanski et al.
+    2021, with ``features`` random features, 0: round(Dh·ln Dh)); it takes the causal
+    alignment and no attention dropout (there are no weights to drop)."""
 
     match_xl: bool = True
     position: str = "sinusoidal"
     max_len: int = 512
     align: str = "causal"
     window: int = 0
+    stride: int = 0
+    attention: str = "softmax"
+    features: int = 0
+    rope_scaling: str = "none"
+    rope_factor: float = 1.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_ranges(self, positive=("max_len",), non_negative=("window",), fractions=())
+        check_ranges(self, positive=("max_len",), non_negative=("window", "stride"),
+                     fractions=())  # fmt: skip
         if self.position != "sinusoidal":
             canonical("position", self.position)  # a ValueError naming the known ones
         if self.align not in CAUSAL_ALIGNMENTS:
@@ -106,11 +138,33 @@ class TransformerLMConfig(LMConfig):
                 f"{type(self).__name__}.align={self.align!r}: a language model needs a causal "
                 f"alignment; choose one of {', '.join(CAUSAL_ALIGNMENTS)}"
             )
-        if self.align != "causal" and self.window < 1:
+        window, stride = window_or_stride(self.align, self.window or None, self.stride or None,
+                                          stacklevel=2)  # fmt: skip
+        self.window, self.stride = window or 0, stride or 0
+        size = "stride" if self.align in STRIDED else "window"
+        if self.align != "causal" and max(self.window, self.stride) < 1:
             raise ValueError(
-                f"{type(self).__name__}: align={self.align!r} needs window >= 1 (the stride l "
-                f"of strided / fixed, the radius of sliding-causal; got {self.window})"
+                f"{type(self).__name__}: align={self.align!r} needs {size} >= 1 (the stride l "
+                f"of strided / fixed, the radius of sliding-causal; got {size}=0)"
             )
+        if (self.rope_scaling != "none" or self.rope_factor != 1.0) and self.position != "rope":
+            raise ValueError(f"{type(self).__name__}: rope_scaling / rope_factor stretch RoPE; "
+                             f"use position='rope' (got {self.position!r})")  # fmt: skip
+        scaling_name(self.rope_scaling)  # a ValueError naming the known ones
+        if not self.rope_factor >= 1:
+            raise ValueError(f"{type(self).__name__}.rope_factor={self.rope_factor}; give the "
+                             "context extension s >= 1 (1: none)")  # fmt: skip
+        if self.attention not in ATTENTIONS:
+            raise ValueError(f"{type(self).__name__}.attention={self.attention!r}; choose one "
+                             f"of {', '.join(ATTENTIONS)}")  # fmt: skip
+        if self.attention != "softmax" and self.align != "causal":
+            raise ValueError(
+                f"{type(self).__name__}: attention={self.attention!r} sums over the causal "
+                f"prefix; it cannot honour align={self.align!r}: use align='causal'"
+            )
+        if self.features < 0 or (self.features and self.attention != "performer"):
+            raise ValueError(f"{type(self).__name__}.features={self.features}: the random "
+                             "feature count of attention='performer' (0: its default)")  # fmt: skip
         if self.align.endswith("-heads") and self.heads < 2:
             raise ValueError(f"{type(self).__name__}: align={self.align!r} splits its two "
                              f"parts across heads; use heads >= 2 (got {self.heads})")  # fmt: skip
@@ -119,6 +173,8 @@ class TransformerLMConfig(LMConfig):
 CAUSAL_ALIGNMENTS = ("causal", "sliding-causal", "strided-causal", "fixed-causal",
                      "strided-causal-heads", "fixed-causal-heads")  # fmt: skip
 """The alignments a language model may use (no position sees a later one)."""
+ATTENTIONS = ("softmax", "linear", "performer")
+"""The attention of ``TransformerLMConfig.attention``: softmax, or a kernel score (registry)."""
 
 
 PRESETS: dict[str, dict[str, float | int | str]] = {
@@ -181,12 +237,17 @@ class LMLayer(nn.Module):
     """Causal self-attention (over the memory and the segment) and a feed-forward sublayer."""
 
     def __init__(self, c: LMConfig, ff: int, position: Position | None,
-                 align: Alignment | None = None) -> None:  # fmt: skip
+                 align: Alignment | None = None, score: Score | None = None) -> None:  # fmt: skip
         super().__init__()
         pre = c.norm == "pre"
         align = CausalAlignment() if align is None else align
+        # a kernel score (linear attention) is normalised by its row sum and has no weights
+        # to drop; any other score, the scaled dot product's softmax
+        kernel = getattr(score, "feature_map", False)
         self.attn = AttentionHeads(c.dim, c.heads, align=align,
-                                       dropout=c.dropout, position=position)  # fmt: skip
+                                   dropout=0.0 if kernel else c.dropout, position=position,
+                                   kv_heads=c.kv_heads, score=score,
+                                   normaliser=ratio if kernel else softmax)  # fmt: skip
         self.ffn = FeedForward(c.dim, ff, c.dropout)
         self.res1, self.res2 = Residual(c.dim, c.dropout, pre), Residual(c.dim, c.dropout, pre)
 
@@ -216,7 +277,8 @@ class DecoderLM(nn.Module):
         self.emb = nn.Embedding(c.tgt_vocab, c.dim, padding_idx=0)
         nn.init.normal_(self.emb.weight, std=c.dim**-0.5)
         ff = c.ff + self.extra_ff()
-        self.layers = nn.ModuleList(LMLayer(c, ff, self.make_position(), self.make_alignment())
+        self.layers = nn.ModuleList(LMLayer(c, ff, self.make_position(), self.make_alignment(),
+                                            self.make_score())
                                     for _ in range(c.layers))  # fmt: skip
         self.norm = nn.LayerNorm(c.dim) if c.norm == "pre" else nn.Identity()
         self.out_bias = nn.Parameter(torch.zeros(c.tgt_vocab))
@@ -229,6 +291,10 @@ class DecoderLM(nn.Module):
     def make_alignment(self) -> Alignment:
         """A fresh alignment for one layer's attention: causal (j <= i)."""
         return CausalAlignment()
+
+    def make_score(self) -> Score | None:
+        """A fresh score for one layer's attention (None: scaled dot product, softmax)."""
+        return None
 
     def extra_ff(self) -> int:
         """Feed-forward units added to ``config.ff`` in every layer."""
@@ -287,6 +353,16 @@ class TransformerXL(DecoderLM):
         return length
 
 
+def sinusoid_at(t: int, dim: int, device: torch.device | None = None) -> Tensor:
+    """``sinusoids``' row t alone (Vaswani 2017, §3.5), O(D) whatever t: PE(t, 2i) =
+    sin(t/10000^(2i/d)), PE(t, 2i+1) = cos(...) -> (D,)."""
+    inv = torch.exp(
+        torch.arange(0, dim, 2, device=device, dtype=torch.float32) * (-math.log(10000.0) / dim)
+    )  # (D/2,)
+    angle = t * inv  # (D/2,)
+    return torch.stack((angle.sin(), angle.cos()), dim=-1).flatten()  # (D,)
+
+
 class TransformerLM(DecoderLM):
     """The vanilla Transformer LM: absolute sinusoid positions 0 .. L-1 added to each
     segment's embeddings (or the ``position`` stage of its config in every attention),
@@ -303,14 +379,61 @@ class TransformerLM(DecoderLM):
         if c.position == "sinusoidal":
             return None
         return build_position(c.position, c.heads, c.dim // c.heads, max_len=c.max_len,
-                              causal=True)  # fmt: skip
+                              causal=True, rope_scaling=c.rope_scaling,
+                              rope_factor=c.rope_factor)  # fmt: skip
 
     def make_alignment(self) -> Alignment:
-        """The config's ``align`` (default causal) with its ``window``, for one layer."""
+        """The config's ``align`` (default causal) with its ``window`` or ``stride``, for one
+        layer."""
         c = self.config
         if c.align == "causal":
             return CausalAlignment()
-        return build_alignment(c.align, c.dim // c.heads, c.window)
+        return build_alignment(c.align, c.dim // c.heads, c.window or None,
+                               stride=c.stride or None)  # fmt: skip
+
+    def make_score(self) -> Score | None:
+        """None for softmax attention, else the config's kernel score for one layer, heads of
+        width D / H (``attention``, ``features``)."""
+        c = self.config
+        if c.attention == "softmax":
+            return None
+        return build_score(c.attention, c.dim // c.heads, hidden=c.features or None)
+
+    def step(self, ids: Tensor, state: list[Any] | None, t: int, *, window: int | None = None,
+             sinks: int = 0) -> tuple[Tensor, list[LinearState | KVCache | None]]:  # fmt: skip
+        """Decoding one token: the tokens ids (B,) at position t, per layer the state after
+        t - 1 (None at t = 0) -> logits (B, V) for position t + 1 and the states after t;
+        equal to ``forward``'s row t on ids 0 .. t. Linear attention runs as an RNN
+        (Katharopoulos et al. 2020, §3.4), O(H·M·Dh) per layer whatever t; softmax attention
+        (the causal alignment) with an ``attnkit.KVCache`` per layer, written in place:
+        full (doubling from 64 tokens), or with ``window`` a sliding window of w tokens and
+        ``sinks`` first ones (StreamingLLM; then row t of ``forward`` under the mask
+        (j < s) | (0 <= t - j < w)), made at t = 0."""
+        softmax = self.config.attention == "softmax"
+        if softmax and self.config.align != "causal":
+            raise ValueError(f"step() decodes the causal alignment with a KVCache; "
+                             f"align={self.config.align!r} takes forward()")  # fmt: skip
+        states: list[Any] = [None] * len(self.layers) if state is None else list(state)
+        # per layer a LinearState (linear attention) or a KVCache (softmax)
+        x = self.emb(ids[:, None]) * math.sqrt(self.config.dim)  # (B, 1, D)
+        if self.config.position == "sinusoidal":
+            x = x + sinusoid_at(t, self.config.dim, ids.device).to(x.dtype)  # PE(t) (D,)
+        x = dropped(self.drop, x)
+        for i, layer in enumerate(self.layers):
+            lay = cast(LMLayer, layer)
+            h = lay.res1.inner(x)  # (B, 1, D)
+            if softmax:
+                if states[i] is None:
+                    policy = dict(window=window, sinks=sinks) if window else dict(grow=True)
+                    states[i] = lay.attn.new_cache(ids.shape[0], h, None if window else 64,
+                                                   **policy)  # fmt: skip
+                context = lay.attn.step(h, states[i])[0].context  # (B, 1, D), cache written
+            else:
+                context, states[i] = step_heads(lay.attn, h, states[i], t)
+            x = lay.res1.merge(x, context)  # (B, 1, D)
+            x, _ = lay.res2(x, lay.ffn)
+        logits = F.linear(self.norm(x), self.emb.weight, self.out_bias)  # (B, 1, V)
+        return logits[:, 0], states
 
     def extra_ff(self) -> int:
         """``xl_extra_ff(dim, heads)`` with ``match_xl`` (equal parameters), else 0."""

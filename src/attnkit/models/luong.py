@@ -37,7 +37,7 @@ from .base import Memory, State, source_mask
 from .encoders import GRUEncoder
 from .latent import (
     LatentSeq2Seq,
-    SoftnessConfig,
+    SoftnessFields,
     StepParts,
     add_softness,
     broadcast_feature,
@@ -64,7 +64,7 @@ def _check_name(field: str, kind: str, name: str, paper: tuple[str, ...]) -> Non
 
 
 @dataclass
-class LuongConfig(SoftnessConfig):
+class LuongConfig(SoftnessFields):
     src_vocab: int
     tgt_vocab: int
     emb: int = 64

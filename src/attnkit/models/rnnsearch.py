@@ -31,7 +31,7 @@ from .base import DeepOutput, Memory, State, dropped, source_mask
 from .encoders import GRUEncoder
 from .latent import (
     LatentSeq2Seq,
-    SoftnessConfig,
+    SoftnessFields,
     StepParts,
     add_softness,
     broadcast_feature,
@@ -41,7 +41,7 @@ from .latent import (
 
 
 @dataclass
-class RNNSearchConfig(SoftnessConfig):
+class RNNSearchConfig(SoftnessFields):
     src_vocab: int
     tgt_vocab: int
     emb: int = 64

@@ -21,6 +21,10 @@ Teacher forcing (``forward``) decodes the whole target in one parallel pass; ``s
 one position, with a cache of each layer's projected keys and values: the encoder memory
 projected once per sentence, the prefix one new row per step (exact: equals ``forward``).
 
+``kv_heads``: every attention module's keys and values in Hkv heads shared by groups of
+H / Hkv query heads (grouped-query attention, Ainslie et al. 2023; 1: multi-query, Shazeer
+2019): the cached keys and values below have Hkv heads where they say H.
+
 Legend: B batch, S source length, T target length, D model width, H heads, L layers,
 V target vocabulary.
 """
@@ -36,6 +40,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .._checks import check_ranges
+from ..grouped import check_kv_heads
+from ..kv_cache import KVCache
 from ..modules import CrossAttention, SelfAttention, check_heads
 from ..registry import build_position, canonical, names
 from ..stages.alignment import CausalAlignment
@@ -62,6 +68,7 @@ class TransformerConfig:
     score: str = "scaled_dot"  # scaled_dot (eq. 1, qᵀk/√d_k) | dot (unscaled qᵀk, an ablation)
     position: str = "sinusoidal"  # sinusoidal (§3.5) | learned | shaw | t5 | alibi | rope | xl
     max_len: int = 512  # position="learned": the most positions a sequence may have
+    kv_heads: int | None = None  # key/value heads (grouped-query attention); None: heads
 
     def __post_init__(self) -> None:
         check_ranges(
@@ -69,6 +76,7 @@ class TransformerConfig:
             positive=("src_vocab", "tgt_vocab", "dim", "enc_layers", "dec_layers", "ff", "max_len"),
         )
         check_heads(self.dim, self.heads)
+        check_kv_heads(self.heads, self.kv_heads)
         if self.dim % 2:
             raise ValueError(f"TransformerConfig.dim={self.dim}; sinusoids need an even width")
         if self.norm not in ("post", "pre"):
@@ -174,7 +182,8 @@ class EncoderLayer(nn.Module):
         super().__init__()
         pre = c.norm == "pre"
         self.attn = SelfAttention(c.dim, c.heads, score=make_score(c), dropout=c.dropout,
-                                  position=make_position(c, causal=False))  # fmt: skip
+                                  position=make_position(c, causal=False),
+                                  kv_heads=c.kv_heads)  # fmt: skip
         self.ffn = FeedForward(c.dim, c.ff, c.dropout)
         self.res1, self.res2 = Residual(c.dim, c.dropout, pre), Residual(c.dim, c.dropout, pre)
 
@@ -199,9 +208,10 @@ class DecoderLayer(nn.Module):
         pre = c.norm == "pre"
         self.self_attn = SelfAttention(
             c.dim, c.heads, score=make_score(c), align=CausalAlignment(), dropout=c.dropout,
-            position=make_position(c, causal=True),
+            position=make_position(c, causal=True), kv_heads=c.kv_heads,
         )  # fmt: skip
-        self.cross_attn = CrossAttention(c.dim, c.heads, score=make_score(c), dropout=c.dropout)
+        self.cross_attn = CrossAttention(c.dim, c.heads, score=make_score(c), dropout=c.dropout,
+                                         kv_heads=c.kv_heads)  # fmt: skip
         self.ffn = FeedForward(c.dim, c.ff, c.dropout)
         self.res = nn.ModuleList(Residual(c.dim, c.dropout, pre) for _ in range(3))
 
@@ -228,19 +238,20 @@ class DecoderLayer(nn.Module):
         return y, weights, self_weights
 
     def step(
-        self, y: Tensor, cache: tuple[Tensor, Tensor], memory_kv: tuple[Tensor, Tensor],
+        self, y: Tensor, cache: KVCache, memory_kv: tuple[Tensor, Tensor],
         mask: Tensor, need_weights: bool = True,
-    ) -> tuple[Tensor, Tensor | None, tuple[Tensor, Tensor]]:  # fmt: skip
+    ) -> tuple[Tensor, Tensor | None, KVCache]:  # fmt: skip
         """Incremental decoding of position t for N = B·K rows, K hypotheses per sentence
         (rows b·K .. b·K+K-1 decode sentence b; K = 1 outside beam search): y (N, 1, D);
-        cache: the self-attention's projected keys and values of positions < t,
-        (N, H, t, Dh) each; memory_kv: the encoder memory of the B sentences projected by the
-        cross-attention once per sentence, (B, H, S, Dh) each, mask (B, 1, S) -> y (N, 1, D),
-        cross-attention weights (B, H, K, S) (None unless ``need_weights``), cache
-        (N, H, t+1, Dh) each. A sentence's K hypotheses are K queries of its one memory (no
+        cache: the self-attention's projected keys and values of positions < t, an
+        ``attnkit.KVCache`` of N rows (written in place); memory_kv: the encoder memory of
+        the B sentences projected by the cross-attention once per sentence, (B, Hkv, S, Dh)
+        each, mask (B, 1, S) -> y (N, 1, D),
+        cross-attention weights (B, H, K, S) (None unless ``need_weights``), the cache
+        holding t + 1 positions. A sentence's K hypotheses are K queries of its one memory (no
         copy per hypothesis). Equals row t of ``forward`` on the whole prefix."""
         res = cast(Residual, self.res[0])
-        result, cache = self.self_attn.step(res.inner(y), cache)  # (N, 1, D)
+        result, _ = self.self_attn.step(res.inner(y), cache)  # (N, 1, D); cache written
         y = res.merge(y, result.context)  # (N, 1, D)
         per_sentence = y.view(mask.shape[0], -1, y.shape[-1])  # (B, K, D)
         out, weights = self.attend_memory(per_sentence, memory_kv, mask, need_weights)
@@ -372,14 +383,17 @@ class Transformer(Seq2Seq):
         }
 
     def init_state(self, memory: Memory) -> State:
-        """The decoding cache: per decoder layer, the self-attention's projected keys and
-        values so far, (B, H, 0, Dh) each at the start. (The memory's projections are in
+        """The decoding cache: per decoder layer an ``attnkit.KVCache`` of the
+        self-attention's projected keys and values, preallocated for 2S + 10 tokens (the
+        default decoding length) and doubling past them. (The memory's projections are in
         ``memory``, made once by ``encode``.)"""
         m = memory["memory"]  # (B, S, D)
-        state: list[Tensor] = []
-        for layer in self.dec:
-            state.extend(cast(DecoderLayer, layer).self_attn.empty_cache(m.shape[0], m))
-        return tuple(state)  # 2L tensors (B, H, 0, Dh)
+        capacity = 2 * m.shape[1] + 10
+        caches = tuple(
+            cast(DecoderLayer, layer).self_attn.new_cache(m.shape[0], m, capacity, grow=True)
+            for layer in self.dec
+        )  # L caches; beam search selects their rows (KVCache.index_select)
+        return cast(State, caches)
 
     def beam_memory(self, memory: Memory, beam: int) -> Memory:
         """Beam search reads the memory of B sentences unrepeated: ``step`` takes a sentence's
@@ -391,9 +405,10 @@ class Transformer(Seq2Seq):
         one new row per layer, never the prefix or the memory again (``encode`` projected
         it). prev (N,) with N = B·K, K hypotheses per sentence of the memory's B (K = 1
         outside beam search) -> logits (N, V), weights (N, S) (last layer's
-        cross-attention averaged over heads; the other layers compute none); state: 2L
-        tensors (N, H, t, Dh) -> (N, H, t+1, Dh)."""
-        t = state[0].shape[2]
+        cross-attention averaged over heads; the other layers compute none); state: L
+        ``KVCache`` of N rows holding t positions -> t + 1 (written in place)."""
+        caches = cast(tuple[KVCache, ...], state)
+        t = caches[0].length
         mask = memory["mask"]  # (B, 1, S)
         if prev.dim() != 1 or prev.shape[0] % mask.shape[0]:
             raise ValueError(
@@ -404,21 +419,18 @@ class Transformer(Seq2Seq):
         if self.config.position == "sinusoidal":  # else the self-attention's stage sees t
             y = y + self.position(t, y)  # (N, 1, D)
         y = dropped(self.drop, y)
-        new_state: list[Tensor] = []
         weights = None
         last = len(self.dec) - 1
         for i, layer in enumerate(self.dec):
-            kv = memory[f"cross_k{i}"], memory[f"cross_v{i}"]  # (B, H, S, Dh) each
-            cache = state[2 * i], state[2 * i + 1]  # (N, H, t, Dh) each
-            y, w, cache = cast(DecoderLayer, layer).step(y, cache, kv, mask, i == last)
+            kv = memory[f"cross_k{i}"], memory[f"cross_v{i}"]  # (B, Hkv, S, Dh) each
+            y, w, _ = cast(DecoderLayer, layer).step(y, caches[i], kv, mask, i == last)
             weights = w if i == last else weights  # (B, H, K, S)
-            new_state.extend(cache)  # (N, H, t+1, Dh) each
         y = self.dec_norm(y)  # (N, 1, D)
         w_out = self.tgt_emb.weight if self.out is None else self.out.weight  # (V, D)
         logits = F.linear(y[:, 0], w_out, self.out_bias)  # (N, V)
         assert weights is not None
         averaged = weights.mean(dim=1).reshape(prev.shape[0], -1)  # (N, S)
-        return logits, averaged, tuple(new_state)
+        return logits, averaged, state
 
     def position(self, t: int, like: Tensor) -> Tensor:
         """PE row t, (D,) in ``like``'s dtype, from a table kept between decoding steps

@@ -118,6 +118,7 @@ class CausalAlignment(Alignment):
     default query i is at position i, an incremental decoder passes its step."""
 
     name = "causal"
+    causal_prefix = True  # capability: exactly j <= i (linear attention's prefix sums)
 
     def forward(
         self,

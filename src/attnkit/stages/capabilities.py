@@ -14,6 +14,11 @@ An alignment declares (``attnkit.stages.alignment``)
     ``factorised(query) -> PatternSpec | None``: the Sparse Transformer pattern it is at the
         default positions 0 .. Tq-1 (attnkit.stages.sparse), for the factorised kernel
         (attnkit.local.factorised).
+    ``causal_prefix`` (bool): it is exactly j <= i at the default positions, nothing else
+        (the causal prefix sums of linear attention, attnkit.linear).
+A score declares ``feature_map`` (bool) and a normaliser ``kernel_ratio`` (bool): the score
+is φ(q)ᵀφ(k) with ``score.features(x, query)`` giving φ, the normaliser divides by the row
+sum; together they are linear attention (attnkit.stages.kernels, attnkit.linear).
 A position stage declares ``qk_transform`` (bool): it only transforms q and k and never adds
 a bias (RoPE, learned absolute), so every fast path runs on the transformed q and k; a stage
 with a bias reaches the fused kernel as SDPA's float mask (``attnkit.stages.position``), and the
@@ -59,6 +64,18 @@ def is_weighted_sum(reduce: Any) -> bool:
 def is_plain_sdpa(score: Any, normaliser: Any, reduce: Any) -> bool:
     """softmax(qkᵀ/√d) v: what ``F.scaled_dot_product_attention`` computes."""
     return is_plain_scaled_dot(score) and is_plain_softmax(normaliser) and is_weighted_sum(reduce)
+
+
+def is_kernelised(score: Any, normaliser: Any) -> bool:
+    """φ(q)ᵀφ(k) / Σ_j φ(q)ᵀφ(k_j): a feature-map score with the kernel-ratio normaliser."""
+    return bool(getattr(score, "feature_map", False)) and bool(
+        getattr(normaliser, "kernel_ratio", False)
+    )
+
+
+def is_causal_prefix(align: Any) -> bool:
+    """The alignment is exactly j <= i at the default positions (no band, no prior)."""
+    return bool(getattr(align, "causal_prefix", False))
 
 
 def is_qk_transform(position: Any) -> bool:
@@ -108,8 +125,10 @@ def key_window(
 __all__ = [
     "bias_at",
     "factorised",
+    "is_causal_prefix",
     "is_gatherable",
     "is_global",
+    "is_kernelised",
     "is_plain_scaled_dot",
     "is_qk_transform",
     "is_plain_sdpa",

@@ -8,7 +8,7 @@ Every position stage has one signature,
     (..., Tq, Tk) added to the scores, or None.
 ``attend`` scores ``score(query', keys') + bias``; the alignment sees query' and keys'.
 A stage that only transforms q and k (RoPE, learned absolute) declares ``qk_transform``
-(``attnkit.capabilities``): every fast path then runs on the transformed q and k. A bias
+(``attnkit.stages.capabilities``): every fast path then runs on the transformed q and k. A bias
 goes to SDPA as its float mask; a stage that can give its bias at gathered key indices
 declares ``bias_at(query, q_pos, s)`` (ALiBi, T5, Shaw) and runs with the sliding and
 local-m alignments in the O(n·window) gathered-window kernel. Per-head parameters have a
@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
+
+from .rope_scaling import rope_frequencies, scaling_name
 
 # --------------------------------------------------------------------------------------------
 # Pure functions
@@ -121,12 +123,16 @@ def shaw_bias(query: Tensor, rel: Tensor, table: Tensor, scale: float) -> Tensor
     return against.gather(-1, index)  # (..., Tq, Tk)
 
 
-def rotate(x: Tensor, pos: Tensor, base: float = 10000.0) -> Tensor:
+def rotate(x: Tensor, pos: Tensor, base: float = 10000.0, theta: Tensor | None = None) -> Tensor:
     """RoPE (Su et al. 2021, eq. 34): R^d_Θ,m x, each pair (x_2i, x_2i+1) rotated by the angle
     m θ_i, θ_i = base^(-2i/d): (x_2i cos mθ_i - x_2i+1 sin mθ_i, x_2i sin mθ_i + x_2i+1 cos mθ_i).
-    x (..., T, D) with D even, pos m (..., T) -> (..., T, D)."""
+    x (..., T, D) with D even, pos m (..., T) -> (..., T, D). ``theta`` (D/2,): other angles
+    per position in place of base^(-2i/d) (a scaled RoPE, ``attnkit.stages.rope_scaling``)."""
     d = x.shape[-1]
-    inv = base ** (-torch.arange(0, d, 2, device=x.device, dtype=x.dtype) / d)  # θ_i (D/2,)
+    if theta is None:
+        inv = base ** (-torch.arange(0, d, 2, device=x.device, dtype=x.dtype) / d)  # θ_i (D/2,)
+    else:
+        inv = theta.to(device=x.device, dtype=x.dtype)  # θ'_i (D/2,)
     angle = pos.to(x.dtype)[..., None] * inv  # m θ_i (..., T, D/2)
     cos, sin = angle.cos(), angle.sin()
     even, odd = x[..., 0::2], x[..., 1::2]  # (..., T, D/2) each
@@ -250,13 +256,20 @@ class LearnedPosition(Position):
 
 class RotaryPosition(Position):
     """RoPE (Su et al. 2021, eq. 34): q_m = R_Θ,m q, k_n = R_Θ,n k, so that
-    q_mᵀ k_n = qᵀ R_Θ,n-m k depends on the positions through n - m only. No parameters."""
+    q_mᵀ k_n = qᵀ R_Θ,n-m k depends on the positions through n - m only. No parameters.
+
+    ``scaling``, ``factor`` s, ``original_len`` L: RoPE stretched from L to s·L positions
+    (``attnkit.stages.rope_scaling``): "linear" (position interpolation, Chen et al. 2023),
+    "ntk" (NTK-aware), "yarn" (Peng et al. 2023; it needs L and scales q and k by
+    0.1 ln s + 1); "none" (default) is plain RoPE."""
 
     name = "rope"
     formula = "e_mn = (R_Θ,m q_m)ᵀ (R_Θ,n k_n) / √d"
     qk_transform = True
+    theta: Tensor | None
 
-    def __init__(self, head_dim: int, base: float = 10000.0) -> None:
+    def __init__(self, head_dim: int, base: float = 10000.0, *, scaling: str = "none",
+                 factor: float = 1.0, original_len: int | None = None) -> None:  # fmt: skip
         super().__init__()
         if head_dim % 2:
             raise ValueError(
@@ -264,12 +277,24 @@ class RotaryPosition(Position):
                 "head width (dim / heads)"
             )
         self.head_dim, self.base = head_dim, base
+        self.scaling, self.factor = scaling_name(scaling), factor
+        theta, self.attention_factor = rope_frequencies(head_dim, base, self.scaling, factor,
+                                                        original_len)  # fmt: skip
+        self.original_len = original_len
+        # float64 and not a buffer: ``model.half()`` must not round the angles
+        self.theta = None if self.scaling == "none" else theta  # θ'_i (D/2,)
 
     def forward(self, query: Tensor, keys: Tensor, q_pos: Tensor, k_pos: Tensor) -> Positioned:
-        return Positioned(rotate(query, q_pos, self.base), rotate(keys, k_pos, self.base))
+        q = rotate(query, q_pos, self.base, self.theta)  # (..., Tq, Dh)
+        k = rotate(keys, k_pos, self.base, self.theta)  # (..., Tk, Dh)
+        if self.attention_factor != 1.0:  # YaRN's √(1/t) on both: the scores over t
+            q, k = q * self.attention_factor, k * self.attention_factor
+        return Positioned(q, k)
 
     def extra_repr(self) -> str:
-        return f"head_dim={self.head_dim}, base={self.base:g}"
+        scaled = "" if self.scaling == "none" else f", scaling={self.scaling}, " \
+            f"factor={self.factor:g}, original_len={self.original_len}"  # fmt: skip
+        return f"head_dim={self.head_dim}, base={self.base:g}{scaled}"
 
 
 class BiasPosition(Position):

@@ -107,7 +107,7 @@ def additive_projected_score(
     wk = projected_keys  # (..., Tk, A)
     lead_q, lead_k = query.shape[:-2], wk.shape[:-2]
     # skip torch.broadcast_shapes when the leading dims agree: a decoder step calls this T
-    # times, and its generic helper is slow next to a step (docs/performance.md, "Figures
+    # times, and its generic helper is slow next to a step (docs/perf/log-performance.md, "Figures
     # behind the code's choices")
     batch = math.prod(lead_q if lead_q == lead_k else torch.broadcast_shapes(lead_q, lead_k))
     tq, tk, a = query.shape[-2], wk.shape[-2], w_query.shape[0]

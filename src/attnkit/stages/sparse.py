@@ -28,6 +28,7 @@ Legend: H heads, Tq queries, Tk keys, D width, l stride, c summary columns.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import torch
@@ -85,6 +86,11 @@ class PatternSpec:
     def __post_init__(self) -> None:
         if self.pattern not in PATTERNS:
             raise ValueError(f"pattern={self.pattern!r}; choose strided or fixed")
+        for name in ("stride", "summary"):  # 1.5 or True would build, then fail in F.pad
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"{name}={value!r}; the {name} of a pattern is an int >= 1")
+            object.__setattr__(self, name, int(value))  # a numpy integer as a Python int
         if self.stride < 1:
             raise ValueError(f"stride={self.stride}; the stride l must be at least 1")
         if not 1 <= self.summary <= self.stride:

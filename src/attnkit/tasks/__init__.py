@@ -1,6 +1,6 @@
-"""The kinds of task, one ``Family`` a module (train/family.py): each glues a
-task's data, its models, its metrics and its view into what training, ``attnkit evaluate``,
-``view`` and ``translate`` call. ``translate`` (tokens -> tokens) is one of them like the
-others. They sit above train/ and viz/ (they use both), so neither of those imports them;
-``FAMILIES`` in train/family.py names them by module path and imports one when first asked
-for. (``attnkit.families``, the old name of this package, still imports for one release.)"""
+"""The kinds of task, one ``Family`` a module (the type in family.py, the names they are found
+by in registry.py): each glues a task's data, its models, its metrics and its view into what
+training, ``attnkit evaluate``, ``view`` and ``translate`` call. ``translate`` (tokens ->
+tokens) is one of them like the others. They sit below train/ (``attnkit.fit`` resolves a
+run's family here and passes it to the loop) and above viz/ (whose viewers they call): neither
+train/ nor viz/ is imported from here."""

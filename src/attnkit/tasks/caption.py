@@ -1,4 +1,4 @@
-"""The caption family (train/family.py): an image -> a caption, e.g. ``digit-captions``.
+"""The caption family (tasks/family.py): an image -> a caption, e.g. ``digit-captions``.
 
 Trained on the captioner's own loss (models/captioner.py: cross-entropy, the doubly
 stochastic penalty, REINFORCE for hard attention), validated on the plain teacher-forced
@@ -19,7 +19,7 @@ from torch import nn
 from ..data import digit_captions as dc
 from ..data.digits import render
 from ..data.vocab import Vocab
-from ..train.family import Family, device_of
+from .family import Family, device_of
 
 
 def caption_loss(model: nn.Module, b: Any, label_smoothing: float = 0.0) -> tuple[Any, Any]:

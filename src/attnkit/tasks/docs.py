@@ -1,4 +1,4 @@
-"""The "docs" task family (attnkit.train.family): documents -> a label, for the hierarchical
+"""The "docs" task family (attnkit.tasks.family): documents -> a label, for the hierarchical
 attention network (models/han.py). Source tokens are the words of a document, the target
 "token" its label (so the target vocabulary is the label set, after the four specials).
 
@@ -22,7 +22,7 @@ from ..data.batching import TensorBatch
 from ..data.docs import Doc
 from ..data.vocab import SPECIALS, Vocab
 from ..models.han import sentence_peaks
-from ..train.family import Family, device_of
+from .family import Family, device_of
 
 
 @dataclass

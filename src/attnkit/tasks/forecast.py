@@ -1,4 +1,4 @@
-"""The ``forecast`` task family: windows of a series -> their next K values (train/family.py).
+"""The ``forecast`` task family: windows of a series -> their next K values (tasks/family.py).
 
 Legend: B windows in a batch, W past values, K forecast steps.
 
@@ -24,7 +24,7 @@ from ..data.batching import TensorBatch
 from ..data.series import Window, normalise
 from ..data.vocab import Vocab
 from ..eval.forecast import scores, seasonal_naive
-from ..train.family import Family, check_examples, device_of
+from .family import Family, check_examples, device_of
 
 READS = "a forecasting model reads windows of a series (--task series)"  # for check_examples
 

@@ -1,4 +1,4 @@
-"""The ``lm`` task family (attnkit.train.family): a text -> its next character, for the
+"""The ``lm`` task family (attnkit.tasks.family): a text -> its next character, for the
 decoder-only language models (models/lm.py: Transformer-XL and the vanilla Transformer LM).
 
 Examples are the consecutive segments of a text (data/lm_text.py). A batch of B rows reads
@@ -34,7 +34,7 @@ from torch import Tensor, nn
 from ..data.batching import TensorBatch
 from ..data.lm_text import Segment
 from ..data.vocab import Vocab
-from ..train.family import Family, check_examples, device_of
+from .family import Family, check_examples, device_of
 
 EVAL_STREAMS = 16  # streams ``attnkit evaluate`` reads a split in, when no run says otherwise
 READS = "a language model reads text (--task lm, --train-text FILE)"  # for check_examples

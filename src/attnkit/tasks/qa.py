@@ -1,4 +1,4 @@
-"""The "qa" task family (train/family.py): a canvas and a question in, one answer word out.
+"""The "qa" task family (tasks/family.py): a canvas and a question in, one answer word out.
 
 Examples are ``attnkit.data.digit_qa.QAExample``: the question's words make the source
 vocabulary, the answers the target vocabulary (one token each). A batch renders its canvases:
@@ -28,7 +28,7 @@ from ..data.batching import TensorBatch
 from ..data.digit_qa import QAExample
 from ..data.digits import render, render_batch
 from ..data.vocab import Vocab
-from ..train.family import Family, device_of
+from .family import Family, device_of
 
 
 @dataclass

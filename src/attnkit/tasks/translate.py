@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..data.vocab import Vocab
-from ..train.family import Family, device_of
+from .family import Family, device_of
 
 if TYPE_CHECKING:
     from ..models import Seq2Seq

@@ -203,7 +203,6 @@ class TrainConfig:
     progress: bool = True  # a tqdm bar on a terminal; without one, progress lines (below)
     report_every: int = 50  # a progress line every N updates (0 = by time only)...
     report_seconds: float = 30.0  # ... or S seconds, whichever comes first (0 = by count only)
-    sleep_per_step: float = 0.0  # testing aid: slow training down so it can be interrupted
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.batch_size < 1:

@@ -23,10 +23,10 @@ import torch
 from ..data.example import Example, Splits
 from ..data.vocab import Vocab
 from ..models import build_model
+from ..tasks.registry import check_pairing, data_family, family
 from .checkpoint import find_checkpoint
 from .config import DataConfig, FitConfig
 from .distributed import process_group
-from .family import check_pairing, data_family, family
 from .loop import TrainResult, train
 from .model_checks import check_fits, check_resume
 from .run_dir import open_run

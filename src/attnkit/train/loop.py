@@ -36,10 +36,11 @@ from .._progress import Progress, lines_wanted
 from ..data.batching import Batch
 from ..data.vocab import Vocab
 from ..models import Seq2Seq
+from ..tasks.family import Family
+from ..tasks.translate import TRANSLATE
 from . import checkpoint, stopping
 from .config import TrainConfig
 from .distributed import DistContext
-from .family import Family, translation
 from .updates import run_updates, update
 
 Log = Callable[[str], None]
@@ -71,15 +72,14 @@ class LoopState:
 
 def loss_of(model: Seq2Seq, b: Batch, label_smoothing: float = 0.0) -> tuple[torch.Tensor, Any]:
     """The translate family's training loss (tasks/translate.py), kept here for its callers."""
-    return translation().loss_of(model, b, label_smoothing)
+    return TRANSLATE.loss_of(model, b, label_smoothing)
 
 
 @torch.no_grad()
-def valid_loss(model: torch.nn.Module, data: list[Any], fam: Family | None = None) -> float:
+def valid_loss(model: torch.nn.Module, data: list[Any], fam: Family = TRANSLATE) -> float:
     """Mean validation loss per unit (target token, example, ...) over ``data``: plain
     cross-entropy for translation (the family without ``fam``), no label smoothing and no
     training-only terms."""
-    fam = fam or translation()
     model.eval()
     total, count = 0.0, 0
     for b in data:
@@ -123,7 +123,7 @@ class Trainer:
     dist: DistContext | None = None
     ddp: torch.nn.Module | None = None
     out: Path = Path(".")  # the run folder (for messages)
-    family: Family = field(default_factory=translation)
+    family: Family = TRANSLATE
     total_steps: int = 0  # the cap, epochs x batches an epoch (lr_decay's end); set by train
 
 
@@ -204,14 +204,14 @@ def train(
     meta: dict[str, Any] | None = None,
     log: Log | None = None,
     dist: DistContext | None = None,
-    family: Family | None = None,
+    family: Family = TRANSLATE,
 ) -> TrainResult:
     """Train ``model`` and write ``out/best`` (lowest valid loss), ``out/last`` (resumable)
     and ``out/history.json``. ``resume`` continues from ``resume_from`` (default: the last
     checkpoint in ``out``). With ``dist`` (see distributed.py) each global batch is split
-    across the ranks and only rank 0 writes files and logs. ``family`` (family.py) says how
-    the examples batch, what the loss is and how validation scores them (default: translate)."""
-    family = family or translation()
+    across the ranks and only rank 0 writes files and logs. ``family`` (tasks/family.py; ``fit``
+    passes the one it resolved for the data) says how the examples batch, what the loss is and
+    how validation scores them (default: translate)."""
     out = Path(out)
     if dist is not None and not family.data_parallel:
         raise ValueError(
@@ -354,8 +354,6 @@ def _train_epoch(
         bar.update(1)
         if lines:
             report.update(loss=f"{run_loss:.3f}")
-        if cfg.sleep_per_step:
-            time.sleep(cfg.sleep_per_step)
         if cfg.save_every and state.global_step % cfg.save_every == 0:
             save_last()
         reason = stopping.within_step(cfg, time.perf_counter() - start)

@@ -174,9 +174,16 @@ def _experiment_wrote(out: Path, present: list[str]) -> list[str]:
         kept, wrote = manifest["kept"], manifest.get("wrote")
     except (OSError, ValueError, KeyError, TypeError):
         return []  # no manifest (or a damaged one): nothing is known to be attnkit's
+    if not _names(kept) or not (wrote is None or _names(wrote)):
+        return []  # a manifest of other types ("kept": "user" passes `in`): trust nothing
     if wrote is None:
         return [n for n in present if n not in kept]
     return [n for n in present if n in wrote]
+
+
+def _names(value: object) -> bool:
+    """Whether ``value`` is what a manifest lists: a JSON list of file names."""
+    return isinstance(value, list) and all(isinstance(n, str) for n in value)
 
 
 def _write_manifest(out: Path, name: str, kept: list[str], wrote: list[str] | None) -> None:

@@ -42,7 +42,7 @@ def torch_threads(n: int) -> Iterator[None]:
 def compile_options(device: str) -> dict[str, Any]:
     """Inductor options for ``torch.compile`` of a model trained on ``device``.
 
-    On a CPU (the measurements: docs/performance.md, "Why compiled training was slower than
+    On a CPU (the measurements: docs/perf/log-performance.md, "Why compiled training was slower than
     eager"):
 
     - ``cpp.simdlen=0``: scalar C++ kernels. The vectorised kernels' store of a comparison

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from ._figure_file import save_figure
 from ._html import write_html
 from ._page_fonts import FONT_SRC, page_font_css
 from .fonts import font_rc
@@ -91,7 +92,7 @@ def caption_figure(
         fig.suptitle(title, fontsize=10, fontfamily=font_rc()["font.family"])
     fig.tight_layout()
     if path is not None:
-        fig.savefig(path, dpi=dpi)
+        save_figure(fig, path, dpi=dpi)
     return fig
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from ._figure_file import save_figure
 from ._html import write_html
 from ._page_fonts import FONT_SRC, page_font_css
 from .fonts import font_rc
@@ -86,7 +87,7 @@ def coattention_figure(
             fontsize=10,
         )
         if path is not None:
-            fig.savefig(path)
+            save_figure(fig, path)
     return fig
 
 

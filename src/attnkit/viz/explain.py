@@ -33,7 +33,7 @@ import torch
 from torch import Tensor
 
 from ..core import attend
-from ..registry import VARIANTS, build_alignment, build_normaliser, build_score
+from ..registry import VARIANTS, build_alignment, build_normaliser, build_score, window_or_stride
 
 
 @dataclass
@@ -70,6 +70,7 @@ class ExplainSteps:
     prev_output: Tensor | None = None  # (D,) y_{t-1}'s embedding (bahdanau)
     next_state: Tensor | None = None  # (D,) s_t = f(s_{t-1}, y_{t-1}, c_t) (bahdanau)
     recurrence: tuple[Tensor, Tensor, Tensor] | None = None  # W_y, U_s, C_s (D, D) (bahdanau)
+    stride: int | None = None  # the Sparse Transformer pattern's stride l
 
     @property
     def attentional_formula(self) -> str:
@@ -115,6 +116,7 @@ def explain_steps(
     src_tokens: Sequence[str] = ("the", "cat", "sat", "on", "the", "mat"),
     dim: int = 4,
     window: int | None = None,
+    stride: int | None = None,
     temperature: float = 1.0,
     target_step: int = 2,
     seed: int = 0,
@@ -123,7 +125,8 @@ def explain_steps(
 ) -> ExplainSteps:
     """The seeded example: S = len(src_tokens) encoder states of width ``dim``, decoder states
     for target steps 0 … ``target_step`` (local-m centres its window on p_t = t), the last one
-    asking. Score, alignment and normaliser come from their registry names. ``encoder``:
+    asking. Score, alignment and normaliser come from their registry names (``window`` for the
+    local and sliding alignments, ``stride`` for the Sparse Transformer's). ``encoder``:
     "random" (seeded numbers) or "birnn" (a bidirectional RNN over seeded embeddings; ``dim``
     even); ``decoder``: "luong" (step 5 is the attentional state h̃_t) or "bahdanau" (step 5
     is the next RNN state s_t)."""
@@ -139,7 +142,8 @@ def explain_steps(
         raise ValueError(f"dim={dim}: the BiRNN's states are two halves; give an even dim")
     torch.manual_seed(seed)  # the score's and the alignment's parameters
     score_fn = build_score(score, dim, hidden=dim, max_keys=len(tokens)).double()
-    align_fn = build_alignment(align, dim, window).double()
+    window, stride = window_or_stride(align, window, stride)
+    align_fn = build_alignment(align, dim, window, stride=stride).double()
     norm_fn = build_normaliser(normaliser, temperature)
     gen = torch.Generator().manual_seed(seed)
     states = _rounded((len(tokens), dim), gen)  # (S, D)
@@ -202,6 +206,7 @@ def explain_steps(
         prev_output=prev_output,
         next_state=next_state,
         recurrence=recurrence,
+        stride=stride,
     )
 
 

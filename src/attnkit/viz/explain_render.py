@@ -47,6 +47,8 @@ def header(st: ExplainSteps) -> list[str]:
     align = f"{st.align}: {st.align_formula}" if st.align_formula else st.align
     if st.window is not None:
         align += f",  window D = {st.window}"
+    if st.stride is not None:
+        align += f",  stride l = {st.stride}"
     return [
         f"score       {st.score}: {st.score_formula}",
         f"alignment   {align}",

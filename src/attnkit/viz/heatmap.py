@@ -23,6 +23,7 @@ from matplotlib.patches import Rectangle
 
 from .._checks import as_stack
 from ..eval.alignment import GoldAlignment, Link, split_gold
+from ._figure_file import save_figure
 from ._weights import check_tokens
 from .fonts import font_rc
 
@@ -128,7 +129,7 @@ def heatmap(
         if label:
             fig.suptitle(label)
         if path is not None:
-            fig.savefig(path)
+            save_figure(fig, path)
     return fig
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from ._figure_file import save_figure
 from ._html import write_html
 from ._page_fonts import FONT_SRC, page_font_css
 
@@ -83,8 +84,7 @@ def write_png(path: str | Path, view: DocView) -> Path:
     heat.set_xlabel("word attention")
     fig.suptitle(view.title, fontsize=9)
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=100)
+    path = save_figure(fig, path, dpi=100)
     plt.close(fig)
     return path
 

@@ -29,6 +29,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from .._checks import as_stack
+from ._figure_file import save_figure
 from ._html import write_html
 from ._page_fonts import page_font_css
 from ._weights import check_tokens
@@ -255,7 +256,6 @@ def model_view_png(
                         ax.set_ylabel(label, fontsize=7)
                 row += 1
         fig.suptitle(title, fontsize=9)
-        out = Path(path)
-        fig.savefig(out, dpi=_DPI, bbox_inches="tight")
+        out = save_figure(fig, path, dpi=_DPI, bbox_inches="tight")
     return out
 

@@ -115,6 +115,11 @@ def load_attention(path: str | Path, *, name: str = "weights") -> AttentionRecor
         ) from None
     if weights is None:
         raise ValueError(f"{path} has no tensor {name!r}; it has {names}: pass --name NAME")
+    if not 2 <= weights.dim() <= 4:  # before anything reads its last two dims
+        raise ValueError(
+            f"{path}: tensor {name!r} has shape {tuple(weights.shape)}; attention weights are "
+            "(Tq, Tk), (H, Tq, Tk) or (L, H, Tq, Tk): save one example's weights"
+        )
     tgt, src = _tokens(meta, "tgt_tokens", path), _tokens(meta, "src_tokens", path)
     try:
         kind = _kind(weights, tgt, src, meta.get("kind"))

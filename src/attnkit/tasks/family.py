@@ -3,18 +3,18 @@
 A *family* groups the tasks whose examples batch, lose, score and show the same way:
 
     translate   tokens -> tokens    toy-ko, dates, copy/reverse/sort, coref, corpora
-    (others)    registered below    e.g. image -> tokens (captions), inputs -> a label,
+    (others)    in tasks/registry   e.g. image -> tokens (captions), inputs -> a label,
                                     a series -> its future (forecasting)
 
 Each family is a module of ``attnkit/tasks/`` (one per kind of task, translation included);
-this module holds what training needs of them: the ``Family`` type and the registry.
+this module holds the ``Family`` type they are built from, registry.py the names they are
+found by. Both sit below the training loop: ``attnkit.fit`` resolves a run's family and passes
+it to the loop, and nothing in ``attnkit/tasks/`` imports ``attnkit.train``.
 
-A task names its family (``attnkit.data.tasks.TASK_FAMILY``; corpora translate); a model class
-names the family it can learn (its ``family`` class attribute, default ``"translate"``). The one
-training loop (loop.py), ``attnkit.fit``, ``attnkit evaluate``, ``attnkit view`` and ``attnkit
-translate`` call a family's functions and read its capabilities (``translates``), never its
-name, so a new kind of task is one ``Family`` in ``tasks/`` and one line in ``FAMILIES``, and
-a model that cannot learn a task is refused before any work.
+The one training loop (train/loop.py), ``attnkit.fit``, ``attnkit evaluate``, ``attnkit view``
+and ``attnkit translate`` call a family's functions and read its capabilities
+(``translates``), never its name, so a new kind of task is one ``Family`` in ``tasks/`` and one
+line in ``registry.FAMILIES``.
 
 Batches of every family carry ``.to(device)`` (a copy on the device), ``.tokens`` (how many
 units the loss is a mean over: target tokens, examples, forecast points) and ``.index`` (the
@@ -23,7 +23,6 @@ positions of their examples in the split).
 
 from __future__ import annotations
 
-import importlib
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -90,86 +89,4 @@ def check_examples(examples: Sequence[Any], kind: type, reads: str) -> None:
         raise ValueError(f"{reads}, not {type(wrong).__name__} examples of another task")
 
 
-# name -> "module:attribute" of its Family, imported when first asked for (a family's module
-# may import models and viewers that translation never needs)
-FAMILIES: dict[str, str] = {
-    "translate": "attnkit.tasks.translate:TRANSLATE",
-    "forecast": "attnkit.tasks.forecast:FORECAST",
-    "docs": "attnkit.tasks.docs:DOCS",
-    "qa": "attnkit.tasks.qa:QA",
-    "caption": "attnkit.tasks.caption:CAPTION",
-    "lm": "attnkit.tasks.lm:LM",
-}
-"""Family name -> ``"module:attribute"`` of its ``Family`` (imported by ``family(name)``)."""
-
-
-def family(name: str) -> Family:
-    """The registered family ``name``."""
-    if name not in FAMILIES:
-        raise ValueError(f"unknown task family {name!r}; known: {sorted(FAMILIES)}")
-    module, _, attr = FAMILIES[name].partition(":")
-    found = getattr(importlib.import_module(module), attr)
-    assert isinstance(found, Family), f"{FAMILIES[name]} is not a Family"
-    return found
-
-
-def translation() -> Family:
-    """The ``translate`` family (attnkit/tasks/translate.py): what the training loop uses
-    when it is given no family."""
-    return family("translate")
-
-
-def model_family(model_name: str) -> str:
-    """The family model ``model_name`` learns (its class's ``family``; default translate)."""
-    from ..models import MODELS
-
-    if model_name not in MODELS:
-        raise ValueError(f"unknown model {model_name!r}; choose one of {sorted(MODELS)}")
-    return str(getattr(MODELS[model_name][0], "family", "translate"))
-
-
-def data_family(spec: dict[str, Any]) -> str:
-    """The family of a data spec (see data/source.py): its task's, or translate (corpora)."""
-    from ..data.tasks import task_family
-
-    return task_family(spec["task"]) if spec.get("task") else "translate"
-
-
-def check_pairing(model_name: str, spec: dict[str, Any]) -> Family:
-    """The family shared by the model and the data; a ValueError that names the models that
-    can learn the data when the model cannot."""
-    from ..models import MODELS
-
-    wanted, has = data_family(spec), model_family(model_name)
-    if wanted != has:
-        fits = sorted(m for m in MODELS if model_family(m) == wanted)
-        what = f"task {spec['task']!r}" if spec.get("task") else "a parallel corpus"
-        raise ValueError(
-            f"model {model_name!r} learns {has} tasks, but {what} is a {wanted} task; "
-            f"use --model {' | '.join(fits) if fits else '(none registered yet)'}"
-        )
-    return family(wanted)
-
-
-# moved to attnkit/tasks/translate.py; still reachable here for one release (README, "Where
-# things moved"), looked up when asked for (tasks/ sits above train/)
-_MOVED = ("TRANSLATE", "translate_eval_loss", "translate_loss", "translate_score")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        return getattr(importlib.import_module("attnkit.tasks.translate"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = [
-    "FAMILIES",
-    "Family",
-    "check_examples",
-    "check_pairing",
-    "data_family",
-    "device_of",
-    "family",
-    "model_family",
-    "translation",
-]
+__all__ = ["Family", "check_examples", "device_of"]
