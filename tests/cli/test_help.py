@@ -97,7 +97,7 @@ def test_an_experiments_flags_show_the_config_defaults(
 
 def test_a_percent_sign_in_a_help_text_is_printed(capsys: pytest.CaptureFixture[str]) -> None:
     text = help_of(("experiment",), capsys)
-    assert "1%..100%" in "".join(text.split())  # inductive-bias's help line
+    assert "5%..100%" in "".join(text.split())  # inductive-bias's help line
 
 
 def test_experiment_alone_lists_every_experiment(capsys: pytest.CaptureFixture[str]) -> None:
