@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from torch import Tensor
@@ -67,10 +68,15 @@ class MaskMod:
 
 
 @dataclass(frozen=True, eq=False)
-class AndMask(MaskMod):
-    """Allowed where every part allows."""
+class _Combined(MaskMod):
+    """Parts joined elementwise by ``_join`` (shown as ``_symbol``)."""
 
     parts: tuple[MaskMod, ...]
+    _symbol: ClassVar[str] = ""
+
+    @staticmethod
+    def _join(a: Tensor, b: Tensor) -> Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
 
     @property
     def batched(self) -> bool:  # type: ignore[override]
@@ -80,32 +86,33 @@ class AndMask(MaskMod):
     def __call__(self, q: Tensor, k: Tensor) -> Tensor:
         out = self.parts[0](q, k)
         for p in self.parts[1:]:
-            out = out & p(q, k)
+            out = self._join(out, p(q, k))
         return out
 
     def __repr__(self) -> str:
-        return "(" + " & ".join(map(repr, self.parts)) + ")"
+        return "(" + f" {self._symbol} ".join(map(repr, self.parts)) + ")"
 
 
 @dataclass(frozen=True, eq=False)
-class OrMask(MaskMod):
+class AndMask(_Combined):
+    """Allowed where every part allows."""
+
+    _symbol: ClassVar[str] = "&"
+
+    @staticmethod
+    def _join(a: Tensor, b: Tensor) -> Tensor:
+        return a & b
+
+
+@dataclass(frozen=True, eq=False)
+class OrMask(_Combined):
     """Allowed where any part allows."""
 
-    parts: tuple[MaskMod, ...]
+    _symbol: ClassVar[str] = "|"
 
-    @property
-    def batched(self) -> bool:  # type: ignore[override]
-        """Whether the mask has a batch dim, (B, Tq, Tk)."""
-        return any(p.batched for p in self.parts)
-
-    def __call__(self, q: Tensor, k: Tensor) -> Tensor:
-        out = self.parts[0](q, k)
-        for p in self.parts[1:]:
-            out = out | p(q, k)
-        return out
-
-    def __repr__(self) -> str:
-        return "(" + " | ".join(map(repr, self.parts)) + ")"
+    @staticmethod
+    def _join(a: Tensor, b: Tensor) -> Tensor:
+        return a | b
 
 
 @dataclass(frozen=True, eq=False)
