@@ -174,8 +174,8 @@ EXPERIMENT = Experiment.of(
     __name__,
     name="scaling",
     help="why qᵀk/√d_k: softmax saturation of unscaled dot products (Vaswani 2017, 3.2.1)",
-    typical="not yet timed at these defaults (5 seeds to a plateau, cap 6000 updates); the "
-    "earlier 3-seed design cut at 600 updates took 2 min",
+    typical="11 min with --jobs 2 on a 2-core CPU shared with low-priority jobs (871 s of "
+    "CPU)",
     description="Softmax entropy and gradient norm of unscaled vs scaled dot-product scores "
     "on random unit-variance q, k for growing d_k (5 draws) and on trained q, k, and a small "
     "Transformer trained both ways at two or more widths and 5 seeds with the same data, seed "
