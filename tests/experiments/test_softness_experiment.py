@@ -431,6 +431,45 @@ def test_multi30k_judges_only_rows_that_converged() -> None:
     assert len(translation_checks(records(CLEAN), "toy-ko")) == 4
 
 
+def test_each_compared_row_needs_a_cap_three_times_its_median_stop() -> None:
+    """The checklist's §3 per compared row: the cap of epochs at least 3× the median epoch its
+    runs stopped at; a row no claim compares (variational-sample) gets no check."""
+    from attnkit.experiments.evidence import verdict_of
+    from attnkit.experiments.softness.checks import translation_checks
+
+    recs = plateaued(records(CLEAN, "multi30k"))  # every run stops at epoch 6
+    ok = translation_checks(recs, "multi30k", patience=2, cap=18)
+    caps = [c for c in ok if "cap / median" in c.name]
+    assert [c.name.split(": ")[1] for c in caps] == ["soft", "exact", "variational", "hard"]
+    assert all(c.outcome == "pass" and c.value == 3.0 for c in caps)
+    assert verdict_of(ok) == "REPRODUCED"
+    short = translation_checks(recs, "multi30k", patience=2, cap=15)  # 15 / 6 = 2.5
+    assert all(c.outcome == "inconclusive" for c in short if "cap / median" in c.name)
+    assert verdict_of(short).startswith("INCONCLUSIVE: multi30k: soft: cap / median")
+    slow = [{**r, "epochs": 9} if r["row"] == "variational-sample" else r for r in recs]
+    assert all(c.outcome == "pass" for c in translation_checks(slow, "multi30k", patience=2,
+                                                               cap=18) if "cap" in c.name)
+
+
+def test_a_fixed_budget_gives_no_verdict_and_q_counts_only_in_training() -> None:
+    """toy-ko trains every row for a fixed budget: scoped adds a design check that withholds
+    its verdict; the variational rows are compared at their parameters at test (soft's)."""
+    from attnkit.experiments.evidence import verdict_of
+    from attnkit.experiments.softness import parameters_at_test
+    from attnkit.experiments.softness.checks import scoped, translation_checks
+
+    recs = [{**r, "parameters": 283_795 if r["row"].startswith("variational") else 209_075}
+            for r in records(CLEAN)]
+    params = parameters_at_test(recs)
+    assert params["toy-ko"]["variational"] == params["toy-ko"]["soft"] == 209_075
+    five = records({r: v + [v[0]] for r, v in CLEAN.items()})
+    checks = translation_checks(five, "toy-ko")
+    assert verdict_of(scoped(checks, {"toy-ko": 5}, params)) == "REPRODUCED"
+    budget = scoped(checks, {"toy-ko": 5}, params, budget=["toy-ko"])
+    assert budget[-1].name == "toy-ko: trained to a validation plateau"
+    assert verdict_of(budget).startswith("INCONCLUSIVE: toy-ko: every row trained for a fixed")
+
+
 def test_multi30k_trains_to_a_plateau_and_toy_ko_to_its_budget(tmp_path: Path) -> None:
     cfg = SoftnessConfig(multi30k=7, multi30k_epochs=9, multi30k_patience=2)
     m = fit_config(cfg, "multi30k", "exact", 0, tmp_path)
@@ -494,9 +533,15 @@ def test_a_floor_is_inconclusive_whatever_the_order() -> None:
     assert any(c.outcome == "fail" for c in checks[1:])
     v = verdict_of(checks)
     assert v.startswith("INCONCLUSIVE: toy-ko: perplexity above its floor") and exit_code(v) == 2
-    # one row off the floor: the design can tell again
+    # judged per compared pair: hard off the floor lifts only the pair soft ≤ hard; soft and
+    # exact (and soft and variational) still sit at it, so the design still cannot tell
     off = dict(floor, hard=[1.2, 1.3, 1.25])
-    assert translation_checks(records(off), "toy-ko")[0].outcome == "pass"
+    stuck = translation_checks(records(off), "toy-ko")[0]
+    assert stuck.outcome == "inconclusive" and stuck.value == 2
+    assert "soft and exact, soft and variational: every arm at the floor" in stuck.reason
+    # one arm of every compared pair off the floor: every pair can tell again
+    lifted = dict(off, exact=[1.2, 1.21, 1.22], variational=[1.3, 1.31, 1.3])
+    assert translation_checks(records(lifted), "toy-ko")[0].outcome == "pass"
 
 
 def test_a_straddling_interval_one_seed_or_a_missing_row_is_inconclusive() -> None:
@@ -577,10 +622,12 @@ def test_quick_run_on_toy_ko_trains_dengs_rows(tmp_path: Path) -> None:
     s = result["summary"]["toy-ko"]
     assert list(s) == ["soft", "exact", "hard", "variational", "variational-sample"]
     assert all(s[r]["seeds"] == 2 and s[r]["ppl"] > 1 for r in s)
-    # variational's row has more parameters than soft's: its comparison is reported; 2 seeds
-    # are too few for a check, and each task gets a check that a claim is left
-    assert [c["kind"] for c in result["checks"]] == ["design", "claim", "report", "claim",
-                                                     "design", "design"]
+    # variational's extra parameters (q) are used in training only: its comparison is
+    # checked; 2 seeds are too few for a check, each task gets a check that a claim is left,
+    # and toy-ko's fixed budget (no plateau) gets a design check of its own
+    assert [c["kind"] for c in result["checks"]] == ["design", "claim", "claim", "claim",
+                                                     "design", "design", "design"]
+    assert result["checks"][-1]["name"] == "toy-ko: trained to a validation plateau"
     assert result["verdict"].startswith("INCONCLUSIVE: toy-ko: seeds for a check")
     assert all(set(c) >= {"name", "value", "ci", "threshold", "outcome", "kind"}
                for c in result["checks"])  # fmt: skip
@@ -605,8 +652,12 @@ def test_multi30k_runs_dengs_rows_on_the_shared_subset(tmp_path: Path) -> None:
     s = result["summary"]["multi30k"]
     assert list(s) == ["soft", "exact"] and result["task_updates"]["multi30k"] == 4
     assert all(s[r]["ppl"] > 1 and s[r]["aer"] is None and s[r]["entropy"] > 0 for r in s)
-    # 8 (+ 3 BLEU, reported) and the seed and claims-left checks of the scope
-    assert [c["name"].split(":")[0] for c in result["checks"]] == ["multi30k"] * 10
+    # floor, converged, the cap check of the 2 compared rows run, 3 PPL claims, 3 BLEU
+    # (reported) and the seed and claims-left checks of the scope
+    assert [c["name"].split(":")[0] for c in result["checks"]] == ["multi30k"] * 12
+    assert [c["name"] for c in result["checks"][2:4]] == [
+        "multi30k: soft: cap / median stopping epoch",
+        "multi30k: exact: cap / median stopping epoch"]  # fmt: skip
     assert result["checks"][1]["name"] == "multi30k: every compared row converged"
     for r in result["runs"]:  # scored from the best epoch, with the learning curve
         assert r["epochs"] == len(r["valid_curve"]) <= 2

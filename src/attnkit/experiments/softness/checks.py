@@ -19,9 +19,10 @@ compare ended on the plateau rule, not at the cap while its valid loss still fel
 verdict is INCONCLUSIVE ("no verdict from a budget at which the arms have not learned": the
 experiment contract). The rule was fixed before the first run that trains to a plateau.
 
-A design check: perplexity has a floor of 1 (every gold token given probability 1); when every
-row's mean perplexity is within ``PPL_FLOOR_EPS`` of it, the task is too easy for a gap in
-perplexity to show, and the verdict is INCONCLUSIVE whatever the claim checks say.
+A design check: perplexity has a floor of 1 (every gold token given probability 1); when both
+rows of a compared pair have a mean perplexity within ``PPL_FLOOR_EPS`` of it, the task is too
+easy for that gap to show, and the verdict is INCONCLUSIVE whatever the claim checks say
+(judged per compared pair: rows no claim compares cannot lift a pair off the floor).
 ``PPL_FLOOR_EPS`` = 0.05 (fixed before the run): every row then gives the gold token a
 geometric-mean probability above 1/1.05 ≈ 0.95, and the gaps left are a few rare tokens'.
 
@@ -117,18 +118,57 @@ def converged(name: str, records: Sequence[Mapping[str, Any]], patience: int) ->
     return Check(name, n, (n, n), 0.0, INCONCLUSIVE if capped else PASS, "design", reason)
 
 
+def floor_check(task: str, ppl: Mapping[str, Mapping[int, float]]) -> Check:
+    """The design check "perplexity above its floor", judged per compared pair: INCONCLUSIVE
+    when, for any claim of ``PPL_CLAIMS``, both rows' mean perplexities sit within
+    ``PPL_FLOOR_EPS`` of 1 (that pair cannot show a gap, whatever the other rows do); value =
+    how many compared pairs sit at the floor."""
+    name = f"{task}: perplexity above its floor"
+    stuck, seen = [], []
+    for _, big, small in PPL_CLAIMS:
+        if big in ppl and small in ppl:
+            pair = ceiling(f"{big} and {small}", {r: list(ppl[r].values()) for r in (big, small)},
+                           1.0, eps=PPL_FLOOR_EPS, floor=True)  # fmt: skip
+            seen.append(pair.reason)
+            if pair.outcome == INCONCLUSIVE:
+                stuck.append(f"{big} and {small}")
+    reason = f"{name}, each compared pair: " + "; ".join(seen)
+    if stuck:
+        reason += f": {', '.join(stuck)}: every arm at the floor, no gap can show"
+    n = float(len(stuck))
+    return Check(name, n, (n, n), 0.0, INCONCLUSIVE if stuck else PASS, "design", reason)
+
+
+def cap_checks(task: str, records: Sequence[Mapping[str, Any]], cap: int) -> list[Check]:
+    """The design check of the evidence checklist (§3) for each row a claim compares: the cap
+    of epochs is at least 3× the median epoch its runs stopped at (``evidence.plateau_cap``);
+    a run that is not on the plateau (``pool.plateau``) counts as censored."""
+    compared = sorted({row for _, big, small in PPL_CLAIMS for row in (big, small)},
+                      key=[r for _, b, s in PPL_CLAIMS for r in (b, s)].index)  # fmt: skip
+    out = []
+    for row in compared:
+        runs = [r for r in records if r["task"] == task and r["row"] == row]
+        if runs:
+            out.append(ev.plateau_cap(f"{task}: {row}: cap / median stopping epoch",
+                                      [r["epochs"] for r in runs], cap,
+                                      sum(r["epochs"] >= cap for r in runs)))  # fmt: skip
+    return out
+
+
 def translation_checks(records: Sequence[Mapping[str, Any]], task: str,
-                       patience: int = 0, bleu: bool = False) -> list[Check]:  # fmt: skip
-    """The floor design check, the plateau design check where the task trains to a plateau
-    (``patience`` > 0: Multi30K), the three perplexity claims of the module docstring, and
-    with ``bleu`` (Multi30K) the BLEU claims (``bleu_checks``)."""
+                       patience: int = 0, bleu: bool = False,
+                       cap: int | None = None) -> list[Check]:  # fmt: skip
+    """The floor design check (per compared pair), the plateau design checks where the task
+    trains to a plateau (``patience`` > 0: Multi30K; with ``cap``, the cap of epochs, the
+    3×-median-stop check of each compared row), the three perplexity claims of the module
+    docstring, and with ``bleu`` (Multi30K) the BLEU claims (``bleu_checks``)."""
     ppl = per_seed(records, task, "ppl")
-    floor = ceiling(f"{task}: perplexity above its floor", {r: list(v.values())
-                    for r, v in ppl.items()}, 1.0, eps=PPL_FLOOR_EPS, floor=True)  # fmt: skip
-    design = [floor]
+    design = [floor_check(task, ppl)]
     if patience > 0:
         mine = [r for r in records if r["task"] == task]
         design.append(converged(f"{task}: every compared row converged", mine, patience))
+        if cap is not None:
+            design += cap_checks(task, mine, cap)
     claims = [gap_check(f"{task}: {n}", ppl, big, small) for n, big, small in PPL_CLAIMS]
     return design + claims + (bleu_checks(records, task) if bleu else [])
 
@@ -265,14 +305,18 @@ PARAM_TOLERANCE = 0.05  # compared rows' parameter counts within 5% of each othe
 
 
 def scoped(checks: Sequence[ev.Check], seeds: Mapping[str, int],
-           parameters: Mapping[str, Mapping[str, int]]) -> list[ev.Check]:
+           parameters: Mapping[str, Mapping[str, int]],
+           budget: Sequence[str] = ()) -> list[ev.Check]:  # fmt: skip
     """The checks of every task, scoped by the evidence checklist (rules set after the
     committed runs had been seen; the experiment's page says so):
 
     * each task needs MIN_SEEDS seeds for a check (``seeds[task]``);
-    * a claim check comparing two rows whose parameter counts (``parameters[task][row]``)
-      differ by more than PARAM_TOLERANCE is reported, not checked (variational's inference
-      network: 36% more parameters than soft);
+    * a claim check comparing two rows whose parameter counts at test
+      (``parameters[task][row]``) differ by more than PARAM_TOLERANCE is reported, not
+      checked (variational's inference network q is used in training only: at test the
+      variational decoder is soft's, as in Deng's Table 1, so that comparison is checked);
+    * a task in ``budget`` trained every row for a fixed budget, not to a validation plateau:
+      a design check says no verdict comes from it (the checklist's §3);
     * checks whose threshold the papers do not set are reported: the BLEU margin "within
       Deng's spread" and the captions' "within ±5 points"; and "more than 20 points above mean
       pooling", which holds by construction (mean pooling cannot tell the cells apart);
@@ -307,6 +351,11 @@ def scoped(checks: Sequence[ev.Check], seeds: Mapping[str, int],
                 f"an interval over {n} seeds under-covers"))  # fmt: skip
         claims = sum(c.kind == "claim" and c.name.startswith(f"{task}:") for c in out)
         out += [enough, ev.can_tell(f"{task}: claim checks the paper sets", claims, 1)]
+        if task in budget:
+            out.append(ev.Check(f"{task}: trained to a validation plateau", 0.0, (0.0, 0.0),
+                                1.0, ev.INCONCLUSIVE, "design",
+                                f"{task}: every row trained for a fixed budget, not to a "
+                                "validation plateau: no verdict from a budget"))  # fmt: skip
     return out
 
 
@@ -340,6 +389,8 @@ __all__ = [
     "CAPTION_LEARNED",
     "CAPTION_MARGIN",
     "caption_checks",
+    "cap_checks",
+    "floor_check",
     "within",
     "PPL_CLAIMS",
     "PPL_FLOOR_EPS",
