@@ -139,11 +139,11 @@ def run(args: argparse.Namespace) -> int:
         f"{'greedy' if args.beam == 1 else f'beam {args.beam}'}"
     )
     print(f"  exact match {100 * s.exact_match:.1f}%   BLEU {s.bleu:.1f}   chrF {s.chrf:.1f}")
-    softness = getattr(loaded.model.config, "softness", "soft")
-    if softness != "soft":  # which alignment the decoder read (models/latent.py)
-        from ..models.latent import AT_TEST
+    from ..models.softness import softness_of
 
-        print(f"  {softness} attention: the output reads {AT_TEST[softness]}")
+    softness = softness_of(loaded.model)
+    if softness.at_test is not None:  # which alignment the decoder read (models/softness.py)
+        print(f"  {softness.name} attention: the output reads {softness.at_test}")
     if detok is not None:
         print("  (sacreBLEU: detokenised output against the raw references, 13a tokenisation)")
     if aer is not None:

@@ -14,57 +14,37 @@ the Gumbel temperature schedule, and the doubly stochastic penalty (Xu et al. 20
               q(z_t | x, y) from ``InferenceNetwork`` (models/latent.py); at test the exact
               marginal p(y_t) = Σ_z α_tz p(y_t | a_z, ...)
 
+The stages of each softness are its object's ``caption_stages`` (models/softness.py).
+
 Legend: B batch, T caption steps, L patches, ``...`` leading dims.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from ..core import NormaliseFn
-from ..mechanisms.hard import GumbelSoftmax, SampleReduce
-from ..stages.normalisers import softmax
-from ..stages.reduction import Reduced, ReduceFn, weighted_sum
-from .latent import check_softness_and_tau, tau_at, uniform
+from ..stages.reduction import ReduceFn
+from .softness import (
+    CAPTION_NAMES,
+    ExpectationMix,
+    check_softness_and_tau,
+    resolve,
+    tau_at,
+    uniform,
+)
 
-SOFTNESS = ("soft", "mean", "hard", "gumbel", "variational")
+SOFTNESS = CAPTION_NAMES  # soft, mean, hard, gumbel, variational (models/softness.py)
 AT_TEST = ("argmax", "expectation")
 
 
 def stages(softness: str, training: bool, at_test: str, tau: float) -> tuple[NormaliseFn, ReduceFn]:
-    """The (normaliser, reduction) pair of ``attend`` for a softness, in training or at test."""
-    if softness in ("soft", "variational"):  # variational: the recurrence reads Σ α a
-        return softmax, weighted_sum
-    if softness == "mean":
-        return uniform, weighted_sum
-    if not training:  # hard and gumbel at test: deterministic
-        return softmax, (SampleReduce(greedy=True) if at_test == "argmax" else weighted_sum)
-    if softness == "hard":
-        return softmax, SampleReduce()
-    if softness == "gumbel":
-        return GumbelSoftmax(tau, hard=True), weighted_sum
-    raise ValueError(f"softness={softness!r}; choose one of {', '.join(SOFTNESS)}")
-
-
-@dataclass(frozen=True)
-class ExpectationMix:
-    """Hard attention's reduction in training with Xu 2015's variance trick (§4.1: "with
-    probability 0.5 for a given image, we set the sampled attention location s̃ to its
-    expected value α"): ``expected`` (B,) bool picks, per image, the expected context
-    Σ_i α_i v_i; the others get ``SampleReduce``'s sample, whose extras come along.
-    weights (B, Tq, Tk), values (B, Tk, Dv) -> Reduced(context (B, Tq, Dv), extras)."""
-
-    expected: Tensor
-
-    def __call__(self, weights: Tensor, values: Tensor) -> Reduced:
-        sampled = SampleReduce()(weights, values)
-        soft = weighted_sum(weights, values).context  # (B, Tq, Dv)
-        pick = self.expected.view(-1, *([1] * (soft.dim() - 1)))  # (B, 1, 1)
-        return Reduced(torch.where(pick, soft, sampled.context), sampled.extras)
+    """The (normaliser, reduction) pair of ``attend`` for a softness named by its string, in
+    training or at test (``Softness.caption_stages``; variational's recurrence reads Σ α a)."""
+    return resolve(softness, SOFTNESS).caption_stages(training, at_test, tau, None)
 
 
 REWARDS = ("sum", "mean")

@@ -62,14 +62,14 @@ from ..mechanisms.variational import enumerated_elbo, log_normalise
 from ..stages.scores import AdditiveScore
 from .caption_features import cnn
 from .caption_softness import (
-    ExpectationMix,
+    SOFTNESS,
     caption_reward,
     check_softness,
     doubly_stochastic_penalty,
     expected_context,
-    stages,
 )
-from .latent import InferenceNetwork, tau_at
+from .latent import InferenceNetwork
+from .softness import Softness, resolve, tau_at
 
 
 @dataclass
@@ -85,7 +85,7 @@ class CaptionerConfig:
     dec_hidden: int = 128  # n
     attn_hidden: int = 64
     dropout: float = 0.0
-    softness: str = "soft"  # soft | mean | hard | gumbel
+    softness: str = "soft"  # soft | mean | hard | gumbel | variational
     doubly_stochastic: float = 0.0  # λ of Σ_i (1 − Σ_t α_ti)²
     gate: bool = True  # the β gate of Xu 2015 §4.2.1
     entropy_weight: float = 0.01  # λ_e, hard attention's entropy bonus
@@ -129,6 +129,11 @@ class CaptionerConfig:
             raise ValueError(f"CaptionerConfig.cnn_layers={self.cnn_layers}; choose 2, or 3 "
                              "with patch >= 2")  # fmt: skip
         check_softness(self)
+
+    @property
+    def resolved_softness(self) -> Softness:
+        """The object of ``softness`` (models/softness.py), which the model asks what to do."""
+        return resolve(self.softness, SOFTNESS, type(self).__name__)
 
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -228,7 +233,7 @@ class Captioner(nn.Module):
         # q(z_t | x, y), the variational posterior over patches (Deng 2018, §4)
         self.inference = (
             InferenceNetwork(c.tgt_vocab, c.emb, c.q_hidden, c.feat)
-            if c.softness == "variational"
+            if c.resolved_softness.posterior
             else None
         )
         self.register_buffer("updates", torch.zeros((), dtype=torch.long))  # τ schedule
@@ -258,11 +263,10 @@ class Captioner(nn.Module):
         ``expected`` (B,) bool: hard attention in training reads the expected context of
         these captions instead of a sample."""
         c = self.config
+        soft = c.resolved_softness
         h, cell = state
-        tau = self.tau() if c.softness == "gumbel" else 1.0  # reads the update count back
-        normaliser, reduce = stages(c.softness, self.training, c.at_test, tau)
-        if expected is not None and c.softness == "hard" and self.training:
-            reduce = ExpectationMix(expected)
+        tau = self.tau() if soft.tempered else 1.0  # reads the update count back
+        normaliser, reduce = soft.caption_stages(self.training, c.at_test, tau, expected)
         att = attend(
             h[:, None],  # (B, 1, n)
             projected,  # (B, L, A)
@@ -277,7 +281,7 @@ class Captioner(nn.Module):
         y = self.drop(self.tgt_emb(prev))  # (B, E)
         h, cell = self.cell(torch.cat([y, z], -1), (h, cell))  # (B, n)
         logits = self.out(self.drop(y + self.out_h(h) + self.out_z(z)))  # (B, V)
-        if c.softness == "variational":  # the output reads one patch a_z, z ~ α_t
+        if soft.marginal:  # the output reads one patch a_z, z ~ α_t: Σ_z α p(y | a_z)
             values = beta[:, None] * patches.features  # (B, L, D)
             readouts = self.out(self.drop((y + self.out_h(h))[:, None] + self.out_z(values)))
             logp = torch.log_softmax(readouts.float(), -1)  # (B, L, V) log p(y_t | a_z)
@@ -322,7 +326,7 @@ class Captioner(nn.Module):
         CaptionBatch); in training mode it counts the update (τ and b read the count)."""
         c = self.config
         expected = None
-        if c.softness == "hard" and self.training:  # Xu 2015 §4.1, p = hard_mix
+        if c.resolved_softness.reinforce and self.training:  # Xu 2015 §4.1, p = hard_mix
             expected = expected_context(b.image.shape[0], c.hard_mix, c.mix_per, b.image.device)
         out = self(b.image, b.pixels, b.tgt_in, expected)
         real = b.tgt_out != 0  # (B, T)

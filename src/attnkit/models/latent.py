@@ -23,6 +23,9 @@ reads:
                  "enumerate" or "sample", attnkit.mechanisms.variational); at test the exact
                  marginal under the prior p (q needs the target), and the ELBO under q is the bound
 
+Each softness is one object of models/softness.py, which these functions ask what to do
+(``Softness.choose``, ``Softness.loss``, and its capabilities ``latent``, ``marginal``, ...).
+
 The baseline b of REINFORCE (hard, variational-sample), ``reward_baseline``: "average", the
 moving average of the reward (Xu 2015, §4.1), or "soft", per token the log-likelihood of the
 soft context under the prior, log p(y_t | c̄_t) (Deng 2018, §4: "a soft attention baseline",
@@ -54,42 +57,40 @@ Legend: B batch, S source length, T target length, V target vocabulary, Dv value
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..mechanisms.hard import GumbelSoftmax, MovingAverageBaseline, reinforce_loss
 from ..mechanisms.variational import (
     enumerated_elbo,
     log_marginal,
     log_normalise,
     masked_log_softmax,
-    sample_latent,
-    sampled_elbo,
 )
 from .base import Memory, Seq2Seq, Seq2SeqOutput, State
 from .encoders import GRUEncoder
 from .packed import packed_cross_entropy, rejoined
+from .softness import (
+    NAMES,
+    Chooser,
+    MixtureOutput,
+    Softness,
+    _gold,
+    _mixture,
+    check_softness_and_tau,
+    exact_marginal_loss,
+    resolve,
+    tau_at,
+    uniform,
+)
 
-SOFTNESS = ("soft", "mean", "exact", "hard", "gumbel", "variational")
+SOFTNESS = NAMES  # soft, mean, exact, hard, gumbel, variational (models/softness.py)
 ESTIMATORS = ("enumerate", "sample")
 BASELINES = ("average", "soft")
 DECODERS = ("context", "deng")  # what the recurrence reads besides y_{t-1} (SoftnessFields)
-STOCHASTIC = ("hard", "gumbel", "variational")  # hold an update counter and a baseline
-MARGINAL = ("exact", "variational")  # the output reads every annotation: Σ_z p(z) p(y | z)
-PACKABLE = ("soft", "mean")  # plain cross-entropy: packed targets give the same loss
-AT_TEST = {
-    "soft": "the soft context",
-    "mean": "the mean of the annotations",
-    "exact": "the exact marginal over the prior p (as in training)",
-    "hard": "argmax of the attention (deterministic)",
-    "gumbel": "argmax of the attention (deterministic)",
-    "variational": "the exact marginal over the prior p (the bound uses q)",
-}
 
 
 @dataclass(kw_only=True)
@@ -112,17 +113,10 @@ class SoftnessFields:
     # input_feeding off), so the alignment variable alone carries the source to the output
     decoder: str = "context"
 
-
-def check_softness_and_tau(cfg: Any, softness: Sequence[str]) -> None:
-    """``cfg.softness`` one of ``softness``, and the Gumbel temperatures ``tau_start`` and
-    ``tau_end`` finite and > 0: the fields every softness config has, named on error."""
-    cls = type(cfg).__name__
-    if cfg.softness not in softness:
-        raise ValueError(f"{cls}.softness={cfg.softness!r}; choose one of {', '.join(softness)}")
-    for name in ("tau_start", "tau_end"):
-        value = getattr(cfg, name)
-        if not (math.isfinite(value) and value > 0):
-            raise ValueError(f"{cls}.{name}={value}; the Gumbel temperature must be > 0")
+    @property
+    def resolved_softness(self) -> Softness:
+        """The object of ``softness`` (models/softness.py), which the model asks what to do."""
+        return resolve(self.softness)
 
 
 def check_softness(cfg: Any) -> None:
@@ -141,19 +135,6 @@ def check_softness(cfg: Any) -> None:
         raise ValueError(f"{cls}.baseline_decay={cfg.baseline_decay}; it must be in [0, 1)")
     if cfg.decoder not in DECODERS:
         raise ValueError(f"{cls}.decoder={cfg.decoder!r}; choose {' or '.join(DECODERS)}")
-
-
-def tau_at(cfg: Any, update: int) -> float:
-    """τ after ``update`` training updates: exponential from tau_start to tau_end over
-    tau_steps updates, then tau_end (Jang et al. 2017, §4, anneal τ = max(τ_min, e^{−r·step}))."""
-    frac = min(max(update, 0), cfg.tau_steps) / cfg.tau_steps
-    return float(cfg.tau_start * (cfg.tau_end / cfg.tau_start) ** frac)
-
-
-def uniform(scores: Tensor, mask: Tensor | None = None) -> Tensor:
-    """Mean pooling as a normaliser: 1/|allowed| on every allowed key, whatever the scores."""
-    allowed = torch.ones_like(scores) if mask is None else mask.expand(scores.shape).to(scores)
-    return allowed / allowed.sum(-1, keepdim=True).clamp_min(1)  # (..., Tq, Tk)
 
 
 @dataclass
@@ -207,83 +188,12 @@ def add_softness(model: nn.Module, cfg: Any, key_dim: int) -> None:
     """Give ``model`` what its softness needs: an update counter and a reward baseline
     (buffers, so that they follow the model into checkpoints) and, for variational, q."""
     model.inference = None  # type: ignore[assignment]
-    if cfg.softness in STOCHASTIC:
+    soft = cfg.resolved_softness
+    if soft.stochastic:
         model.register_buffer("updates", torch.zeros((), dtype=torch.long))
         model.register_buffer("baseline", torch.zeros(()))
-    if cfg.softness == "variational":
+    if soft.posterior:
         model.inference = InferenceNetwork(cfg.tgt_vocab, cfg.emb, cfg.q_hidden, key_dim)
-
-
-def _pick(values: Tensor, index: Tensor) -> Tensor:
-    """values (B, S, Dv), index (B,) -> values[b, index[b]] (B, Dv)."""
-    return values[torch.arange(values.shape[0], device=values.device), index]
-
-
-def _wide(x: Tensor) -> Tensor:
-    """x in float32 at least: half and bfloat16 logits are widened, float64 kept (gradcheck)."""
-    return x if x.dtype == torch.float64 else x.float()
-
-
-def _gold(logits: Tensor, y: Tensor) -> Tensor:
-    """log p(y) under logits (B, [T,] [K,] V) for gold ids y (B, [T]) -> (B, [T,] [K])."""
-    return _gold_of(torch.log_softmax(_wide(logits), -1), y)
-
-
-def _gold_of(logp: Tensor, y: Tensor) -> Tensor:
-    """log p(y) from log-probabilities logp (B, [T,] [K,] V), gold ids y (B, [T]) ->
-    (B, [T,] [K])."""
-    idx = y.view(*y.shape, *([1] * (logp.dim() - y.dim())))  # (B, [T,] [1,] 1)
-    return logp.gather(-1, idx.expand(*logp.shape[:-1], 1))[..., 0]
-
-
-def _mixture(log_w: Tensor, mask: Tensor, logits: Tensor) -> Tensor:
-    """log Σ_z w_z softmax(logits_z): log_w, mask (..., S), logits (..., S, V) -> (..., V)."""
-    return _mixture_of(log_w, mask, torch.log_softmax(_wide(logits), -1))
-
-
-def _mixture_of(log_w: Tensor, mask: Tensor, logp: Tensor) -> Tensor:
-    """log Σ_z w_z p_z from log-probabilities logp (..., S, V) -> (..., V)."""
-    return torch.logsumexp((log_w + (~mask) * -1e30)[..., None] + logp, -2)
-
-
-class MixtureOutput(Seq2SeqOutput):
-    """The teacher-forced output of the enumerated losses (exact, variational-enumerate):
-    ``logits`` is the mixture log Σ_z w_z p(· | z) (B, T, V), without gradient, computed from
-    the (B, T, S, V) log-probabilities the loss already holds when it is first read. No loss
-    reads it, and its logsumexp over the readouts was most of an update's time on Multi30K
-    when it was computed eagerly, so a training step that never reads it never pays for it."""
-
-    def __init__(self, log_w: Tensor, mask: Tensor, logp: Tensor, weights: Tensor) -> None:
-        self.weights = weights  # (B, T, S)
-        self._parts: tuple[Tensor, Tensor, Tensor] | None = (log_w, mask, logp)
-        self._logits: Tensor | None = None
-
-    @property
-    def logits(self) -> Tensor:
-        """The mixture (B, T, V), computed on the first read and then kept."""
-        if self._logits is None:
-            assert self._parts is not None
-            with torch.no_grad():
-                self._logits = _mixture_of(*self._parts)
-            self._parts = None
-        return self._logits
-
-    @logits.setter
-    def logits(self, value: Tensor) -> None:
-        self._logits, self._parts = value, None
-
-
-def _enumerated(run: Unrolled, y: Tensor, log_w: Tensor) -> tuple[MixtureOutput, Tensor]:
-    """The output layer once per annotation, for the enumerated losses (exact, variational):
-    -> (the output to return, its mixture log Σ_z w_z p(· | z) read lazily (MixtureOutput);
-    log p(y_t | z) (B, T, S), with gradient). One log-softmax over the (B, T, S, V) readouts
-    serves both."""
-    logp = torch.log_softmax(_wide(run.readout(run.every_value())), -1)  # (B, T, S, V)
-    return MixtureOutput(log_w, run.mask, logp.detach(), run.alpha), _gold_of(logp, y)
-
-
-# (parts of step t, t) -> (the context the output layer reads (B, Dv), sampled index (B,) | None)
-Chooser = Callable[[StepParts, int], tuple[Tensor, Tensor | None]]
 
 
 def chooser(model: Any, sample_hard: bool, q_log: Tensor | None = None) -> Chooser | None:
@@ -292,42 +202,9 @@ def chooser(model: Any, sample_hard: bool, q_log: Tensor | None = None) -> Choos
     argmax; gumbel, the straight-through sample in training else the argmax; variational
     with ``q_log`` (B, T, S) and the "sample" estimator, z̃ ~ q. It runs inside the recurrent
     loop so that samples are drawn in the order of the per-step path. None: the output reads
-    the soft context (soft, mean) or every annotation (exact, variational)."""
-    cfg = model.config
-    mode = cfg.softness
-    if mode in ("soft", "mean", "exact") or (mode == "variational" and q_log is None):
-        return None
-    if mode == "variational":
-        if cfg.estimator == "enumerate":
-            return None
-        assert q_log is not None
-        q = q_log
-
-        def from_q(parts: StepParts, t: int) -> tuple[Tensor, Tensor | None]:
-            z = sample_latent(q[:, t], parts.mask)  # (B,)
-            return _pick(parts.values, z), z
-
-        return from_q
-    if mode == "hard" and (sample_hard or model.training):
-
-        def from_alpha(parts: StepParts, t: int) -> tuple[Tensor, Tensor | None]:
-            z = sample_latent(log_normalise(parts.alpha, parts.mask), parts.mask)  # (B,)
-            return _pick(parts.values, z), z
-
-        return from_alpha
-    if mode == "gumbel" and model.training:  # straight-through one-hot, relaxed gradient
-        gumbel = GumbelSoftmax(tau_at(cfg, int(model.updates)))
-
-        def relaxed(parts: StepParts, t: int) -> tuple[Tensor, Tensor | None]:
-            g = gumbel(log_normalise(parts.alpha, parts.mask)[:, None], parts.mask[:, None])
-            return (g @ parts.values)[:, 0], None  # (B, 1, S) @ (B, S, Dv) -> (B, Dv)
-
-        return relaxed
-
-    def argmax(parts: StepParts, t: int) -> tuple[Tensor, Tensor | None]:
-        return _pick(parts.values, parts.alpha.argmax(-1)), None
-
-    return argmax  # hard or gumbel at test
+    the soft context (soft, mean) or every annotation (exact, variational). Each softness
+    object says which (``Softness.choose``, models/softness.py)."""
+    return model.config.resolved_softness.choose(model, sample_hard, q_log)
 
 
 def step_output(model: Any, parts: StepParts) -> tuple[Tensor, Tensor, State]:
@@ -335,7 +212,7 @@ def step_output(model: Any, parts: StepParts) -> tuple[Tensor, Tensor, State]:
     Exact and variational return the exact marginal log p(y_t | ...) over the prior as their
     logits."""
     alpha, mask = parts.alpha, parts.mask
-    if model.config.softness in MARGINAL:
+    if model.config.resolved_softness.marginal:
         logits = _mixture(log_normalise(alpha, mask), mask, parts.readout(parts.values))  # (B, V)
         return logits, alpha, parts.state
     choose = chooser(model, sample_hard=False)
@@ -415,7 +292,7 @@ def teacher_forced(model: Any, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> 
     first and the output layer once over all positions. logits (B, T, V), weights (B, T, S)."""
     memory = model.encode(src, src_len)
     run = unroll(model, memory, tgt_in, chooser(model, sample_hard=False))
-    if model.config.softness in MARGINAL:  # the exact marginal over the prior
+    if model.config.resolved_softness.marginal:  # the exact marginal over the prior
         p_log = log_normalise(run.alpha, run.mask)  # (B, T, S)
         logits = _mixture(p_log, run.mask, run.readout(run.every_value()))  # (B, T, V)
     else:
@@ -443,103 +320,22 @@ def training_loss(
     output layer skip the positions after each target's end (``packed.packed_cross_entropy``;
     the same loss and gradients, the output zero there). Not on a GPU by default: the batch
     sizes of a packed loop are read by the host."""
-    cfg = model.config
-    mode = cfg.softness
-    if packed and mode not in PACKABLE:
+    soft = model.config.resolved_softness
+    if packed and soft.latent:
         raise ValueError(
-            f"packed=True: packed targets are for the soft and mean softness; {mode} reads the "
-            "padded (B, T) layout (its REINFORCE/ELBO terms). Leave packed at None or False"
+            f"packed=True: packed targets are for the soft and mean softness; {soft.name} reads "
+            "the padded (B, T) layout (its REINFORCE/ELBO terms). Leave packed at None or False"
         )
     memory = model.encode(src, src_len)
-    if mode in PACKABLE and (tgt_out.device.type == "cpu" if packed is None else packed):
+    if not soft.latent and (tgt_out.device.type == "cpu" if packed is None else packed):
         return packed_cross_entropy(model, memory, tgt_in, tgt_out, label_smoothing)
     mask = memory["mask"][:, 0]  # (B, S)
-    real = tgt_out != 0  # (B, T)
-    q_log = model.inference(tgt_out, memory["keys"], mask) if mode == "variational" else None
-    run = unroll(model, memory, tgt_in, chooser(model, sample_hard=True, q_log=q_log))
-    first = mode in STOCHASTIC and int(model.updates) == 0
-    if model.training and mode in STOCHASTIC:
+    q_log = model.inference(tgt_out, memory["keys"], mask) if soft.posterior else None
+    run = unroll(model, memory, tgt_in, soft.choose(model, True, q_log))
+    first = soft.stochastic and int(model.updates) == 0
+    if model.training and soft.stochastic:
         model.updates += 1
-    if q_log is not None:
-        out, loss = _variational_loss(model, run, q_log, tgt_out, real, first)
-        return loss, out
-    if mode == "exact":
-        out, nll = exact_marginal_loss(run, tgt_out)
-        return nll[real].mean(), out
-    logits = run.readout(run.context if run.chosen is None else run.chosen)  # (B, T, V)
-    ce = F.cross_entropy(
-        logits.flatten(0, 1), tgt_out.flatten(), ignore_index=0,
-        label_smoothing=label_smoothing,
-    )  # fmt: skip
-    out = Seq2SeqOutput(logits, run.alpha)
-    if mode != "hard":
-        return ce, out
-    assert run.index is not None
-    p_log = log_normalise(run.alpha, run.mask)  # (B, T, S)
-    p = torch.where(run.mask, p_log.exp(), torch.zeros_like(p_log))  # (B, T, S)
-    reward = _gold(logits, tgt_out)[real]  # (N,) log p(y_t | z_t)
-    b = _baseline(model, reward, lambda: _soft_log_lik(run, tgt_out)[real], first)
-    rl = reinforce_loss(
-        p_log.gather(-1, run.index[..., None])[..., 0][real], reward, b,  # log p(z_t) (N,)
-        entropy=-(p * p_log).sum(-1)[real], entropy_weight=cfg.entropy_weight,
-    )  # fmt: skip
-    return ce + rl, out
-
-
-def exact_marginal_loss(run: Unrolled, y: Tensor) -> tuple[Seq2SeqOutput, Tensor]:
-    """The exact-marginal row (Deng 2018, Table 1): per position the negative log of
-    p(y_t | x, y<t) = Σ_z p(z_t = z) p(y_t | h_z, ...), enumerated over the S annotations,
-
-        nll_t = −logsumexp_z (log α_tz + log p(y_t | z))
-
-    with its gradient exact (no sampling). -> (the output: its logits the marginal's
-    log-probabilities over the vocabulary (B, T, V), without gradient, computed when read:
-    no loss reads them; nll (B, T); padded positions are the caller's to drop)."""
-    p_log = log_normalise(run.alpha, run.mask)  # (B, T, S)
-    out, gold = _enumerated(run, y, p_log)  # lazy (B, T, V) mixture, (B, T, S)
-    return out, -log_marginal(p_log, gold, run.mask)  # nll (B, T)
-
-
-def _soft_log_lik(run: Unrolled, y: Tensor) -> Tensor:
-    """log p(y_t | c̄_t) (B, T), no gradient: the soft attention baseline (Deng 2018, §4)."""
-    with torch.no_grad():
-        return _gold(run.readout(run.context), y)
-
-
-def _baseline(
-    model: Any, reward: Tensor, soft: Callable[[], Tensor], first: bool
-) -> Tensor | float:
-    """REINFORCE's baseline for the rewards (N,): "soft", the per-token log-likelihood of the
-    soft context ``soft()`` (N,) (Deng 2018, §4); "average", the moving average of the
-    rewards (Xu 2015, §4.1), kept in ``model.baseline`` (the batch mean on the first update)."""
-    if model.config.reward_baseline == "soft":
-        return soft().detach()
-    value = None if first else float(model.baseline)
-    avg = MovingAverageBaseline(model.config.baseline_decay, value)
-    used = avg.update(reward)
-    if model.training and avg.value is not None:
-        model.baseline.fill_(avg.value)
-    return used
-
-
-def _variational_loss(
-    model: Any, run: Unrolled, q_log: Tensor, tgt_out: Tensor, real: Tensor, first: bool
-) -> tuple[Seq2SeqOutput, Tensor]:
-    """The output to return (logits (B, T, V)) and −ELBO per real token. enumerate: exact, S
-    readouts per position, the logits the mixture under q (computed when read); sample: one
-    readout of z̃ ~ q, ``sampled_elbo`` with b the baseline of log p(y | z̃)."""
-    p_log = log_normalise(run.alpha, run.mask)  # (B, T, S)
-    if model.config.estimator == "enumerate":
-        out, gold = _enumerated(run, tgt_out, q_log)  # lazy (B, T, V) mixture, (B, T, S)
-        elbo = enumerated_elbo(q_log, p_log, gold, run.mask).elbo  # (B, T)
-        return out, -elbo[real].mean()
-    assert run.chosen is not None and run.index is not None
-    logits = run.readout(run.chosen)  # (B, T, V)
-    ll = _gold(logits, tgt_out)[real]  # (N,) log p(y | z̃)
-    b = _baseline(model, ll, lambda: _soft_log_lik(run, tgt_out)[real], first)
-    support = run.mask[real]  # (N, S)
-    elbo = sampled_elbo(q_log[real], p_log[real], support, run.index[real], ll, b)
-    return Seq2SeqOutput(logits, run.alpha), -elbo.mean()
+    return soft.loss(model, run, tgt_out, label_smoothing, first, q_log)
 
 
 @torch.no_grad()
@@ -552,13 +348,12 @@ def token_scores(
     was = model.training
     model.eval()
     try:
-        mode = model.config.softness
+        soft = model.config.resolved_softness
         memory = model.encode(src, src_len)
         mask = memory["mask"][:, 0]  # (B, S)
-        variational = mode == "variational"
-        q_log = model.inference(tgt_out, memory["keys"], mask) if variational else None
+        q_log = model.inference(tgt_out, memory["keys"], mask) if soft.posterior else None
         run = unroll(model, memory, tgt_in, None)
-        if mode in ("soft", "mean"):
+        if not soft.latent:
             return _gold(run.readout(run.context), tgt_out), None  # (B, T)
         p_log = log_normalise(run.alpha, run.mask)  # (B, T, S)
         log_lik = _gold(run.readout(run.every_value()), tgt_out)  # (B, T, S)
@@ -596,7 +391,6 @@ class LatentSeq2Seq(Seq2Seq):
 
 
 __all__ = [
-    "AT_TEST",
     "DECODERS",
     "ESTIMATORS",
     "SOFTNESS",

@@ -32,7 +32,6 @@ from torch import Tensor, nn
 from .._checks import check_ranges
 from ..modules import Attention
 from ..registry import build_alignment, build_score, canonical, check_window_for
-from ..stages.normalisers import softmax
 from .base import Memory, State, source_mask
 from .encoders import GRUEncoder
 from .latent import (
@@ -42,7 +41,6 @@ from .latent import (
     add_softness,
     broadcast_feature,
     check_softness,
-    uniform,
 )
 
 # the paper's variants, by attnkit's registry names (an alias of one, e.g. "additive" for
@@ -172,7 +170,7 @@ class Luong(LatentSeq2Seq):
             c.cell, c.emb + (c.hidden if c.input_feeding else 0), c.hidden, c.layers, c.dropout
         )
         score = build_score(c.score, c.hidden, c.hidden, hidden=c.hidden, max_keys=c.max_src_len)
-        normaliser = uniform if c.softness == "mean" else softmax
+        normaliser = c.resolved_softness.normaliser  # mean: uniform, else softmax
         self.attention = Attention(score, build_alignment(c.align, c.hidden, c.window), normaliser)
         self.combine = nn.Linear(2 * c.hidden, c.hidden, bias=False)  # W_c
         self.out = nn.Linear(c.hidden, c.tgt_vocab)  # W_s

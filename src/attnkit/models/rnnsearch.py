@@ -25,7 +25,6 @@ from torch import Tensor, nn
 from .._checks import check_ranges
 from ..mechanisms.stepwise import attend_step
 from ..modules import Attention
-from ..stages.normalisers import softmax
 from ..stages.scores import AdditiveScore
 from .base import DeepOutput, Memory, State, dropped, source_mask
 from .encoders import GRUEncoder
@@ -36,7 +35,6 @@ from .latent import (
     add_softness,
     broadcast_feature,
     check_softness,
-    uniform,
 )
 
 
@@ -84,7 +82,7 @@ class RNNSearch(LatentSeq2Seq):
         self.tgt_emb = nn.Embedding(c.tgt_vocab, c.emb, padding_idx=0)
         self.attention = Attention(
             AdditiveScore(c.dec_hidden, 2 * c.enc_hidden, c.attn_hidden),
-            normaliser=uniform if c.softness == "mean" else softmax,
+            normaliser=c.resolved_softness.normaliser,  # mean: uniform, else softmax
         )
         fed = 0 if c.decoder == "deng" else 2 * c.enc_hidden  # Deng 2018: no context fed
         self.cell = nn.GRUCell(c.emb + fed, c.dec_hidden)

@@ -145,7 +145,7 @@ def caption_show(
         f"({loaded.model.config.softness}"
         + (
             f", {loaded.model.config.at_test} at test)"
-            if loaded.model.config.softness in ("hard", "gumbel")
+            if loaded.model.config.resolved_softness.samples
             else ")"
         ),
     ]

@@ -36,6 +36,7 @@ from .._progress import Progress, lines_wanted
 from ..data.batching import Batch
 from ..data.vocab import Vocab
 from ..models import Seq2Seq
+from ..models.softness import softness_of
 from ..tasks.family import Family
 from ..tasks.translate import TRANSLATE
 from . import checkpoint, stopping
@@ -218,11 +219,11 @@ def train(
             f"torchrun data-parallel training supports translation tasks, not {family.name} "
             "tasks; run attnkit train without torchrun"
         )
-    softness = getattr(getattr(model, "config", None), "softness", "soft")
-    if dist is not None and softness != "soft":  # distributed.py's loss is cross-entropy
+    softness = softness_of(model)  # models/softness.py; soft where the model has none
+    if dist is not None and not softness.data_parallel:  # distributed.py's loss: cross-entropy
         raise ValueError(
             f"torchrun data-parallel training takes models trained on plain cross-entropy; "
-            f"this one trains with {softness} attention's own loss: run it without torchrun"
+            f"this one trains with {softness.name} attention's own loss: run it without torchrun"
         )
     main = dist is None or dist.is_main
     log = (log or (lambda s: print(s, file=sys.stderr))) if main else (lambda s: None)

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor
 
+from ...models.softness import CAPTION_NAMES, REGISTRY, resolve
 from ...train.config import DataConfig
 from .config import ROWS
 
@@ -68,7 +69,8 @@ class CaptionSettings(Protocol):
 CAPTION_ROWS = ("mean", "soft", "hard", "gumbel", "variational")
 # the default: Xu 2015 Table 1's two rows and the no-attention baseline the claim needs
 CAPTION_DEFAULT_ROWS = ("mean", "soft", "hard")
-DETERMINISTIC = ("mean", "soft", "variational")  # the rows whose test-time likelihood is exact
+# the rows whose test-time likelihood is exact: no sampled context in the recurrence
+DETERMINISTIC = tuple(n for n in CAPTION_NAMES if not REGISTRY[n].samples)
 
 
 def caption_data(cfg: CaptionSettings) -> DataConfig:
@@ -87,7 +89,8 @@ def caption_options(cfg: CaptionSettings, row: str, updates: int) -> dict[str, A
     deterministic rows only, as Xu 2015 §4.2.1 puts it; "all"; "none"), and Gumbel's τ,
     which reaches tau_end at the last update."""
     softness = ROWS[row]["softness"]
-    gate = {"soft": softness in DETERMINISTIC, "all": True, "none": False}[cfg.caption_gate]
+    soft = resolve(softness, CAPTION_NAMES)  # the captioner's softness of the row
+    gate = {"soft": not soft.samples, "all": True, "none": False}[cfg.caption_gate]
     cnn_file = "" if cfg.caption_cnn == "scratch" else cfg.caption_cnn
     w = cfg.caption_hidden
     return {"channels": cfg.hidden, "feat": w, "emb": cfg.emb, "dec_hidden": w,
@@ -159,11 +162,11 @@ def caption_token_scores(model: Any, b: Any) -> tuple[Tensor, Tensor | None]:
     was = model.training
     model.eval()
     try:
-        mode = model.config.softness
-        if mode in ("soft", "mean", "variational"):
+        soft = model.config.resolved_softness
+        if not soft.samples:
             out = model(b.image, b.pixels, b.tgt_in)
             ll = _gold(torch.log_softmax(out.logits.float(), -1), b.tgt_out)  # (B, T)
-            return ll, model._elbo(out, b.tgt_out) if mode == "variational" else None
+            return ll, model._elbo(out, b.tgt_out) if soft.posterior else None
         patches = model.encoder(b.image, b.pixels)
         projected = model.score.project_keys(patches.features)  # (B, L, A)
         state = model.start(patches)
@@ -202,7 +205,7 @@ def caption_scores(model: Any, examples: list[Any], tgt_vocab: Any) -> dict[str,
     from ...data.vocab import Vocab
     from .measure import TokenNLL
 
-    exact = model.config.softness in DETERMINISTIC
+    exact = not model.config.resolved_softness.samples
     sums, ent, steps = TokenNLL(), 0.0, 0
     for b in dc.batches(examples, Vocab.build([]), tgt_vocab, 128, None):
         sums.add(*caption_token_scores(model, b), b.tgt_out)  # log p, ELBO (B, T)
