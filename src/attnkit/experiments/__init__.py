@@ -29,6 +29,7 @@ EXPERIMENTS: dict[str, str] = {
     "extrapolation": "attnkit.experiments.extrapolation",  # Press 2022: train short, test long
     "sparse": "attnkit.experiments.sparse",  # Child 2019: factorised attention vs dense
     "explanation": "attnkit.experiments.explanation",  # Jain & Wallace 2019 vs Wiegreffe 2019
+    "linear": "attnkit.experiments.linear",  # Katharopoulos 2020: linear attention, cost and bpc
 }
 """Experiment name -> its module (imported by ``get``), for ``attnkit experiment NAME``."""
 
