@@ -178,3 +178,18 @@ def test_stop_of_counts_epochs_and_tells_a_plateau_from_a_cut_run(tmp_path):
 
     assert stop_of(run("a", [2.0, 1.5, 1.4, 1.6, 1.45]), 2) == (5, False)  # best 3, then 2
     assert stop_of(run("b", [2.0, 1.5, 1.4, 1.6, 1.3]), 2) == (5, True)  # still falling
+
+
+def test_c_needs_xl_to_use_its_own_training_memory():
+    """(c)'s positive control: with an evaluation memory below the training one measured, XL
+    must be better at its training memory than there, or (c) cannot tell (INCONCLUSIVE,
+    never NOT REPRODUCED); a model that uses its memory leaves the verdict to the claims."""
+    n = planted(0.2, -0.05)  # a longer memory is worse: (c) fails when it can tell
+    n["xl"]["16"] = [[x + 0.1 for x in r] for r in n["xl"]["32"]]  # memory 16: worse by 0.1
+    (control,) = [c for c in checks_of(n) if "uses its training memory" in c.name]
+    assert control.kind == "design" and control.outcome == "pass"
+    assert control.name == "(c) XL uses its training memory: bpc at memory 16 - at 32"
+    assert verdict_of(checks_of(n)).startswith("NOT REPRODUCED: (c)")
+    n["xl"]["16"] = [[x + 0.001 * (-1) ** i for x in r] for i, r in enumerate(n["xl"]["32"])]
+    verdict = verdict_of(checks_of(n))
+    assert verdict.startswith("INCONCLUSIVE: (c) XL uses its training memory"), verdict

@@ -7,6 +7,8 @@ cells only, each on its own.
 The compared cells: for (a) the vanilla LM with its sliding window and XL at its training
 memory; for (c) XL at its training memory and at the longest evaluation memory. XL at other
 memories and the vanilla LM read segment by segment are reported, and judge nothing.
+(c) has a positive control (``uses_memory``): XL must gain from its own training memory
+over a shorter one, or no gain from a longer one could show.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ def checks_of(n: dict[str, Any]) -> list[ev.Check]:
     return [
         *floors,
         *plateaus,
+        *uses_memory(n),
         ev.on_interval("(a) vanilla bpc - XL bpc", gap(n["vanilla"], at_train), 0.0),
         ev.on_interval(f"(c) XL bpc at memory {n['train_memory']} - at {memories[-1]}",
                        gap(at_train, longest), 0.0),  # fmt: skip
@@ -69,6 +72,21 @@ def checks_of(n: dict[str, Any]) -> list[ev.Check]:
                        1.0),  # fmt: skip
         ev.on_interval("(b) exponent of the speedup in C", _interval(exponents), 0.0),
     ]
+
+
+def uses_memory(n: dict[str, Any]) -> list[ev.Check]:
+    """(c)'s positive control, a design check: XL makes use of its own training memory M,
+    bpc at the longest evaluation memory below M − bpc at M > 0 (t-interval over seeds).
+    A model that gains nothing from the memory it was trained with has no use for a longer
+    one to show, whatever its relative encodings do: (c) cannot tell then. None when no
+    evaluation memory below M was measured."""
+    m = n["train_memory"]
+    shorter = sorted((k for k in n["xl"] if 0 < int(k) < m), key=int)
+    if not shorter:
+        return []
+    k = shorter[-1]
+    return [ev.off_floor(f"(c) XL uses its training memory: bpc at memory {k} - at {m}",
+                         gap(n["xl"][k], n["xl"][str(m)]))]  # fmt: skip
 
 
 def reported_of(n: dict[str, Any]) -> list[dict[str, Any]]:
@@ -93,4 +111,4 @@ def _interval(xs: list[float]) -> ev.Interval:
     return ev.t_interval(xs)
 
 
-__all__ = ["ARM_RUNS", "checks_of", "compared", "gap", "reported_of", "seed_means"]
+__all__ = ["ARM_RUNS", "checks_of", "compared", "gap", "reported_of", "seed_means", "uses_memory"]
