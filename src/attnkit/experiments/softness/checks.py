@@ -142,7 +142,8 @@ def floor_check(task: str, ppl: Mapping[str, Mapping[int, float]]) -> Check:
 def cap_checks(task: str, records: Sequence[Mapping[str, Any]], cap: int) -> list[Check]:
     """The design check of the evidence checklist (§3) for each row a claim compares: the cap
     of epochs is at least 3× the median epoch its runs stopped at (``evidence.plateau_cap``);
-    a run that is not on the plateau (``pool.plateau``) counts as censored."""
+    a run that ran to the cap counts as censored (whether it was still improving there is
+    ``converged``'s check)."""
     compared = sorted({row for _, big, small in PPL_CLAIMS for row in (big, small)},
                       key=[r for _, b, s in PPL_CLAIMS for r in (b, s)].index)  # fmt: skip
     out = []
