@@ -265,3 +265,19 @@ def test_the_two_runs_differ_only_in_the_score(tmp_path: Path) -> None:
     assert a["data"]["train_size"] == cfg.epoch_steps * cfg.batch_size
     assert a["train"]["epochs"] * cfg.epoch_steps == cfg.steps  # the same cap for both
     assert a["train"]["patience"] == cfg.patience > 0 and a["train"]["seed"] == 1
+
+
+def test_a2_and_a3_are_reported_and_judge_nothing() -> None:
+    """A2 ("extremely small": < 0.1× the scaled gradient) and A3 (scaled flat within 1.25×)
+    put numbers on words the paper leaves unquantified: reported beside A, outside the
+    verdict. Here both fail (the unscaled gradient falls to half the scaled one only, the
+    scaled one spreads 3×) while A and C hold: the verdict is A's and C's."""
+    random = _random([0.21, 0.22, 0.15, 0.08], 0.17, noise=0.02)
+    for s, draw in random.items():
+        draw[1024]["scaled_dot"]["grad_scores_median"] = 0.5 * (1 + 0.01 * s)
+    checks = checks_of(random, _trained(0.5, 0.1), CAP)
+    a2, a3 = (next(c for c in checks if c.name.startswith(p)) for p in ("A2", "A3"))
+    assert (a2.kind, a3.kind) == ("report", "report")
+    assert a2.outcome == ev.FAIL and a3.outcome == ev.FAIL
+    assert "a threshold the paper does not set" in a2.reason
+    assert ev.verdict_of(checks) == ev.REPRODUCED

@@ -48,7 +48,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -103,12 +103,15 @@ def checks_of(
             checks.append(ev.on_interval(
                 f"A unscaled median gradient falls, d_k {a} -> {b} (log ratio)",
                 ev.t_interval(falls), 0.0))  # fmt: skip
+    # A2 and A3 put numbers on "extremely small" and "counteract" that the paper does not
+    # set: reported beside A, they judge nothing
     ratio = [grad[s][-1] / scaled[s][-1] for s in seeds]
-    checks.append(ev.on_interval(f"A2 unscaled / scaled median gradient at d_k {dims[-1]}",
-                                 ev.t_interval(ratio), GRAD_RATIO_MAX, above=False))  # fmt: skip
+    checks.append(reported(ev.on_interval(
+        f"A2 unscaled / scaled median gradient at d_k {dims[-1]}", ev.t_interval(ratio),
+        GRAD_RATIO_MAX, above=False)))  # fmt: skip
     spread = [max(scaled[s]) / min(scaled[s]) for s in seeds]
-    checks.append(ev.on_interval("A3 scaled median gradient max/min over d_k",
-                                 ev.t_interval(spread), FLAT_MAX, above=False))  # fmt: skip
+    checks.append(reported(ev.on_interval("A3 scaled median gradient max/min over d_k",
+                                          ev.t_interval(spread), FLAT_MAX, above=False)))
     top = max(r["d_k"] for r in trained)
     at = {(r["seed"], r["score"]): r for r in trained if r["d_k"] == top}
     runs = sorted({s for s, _ in at})
@@ -123,6 +126,12 @@ def checks_of(
     bleu = max(sum(at[(s, sc)]["test_bleu"] for s in runs) / len(runs) for sc in SCORES)
     checks.append(ev.learned(f"L best arm's mean test BLEU at d_k {top}", bleu, LEARNED_BLEU))
     return checks
+
+
+def reported(c: ev.Check) -> ev.Check:
+    """``c`` reported beside the checks, outside the verdict (a threshold no paper sets)."""
+    return replace(c, kind="report",
+                               reason=f"{c.reason} (reported: a threshold the paper does not set)")
 
 
 def run_experiment(cfg: ScalingConfig, out: Path, say: Say = print) -> dict[str, Any]:
