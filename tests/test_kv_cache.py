@@ -149,3 +149,61 @@ def test_lm_generation_with_the_cache_equals_the_full_recomputation(position, po
             logits, state = lm.step(ids[:, t], state, t, **policy)
             torch.testing.assert_close(logits, full[:, t], rtol=1e-9, atol=1e-10)
     assert all(isinstance(c, KVCache) for c in state)
+
+
+def kept(t: int, w: int, s: int) -> list[int]:
+    """The tokens a window of w with s sinks holds when token t is decoded."""
+    return [j for j in range(t + 1) if j < s or t - j < w]
+
+
+def test_renumbered_positions_are_the_papers_example() -> None:
+    """Xiao et al. 2023, §3.2: a cache holding tokens [0, 1, 2, 3, 6, 7, 8] and decoding 9
+    assigns positions [0, 1, ..., 7], not [0, 1, 2, 3, 6, 7, 8, 9]."""
+    text, cache = KVCache(1, 1, 2, window=4, sinks=4), KVCache(1, 1, 2, window=4, sinks=4,
+                                                                renumber=True)  # fmt: skip
+    for c in (text, cache):
+        for _ in range(10):
+            c.append(torch.zeros(1, 1, 1, 2), torch.zeros(1, 1, 1, 2))
+    by_text = sorted(zip(text.positions.tolist(), cache.positions.tolist(), strict=True))
+    assert by_text == [(0, 0), (1, 1), (2, 2), (3, 3), (6, 4), (7, 5), (8, 6), (9, 7)]
+    assert (text.newest, cache.newest) == (9, 7)
+
+
+@pytest.mark.parametrize("position", [RotaryPosition(4), ALiBi(4)])
+@pytest.mark.parametrize("w,s", [(5, 2), (4, 0), (3, 4)])
+def test_a_renumbered_step_equals_attention_over_the_kept_tokens_alone(position, w, s) -> None:
+    """With positions within the cache, step t is the causal pass over the kept tokens
+    alone, numbered 0 .. n-1 (the query last): their distances never exceed s + w."""
+    torch.manual_seed(0)
+    m = SelfAttention(16, 4, align=CausalAlignment(), position=position).double().eval()
+    x = torch.randn(2, T, 16, dtype=torch.float64)
+    with torch.no_grad():
+        cache = m.new_cache(2, x, window=w, sinks=s, renumber=True)
+        for t in range(T):
+            r, _ = m.step(x[:, t : t + 1], cache)
+            ref = m(x[:, kept(t, w, s)]).context[:, -1]  # positions 0 .. n-1
+            torch.testing.assert_close(r.context[:, 0], ref, rtol=1e-10, atol=1e-12)
+
+
+def test_a_one_layer_lm_streams_with_renumbered_sinks() -> None:
+    """One layer: a token's key depends on the token alone, so the step's logits at t are
+    the LM's own forward over the kept tokens; with text positions (the default) they are
+    not, once a token was evicted."""
+    from attnkit.models import build_model
+
+    torch.manual_seed(0)
+    lm = build_model("transformer-lm", src_vocab=30, tgt_vocab=30, dim=16, heads=2, layers=1,
+                     ff=32, dropout=0.0, position="rope").double().eval()  # fmt: skip
+    ids = torch.randint(1, 30, (2, 14))
+    with torch.no_grad():
+        renumbered = text = None
+        for t in range(14):
+            a, renumbered = lm.step(ids[:, t], renumbered, t, window=4, sinks=2, renumber=True)
+            b, text = lm.step(ids[:, t], text, t, window=4, sinks=2)
+            ref = lm(ids[:, kept(t, 4, 2)]).logits[:, -1]
+            torch.testing.assert_close(a, ref, rtol=1e-9, atol=1e-10)
+            assert torch.allclose(b, ref) == (t < 6)  # the first eviction is at t = 6
+    with pytest.raises(ValueError, match="renumber=True numbers a sliding window's tokens"):
+        lm.step(ids[:, 0], None, 0, renumber=True)
+    with pytest.raises(ValueError, match="renumber=True renumbers the tokens kept by a sliding"):
+        KVCache(1, 1, 2, capacity=4, renumber=True)

@@ -11,7 +11,13 @@ Policies:
 * **sliding window with sinks** (Xiao et al. 2023, StreamingLLM, §3.2): the first ``sinks``
   tokens are kept for good, the last ``window`` tokens in a ring of ``window`` slots
   (slot s + (t - s) mod w), so memory stays O(s + w) however long the sequence. A query
-  at t attends keys j < s or t - w < j <= t: the mask ``(j < s) | (0 <= t - j < w)``;
+  at t attends keys j < s or t - w < j <= t: the mask ``(j < s) | (0 <= t - j < w)``.
+  Its keys carry their positions in the text (``positions``; the query is at t), or with
+  ``renumber=True`` their positions within the cache, as StreamingLLM does (§3.2: "positions
+  within the cache rather than those in the original text"; tokens [0, 1, 2, 3, 6, 7, 8]
+  decoding 9 are at [0, 1, ..., 7]): the kept tokens numbered 0 .. size-1 in text order, the
+  query at size-1, so that a relative position stage (RoPE, ALiBi) never sees a distance
+  beyond s + w. A RoPE stage rotates the cached (unrotated) keys at each step;
 * **cross-attention** (``KVCache.fixed``): keys and values of a source projected once (by
   ``AttentionHeads.project_keys``), read by every step; appending to it is an error.
 
@@ -45,6 +51,7 @@ class KVCache:
         sinks: int = 0,
         value_dim: int | None = None,
         grow: bool = False,
+        renumber: bool = False,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
@@ -57,8 +64,9 @@ class KVCache:
                     f"capacity={capacity}; give the most tokens the cache holds (>= 1), or "
                     "window=w for a sliding window of w tokens"
                 )
-            if sinks:
-                raise ValueError("sinks are kept by a sliding window; give window=w too")
+            if sinks or renumber:
+                what = "sinks are kept" if sinks else "renumber=True renumbers the tokens kept"
+                raise ValueError(f"{what} by a sliding window; give window=w too")
         else:
             if window < 1 or sinks < 0:
                 raise ValueError(
@@ -73,7 +81,7 @@ class KVCache:
             if grow:
                 raise ValueError("grow=True is for a full cache; a sliding one never fills")
             capacity = sinks + window
-        self.window, self.sinks, self.grow = window, sinks, grow
+        self.window, self.sinks, self.grow, self.renumber = window, sinks, grow, renumber
         dv = head_dim if value_dim is None else value_dim
         self.k = torch.zeros(batch, kv_heads, capacity, head_dim, dtype=dtype, device=device)
         self.v = torch.zeros(batch, kv_heads, capacity, dv, dtype=dtype, device=device)
@@ -91,7 +99,7 @@ class KVCache:
                 "(B, Hkv, Tk, Dh) keys and (B, Hkv, Tk, Dv) values (project_keys)"
             )
         cache = cls.__new__(cls)
-        cache.window, cache.sinks, cache.grow = None, 0, False
+        cache.window, cache.sinks, cache.grow, cache.renumber = None, 0, False, False
         cache.k, cache.v = keys, values
         cache.pos = torch.arange(keys.shape[2], device=keys.device)
         cache.length, cache.fixed_ = keys.shape[2], True
@@ -103,7 +111,7 @@ class KVCache:
         like: Tensor, **policy: object,
     ) -> KVCache:  # fmt: skip
         """A cache sized for an ``AttentionHeads`` module (its Hkv heads of width Dh), in the
-        dtype and on the device of ``like``; ``policy``: window, sinks, grow."""
+        dtype and on the device of ``like``; ``policy``: window, sinks, grow, renumber."""
         return cls(batch, attention.kv_heads, attention.head_dim, capacity,  # type: ignore[arg-type]
                    dtype=like.dtype, device=like.device, **policy)  # type: ignore[arg-type]
 
@@ -129,11 +137,22 @@ class KVCache:
 
     @property
     def positions(self) -> Tensor:
-        """The token position of each filled slot (size,): 0 .. t-1 in order for a full
-        cache; the sinks, then the ring's tokens in slot order for a sliding one."""
+        """The position of each filled slot (size,): 0 .. t-1 in order for a full cache; the
+        sinks, then the ring's tokens in slot order for a sliding one: their positions in
+        the text, or with ``renumber`` within the cache (a ring token at text position p is
+        at p - e, e = t - size the tokens evicted so far; a sink keeps its own)."""
         if self.window is None:
             return torch.arange(self.size, device=self.k.device)
-        return self.pos[: self.size]
+        pos = self.pos[: self.size]  # (size,)
+        if not self.renumber:
+            return pos
+        return torch.where(pos < self.sinks, pos, pos - (self.length - self.size))
+
+    @property
+    def newest(self) -> int:
+        """The position of the last token appended (the query of a decoding step): t - 1 in
+        the text, or size - 1 within the cache with ``renumber``."""
+        return (self.size if self.renumber else self.length) - 1
 
     def append(self, keys: Tensor, values: Tensor) -> None:
         """Write n new tokens' keys (B, Hkv, n, Dh) and values (B, Hkv, n, Dv) into their
@@ -205,7 +224,8 @@ class KVCache:
 
     def __repr__(self) -> str:
         policy = ("fixed" if self.fixed_ else "full" if self.window is None
-                  else f"window={self.window}, sinks={self.sinks}")  # fmt: skip
+                  else f"window={self.window}, sinks={self.sinks}"
+                  + (", renumber=True" if self.renumber else ""))  # fmt: skip
         return (f"KVCache({policy}, length={self.length}, capacity={self.capacity}, "
                 f"keys={tuple(self.k.shape)})")  # fmt: skip
 

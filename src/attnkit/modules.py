@@ -322,7 +322,8 @@ class AttentionHeads(nn.Module):
         ``torch.cat``, an O(t) copy per step. x attends the cached keys and itself. Equals
         row t of ``forward(x_0 .. x_t)`` with a causal alignment, at O(t) cost, projecting one
         row per step instead of the whole prefix; with a sliding ``KVCache`` (window w, s
-        sinks), row t of ``forward`` under the mask (j < s) | (0 <= t - j < w)."""
+        sinks), row t of ``forward`` under the mask (j < s) | (0 <= t - j < w); with its
+        ``renumber``, the query and keys at their positions within the cache (StreamingLLM)."""
         if not isinstance(self.align, CausalAlignment):
             raise ValueError(
                 f"step() is incremental causal decoding; this module's alignment is "
@@ -337,7 +338,7 @@ class AttentionHeads(nn.Module):
             k_new, v_new = self.project_keys(x)  # (B, Hkv, 1, Dh)
         if isinstance(cache, KVCache):
             cache.append(k_new, v_new)  # in place
-            k, v, t = cache.keys, cache.values, cache.length - 1  # (B, Hkv, size, Dh)
+            k, v, t = cache.keys, cache.values, cache.newest  # (B, Hkv, size, Dh)
             ring = cache.window is not None and self.position is not None
             kpos = cache.positions if ring else None  # out of order once the ring wraps
         else:
@@ -352,12 +353,13 @@ class AttentionHeads(nn.Module):
 
     def new_cache(
         self, batch: int, like: Tensor, capacity: int | None = None, *,
-        window: int | None = None, sinks: int = 0, grow: bool = False,
+        window: int | None = None, sinks: int = 0, grow: bool = False, renumber: bool = False,
     ) -> KVCache:  # fmt: skip
         """An ``attnkit.KVCache`` for ``step``: ``capacity`` tokens (full), or a sliding
-        ``window`` with ``sinks``; Hkv heads of width Dh, ``like``'s dtype and device."""
+        ``window`` with ``sinks`` (``renumber``: positions within the cache); Hkv heads of
+        width Dh, ``like``'s dtype and device."""
         return KVCache.like(self, batch, capacity, like=like, window=window, sinks=sinks,
-                            grow=grow)  # fmt: skip
+                            grow=grow, renumber=renumber)  # fmt: skip
 
     def empty_cache(self, batch: int, like: Tensor) -> tuple[Tensor, Tensor]:
         """The ``step`` cache of t = 0: keys and values (B, Hkv, 0, Dh), ``like``'s

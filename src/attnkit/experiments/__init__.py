@@ -30,6 +30,7 @@ EXPERIMENTS: dict[str, str] = {
     "sparse": "attnkit.experiments.sparse",  # Child 2019: factorised attention vs dense
     "explanation": "attnkit.experiments.explanation",  # Jain & Wallace 2019 vs Wiegreffe 2019
     "linear": "attnkit.experiments.linear",  # Katharopoulos 2020: linear attention, cost and bpc
+    "streaming": "attnkit.experiments.streaming",  # Xiao 2023: attention sinks, KV window
 }
 """Experiment name -> its module (imported by ``get``), for ``attnkit experiment NAME``."""
 

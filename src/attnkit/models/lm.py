@@ -400,7 +400,8 @@ class TransformerLM(DecoderLM):
         return build_score(c.attention, c.dim // c.heads, hidden=c.features or None)
 
     def step(self, ids: Tensor, state: list[Any] | None, t: int, *, window: int | None = None,
-             sinks: int = 0) -> tuple[Tensor, list[LinearState | KVCache | None]]:  # fmt: skip
+             sinks: int = 0, renumber: bool = False,
+             ) -> tuple[Tensor, list[LinearState | KVCache | None]]:  # fmt: skip
         """Decoding one token: the tokens ids (B,) at position t, per layer the state after
         t - 1 (None at t = 0) -> logits (B, V) for position t + 1 and the states after t;
         equal to ``forward``'s row t on ids 0 .. t. Linear attention runs as an RNN
@@ -408,8 +409,15 @@ class TransformerLM(DecoderLM):
         (the causal alignment) with an ``attnkit.KVCache`` per layer, written in place:
         full (doubling from 64 tokens), or with ``window`` a sliding window of w tokens and
         ``sinks`` first ones (StreamingLLM; then row t of ``forward`` under the mask
-        (j < s) | (0 <= t - j < w)), made at t = 0."""
+        (j < s) | (0 <= t - j < w)), made at t = 0; ``renumber``: the window's query and
+        keys at their positions within the cache, not the text (StreamingLLM, §3.2; a
+        position stage in the attention, e.g. position="rope", since the sinusoids are
+        added to the embeddings at t)."""
         softmax = self.config.attention == "softmax"
+        if renumber and (not window or self.config.position == "sinusoidal"):
+            raise ValueError("renumber=True numbers a sliding window's tokens within the cache; "
+                             "give window=w and a model with a position stage in its "
+                             "attention (position='rope', 'alibi', ...)")  # fmt: skip
         if softmax and self.config.align != "causal":
             raise ValueError(f"step() decodes the causal alignment with a KVCache; "
                              f"align={self.config.align!r} takes forward()")  # fmt: skip
@@ -424,7 +432,8 @@ class TransformerLM(DecoderLM):
             h = lay.res1.inner(x)  # (B, 1, D)
             if softmax:
                 if states[i] is None:
-                    policy = dict(window=window, sinks=sinks) if window else dict(grow=True)
+                    policy = (dict(window=window, sinks=sinks, renumber=renumber) if window
+                              else dict(grow=True))  # fmt: skip
                     states[i] = lay.attn.new_cache(ids.shape[0], h, None if window else 64,
                                                    **policy)  # fmt: skip
                 context = lay.attn.step(h, states[i])[0].context  # (B, 1, D), cache written
