@@ -42,7 +42,7 @@ class LinearConfig(LMFlags):
                        "linear are required (the claim), performer is reported beside them")
     ff: int = option(128, "feed-forward width")
     batch_size: int = option(12, "segments per update (12 of 256: 3,072 characters)")
-    epochs: int = option(150, "cap: at most this many passes over the training text, the same "
+    epochs: int = option(250, "cap: at most this many passes over the training text, the same "
                          "for every arm (early stopping ends a run before it)")  # fmt: skip
     patience: int = option(8, "early stopping, every arm: validations (one per epoch) "
                            "without a lower valid bpc before a run stops")  # fmt: skip
