@@ -24,6 +24,11 @@ bootstrap over seeds x test blocks, 95%):
   L is at most 0.8 x the unigram bpc of the test text;
 * (claim) ALiBi stays flat: bpc(ALiBi, k_max·L) - bpc(ALiBi, L) < 0.02 bpc;
 * (claim) sinusoidal rises: bpc(sinusoidal, k_max·L) - bpc(sinusoidal, L) > 0.
+
+``--part rope`` (rope.py, its checks rope_checks.py) is a second study on the same text: a
+plain-RoPE model trained at L, stretched to k·L by position interpolation (Chen et al. 2023),
+NTK-aware scaling or YaRN (Peng et al. 2023), read before and after a short fine-tune at k·L;
+it writes OUT/extrapolation-rope.{csv,json,png}.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ from .jobs import make_jobs
 QUICK = dict(
     train_size=800, valid_size=200, test_size=130, segment=8, factors="1,2,4", dim=16,
     heads=2, layers=1, ff=16, epochs=1, batch_size=8, seeds=2, arms="sinusoidal,learned,alibi",
-    jobs=1,
+    jobs=1, rope_factors="1,2,4", scalings="linear,yarn", finetune_steps=5,
 )  # fmt: skip
 
 
@@ -69,8 +74,14 @@ def measure_seed(cfg: ExtrapolationConfig, seed: int, out: Path) -> dict[str, An
 
 
 def run_experiment(cfg: ExtrapolationConfig, out: Path, say: Say = print) -> dict[str, Any]:
-    """Train every arm for every seed at L, evaluate at k·L, check; the JSON-able result."""
+    """Train every arm for every seed at L, evaluate at k·L, check; the JSON-able result
+    (``--part rope``: rope.run_rope's)."""
     from .checks import checks_of
+
+    if cfg.part == "rope":
+        from .rope import run_rope
+
+        return run_rope(cfg, out, say)
 
     t0 = begin(
         out,
@@ -114,24 +125,33 @@ def bpc_table(n: dict[str, Any]) -> dict[str, dict[str, list[float] | None]]:
 def rejudge(result: dict[str, Any]) -> dict[str, Any]:
     """``result`` (a run's JSON) with its checks and verdict recomputed by today's
     ``checks.checks_of`` from its stored per-seed, per-block bits; nothing retrained. The
-    verdict the run printed stays as ``verdict_as_run``."""
-    from .checks import checks_of
+    verdict the run printed stays as ``verdict_as_run``. A RoPE part's result (``"part":
+    "rope"``) is judged by ``rope_checks.checks_of``."""
+    from . import checks, rope_checks
 
+    judge = rope_checks.checks_of if result.get("part") == "rope" else checks.checks_of
     as_run = result.get("verdict_as_run", result["verdict"])
-    return {**result, **ev.judged(checks_of(result["numbers"])), "verdict_as_run": as_run}
+    return {**result, **ev.judged(judge(result["numbers"])), "verdict_as_run": as_run}
 
 
 EXPERIMENT = Experiment.of(
     __name__,
     name="extrapolation",
     help="train short, test long: bpc at k·L by position method, ALiBi vs sinusoidal "
-    "(Press 2022, Fig. 1)",
-    typical="about 20 min with --jobs 2 on a 2-core CPU at load ~10 (5 seeds; 3 seeds took 739 s)",
+    "(Press 2022, Fig. 1); --part rope: PI and YaRN with a short fine-tune (Chen 2023, "
+    "Peng 2023)",
+    typical="about 20 min with --jobs 2 on a 2-core CPU at load ~10 (5 seeds; 3 seeds took 739 s); "
+    "--part rope: about 8 min idle, 15 at load ~10 (estimated from timed pieces)",
     description="Train vanilla Transformer LMs with sinusoidal, learned, RoPE, T5, ALiBi and "
     "Transformer-XL-style relative positions at length L on the generated text of --task lm "
     "for several seeds; evaluate bits per character on the test text read as windows of k·L "
     "characters (k = 1 .. 16, no memory); check ALiBi's bpc stays flat beyond L while the "
-    "sinusoidal model's rises. Writes OUT/extrapolation.{csv,json,png} and the checkpoints.",
+    "sinusoidal model's rises. Writes OUT/extrapolation.{csv,json,png} and the checkpoints. "
+    "--part rope: a plain-RoPE model trained at L, stretched to k·L (k = 2, 4, 8) by position "
+    "interpolation, NTK-aware scaling or YaRN, read before and after a short fine-tune at k·L; "
+    "checks that plain RoPE degrades past L while PI after the fine-tune reads k·L better than "
+    "the model reads L, that the fine-tune helps PI, and that at the same small budget YaRN "
+    "beats PI. Writes OUT/extrapolation-rope.{csv,json,png}.",
     config=ExtrapolationConfig,
 )
 

@@ -26,6 +26,17 @@ def seed_gaps(a: list[list[float]], b: list[list[float]]) -> ev.Interval:
     return ev.t_interval([sum(x) / len(x) - sum(y) / len(y) for x, y in zip(a, b, strict=True)])
 
 
+def enough_seeds(seeds: int) -> ev.Check:
+    """The design check of at least ``MIN_SEEDS`` seeds (an interval over fewer
+    under-covers)."""
+    enough = ev.can_tell(f"seeds for a check (at least {MIN_SEEDS})", seeds, MIN_SEEDS)
+    if seeds < MIN_SEEDS:
+        enough = replace(enough, reason=enough.reason.replace(
+            "the measurement cannot test the claim",
+            f"an interval over {seeds} seeds under-covers"))  # fmt: skip
+    return enough
+
+
 def checks_of(n: dict[str, Any]) -> list[ev.Check]:
     """n: "bits" {arm: {k: [seed][block] bits, or None where the arm has no positions}},
     "unigram" [seed] bits. The claim compares each arm at the longest k with itself at k = 1
@@ -35,14 +46,8 @@ def checks_of(n: dict[str, Any]) -> list[ev.Check]:
     factors = sorted(bits["alibi"], key=int)
     one, top = factors[0], factors[-1]
     worst = max(mean_of_means(bits[a][one]) for a in ("sinusoidal", "alibi"))
-    seeds = len(n["unigram"])
-    enough = ev.can_tell(f"seeds for a check (at least {MIN_SEEDS})", seeds, MIN_SEEDS)
-    if seeds < MIN_SEEDS:
-        enough = replace(enough, reason=enough.reason.replace(
-            "the measurement cannot test the claim",
-            f"an interval over {seeds} seeds under-covers"))  # fmt: skip
     return [
-        enough,
+        enough_seeds(len(n["unigram"])),
         ev.learned(f"worse of sinusoidal, ALiBi bpc at L / unigram bpc ({unigram:.3f})",
                    worst / unigram, LEARNED_SHARE, above=False),  # fmt: skip
         ev.on_interval(f"ALiBi bpc at {top}L - at L",
@@ -54,4 +59,4 @@ def checks_of(n: dict[str, Any]) -> list[ev.Check]:
     ]
 
 
-__all__ = ["FLAT", "LEARNED_SHARE", "MIN_SEEDS", "RISE", "checks_of", "seed_gaps"]
+__all__ = ["FLAT", "LEARNED_SHARE", "MIN_SEEDS", "RISE", "checks_of", "enough_seeds", "seed_gaps"]

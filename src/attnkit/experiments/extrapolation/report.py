@@ -1,5 +1,6 @@
 """The extrapolation experiment's outputs: bpc by position method and evaluation length k·L,
-the checks, a CSV, the JSON and a PNG (bpc against the evaluation length, one line per arm)."""
+the checks, a CSV, the JSON and a PNG (bpc against the evaluation length, one line per arm).
+The RoPE part's are rope_report.py's."""
 
 from __future__ import annotations
 
@@ -36,6 +37,12 @@ def bpc_text(result: dict[str, Any]) -> str:
 
 
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
+    """Print the tables and the verdict, write OUT/extrapolation.{csv,json,png} (a RoPE
+    part's result: rope_report.report's OUT/extrapolation-rope.*)."""
+    if result.get("part") == "rope":
+        from .rope_report import report as rope_report
+
+        return rope_report(result, out, say)
     params = ", ".join(f"{k} {v:,}" for k, v in result["parameters"].items())
     secs = sum(result["train_seconds"].values())
     say(f"parameters: {params}; {result['updates']} updates per model, {secs:.0f}s of "
