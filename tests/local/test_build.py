@@ -110,8 +110,9 @@ def _dead_pid() -> int:
 
 
 def _clean(folder: Path) -> None:
-    """Only the published extension is left: no lock, no private build folder."""
-    assert sorted(p.name for p in folder.iterdir()) == [f"{NAME}.so"]
+    """Only the published extension and its record are left: no lock, no private build
+    folder."""
+    assert sorted(p.name for p in folder.iterdir()) == [f"{NAME}.so", f"{NAME}.so.json"]
 
 
 def test_builds_once_then_loads_the_published_file(cache: Path, source: Path) -> None:

@@ -7,10 +7,15 @@ kill, a closed terminal) leaves the lock behind, and every later process sleeps 
 Here instead:
 
 - the build runs in a private temporary folder, and the finished ``.so`` is published into the
-  cache with an atomic rename: no process ever loads a half-written file;
-- one process builds at a time under ``attnkit.lock``, which records its owner's pid and host;
-  a lock whose owner is gone is taken over, and a live owner is waited for at most ``wait``
-  seconds (``ATTNKIT_BUILD_WAIT``, default 300), after which the caller falls back;
+  cache with an atomic rename, after a record of its size and SHA-256: no process ever loads a
+  half-written file, and a published file that was damaged later (a truncated copy, a full
+  disk) is moved aside with one warning and built again instead of killing the process with
+  SIGBUS (``_published``);
+- one process builds at a time under ``attnkit.lock``, which names its owner's pid and host
+  and whose owner refreshes it (a lease, ``LEASE`` = 30 s): a lock whose owner is gone, or
+  that nobody has refreshed for a lease (a lock from another host, one naming an unrelated
+  pid), is taken over (``_build_lock``); a live owner is waited for at most ``wait`` seconds
+  (``ATTNKIT_BUILD_WAIT``, default 300), after which the caller falls back;
 - every failure is a ``BuildError`` whose message says what to do (a read-only or full cache
   names ``TORCH_EXTENSIONS_DIR``; a missing compiler says to install one), and Ctrl-C during
   the build is a ``KeyboardInterrupt``, never swallowed.
@@ -20,11 +25,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import importlib.util
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,9 +38,9 @@ from pathlib import Path
 from types import ModuleType
 
 from .. import _env
+from . import _build_lock, _published
+from ._build_lock import LEASE, LOCK
 
-LOCK = "attnkit.lock"
-"""The lock file's name inside the build cache folder (torch's own is ``lock``)."""
 WAIT = 300.0
 """Seconds to wait for another live process's build before falling back, unless
 ATTNKIT_BUILD_WAIT says otherwise (read at each build: a value it cannot read is a
@@ -64,36 +67,43 @@ def load_or_build(
     flags: Sequence[str],
     *,
     wait: float | None = None,
+    lease: float = LEASE,
     say: bool = True,
 ) -> ModuleType:
     """The extension ``name`` from the cache, or built now from ``sources`` (C++ compiled with
-    ``flags``) and published there. Raises ``BuildError`` (with what to do) or
-    ``KeyboardInterrupt`` (Ctrl-C during the build)."""
+    ``flags``) and published there. ``lease``: seconds after which a lock nobody refreshed is
+    taken over. Raises ``BuildError`` (with what to do) or ``KeyboardInterrupt`` (Ctrl-C
+    during the build)."""
     folder = cache_dir(name)
     final = folder / f"{name}.so"
     if wait is None:  # an unreadable ATTNKIT_BUILD_WAIT: a ValueError naming it
         wait = _env.number("ATTNKIT_BUILD_WAIT", WAIT, unit="seconds", zero=True)
-    module = _try_import(name, final)  # a published build loads from a read-only cache too
+    module = _published.load(name, final)  # a published build loads from a read-only cache too
     if module is not None:
         return module
     _make_folder(folder)
     deadline = time.monotonic() + wait
     told_wait = False
+    watch = _build_lock.Watch()
     while True:
-        module = _try_import(name, final)
+        module = _published.load(name, final)
         if module is not None:
             return module
-        owner = _acquire(folder / LOCK)
-        if owner is None:  # the lock is ours
+        try:
+            held = _build_lock.acquire(folder / LOCK, lease, watch)
+        except OSError as err:
+            raise BuildError(_cache_advice(folder, err)) from err
+        if isinstance(held, _build_lock.Held):
             try:
-                module = _try_import(name, final)  # published while we took the lock
+                module = _published.load(name, final)  # published while we took the lock
                 if module is not None:
                     return module
                 if say:
                     print(f"attnkit: compiling {_what(name)} (once; about 30 s)", file=sys.stderr)
                 return _build_and_publish(name, sources, flags, folder, final)
             finally:
-                _release(folder / LOCK)
+                _build_lock.release(held)
+        owner = held
         if time.monotonic() > deadline:
             raise BuildError(
                 f"process {owner} has been building {_what(name)} for over {wait:.0f} s; "
@@ -129,111 +139,6 @@ def _cache_advice(folder: Path, err: OSError) -> str:
             "a writable folder")  # fmt: skip
 
 
-def _try_import(name: str, path: Path) -> ModuleType | None:
-    """The published extension, or None when there is none. A file that cannot be loaded (a
-    build for another torch, a damaged file) is moved aside so that it is rebuilt."""
-    if not path.is_file():
-        return None
-    try:
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"no loader for {path}")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    except ImportError:
-        with contextlib.suppress(OSError):
-            path.replace(path.with_name(f".{path.name}.broken-{os.getpid()}"))
-        return None
-
-
-# -- the lock -----------------------------------------------------------------------------------
-
-
-def _acquire(lock: Path) -> str | None:
-    """Take the lock (-> None), or -> a description of its live owner. A lock left by a process
-    that is gone (same host, pid not running) or that cannot be read is taken over."""
-    for _ in range(3):
-        try:
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-        except FileExistsError:
-            owner = _owner(lock)
-            if owner is not None:
-                return owner
-            _take_over(lock)
-            continue
-        except OSError as err:
-            raise BuildError(_cache_advice(lock.parent, err)) from err
-        with os.fdopen(fd, "w") as f:
-            f.write(f"{os.getpid()} {socket.gethostname()}\n")
-        return None
-    return "unknown"  # three races lost in a row: treat as held, wait for the publisher
-
-
-def _owner(lock: Path) -> str | None:
-    """'pid N' of the lock's live owner, or None when the owner is gone (or unreadable). An
-    owner on another host (a shared cache) counts as live: its pid cannot be checked here."""
-    try:
-        if lock.is_symlink():
-            return None  # never ours: take it over rather than follow it
-        pid_text, _, host = lock.read_text().partition(" ")
-        pid = int(pid_text)
-    except (OSError, ValueError):
-        return None if _age(lock) > 5.0 else "a starting process"  # being written just now
-    host = host.strip()
-    if host and host != socket.gethostname():
-        return f"{pid} on {host}"
-    if pid == os.getpid():
-        return None  # this very process, in an earlier build that was interrupted
-    return f"{pid}" if _alive(pid) else None
-
-
-def _age(path: Path) -> float:
-    try:
-        return time.time() - path.lstat().st_mtime
-    except OSError:
-        return 0.0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's live process
-    try:  # a zombie (exited, not yet reaped by its parent) holds no lock
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
-def _take_over(lock: Path) -> None:
-    """Remove a stale lock: renamed aside first, so two processes taking it over at once do not
-    remove each other's fresh lock, then deleted."""
-    aside = lock.with_name(f"{lock.name}.stale-{os.getpid()}")
-    try:
-        os.replace(lock, aside)
-    except FileNotFoundError:
-        return
-    with contextlib.suppress(OSError):
-        aside.unlink()
-    _remove_leftovers(lock.parent)
-
-
-def _release(lock: Path) -> None:
-    with contextlib.suppress(OSError):
-        if lock.read_text().split(" ", 1)[0] == str(os.getpid()):
-            lock.unlink()
-
-
-def _remove_leftovers(folder: Path) -> None:
-    """Private build folders of builds that were killed (their owner's lock was stale)."""
-    for old in folder.glob(".build-*"):
-        shutil.rmtree(old, ignore_errors=True)
-
-
 # -- the build ----------------------------------------------------------------------------------
 
 
@@ -263,6 +168,7 @@ def _build_and_publish(
                 raise BuildError(_build_advice(folder, err)) from err
         built = Path(module.__file__ or private / f"{name}.so")
         try:
+            _published.record(built, final)  # first the record, so a published file has one
             os.replace(built, final)  # atomic: other processes see no file or the whole file
         except OSError as err:
             raise BuildError(_cache_advice(folder, err)) from err
@@ -322,4 +228,4 @@ def _interrupts() -> Iterator[list[int]]:
         signal.signal(signal.SIGINT, previous)
 
 
-__all__ = ["LOCK", "WAIT", "BuildError", "cache_dir", "load_or_build"]
+__all__ = ["LEASE", "LOCK", "WAIT", "BuildError", "cache_dir", "load_or_build"]

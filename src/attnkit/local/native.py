@@ -19,14 +19,16 @@ parallel regions each worker's GEMMs run on that worker's thread alone (MKL's th
 limit), also after ``torch.set_num_threads``, which would otherwise nest MKL's threads.
 Built on first use with ``torch.utils.cpp_extension`` (about 30 s, once per machine: the
 build is cached in ``TORCH_EXTENSIONS_DIR``, by default ``~/.cache/torch_extensions``), in a
-private folder published by an atomic rename, under a lock that a dead owner cannot hold
-forever (``_build``). It needs a C++ compiler (g++ or clang++) and ninja (a dependency);
-without a compiler, a writable cache, or with ``ATTNKIT_NATIVE=0`` (or false, no, off),
-``kernel()`` is None and ``sliding_window_attention`` runs its SDPA tiles (same results),
-after one warning saying why. Ctrl-C during the build interrupts the program, as anywhere
-else. The ops are registered as ``torch.library`` custom ops (``attnkit::band_attention``
-and its backward, with their FLOP formulas for ``FlopCounterMode``), so
-``torch.compile(fullgraph=True)`` keeps them in the graph.
+private folder published by an atomic rename, under a lock that nobody holds for longer than
+a lease without refreshing it, and checked against its recorded size and SHA-256 before each
+load, so a damaged cache file is rebuilt rather than loaded (``_build``). It needs a C++
+compiler (g++ or clang++) and ninja (a dependency); without a compiler, a writable cache, or
+with ``ATTNKIT_NATIVE=0`` (or false, no, off), ``kernel()`` is None and
+``sliding_window_attention`` runs its SDPA tiles (same results), after one warning saying why.
+Ctrl-C during the build interrupts the program, as anywhere else. The ops are registered as
+``torch.library`` custom ops (``attnkit::band_attention`` and its backward, with their FLOP
+formulas for ``FlopCounterMode``), so ``torch.compile(fullgraph=True)`` keeps them in the
+graph.
 
 Why a kernel of our own: PyTorch's fused CPU flash kernels on band tiles stay near 30% of the
 matmul rate in the backward pass and 40% forward (docs/perf/log-performance.md); this one reaches
