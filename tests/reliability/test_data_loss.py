@@ -18,6 +18,7 @@ from _reliability import TINY, one_line_error, snapshot
 from attnkit import experiments
 from attnkit.cli import main
 from attnkit.experiments.base import REPRODUCED, Experiment, write_json
+from attnkit.train.outputs import sha256_of, write_output
 from attnkit.train.run_dir import LOCK, MANIFEST, RunDirError, open_experiment
 
 # §1 experiments: open_experiment, the guard of `attnkit experiment NAME --out DIR`
@@ -36,29 +37,55 @@ def a_run(out: Path) -> None:
     (out / "rnnsearch" / "history.json").write_text("[]")
 
 
-def experiment_output(out: Path, wrote: list[str] | None) -> None:
-    """An earlier experiment's output beside a user's file it found there (``kept``);
-    ``wrote=None``: killed before it could record what it wrote."""
+def experiment_output(out: Path, *, hashes: bool = True) -> None:
+    """An earlier experiment's output beside a user's file it found there (``kept``), recorded
+    with the sha256 of each file; ``hashes=False``: a manifest of an attnkit that recorded
+    names only (``"wrote": null`` after a kill), which tells nothing about content."""
     user_files(out)
     (out / "len.json").write_text("{}")
     (out / "rnnsearch").mkdir()
     (out / "rnnsearch" / "history.json").write_text("[]")
-    manifest = {"experiment": "len", "kept": ["notes.txt"], "wrote": wrote}
+    wrote = {n: sha256_of(out / n) for n in ("len.json", "rnnsearch/history.json")}
+    manifest = {"experiment": "len", "kept": ["notes.txt"], "wrote": wrote if hashes else None}
     (out / MANIFEST).write_text(json.dumps(manifest))
 
 
 def earlier(out: Path) -> None:
-    experiment_output(out, ["len.json", "rnnsearch"])
+    experiment_output(out)
 
 
-def killed(out: Path) -> None:
-    experiment_output(out, None)
+def earlier_only(out: Path) -> None:
+    """An earlier experiment's output and nothing else."""
+    experiment_output(out)
+    (out / "notes.txt").unlink()
+
+
+def names_only(out: Path) -> None:
+    experiment_output(out, hashes=False)
 
 
 def added_later(out: Path) -> None:
     """A file the user put beside an experiment's output after it ended: not attnkit's."""
     earlier(out)
     (out / "mine.txt").write_text("mine")
+
+
+def edited(out: Path) -> None:
+    """An output the user changed after the experiment wrote it: theirs now."""
+    earlier(out)
+    (out / "len.json").write_text('{"mine": 1}')
+
+
+def named_as_an_output(out: Path) -> None:
+    """A user's own ``len.csv``, made before any run: the name the experiment writes."""
+    out.mkdir()
+    (out / "len.csv").write_text("mine")
+
+
+def linked_output(out: Path) -> None:
+    out.mkdir()
+    (out.parent / "precious.txt").write_text("precious")
+    (out / "len.csv").symlink_to(out.parent / "precious.txt")
 
 
 def linked_lock(out: Path) -> None:
@@ -71,27 +98,35 @@ def nothing(out: Path) -> None:
     pass
 
 
-ALREADY = r"already holds {} \({}\); pick another --out, or pass --overwrite"
+THEIRS = r"already holds files not written by attnkit \({}\); move them out, or pick another --out"
+OUTPUT = r"already holds an earlier experiment's output \({}\); pass --overwrite to replace it"
 MINE = ["notes.txt"]
 EXPERIMENT_CASES: list[tuple[str, Callable[[Path], None], dict, str | None, list[str]]] = [
     # id, setup, open_experiment kwargs, error (regex) or None, top-level names afterwards
     ("new", nothing, {}, None, []),
     ("empty-out", nothing, {"out": ""}, "--out is empty; name a folder", []),
-    ("a-run", a_run, {}, ALREADY.format("files", "rnnsearch"), ["rnnsearch"]),
-    ("user-files", user_files, {}, ALREADY.format("files", "notes.txt"), MINE),
-    (
-        "earlier-experiment",
-        earlier,
-        {},
-        ALREADY.format("files", "len.json, notes.txt, rnnsearch"),
-        [*MINE, "len.json", "rnnsearch"],
-    ),
+    ("a-run", a_run, {},
+     THEIRS.format("rnnsearch/best/model.safetensors, rnnsearch/history.json"), ["rnnsearch"]),
+    ("user-files", user_files, {}, THEIRS.format("notes.txt"), MINE),
+    ("earlier-experiment", earlier, {}, THEIRS.format("notes.txt"),
+     [*MINE, "len.json", "rnnsearch"]),
+    ("earlier-output-only", earlier_only, {}, OUTPUT.format("len.json, rnnsearch"),
+     ["len.json", "rnnsearch"]),
     ("overwrite-earlier", earlier, {"overwrite": True}, None, MINE),
-    ("overwrite-killed", killed, {"overwrite": True}, None, MINE),
     ("overwrite-added-later", added_later, {"overwrite": True}, None, [*MINE, "mine.txt"]),
     ("overwrite-a-run-keeps-it", a_run, {"overwrite": True}, None, ["rnnsearch"]),
+    ("overwrite-names-only", names_only, {"overwrite": True},
+     r"len\.json is not written by attnkit and the experiment writes that name: move it out",
+     []),
+    ("overwrite-edited", edited, {"overwrite": True},
+     r"len\.json was written by attnkit but has changed since: it is yours now, and "
+     "--overwrite never removes it; move it out", []),
+    ("overwrite-own-len-csv", named_as_an_output, {"overwrite": True},
+     r"len\.csv is not written by attnkit and the experiment writes that name", []),
+    ("overwrite-linked-len-csv", linked_output, {"overwrite": True},
+     r"len\.csv is a symbolic link; attnkit never writes through one", []),
     ("linked-lock", linked_lock, {}, r"\.attnkit\.lock is a symbolic link; .* remove the link", []),
-]
+]  # fmt: skip
 
 
 def tree(root: Path) -> dict[str, bytes | None]:
@@ -125,28 +160,30 @@ def test_open_experiment(tmp_path: Path, setup, kwargs, error, after) -> None:
     with open_experiment(**kwargs) as path:
         assert path == out and (out / LOCK).read_text() == f"{os.getpid()}\n"
         assert sorted(os.listdir(out)) == sorted([LOCK, MANIFEST, *after])
-        (out / "len.csv").write_text("a,b\n")  # what this experiment writes
+        write_output(out / "len.csv", "a,b\n")  # what this experiment writes
     assert sorted(os.listdir(out)) == sorted([MANIFEST, *after, "len.csv"])
     now = tree(tmp_path)
     for name in after:  # what it found there is untouched
         kept = {k: v for k, v in before.items() if k.startswith(f"out/{name}")}
         assert kept and {k: now[k] for k in kept} == kept
     manifest = json.loads((out / MANIFEST).read_text())
-    assert manifest == {"experiment": "len", "kept": sorted(after), "wrote": ["len.csv"]}
+    assert manifest == {"experiment": "len", "kept": sorted(after),
+                        "wrote": {"len.csv": sha256_of(out / "len.csv")}, "writing": {},
+                        "runs": []}  # fmt: skip
 
 
 def test_an_experiment_that_fails_midway_leaves_a_folder_overwrite_can_clean(
     tmp_path: Path,
 ) -> None:
-    """What was there is recorded before any work (a SIGKILL leaves that: "overwrite-killed"
-    above); what was written, when the experiment ends in any way (an exception here)."""
+    """Each file is recorded as it is written (test_experiment_folders.py kills a run at every
+    step), so an experiment that fails midway leaves what it wrote recorded."""
     user_files(tmp_path / "out")
     with pytest.raises(RuntimeError):
         with open_experiment(tmp_path / "out", "len", overwrite=True) as out:
-            assert json.loads((out / MANIFEST).read_text())["wrote"] is None
-            (out / "len.csv").write_text("partial")
+            assert json.loads((out / MANIFEST).read_text())["wrote"] == {}
+            write_output(out / "len.csv", "partial")
             raise RuntimeError("failed")
-    assert json.loads((out / MANIFEST).read_text())["wrote"] == ["len.csv"]
+    assert list(json.loads((out / MANIFEST).read_text())["wrote"]) == ["len.csv"]
     with open_experiment(tmp_path / "out", "len", overwrite=True) as out:
         assert sorted(os.listdir(out)) == sorted([LOCK, MANIFEST, *MINE])
 
@@ -184,8 +221,8 @@ def coin(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     ("setup", "argv", "match"),
     [
-        (a_run, ["length", "--quick"], r"out already holds files \(rnnsearch\); pick another"),
-        (earlier, ["length", "--quick"], r"out already holds files .*; pick another --out"),
+        (a_run, ["length", "--quick"], r"out already holds files not written by attnkit \(rnn"),
+        (earlier, ["length", "--quick"], r"out already holds files not written by attnkit \(not"),
         (nothing, ["length", "--quick", "--out", ""], "--out is empty; name a folder"),
         (linked_lock, ["length", "--quick"], r"\.attnkit\.lock is a symbolic link"),
     ],
@@ -211,7 +248,8 @@ def test_experiment_overwrite_replaces_only_its_own_output(
     out = tmp_path / "out"
     assert main(["experiment", "coin", "--out", str(out)]) == 0
     (out / "notes.txt").write_text("mine")
-    one_line_error(capsys, ["experiment", "coin", "--out", str(out)], "already holds files")
+    one_line_error(capsys, ["experiment", "coin", "--out", str(out)],
+                   r"already holds files not written by attnkit \(notes\.txt\)")
     assert main(["experiment", "coin", "--overwrite", "--out", str(out)]) == 0
     assert sorted(os.listdir(out)) == [MANIFEST, "coin.json", "notes.txt"]
     assert (out / "notes.txt").read_text() == "mine"

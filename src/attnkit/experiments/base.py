@@ -8,16 +8,20 @@ have fixed names: a config dataclass (each field a command-line flag, its help i
 ``"verdict"`` is computed from its checks by ``evidence.verdict_of``: ``"REPRODUCED"``,
 ``"NOT REPRODUCED: why"`` or ``"INCONCLUSIVE: why"``, with ``"checks"`` beside it), and
 ``report.report(result, out, say)`` that prints its table and writes
-``out/NAME.{json,csv,png}``; ``typical`` says how long a default run takes (``attnkit
-experiment`` lists it). Every config has a ``seed`` field (``--seed``); ``--out`` defaults to
-``runs/NAME/``. Training inside ``run`` goes through ``attnkit.fit`` (several runs
-side by side: ``pool.train_all``); the writers below are shared.
+``out/NAME.{json,csv,png}`` (every file an experiment writes goes through
+``train.outputs.write_output``, or ``open_output`` for a log, which record it in the folder's
+manifest so that ``--overwrite`` can tell it from a file of the user's); ``typical`` says how
+long a default run takes (``attnkit experiment`` lists it). Every config has a ``seed``
+field (``--seed``); ``--out`` defaults to ``runs/NAME/``. Training inside ``run`` goes
+through ``attnkit.fit`` (several runs side by side: ``pool.train_all``); the writers below
+are shared.
 """
 
 from __future__ import annotations
 
 import csv
 import importlib
+import io
 import json
 import math
 import sys
@@ -28,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .._flags import int_list, str_list
+from ..train.outputs import open_output, write_output
 
 Say = Callable[[str], None]
 """How an experiment prints a line (``print``, or a logger)."""
@@ -194,19 +199,19 @@ def no_nan(x: Any) -> Any:
 
 
 def write_json(result: dict[str, Any], path: Path) -> Path:
-    """Write ``result`` to ``path`` as indented JSON, NaN as null; returns ``path``."""
-    path.write_text(json.dumps(no_nan(result), indent=1), encoding="utf-8")
-    return path
+    """Write ``result`` to ``path`` as indented JSON, NaN as null (``write_output``); returns
+    ``path``."""
+    return write_output(path, json.dumps(no_nan(result), indent=1))
 
 
 def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> Path:
     """Write ``rows`` (dicts with the same keys, the first row's keys as header) to ``path``
-    as CSV; returns ``path``."""
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    return path
+    as CSV (``write_output``); returns ``path``."""
+    text = io.StringIO(newline="")
+    w = csv.DictWriter(text, fieldnames=list(rows[0]))
+    w.writeheader()
+    w.writerows(rows)
+    return write_output(path, text.getvalue())
 
 
 def write_outputs(
@@ -244,11 +249,13 @@ def pyplot() -> Any:
 
 
 def save_figure(fig: Any, path: Path, dpi: int = 110) -> Path:
-    """Lay ``fig`` out, write it to ``path`` and close it; returns ``path``."""
+    """Lay ``fig`` out, write it to ``path`` as PNG (``write_output``) and close it; returns
+    ``path``."""
     fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=dpi)
     pyplot().close(fig)
-    return path
+    return write_output(path, png.getvalue())
 
 
 def report_of(module: str) -> Callable[[dict[str, Any], Path, Say], list[Path]]:
@@ -302,6 +309,7 @@ __all__ = [
     "option",
     "parse_ints",
     "no_nan",
+    "open_output",
     "power_exponent",
     "pyplot",
     "report_of",
@@ -311,4 +319,5 @@ __all__ = [
     "task_names",
     "write_csv",
     "write_json",
+    "write_output",
 ]

@@ -28,6 +28,7 @@ import torch
 from ..train.checkpoint import find_checkpoint
 from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from ..train.fit import fit
+from ..train.outputs import open_output, write_output
 from ..train.runtime import set_threads
 from .base import Pooled, Say, Seeds, Tally, option
 
@@ -60,10 +61,10 @@ def plateau(epochs: int, best_epoch: int, patience: int) -> bool:
 
 
 def fit_logged(config: FitConfig, log_path: Path) -> float:
-    """Train ``config`` in this process, its log lines in ``log_path``; returns seconds."""
+    """Train ``config`` in this process, its log lines in ``log_path`` (written to
+    ``.NAME.tmp-PID`` beside it until the run ends: ``outputs.open_output``); returns seconds."""
     t0 = time.perf_counter()
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "w", encoding="utf-8") as f:
+    with open_output(log_path) as f:
         fit(config, log=lambda line: print(line, file=f, flush=True))
     return time.perf_counter() - t0
 
@@ -291,7 +292,7 @@ def write_multi30k(folder: Path, counts: Mapping[str, int], *, max_words: int = 
         take = short[:n]
         for k, lang in enumerate(("de", "en")):
             text = "".join(pairs[i][k] + "\n" for i in take)
-            (folder / f"{name}.{lang}").write_text(text, encoding="utf-8")
+            write_output(folder / f"{name}.{lang}", text)
         kept[name] = n
         kept[f"{name}_read"] = take[-1] + 1 if take else 0
     return kept

@@ -24,7 +24,10 @@ run they are left alone, and inside a checkpoint folder (``OUT/best/notes.txt``)
 
 ``open_experiment`` applies the same rules to ``attnkit experiment NAME --out DIR``, a folder
 of several runs and reports: the same lock, refused unless empty or ``--overwrite``, which removes
-only the names an earlier experiment recorded as written (in ``DIR/.attnkit-experiment.json``).
+only the files an earlier experiment recorded with their sha256 (in
+``DIR/.attnkit-experiment.json``, see ``outputs.py``) and that still hold that content. A run
+opened inside a running experiment's folder is recorded there: its folder must be new (or one
+the experiment made before), and the files training wrote are hashed when it ends.
 """
 
 from __future__ import annotations
@@ -32,7 +35,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import json
 import os
 import re
 import stat
@@ -40,17 +42,23 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .checkpoint import find_checkpoint, refuse_foreign, remove, write_text
+from .checkpoint import FILES, TRAINING_FILES, find_checkpoint, refuse_foreign, remove
+from .outputs import (
+    LOCK,
+    MANIFEST,
+    Manifest,
+    RunDirError,
+    is_attnkits,
+    live_root,
+    read_manifest,
+    refuse_links,
+    sha256_of,
+    update_manifest,
+    write_manifest,
+)
 
-LOCK = ".attnkit.lock"
 CHECKPOINTS = ("best", "last")  # folders, rotated through .NAME.old and .NAME.tmp-PID
 RUN_NAMES = (*CHECKPOINTS, "history.json")  # everything a run writes into OUT
-MANIFEST = ".attnkit-experiment.json"  # what an experiment found and wrote in its --out
-
-
-class RunDirError(ValueError):
-    """A training output folder that cannot be used as asked; the message says what to do."""
-
 
 @dataclass(frozen=True)
 class RunDir:
@@ -138,8 +146,9 @@ def open_run(
     of dead temporaries, and with ``resume_from`` set when ``resume`` finds a checkpoint."""
     if resume and overwrite:
         raise RunDirError("--resume and --overwrite contradict each other; pass one of them")
+    root = _claim(out)
     path = _usable_folder(out)
-    with _locked(path):
+    with _locked(path), _recorded(root, path):
         found = run_entries(path)
         if found and not (resume or overwrite):
             shown = ", ".join(p.name + ("/" if p.is_dir() else "") for p in found)
@@ -160,35 +169,150 @@ def open_run(
         yield RunDir(path, resume_from)
 
 
+def _claim(out: str | Path | None) -> Path | None:
+    """Inside a running experiment's folder (``outputs.live_root``), record ``out`` as a run
+    folder of the experiment; refused when it exists with files the experiment did not make.
+    Returns the experiment's folder, or None outside one."""
+    if out is None or not str(out).strip():
+        return None
+    path = Path(out)
+    root = live_root(path)
+    if root is None:
+        return None
+    refuse_links(path, root)
+    rel = os.path.relpath(os.path.abspath(path), root)
+
+    def claim(m: Manifest) -> None:
+        if rel in m.runs:
+            return
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            raise RunDirError(
+                f"{path} holds files not written by attnkit, where the experiment trains a run; "
+                "move it out, or pick another --out"
+            )
+        m.runs.append(rel)
+
+    update_manifest(root, claim)
+    return root
+
+
+@contextlib.contextmanager
+def _recorded(root: Path | None, run: Path) -> Iterator[None]:
+    """When the run ends, however it ends, record the hashes of the files training wrote into
+    ``run`` in the manifest of the experiment at ``root`` (None: outside one, nothing)."""
+    try:
+        yield
+    finally:
+        if root is not None:
+            base = os.path.relpath(os.path.abspath(run), root)
+
+            def record(m: Manifest) -> None:
+                for rel in _run_names(base):
+                    p = root / rel
+                    if p.is_file() and not p.is_symlink():
+                        m.wrote[rel] = sha256_of(p)
+                    else:
+                        m.wrote.pop(rel, None)
+
+            update_manifest(root, record)
+
+
 def _experiment_entries(out: Path) -> list[str]:
     """Names in ``out`` other than the lock, the manifest and the manifest's temporaries."""
     own = (LOCK, MANIFEST)
     return sorted(n for n in os.listdir(out) if n not in own and not n.startswith(f".{MANIFEST}."))
 
 
-def _experiment_wrote(out: Path, present: list[str]) -> list[str]:
-    """Which of ``present`` an earlier experiment wrote, by its manifest: the names it listed
-    when it ended, or (killed before that) every name but those it found there."""
-    try:
-        manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
-        kept, wrote = manifest["kept"], manifest.get("wrote")
-    except (OSError, ValueError, KeyError, TypeError):
-        return []  # no manifest (or a damaged one): nothing is known to be attnkit's
-    if not _names(kept) or not (wrote is None or _names(wrote)):
-        return []  # a manifest of other types ("kept": "user" passes `in`): trust nothing
-    if wrote is None:
-        return [n for n in present if n not in kept]
-    return [n for n in present if n in wrote]
+def _files_under(out: Path, names: list[str]) -> list[str]:
+    """Every file (and link, and empty folder) under ``out/NAME`` for ``names``, relative."""
+    found = []
+    for n in names:
+        p = out / n
+        if p.is_dir() and not p.is_symlink():
+            inner = [os.path.relpath(os.path.join(d, f), out)
+                     for d, dirs, files in os.walk(p) for f in files + [x for x in dirs
+                     if os.path.islink(os.path.join(d, x))]]  # fmt: skip
+            found += inner or [n]
+        else:
+            found.append(n)
+    return sorted(found)
 
 
-def _names(value: object) -> bool:
-    """Whether ``value`` is what a manifest lists: a JSON list of file names."""
-    return isinstance(value, list) and all(isinstance(n, str) for n in value)
+def _run_names(run: str) -> set[str]:
+    """What training writes into the run folder ``run`` (relative paths): its history and the
+    files of its checkpoints."""
+    ckpt = FILES + TRAINING_FILES
+    return {f"{run}/history.json", *(f"{run}/{c}/{f}" for c in CHECKPOINTS for f in ckpt)}
 
 
-def _write_manifest(out: Path, name: str, kept: list[str], wrote: list[str] | None) -> None:
-    record = {"experiment": name, "kept": kept, "wrote": wrote}
-    write_text(out / MANIFEST, json.dumps(record, indent=1))
+def _sort_out(out: Path, m: Manifest | None, names: list[str]) -> tuple[list[str], list[str]]:
+    """The files under ``names`` split into attnkit's (recorded with a matching hash, a
+    temporary it listed, or what training wrote into a run folder it made) and the user's."""
+    runs: set[str] = set()
+    if m is not None:
+        runs = {r for run in m.runs for r in _run_names(run)}
+    ours: list[str] = []
+    theirs: list[str] = []
+    for rel in _files_under(out, names):
+        mine = m is not None and (is_attnkits(out, m, rel) or rel in m.writing or rel in runs
+                                  or (out / rel).is_dir() and rel in _folders_of(m))  # fmt: skip
+        (ours if mine and not (out / rel).is_symlink() else theirs).append(rel)
+    return ours, theirs
+
+
+def _folders_of(m: Manifest) -> set[str]:
+    """The folders attnkit made for the files its manifest names (written or being written)."""
+    named = {*m.wrote, *m.writing, *(w["for"] for w in m.writing.values())}
+    return {str(p) for rel in named for p in Path(rel).parents if str(p) != "."}
+
+
+def _remove_file(out: Path, rel: str) -> None:
+    """Remove ``out/rel`` (when there) and the folders it leaves empty, up to ``out``."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(out / rel)
+    parent = (out / rel).parent
+    while parent != out and parent.is_dir() and not parent.is_symlink() and not any(
+        parent.iterdir()
+    ):
+        os.rmdir(parent)
+        parent = parent.parent
+
+
+def _shown(names: list[str]) -> str:
+    return ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+
+
+def _check_experiment(path: Path, name: str, m: Manifest | None, overwrite: bool) -> None:
+    """Refuse (one line) a folder whose files the experiment may not touch or write over."""
+    present = _experiment_entries(path)
+    if m is not None:
+        changed = sorted(r for r in m.wrote if os.path.lexists(path / r)
+                         and not is_attnkits(path, m, r))  # fmt: skip
+        if changed:
+            raise RunDirError(
+                f"{path / changed[0]} was written by attnkit but has changed since: it is yours "
+                "now, and --overwrite never removes it; move it out of the folder, or pick "
+                "another --out"
+            )
+    ours, theirs = _sort_out(path, m, present)
+    if present and not overwrite:
+        if theirs:
+            raise RunDirError(
+                f"{path} already holds files not written by attnkit ({_shown(theirs)}); move "
+                "them out, or pick another --out (--overwrite never removes them)"
+            )
+        raise RunDirError(
+            f"{path} already holds an earlier experiment's output ({_shown(present)}); pass "
+            "--overwrite to replace it, or pick another --out"
+        )
+    for out_name in (f"{name}.{ext}" for ext in ("csv", "json", "png")):
+        p = path / out_name
+        refuse_links(p, path)
+        if out_name in theirs:
+            raise RunDirError(
+                f"{p} is not written by attnkit and the experiment writes that name: move it "
+                "out, or pick another --out (--overwrite never replaces it)"
+            )
 
 
 @contextlib.contextmanager
@@ -198,32 +322,29 @@ def open_experiment(
     """Open ``out`` for experiment ``name``: the run-folder rules of ``open_run`` for a folder
     of several runs and reports. Locked (``.attnkit.lock``) for the duration; refused when it
     holds anything (a run, an earlier experiment's output, your files) unless ``overwrite``,
-    which removes only what an earlier experiment wrote there and leaves the rest. What an
-    experiment writes is recorded in ``out/.attnkit-experiment.json``: the names it found
-    (``kept``) before it starts, the names it wrote when it ends, fails or is interrupted."""
+    which removes only the files an earlier experiment recorded with their sha256 and still
+    hold that content (``outputs.py``), and leaves the rest. Refused, even with ``overwrite``,
+    when a recorded file has changed since (it is yours now) or when a file of yours, or a
+    link, has a name the experiment writes."""
     path = _usable_folder(out)
     with _locked(path):
-        present = _experiment_entries(path)
-        ours = _experiment_wrote(path, present)
-        if present and not overwrite:
-            shown = ", ".join(present[:5]) + (", ..." if len(present) > 5 else "")
-            what = "an experiment's output" if ours == present else "files"
-            raise RunDirError(
-                f"{path} already holds {what} ({shown}); pick another --out, or pass "
-                "--overwrite to replace what an earlier experiment wrote there"
-            )
-        for n in ours:  # the lock is ours, so no live experiment is writing any of them
-            remove(path / n)
-        kept = [n for n in present if n not in ours]
-        _write_manifest(path, name, kept, None)
+        m = read_manifest(path)
+        _check_experiment(path, name, m, overwrite)
+        runs: list[str] = []
+        if m is not None:  # the lock is ours, so no live experiment is writing any of them
+            placed = {*m.wrote, *(w["for"] for w in m.writing.values())}
+            for rel in sorted({*m.writing, *(r for r in placed if is_attnkits(path, m, r))}):
+                if not (path / rel).is_symlink() and not (path / rel).is_dir():
+                    _remove_file(path, rel)  # and the folders it made, once empty
+            runs = [r for r in m.runs if (path / r).is_dir()]
+        kept = [n for n in _experiment_entries(path) if n not in runs]
+        write_manifest(path, Manifest(name, kept, runs=runs))
         try:
             yield path
         finally:
-            wrote = [n for n in _experiment_entries(path) if n not in kept]
-            if wrote:
-                _write_manifest(path, name, kept, wrote)
-            else:  # refused or failed before writing anything: leave the folder as it was
-                (path / MANIFEST).unlink(missing_ok=True)
+            m = read_manifest(path)
+            if m is not None and not (m.wrote or m.writing or m.runs):
+                (path / MANIFEST).unlink(missing_ok=True)  # wrote nothing: as it was
 
 
 __all__ = [

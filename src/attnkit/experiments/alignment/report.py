@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, write_outputs
+from ..base import Say, markdown_table, save_figure, write_outputs
 from ..evidence import checks_table
 
 
@@ -145,10 +145,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     ax.set_title(f"D = {claim['window']}, source {'reversed' if claim['reversed'] else 'forward'}"
                  f", {len(result['seeds'])} seeds, 95% t-intervals (cf. Luong et al. 2015, "
                  "Table 6)", fontsize=9)  # fmt: skip
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 __all__ = ["gap_table", "plot", "report", "rows", "task_table", "text_table"]

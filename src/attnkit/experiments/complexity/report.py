@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, write_outputs
+from ..base import Say, markdown_table, save_figure, write_outputs
 from ..evidence import checks_table
 from .checks import TERM
 from .models import LAYERS
@@ -165,10 +165,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     bx.set_title("below 1: self-attention is faster than the GRU", fontsize=10)
     bx.grid(alpha=0.3, which="both")
     bx.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 __all__ = ["crossover_table", "path_table", "plot", "report", "reported_table", "table1",

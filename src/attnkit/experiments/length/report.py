@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, write_outputs
+from ..base import Say, markdown_table, save_figure, write_outputs
 from ..evidence import checks_table
 from . import LABELS, MODELS
 
@@ -98,10 +98,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     )
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 __all__ = ["report", "rows", "runs_text", "text_table"]

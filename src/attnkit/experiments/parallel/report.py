@@ -8,7 +8,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, write_outputs
+from ..base import Say, markdown_table, save_figure, write_outputs
 from ..evidence import checks_table
 from . import MODELS
 
@@ -110,10 +110,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
         ax.legend(fontsize=8)
     fig.suptitle(f"load average {max(t['load']):.2f} (cf. Vaswani et al. 2017, Table 1: "
                  "sequential operations O(n) vs O(1))", fontsize=10)  # fmt: skip
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 __all__ = ["depth_table", "plot", "report", "rows", "speedup_table"]

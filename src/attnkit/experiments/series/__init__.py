@@ -50,7 +50,7 @@ import numpy as np
 from ..._checks import check_ranges
 from ...train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from .. import evidence as ev
-from ..base import Experiment, Pooled, begin, check_schedule, option
+from ..base import Experiment, Pooled, begin, check_schedule, open_output, option
 from ..pool import train_all
 
 COMPARED = ("attention", "none")  # the claim's arms: attention over the window, and without
@@ -63,7 +63,7 @@ ARM_NAMES = {"attention": "attention", "none": "encoder-decoder without attentio
 @dataclass
 class SeriesConfig(Pooled):
     runs: int = option(5, "seeds seed, seed+1, ...: each a new data set and initialisation")
-    steps: int = option(12000, "cap on the updates per model, the same for every model")
+    steps: int = option(18000, "cap on the updates per model, the same for every model")
     epoch_steps: int = option(250, "updates between two validations (generated data)")
     patience: int = option(3, "validations without a lower valid loss before stopping")
     batch_size: int = option(32, "windows per update")
@@ -322,7 +322,7 @@ def train_models(
 def _fit_with(config: FitConfig, data: Any, log_path: Path) -> None:
     from ...train.fit import fit
 
-    with open(log_path, "w", encoding="utf-8") as f:
+    with open_output(log_path) as f:
         fit(config, log=lambda line: print(line, file=f, flush=True), data=data)
 
 

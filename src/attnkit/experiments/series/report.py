@@ -5,12 +5,13 @@ period's multiples marked) and an example attention heatmap."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..base import Say, markdown_table, pyplot, save_figure
+from ..base import Say, markdown_table, pyplot, save_figure, write_output
 from ..evidence import conclude
 
 LABELS = {"attention": "attention (compared)", "none": "no attention (compared)",
@@ -126,9 +127,11 @@ def example(result: dict[str, Any], out: Path) -> Path:
     forecast, weights = predict(ck.model, test[:1])
     assert weights is not None
     path = out / "series_example.png"
-    show_window(test[0], forecast[0], weights[0], png=str(path),
-                title=f"series {test[0].series.id} (test window 0)")  # fmt: skip
-    return path
+    with tempfile.TemporaryDirectory() as drawn:  # viz writes a file; write_output places it
+        png = Path(drawn) / path.name
+        show_window(test[0], forecast[0], weights[0], png=str(png),
+                    title=f"series {test[0].series.id} (test window 0)")  # fmt: skip
+        return write_output(path, png.read_bytes())
 
 
 __all__ = ["hits_table", "plot", "report", "reported_table", "rows", "text_table"]

@@ -25,6 +25,7 @@ n decoder width, V target vocabulary.
 
 from __future__ import annotations
 
+import io
 import time
 from pathlib import Path
 from typing import Any, Protocol
@@ -34,6 +35,7 @@ from torch import Tensor
 
 from ...models.softness import CAPTION_NAMES, REGISTRY, resolve
 from ...train.config import DataConfig
+from ...train.outputs import write_output
 from .config import ROWS
 
 
@@ -118,8 +120,9 @@ def pretrain_features(cfg: CaptionSettings, epochs: int, path: Path) -> dict[str
                                  channels=cfg.hidden, patch=cfg.caption_patch, seed=cfg.seed,
                                  layers=cfg.caption_cnn_layers, epochs=epochs,
                                  batch_size=cfg.batch_size * 2)  # fmt: skip
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(state, path)
+    weights = io.BytesIO()
+    torch.save(state, weights)
+    write_output(path, weights.getvalue())
     return report
 
 

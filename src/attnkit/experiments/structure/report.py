@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, write_outputs
+from ..base import Say, markdown_table, save_figure, write_outputs
 from ..evidence import checks_table
 
 COLUMNS = ("part", "arm", "seed", "auc", "valid_final", "valid_best", "test_accuracy",
@@ -97,10 +97,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
                      fontsize=8)  # fmt: skip
         ax.legend(fontsize=7, loc="lower right")
     fig.suptitle(textwrap.fill(result["verdict"], 110 * len(parts) // 2), fontsize=6)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=100)
 
 
 def arms_index(result: dict[str, Any], part: str, arm: str) -> int:
