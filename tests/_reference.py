@@ -94,53 +94,43 @@ def normalise(scores: Tensor, mask: Tensor | None, row_fn, **kw) -> np.ndarray:
 # --------------------------------------------------------------------------------------- scores
 
 
-def dot_ref(q: np.ndarray, k: np.ndarray, scale: float = 1.0) -> np.ndarray:
-    """score(h_t, h_s) = scale · Σ_d h_t[d] h_s[d], with loops. q (B, Tq, D), k (B, Tk, D)."""
-    b, tq, d = q.shape
+def pairwise_ref(q: np.ndarray, k: np.ndarray, pair) -> np.ndarray:
+    """out[b, t, s] = pair(q[b, t], k[b, s]), one (t, s) pair at a time.
+    q (B, Tq, D), k (B, Tk, D) -> (B, Tq, Tk)."""
+    b, tq, _ = q.shape
     tk = k.shape[1]
     out = np.zeros((b, tq, tk))
     for i in range(b):
         for t in range(tq):
             for s in range(tk):
-                out[i, t, s] = scale * sum(q[i, t, x] * k[i, s, x] for x in range(d))
+                out[i, t, s] = pair(q[i, t], k[i, s])
     return out
+
+
+def dot_ref(q: np.ndarray, k: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    """score(h_t, h_s) = scale · Σ_d h_t[d] h_s[d], with loops. q (B, Tq, D), k (B, Tk, D)."""
+    return pairwise_ref(q, k, lambda ht, hs: scale * sum(ht[x] * hs[x] for x in range(len(ht))))
 
 
 def general_ref(q: np.ndarray, k: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Luong 2015: h_tᵀ W_a h_s = Σ_{x,y} h_t[x] W[x, y] h_s[y]."""
-    b, tq, _ = q.shape
-    tk = k.shape[1]
-    out = np.zeros((b, tq, tk))
-    for i in range(b):
-        for t in range(tq):
-            for s in range(tk):
-                out[i, t, s] = float(q[i, t] @ w @ k[i, s])
-    return out
+    return pairwise_ref(q, k, lambda ht, hs: float(ht @ w @ hs))
 
 
 def additive_ref(q, k, w1, w2, v, bias) -> np.ndarray:
     """Bahdanau 2015: vᵀ tanh(W₁ s + W₂ h + b), one (t, s) pair at a time."""
-    b, tq, _ = q.shape
-    tk = k.shape[1]
-    out = np.zeros((b, tq, tk))
-    for i in range(b):
-        for t in range(tq):
-            for s in range(tk):
-                pre = w1 @ q[i, t] + w2 @ k[i, s] + (0 if bias is None else bias)
-                out[i, t, s] = float(v @ np.tanh(pre))
-    return out
+    b = 0 if bias is None else bias
+    return pairwise_ref(q, k, lambda s, h: float(v @ np.tanh(w1 @ s + w2 @ h + b)))
 
 
 def cosine_ref(q: np.ndarray, k: np.ndarray, beta: float) -> np.ndarray:
-    b, tq, _ = q.shape
-    tk = k.shape[1]
-    out = np.zeros((b, tq, tk))
-    for i in range(b):
-        for t in range(tq):
-            for s in range(tk):
-                nq, nk = np.sqrt((q[i, t] ** 2).sum()), np.sqrt((k[i, s] ** 2).sum())
-                out[i, t, s] = beta * float(q[i, t] @ k[i, s]) / (nq * nk)
-    return out
+    """β · cos(h_t, h_s) = β · h_tᵀ h_s / (‖h_t‖ ‖h_s‖)."""
+
+    def cosine(ht: np.ndarray, hs: np.ndarray) -> float:
+        nq, nk = np.sqrt((ht**2).sum()), np.sqrt((hs**2).sum())
+        return beta * float(ht @ hs) / (nq * nk)
+
+    return pairwise_ref(q, k, cosine)
 
 
 def location_ref(q: np.ndarray, w: np.ndarray, tk: int) -> np.ndarray:

@@ -1,12 +1,13 @@
 """Checks the sequence-to-sequence model tests share: a tiny model trained on toy-ko through
 the library's loop reloads from its checkpoint to the same logits; ``attnkit train`` then
 ``attnkit translate`` round-trip from the command line; decoding step by step gives the
-teacher-forced forward's logits and weights.
+teacher-forced forward's logits and weights; and a small padded batch of random tokens.
 
     run = train_toy_ko("luong", tmp_path, epochs=3, lr=1e-2, align="local-p")
     loaded = reloads_to_the_same_logits(run, tmp_path)
     trains_and_translates_from_the_cli("luong", {"cell": "gru"}, tmp_path / "run", capsys)
     out = steps_equal_forward(model, src, src_len, tgt)
+    src, src_len, tgt_in, tgt_out = padded_batch(seed=0)
 """
 
 from __future__ import annotations
@@ -24,6 +25,20 @@ from attnkit.data.vocab import Vocab
 from attnkit.models import build_model
 from attnkit.train import checkpoint
 from attnkit.train.loop import TrainConfig, TrainResult, train, valid_loss
+
+
+def padded_batch(seed: int = 0) -> tuple[torch.Tensor, ...]:
+    """B=5 random sources of unequal lengths (one of length 1), padded random targets:
+    (src, src_len, tgt_in, tgt_out)."""
+    g = torch.Generator().manual_seed(seed)
+    src_len = torch.tensor([6, 3, 5, 1, 6])
+    src = torch.randint(3, 15, (5, 6), generator=g)
+    tgt = torch.randint(3, 13, (5, 8), generator=g)
+    for i, n in enumerate(src_len.tolist()):
+        src[i, n:] = 0
+        tgt[i, 2 + n :] = 0
+    tgt[:, 0] = 1  # bos
+    return src, src_len, tgt[:, :-1], tgt[:, 1:]
 
 
 @dataclass

@@ -39,3 +39,16 @@ def test_too_few_seeds_and_no_claim_left_each_withhold_only_their_task() -> None
                           ["multi30k"])  # fmt: skip
     assert three["multi30k"].startswith("INCONCLUSIVE: multi30k: seeds for a check")
     assert "under-covers" in three["multi30k"]
+
+
+def test_the_configs_task_rows_are_the_tasks_own() -> None:
+    """The config checks --tasks and --rows against config.TASK_ROWS (it cannot import the
+    package's TASKS, whose functions take the config): each task there has the rows TASKS
+    runs, in the same order."""
+    from attnkit.experiments.softness import TASKS
+    from attnkit.experiments.softness.config import TASK_ROWS, SoftnessConfig
+
+    assert list(TASKS) == list(TASK_ROWS)
+    assert all((t.rows, t.default_rows) == TASK_ROWS[n] for n, t in TASKS.items())
+    assert SoftnessConfig(tasks="digit-captions").rows_of("digit-captions") == [
+        "mean", "soft", "hard"]  # fmt: skip

@@ -8,25 +8,13 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from _seq2seq import padded_batch
 
 from attnkit.models import build_model
 from attnkit.models.base import Seq2Seq
 from attnkit.models.latent import broadcast_feature, token_scores
 
 SOFTNESS = ["soft", "mean", "hard", "gumbel", "variational"]
-
-
-def batch(seed: int = 0):
-    """B=5 random sources of unequal lengths, random targets with padding."""
-    g = torch.Generator().manual_seed(seed)
-    src_len = torch.tensor([6, 3, 5, 1, 6])
-    src = torch.randint(3, 15, (5, 6), generator=g)
-    tgt = torch.randint(3, 13, (5, 8), generator=g)
-    for i, n in enumerate(src_len.tolist()):
-        src[i, n:] = 0
-        tgt[i, 2 + n :] = 0
-    tgt[:, 0] = 1  # bos
-    return src, src_len, tgt[:, :-1], tgt[:, 1:]
 
 
 def model(name: str, softness: str, estimator: str = "enumerate", dropout: float = 0.0):
@@ -61,7 +49,7 @@ def test_forward_equals_the_per_step_path(name: str, softness: str, training: bo
     # RNNsearch's dropout acts inside the recurrence, so its draws keep their order; Luong's
     # acts in the output layer, whose masks are now drawn after the loop (same distribution)
     dropout = 0.3 if name == "rnnsearch" else 0.0
-    m, b = model(name, softness, dropout=dropout), batch()
+    m, b = model(name, softness, dropout=dropout), padded_batch()
     m.train(training)
     torch.manual_seed(7)
     fast = m(*b[:3])
@@ -76,7 +64,7 @@ def test_training_loss_is_the_per_step_cross_entropy(name: str, softness: str) -
     """soft, mean, gumbel: the loss is cross-entropy of the per-step logits; hard in training
     samples z ~ α in the per-step order, so its logits are the per-step ones too. soft and
     mean run packed targets on the CPU: the per-step logits at the real positions."""
-    m, b = model(name, softness), batch()
+    m, b = model(name, softness), padded_batch()
     m.train()
     torch.manual_seed(3)
     loss, out = m.training_loss(*b, 0.1)
@@ -102,7 +90,7 @@ def test_training_loss_is_the_per_step_cross_entropy(name: str, softness: str) -
 def test_variational_loss_is_the_per_step_negative_elbo(name: str) -> None:
     """−ELBO per real token, by hand from one decoder step at a time:
     Σ_s q_s (log p(y | h_s) − log q_s + log p_s) (Deng 2018, eq. 3)."""
-    m, (src, src_len, tgt_in, tgt_out) = model(name, "variational"), batch()
+    m, (src, src_len, tgt_in, tgt_out) = model(name, "variational"), padded_batch()
     m.eval()
     loss, _ = m.training_loss(src, src_len, tgt_in, tgt_out)
     with torch.no_grad():  # the reference needs no graph
@@ -127,7 +115,7 @@ def test_variational_loss_is_the_per_step_negative_elbo(name: str) -> None:
 @pytest.mark.parametrize("name", ["rnnsearch", "luong"])
 @pytest.mark.parametrize("softness", ["soft", "variational"])
 def test_token_scores_are_the_per_step_log_likelihoods(name: str, softness: str) -> None:
-    m, b = model(name, softness), batch()
+    m, b = model(name, softness), padded_batch()
     m.eval()
     ll, _ = token_scores(m, *b)
     slow = torch.log_softmax(per_step(m, b, 0).logits.float(), -1)  # (B, T, V)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
+from _seq2seq import padded_batch
 
 import attnkit.models.latent as latent
 import attnkit.models.rnnsearch as rnnsearch_mod
@@ -27,19 +28,6 @@ CASES = [
     ("variational", "enumerate"),
     ("variational", "sample"),
 ]
-
-
-def batch(seed: int = 0):
-    """B=5 random sources of unequal lengths (one of length 1), padded random targets."""
-    g = torch.Generator().manual_seed(seed)
-    src_len = torch.tensor([6, 3, 5, 1, 6])
-    src = torch.randint(3, 15, (5, 6), generator=g)
-    tgt = torch.randint(3, 13, (5, 8), generator=g)
-    for i, n in enumerate(src_len.tolist()):
-        src[i, n:] = 0
-        tgt[i, 2 + n :] = 0
-    tgt[:, 0] = 1  # bos
-    return src, src_len, tgt[:, :-1], tgt[:, 1:]
 
 
 def model(softness: str, estimator: str, dropout: float = 0.0):
@@ -93,7 +81,7 @@ def assert_same(fast, slow) -> None:
 def test_the_step_path_equals_the_generic_attention(
     softness: str, estimator: str, training: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    m, b = model(softness, estimator, dropout=0.3), batch()
+    m, b = model(softness, estimator, dropout=0.3), padded_batch()
     m.train(training)
     counts = {"updates": None}
     if hasattr(m, "updates"):  # the stochastic softnesses count updates: start both at 0
@@ -109,7 +97,7 @@ def test_the_step_path_equals_the_generic_attention(
 
 def test_the_generic_path_is_really_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
     """The comparison above would prove nothing if the patch missed the model's call."""
-    m, b = model("soft", "enumerate"), batch()
+    m, b = model("soft", "enumerate"), padded_batch()
     calls = []
 
     def spy(*args, **kwargs):
@@ -124,7 +112,7 @@ def test_the_generic_path_is_really_replaced(monkeypatch: pytest.MonkeyPatch) ->
 def test_teacher_forced_gradients_equal_the_per_step_path() -> None:
     """``unroll`` (target embeddings looked up once and unbound) against the loop of
     ``step``: the cross-entropy's gradient for every parameter, float64."""
-    m, b = model("soft", "enumerate"), batch()
+    m, b = model("soft", "enumerate"), padded_batch()
     m.train()
 
     def grads(forward) -> list:
@@ -159,7 +147,7 @@ def test_without_dropout_the_deep_output_reads_the_looked_up_embeddings(
     """With p = 0 the step skips dropout, so ``unroll`` hands the output layer the (B, T, E)
     embeddings as looked up (test_teacher_forced_gradients_equal_the_per_step_path checks
     the gradients of that path; tests/models/test_output_after_loop.py the dropout one)."""
-    m, b = model("soft", "enumerate", dropout=dropout), batch()
+    m, b = model("soft", "enumerate", dropout=dropout), padded_batch()
     m.train()
     reused = []
     stacked = latent._stacked

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import torch
+from _seq2seq import padded_batch
 
 from attnkit.data import digit_captions as dc
 from attnkit.data import digits
@@ -74,19 +75,6 @@ def _randomise(m: torch.nn.Module, std: float) -> torch.nn.Module:
     return m.double()
 
 
-def _seq2seq_batch():
-    """B=5 random sources of unequal lengths, random targets with padding."""
-    g = torch.Generator().manual_seed(0)
-    src_len = torch.tensor([6, 3, 5, 1, 6])
-    src = torch.randint(3, 15, (5, 6), generator=g)
-    tgt = torch.randint(3, 13, (5, 8), generator=g)
-    for i, n in enumerate(src_len.tolist()):
-        src[i, n:] = 0
-        tgt[i, 2 + n :] = 0
-    tgt[:, 0] = 1  # bos
-    return src, src_len, tgt[:, :-1], tgt[:, 1:]
-
-
 def _updates(m: Any, run: Any, out: dict[str, Any]) -> None:
     """Two SGD updates of the training loss (seeds 2 and 3): loss, output, gradient, and
     what the model counts."""
@@ -113,7 +101,7 @@ def seq2seq_numbers(name: str, case: str) -> dict[str, Any]:
     torch.manual_seed(0)
     m: Any = build_model(name, preset="tiny", src_vocab=15, tgt_vocab=13, **kw)
     m = _randomise(m, 0.5)
-    b = _seq2seq_batch()
+    b = padded_batch()
     out: dict[str, Any] = {}
     m.eval()
     f = m(*b[:3])

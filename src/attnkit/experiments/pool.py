@@ -60,6 +60,15 @@ def plateau(epochs: int, best_epoch: int, patience: int) -> bool:
     return epochs - best_epoch >= patience
 
 
+def stop_of_epochs(run: Path, patience: int) -> tuple[int, bool]:
+    """The epochs a run (a folder with ``history.json``) trained before it stopped, and
+    whether it was censored: cut by the cap of epochs before ``patience`` validations passed
+    without a lower valid loss."""
+    losses = [row["valid_loss"] for row in history(run)]
+    best = 1 + min(range(len(losses)), key=losses.__getitem__)
+    return len(losses), not plateau(len(losses), best, patience)
+
+
 def fit_logged(config: FitConfig, log_path: Path) -> float:
     """Train ``config`` in this process, its log lines in ``log_path`` (written to
     ``.NAME.tmp-PID`` beside it until the run ends: ``outputs.open_output``); returns seconds."""
@@ -299,5 +308,5 @@ def write_multi30k(folder: Path, counts: Mapping[str, int], *, max_words: int = 
 
 
 __all__ = ["LMSettings", "MULTI30K", "MULTI30K_SPLITS", "QuietPool", "fit_logged", "generator",
-           "history", "lm_data", "lm_run", "plateau", "run_each", "steps_done", "train_all",
-           "train_lms", "write_multi30k"]
+           "history", "lm_data", "lm_run", "plateau", "run_each", "steps_done", "stop_of_epochs",
+           "train_all", "train_lms", "write_multi30k"]

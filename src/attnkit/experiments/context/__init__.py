@@ -50,7 +50,8 @@ import torch
 
 from .. import evidence as ev
 from ..base import Experiment, Say, begin
-from ..pool import history, lm_data, plateau, train_lms
+from ..pool import lm_data, train_lms
+from ..pool import stop_of_epochs as stop_of
 from .config import ContextConfig
 from .jobs import ARMS, make_jobs
 
@@ -153,14 +154,6 @@ def run_experiment(cfg: ContextConfig, out: Path, say: Say = print) -> dict[str,
         "reported": reported_of(numbers),
         **ev.judged(checks),
     }
-
-
-def stop_of(run: Path, patience: int) -> tuple[int, bool]:
-    """The epochs a run trained before it stopped, and whether it was censored: cut by the cap
-    of epochs before ``patience`` validations passed without a lower valid loss."""
-    losses = [row["valid_loss"] for row in history(run)]
-    best = 1 + min(range(len(losses)), key=losses.__getitem__)
-    return len(losses), not plateau(len(losses), best, patience)
 
 
 def bpc_table(n: dict[str, Any]) -> dict[str, list[float]]:

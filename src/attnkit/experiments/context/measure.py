@@ -18,6 +18,7 @@ import torch.nn.functional as F
 
 from ...data.lm_text import Segment
 from ...data.vocab import Vocab
+from ...eval.lm import sliding_nll
 from ...tasks.lm import batches, run, unigram_bits
 
 LN2 = math.log(2)
@@ -39,21 +40,6 @@ def xl_segment_bits(model: Any, segs: Sequence[Segment], vocab: Vocab, streams: 
             total[i] += float(nll[row].sum())
             count[i] += int((b.targets[row] != 0).sum())
     return [t / c / LN2 for t, c in zip(total, count, strict=True)]
-
-
-def sliding_nll(model: Any, ids: torch.Tensor, context: int, batch: int = 256) -> torch.Tensor:
-    """The vanilla evaluation (Al-Rfou et al. 2018; Dai 2019, §3.2 "evaluation"): character t
-    predicted from the ``context`` characters before it, each window computed from scratch.
-    ids (N,) -> nats of characters 1 .. N-1 (N-1,): characters 1 .. C-1 from the first
-    window's prefix (all the context they have), each later one from its own full window."""
-    first = model(ids[None, :context]).logits[0]  # (C, V): predicts characters 1 .. C
-    out = [F.cross_entropy(first[:-1], ids[1:context], reduction="none")]  # (C-1,)
-    windows = ids[:-1].unfold(0, context, 1)  # (N-C, C): window s predicts character s + C
-    targets = ids[context:]  # (N-C,)
-    for s in range(0, windows.shape[0], batch):
-        logits = model(windows[s : s + batch]).logits[:, -1]  # (W, V)
-        out.append(F.cross_entropy(logits, targets[s : s + batch], reduction="none"))
-    return torch.cat(out)  # (N-1,)
 
 
 @torch.no_grad()

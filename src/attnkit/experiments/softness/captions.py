@@ -36,7 +36,7 @@ from torch import Tensor
 from ...models.softness import CAPTION_NAMES, REGISTRY, resolve
 from ...train.config import DataConfig
 from ...train.outputs import write_output
-from .config import ROWS
+from .config import CAPTION_DEFAULT_ROWS, CAPTION_ROWS, ROWS
 
 
 class CaptionSettings(Protocol):
@@ -67,10 +67,7 @@ class CaptionSettings(Protocol):
     caption_gate: str
     caption_dropout: float
 
-# the captioner has the enumerated ELBO only (docs/captioning.md): no variational-sample row
-CAPTION_ROWS = ("mean", "soft", "hard", "gumbel", "variational")
-# the default: Xu 2015 Table 1's two rows and the no-attention baseline the claim needs
-CAPTION_DEFAULT_ROWS = ("mean", "soft", "hard")
+
 # the rows whose test-time likelihood is exact: no sampled context in the recurrence
 DETERMINISTIC = tuple(n for n in CAPTION_NAMES if not REGISTRY[n].samples)
 

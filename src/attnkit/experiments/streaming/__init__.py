@@ -47,8 +47,8 @@ import torch
 
 from .. import evidence as ev
 from ..base import Experiment, Say, begin
-from ..context import stop_of
 from ..pool import lm_data, lm_run, train_lms
+from ..pool import stop_of_epochs as stop_of
 from .config import StreamingConfig
 
 QUICK = dict(

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..context.measure import sliding_nll
+from ...eval.lm import sliding_nll
 
 LN2 = math.log(2)
 
@@ -50,7 +50,7 @@ def cached_nll(model: Any, streams: Tensor, window: int, sinks: int) -> Tensor:
 @torch.no_grad()
 def recompute_nll(model: Any, streams: Tensor, window: int) -> Tensor:
     """Character t + 1 predicted from the last ``window`` characters up to t, run from
-    scratch (``context.measure.sliding_nll``; the first w from their whole prefix):
+    scratch (``attnkit.eval.lm.sliding_nll``; the first w from their whole prefix):
     streams (B, N) -> (B, N-1)."""
     model.eval()
     return torch.stack([sliding_nll(model, row, window) for row in streams])  # (B, N-1)

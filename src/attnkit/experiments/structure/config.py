@@ -1,0 +1,91 @@
+"""The settings of the structure experiment (structure/__init__.py); every field is a flag of
+``attnkit experiment structure``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..._checks import check_ranges
+from ..base import Pooled, names_of, option
+from .data import Shape
+from .measure import DocsSetting
+from .qa import QASetting
+
+PARTS = ("han", "multidim", "qa")
+
+
+# (docs: sentences per document, updates between validation scores, HAN width, validation
+# and test documents; digit-qa: preset, updates between validation scores, patience, sizes)
+SETTINGS = {
+    False: dict(sentences=(10, 30), every=25, width=32, valid=200, test=500,
+                qa_preset="small", qa_every=200, patience=4, qa_sizes=(6000, 500, 1000)),
+    True: dict(sentences=(3, 4), every=1, width=8, valid=8, test=8,
+               qa_preset="tiny", qa_every=1, patience=1, qa_sizes=(192, 64, 64)),
+}  # fmt: skip
+
+
+@dataclass
+class StructureConfig(Pooled):
+    seeds: int = option(5, "seeds of the docs parts: --seed, --seed+1, ...")
+    qa_seeds: int = option(3, "seeds of the digit-qa part (--full 1: as many as --seeds)")
+    full: int = option(0, "1 = the full run: digit-qa with --seeds seeds (about +7 min idle)")
+    seed: int = option(0, "first seed")
+    cap: int = option(500, "updates per docs run (the curve's end; validation every 25)")
+    qa_cap: int = option(6000, "updates at most per digit-qa run (early-stopped before)")
+    tiny: int = option(0, "1 = tiny models and data (what --quick sets: a smoke run)")
+    parts: str = option("han,multidim,qa", "parts, comma-separated: han, multidim, qa")
+    sentences: str = option("", "sentences per document of the docs parts, MIN-MAX; empty: "
+                            "10-30 (--tiny: 3-4). Longer documents hold more decoys: the "
+                            "difficulty sweep's harder settings (e.g. 30-60)")
+
+    def __post_init__(self) -> None:
+        _ = self.part_list  # raises on a malformed list
+        check_ranges(self, fractions=(), as_flags=True, positive=(
+            "qa_seeds", "cap", "qa_cap", "jobs", "threads"))  # fmt: skip
+        if self.seeds < 2 or (self.qa_seeds < 2 and "qa" in self.part_list):
+            raise ValueError(f"--seeds {self.seeds}, --qa-seeds {self.qa_seeds}: an interval "
+                             "needs at least 2 seeds")  # fmt: skip
+        for flag in ("full", "tiny"):
+            if getattr(self, flag) not in (0, 1):
+                raise ValueError(f"--{flag} {getattr(self, flag)}; use 0 or 1")
+        if self.seed < 0:
+            raise ValueError(f"--seed {self.seed}; it must not be negative")
+        _ = Shape(*self.sentence_range)  # raises on a range no document can have
+        s = self.settings
+        if s["every"] > self.cap or s["qa_every"] > self.qa_cap:
+            raise ValueError(f"--cap {self.cap} or --qa-cap {self.qa_cap} below one validation "
+                             f"interval ({s['every']}, {s['qa_every']}): a curve needs one score "
+                             "at least")  # fmt: skip
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return SETTINGS[bool(self.tiny)]
+
+    @property
+    def sentence_range(self) -> tuple[int, int]:
+        """(fewest, most) sentences per document: ``--sentences``, else the setting's."""
+        if not self.sentences.strip():
+            lo, hi = self.settings["sentences"]
+            return lo, hi
+        parts = self.sentences.split("-")
+        if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+            raise ValueError(f"--sentences {self.sentences!r}: give MIN-MAX, e.g. 30-60")
+        return int(parts[0]), int(parts[1])
+
+    @property
+    def part_list(self) -> list[str]:
+        return names_of("--parts", self.parts, PARTS)
+
+    @property
+    def docs_setting(self) -> DocsSetting:
+        s = self.settings
+        w = s["width"]
+        return DocsSetting(Shape(*self.sentence_range), w, w, w, 32, 3e-3, 1.0, self.cap,
+                           s["every"], s["valid"], s["test"], self.threads)  # fmt: skip
+
+    @property
+    def qa_setting(self) -> QASetting:
+        s = self.settings
+        return QASetting(s["qa_preset"], s["qa_sizes"], 64, 2e-3, 1.0, self.qa_cap,
+                         s["qa_every"], s["patience"], self.threads)  # fmt: skip
