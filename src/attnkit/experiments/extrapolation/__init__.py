@@ -141,7 +141,7 @@ EXPERIMENT = Experiment.of(
     "(Press 2022, Fig. 1); --part rope: PI and YaRN with a short fine-tune (Chen 2023, "
     "Peng 2023)",
     typical="about 20 min with --jobs 2 on a 2-core CPU at load ~10 (5 seeds; 3 seeds took 739 s); "
-    "--part rope: about 8 min idle, 15 at load ~10 (estimated from timed pieces)",
+    "--part rope: 2.5 min (244 s of CPU)",
     description="Train vanilla Transformer LMs with sinusoidal, learned, RoPE, T5, ALiBi and "
     "Transformer-XL-style relative positions at length L on the generated text of --task lm "
     "for several seeds; evaluate bits per character on the test text read as windows of k·L "
