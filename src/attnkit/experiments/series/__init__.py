@@ -403,7 +403,7 @@ EXPERIMENT = Experiment.of(
     name="series",
     help="forecasting: an encoder-decoder with attention over its input window vs without "
     "(MASE; Qin et al. 2017)",
-    typical="31 min with --jobs 2 on a busy 2-core CPU (load 4-10; 24 min of CPU)",
+    typical="11 min with --jobs 2 on a 2-core CPU (1,128 s of CPU)",
     description="Train the encoder-decoder forecaster with attention over its window and "
     "without attention (same width, data and stopping rule, 5 seeds) on seasonal series with "
     "trend and noise (or --csv FILE), and check on the t-interval over seeds that attention "
