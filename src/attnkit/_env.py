@@ -2,10 +2,12 @@
 a ValueError naming the variable and the values it takes, never a silent default and never
 Python's "could not convert string to float".
 
-    ATTNKIT_NATIVE            the banded C++ kernel on or off: 1/true/yes/on, 0/false/no/off
-    ATTNKIT_CHECKS            the check level: shapes or full (``attnkit.set_checks``)
-    ATTNKIT_BUILD_WAIT        seconds to wait for another process's kernel build, >= 0
-    ATTNKIT_DENSE_BUDGET_GIB  GiB the dense (Tq, Tk) tensors of one call may take, > 0
+    ATTNKIT_NATIVE              the banded C++ kernel on or off: 1/true/yes/on, 0/false/no/off
+    ATTNKIT_CHECKS              the check level: shapes or full (``attnkit.set_checks``)
+    ATTNKIT_BUILD_WAIT          seconds to wait for another process's kernel build, >= 0
+    ATTNKIT_DENSE_BUDGET_GIB    GiB the dense (Tq, Tk) tensors of one call may take, > 0
+    ATTNKIT_RENDEZVOUS_TIMEOUT  seconds a distributed run waits for its other processes, > 0
+    ATTNKIT_COLLECTIVE_TIMEOUT  seconds a rank waits for the others in one collective, > 0
 
 Values are stripped and compared case-insensitively (``FULL``, `` off``); an empty or unset
 variable takes the default. Imports nothing heavy.
@@ -89,11 +91,25 @@ def dense_budget_gib() -> float:
     return number("ATTNKIT_DENSE_BUDGET_GIB", 4.0, unit="GiB")
 
 
+def rendezvous_timeout() -> float:
+    """ATTNKIT_RENDEZVOUS_TIMEOUT: seconds a distributed run waits for all its processes to
+    join before it gives up (default 60)."""
+    return number("ATTNKIT_RENDEZVOUS_TIMEOUT", 60.0, unit="seconds")
+
+
+def collective_timeout() -> float:
+    """ATTNKIT_COLLECTIVE_TIMEOUT: seconds a rank waits for the others in one collective (a
+    gradient all-reduce, a stopping vote) before it stops with an error (default 300)."""
+    return number("ATTNKIT_COLLECTIVE_TIMEOUT", 300.0, unit="seconds")
+
+
 VARIABLES: dict[str, Callable[[], object]] = {
     "ATTNKIT_NATIVE": native,
     "ATTNKIT_CHECKS": checks_level,
     "ATTNKIT_BUILD_WAIT": build_wait,
     "ATTNKIT_DENSE_BUDGET_GIB": dense_budget_gib,
+    "ATTNKIT_RENDEZVOUS_TIMEOUT": rendezvous_timeout,
+    "ATTNKIT_COLLECTIVE_TIMEOUT": collective_timeout,
 }
 """Every variable attnkit reads, with its parser (the default when unset)."""
 
@@ -107,5 +123,5 @@ def check_environment() -> None:
 
 __all__ = [
     "OFF", "ON", "VARIABLES", "build_wait", "check_environment", "checks_level", "choice",
-    "dense_budget_gib", "flag", "native", "number",
+    "collective_timeout", "dense_budget_gib", "flag", "native", "number", "rendezvous_timeout",
 ]  # fmt: skip

@@ -23,7 +23,7 @@ import random
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -77,7 +77,7 @@ def loss_of(model: Seq2Seq, b: Batch, label_smoothing: float = 0.0) -> tuple[tor
 
 
 @torch.no_grad()
-def valid_loss(model: torch.nn.Module, data: list[Any], fam: Family = TRANSLATE) -> float:
+def valid_loss(model: torch.nn.Module, data: Sequence[Any], fam: Family = TRANSLATE) -> float:
     """Mean validation loss per unit (target token, example, ...) over ``data``: plain
     cross-entropy for translation (the family without ``fam``), no label smoothing and no
     training-only terms."""
@@ -151,7 +151,7 @@ class Validation:
 
 def validate(
     t: Trainer,
-    valid_batches: list[Any],
+    valid_batches: Sequence[Any],
     valid_data: list[Any],
     src_vocab: Vocab,
     tgt_vocab: Vocab,
@@ -360,6 +360,8 @@ def _train_epoch(
         reason = stopping.within_step(cfg, time.perf_counter() - start)
         if t.dist is not None and cfg.time_limit:  # every rank stops after the same step
             reason = stopping.TIME_LIMIT if t.dist.any(reason is not None) else None
+        if t.dist is not None:  # a signal reaches the ranks at different updates: agree
+            interrupted[0] = t.dist.stop_together(interrupted[0])
         if interrupted[0]:
             reason = stopping.INTERRUPTED
         return reason
