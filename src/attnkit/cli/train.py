@@ -269,6 +269,11 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
         "--segment", type=int, default=None, help="--task lm: characters per training segment "
         "(default 64)"
     )
+    g.add_argument(
+        "--pack", action="store_true", help="--task lm, --model transformer-lm: train on "
+        "documents (paragraphs of --train-text, lines of the generated text) packed in rows "
+        "of --segment, none attending another (docs/language-modelling.md)"
+    )
     g.add_argument("--task-seed", type=int, default=0, help="seed of the generated data")
     for split in ("train", "valid", "test"):
         size = f"tasks: {split} examples generated (default: the task's own)"

@@ -10,6 +10,11 @@ predicted exactly once. Without ``--valid-text`` the last 5% of the training fil
 out as the validation text; the test split is the validation text (a language model is
 scored by ``attnkit evaluate`` on held-out text, and this command reads no third file).
 
+A file is held as compact character ids (data/text_ids.py; ``Segments`` makes a segment on
+demand), and the validation text's characters are checked against the training text's: a
+character it lacks reads as ``<unk>``, so their share is said, and above ``UNKNOWN_LIMIT``
+refused (``check_alphabet``).
+
 The generated text (``--task lm`` with no file) is records of short sentences in which a
 name given at the start of a record comes back up to a few hundred characters later
 ("... ask kovat."): predicting it takes context beyond a short segment.
@@ -17,56 +22,31 @@ name given at the start of a record comes back up to a few hundred characters la
 
 from __future__ import annotations
 
-import gzip
 import random
-import zlib
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from .._progress import to_stderr
 from .example import Splits
+from .lm_packed import train_split
+from .lm_segments import Segment, Segments
+from .text_ids import TextIds, chunks, from_text, read_ids, text_file, too_short
 
 DEFAULT_SEGMENT = 64
 HELD_OUT = 0.05  # share of the training file held out as validation text, from its end
-
-
-@dataclass(frozen=True)
-class Segment:
-    """``tokens``: up to L + 1 characters (inputs ``tokens[:-1]``, targets ``tokens[1:]``);
-    ``start``: where its first character stands in its split's text."""
-
-    tokens: tuple[str, ...]
-    start: int
+UNKNOWN_LIMIT = 0.01  # share of validation characters absent from the training text refused
+T = TypeVar("T", str, TextIds)
 
 
 def read_text(path: str | Path, flag: str = "--train-text") -> str:
     """The text of a UTF-8 file (``.gz`` read through gzip), with errors that say what to do:
-    a missing file, a folder, an empty file, a damaged ``.gz``, bytes that are not UTF-8."""
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"{flag} {p}: no such file; name a UTF-8 text file")
-    if not p.is_file():
-        raise ValueError(f"{flag} {p} is not a file; name a UTF-8 text file")
-    try:
-        raw = gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes()
-    except (EOFError, zlib.error, gzip.BadGzipFile) as err:  # truncated, not gzip, garbage
-        raise ValueError(
-            f"{flag} {p}: a damaged gzip file ({err}); check it with `gzip -t`, or "
-            "decompress it and pass the plain file"
-        ) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ValueError(
-            f"{flag} {p} is not UTF-8 text (byte 0x{raw[err.start]:02x} at offset {err.start}); "
-            f"convert it first, e.g. iconv -f latin1 -t utf-8 {p} > {p.stem}.utf8.txt"
-        ) from None
-    text = text.removeprefix("\ufeff")  # a byte-order mark is not part of the text
+    a missing file, a folder, an empty file, a damaged ``.gz``, bytes that are not UTF-8.
+    Training reads files as ids instead (``read_ids``: 1-2 bytes a character, not 30)."""
+    p = text_file(path, flag)
+    text = "".join(chunks(p, flag))
     if len(text) < 2:
-        raise ValueError(
-            f"{flag} {p} holds {len(text)} characters; a language model needs a text of at "
-            "least 2 (one to read, one to predict), a few thousand to learn anything"
-        )
+        raise too_short(p, len(text), flag)
     return text
 
 
@@ -80,9 +60,9 @@ def segments(text: str, length: int) -> list[Segment]:
     ]
 
 
-def hold_out(text: str, share: float = HELD_OUT) -> tuple[str, str]:
+def hold_out(text: T, share: float = HELD_OUT) -> tuple[T, T]:
     """(the first 1 - share of ``text``, its last ``share``), cut at a character; each part
-    keeps at least 2 characters."""
+    keeps at least 2 characters. ``text``: a string, or a ``TextIds`` (cut as views)."""
     cut = min(max(2, round(len(text) * (1 - share))), len(text) - 2)
     if cut < 2:
         raise ValueError(
@@ -141,11 +121,64 @@ def lm_texts(spec: dict[str, Any]) -> tuple[str, str, str]:
     return tuple(generate_text(n, seed * 3 + i) for i, n in enumerate(sizes))  # type: ignore[return-value]
 
 
+def check_alphabet(train: TextIds, valid: TextIds, what: str,
+                   log: Callable[[str], None] = to_stderr) -> None:  # fmt: skip
+    """The validation text's characters that the training text lacks are read as ``<unk>``
+    and their loss picks ``best/``: their count and share go in one warning line; beyond
+    ``UNKNOWN_LIMIT`` of its characters the text is refused (a ValueError)."""
+    known = train.present()
+    counts = valid.counts()  # (A_valid,)
+    unknown = sorted(((int(c), ch) for ch, c in zip(valid.alphabet, counts.tolist(), strict=True)
+                      if c and ch not in known), reverse=True)  # fmt: skip
+    n = sum(c for c, _ in unknown)
+    if not n:
+        return
+    share = n / len(valid)
+    seen = ", ".join(repr(ch) for _, ch in unknown[:3])
+    said = f"{n:,} of its {len(valid):,} characters ({share:.2%}; e.g. {seen}) are not in the " \
+           "training text"  # fmt: skip
+    if share > UNKNOWN_LIMIT:
+        raise ValueError(
+            f"{what}: {said}: it does not share the training text's alphabet, and its loss (which "
+            "picks best/) would score <unk> guesses; pass a validation text in the training "
+            "text's language and script, or train on a text that holds its characters (more "
+            f"than {UNKNOWN_LIMIT:.0%} unknown characters is refused)"
+        )
+    log(f"warning: {what}: {said}; they are read as <unk>")
+
+
+def lm_ids(spec: dict[str, Any]) -> tuple[TextIds, TextIds]:
+    """(train, valid) text of a ``task: lm`` spec as ids: its files read in streaming passes,
+    the validation text's alphabet checked against the training text's (``check_alphabet``),
+    or the generated texts (whose test text is its third; see ``lm_splits``)."""
+    train_file, valid_file = spec.get("train_text"), spec.get("valid_text")
+    if valid_file and not train_file:
+        raise ValueError("--valid-text goes with --train-text FILE (the text to train on)")
+    if not train_file:
+        raise ValueError("lm_ids reads files; generated text is read by lm_texts")
+    train = read_ids(train_file, "--train-text")
+    if valid_file:
+        valid, what = read_ids(valid_file, "--valid-text"), f"--valid-text {valid_file}"
+    else:
+        (train, valid), what = hold_out(train), f"the held-out end of --train-text {train_file}"
+    check_alphabet(train, valid, what)
+    return train, valid
+
+
 def lm_splits(spec: dict[str, Any]) -> Splits[Segment]:
-    """The segments of the train, valid and test text of a ``task: lm`` spec."""
+    """The segments of the train, valid and test text of a ``task: lm`` spec; a file's are
+    held as compact ids (``Segments``), the test split is the validation split. With
+    ``pack`` the training split is packed documents (data/lm_packed.py): a file's paragraphs,
+    the generated text's lines."""
     length = int(spec.get("segment") or DEFAULT_SEGMENT)
-    train, valid, test = lm_texts(spec)
-    return Splits(segments(train, length), segments(valid, length), segments(test, length))
+    pack = bool(spec.get("pack"))
+    if spec.get("train_text") or spec.get("valid_text"):
+        train, valid = lm_ids(spec)
+        held = Segments(valid, length)
+        return Splits(train_split(train, length, pack, "paragraph"), held, held)  # type: ignore[arg-type]
+    texts = [Segments(from_text(t), length) for t in lm_texts(spec)]
+    texts[0] = train_split(texts[0].text, length, pack, "line")  # type: ignore[assignment]
+    return Splits(*texts)  # type: ignore[arg-type]
 
 
 def lm_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits[Segment]:
@@ -158,9 +191,13 @@ __all__ = [
     "DEFAULT_SEGMENT",
     "GENERATED_SIZES",
     "HELD_OUT",
+    "UNKNOWN_LIMIT",
     "Segment",
+    "Segments",
+    "check_alphabet",
     "generate_text",
     "hold_out",
+    "lm_ids",
     "lm_splits",
     "lm_task",
     "lm_texts",

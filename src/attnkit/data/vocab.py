@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
@@ -32,9 +32,13 @@ class Vocab:
     @classmethod
     def build(cls, sentences: Iterable[Sequence[str]], min_freq: int = 1) -> Vocab:
         """Tokens seen at least ``min_freq`` times, most frequent first (ties alphabetical)."""
+        return cls.from_counts(Counter(t for s in sentences for t in s), min_freq)
+
+    @classmethod
+    def from_counts(cls, counts: Mapping[str, int], min_freq: int = 1) -> Vocab:
+        """``build`` from each token's count (a text counted without splitting it)."""
         if min_freq < 1:
             raise ValueError(f"min_freq={min_freq}; it must be at least 1")
-        counts = Counter(t for s in sentences for t in s)
         kept = sorted(
             (t for t, c in counts.items() if c >= min_freq and t not in SPECIALS),
             key=lambda t: (-counts[t], t),

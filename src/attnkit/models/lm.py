@@ -37,6 +37,7 @@ from ..core import AttentionResult
 from ..grouped import check_kv_heads
 from ..kv_cache import KVCache
 from ..linear import LinearState, step_heads
+from ..mask_mods import document
 from ..modules import AttentionHeads, check_heads
 from ..registry import (
     STRIDED,
@@ -207,6 +208,53 @@ class LMOutput:
     weights: list[Tensor] | None = None
 
 
+def pack_refusal(config: LMConfig) -> str | None:
+    """Why a model of ``config`` cannot train on packed documents (``--pack``), in one line
+    that says what can; None when it can. A packed row must train as its documents would
+    alone: no memory across them, a mask per row (softmax attention), and positions that
+    either restart per document (the sinusoids added to the embeddings) or enter as
+    distances i - j (RoPE, ALiBi, T5, Shaw, XL; equal within a document wherever it starts)."""
+    if not isinstance(config, LMConfig):
+        return None  # not a language model: the task's pairing check says which models fit
+    if not isinstance(config, TransformerLMConfig):
+        return ("--pack: transformer-xl's memory carries hidden states from one segment to "
+                "the next, across documents; use --model transformer-lm")
+    if config.attention != "softmax":
+        return (f"--pack: attention={config.attention!r} keeps running sums over the causal "
+                "prefix and cannot honour the document mask; use --attention softmax")
+    if config.position == "learned":
+        return ("--pack: learned positions in the attention number from the row's start, not "
+                "the document's; use --position sinusoidal (restarted per document) or a "
+                "relative one (rope, alibi, t5, shaw, xl)")
+    if config.align.startswith("fixed"):
+        return (f"--pack: align={config.align!r} puts its blocks at absolute positions of the "
+                "row; use causal, sliding-causal or strided-causal")
+    return None
+
+
+def check_documents(documents: Tensor, ids: Tensor) -> None:
+    """Packed documents' ids: integers of ``ids``' shape (B, L), non-decreasing along each
+    row (a document is one run of positions); a ValueError saying what to give."""
+    if documents.shape != ids.shape or documents.dtype.is_floating_point \
+            or documents.dtype in (torch.bool, torch.complex64, torch.complex128):
+        raise ValueError(f"documents of shape {tuple(documents.shape)} and dtype "
+                         f"{documents.dtype}; give integer document ids of the ids' shape "
+                         f"{tuple(ids.shape)}, one per position")  # fmt: skip
+    if documents.shape[1] > 1 and bool((documents[:, 1:] < documents[:, :-1]).any()):
+        raise ValueError("documents must be non-decreasing along each row (0 0 0 1 1 2 ..): "
+                         "a document is one run of positions; renumber them in row order")
+
+
+def document_positions(documents: Tensor) -> Tensor:
+    """documents (B, L), non-decreasing ids -> (B, L) each position's offset from the start
+    of its document (0 1 2 0 1 0 1 2 for 0 0 0 1 1 2 2 2)."""
+    at = torch.arange(documents.shape[1], device=documents.device).expand_as(documents)  # (B, L)
+    new = torch.ones_like(documents, dtype=torch.bool)  # (B, L) a document starts here
+    new[:, 1:] = documents[:, 1:] != documents[:, :-1]
+    start = torch.where(new, at, torch.zeros_like(at)).cummax(dim=1).values  # (B, L)
+    return at - start
+
+
 def update_memory(mems: Sequence[Tensor] | None, hids: Sequence[Tensor], length: int
                   ) -> list[Tensor] | None:  # fmt: skip
     """Dai 2019, §3.2: m_{τ+1} = SG(the last ``length`` rows of [m_τ ∘ h_τ]) per layer;
@@ -220,13 +268,17 @@ def update_memory(mems: Sequence[Tensor] | None, hids: Sequence[Tensor], length:
 
 
 def attend_with_memory(attn: AttentionHeads, h: Tensor, mem: Tensor | None,
-                       need_weights: bool = False) -> AttentionResult:  # fmt: skip
+                       need_weights: bool = False, mask: Tensor | None = None
+                       ) -> AttentionResult:  # fmt: skip
     """Self-attention of a segment h (B, L, D) over [mem ∘ h] ((B, M, D) memory first):
     queries at positions M .. M + L - 1, keys at 0 .. M + L - 1, so that a causal alignment
     lets query i see every memory key and the segment keys up to i, and a position stage sees
-    the distances i - j across the boundary. -> context (B, L, D), weights (B, H, L, M + L)."""
+    the distances i - j across the boundary. -> context (B, L, D), weights (B, H, L, M + L).
+    ``mask`` (B, L, L), True = may attend (packed documents), goes with no memory only."""
     if mem is None or mem.shape[1] == 0:
-        return attn(h, need_weights=need_weights)
+        return attn(h, need_weights=need_weights, mask=mask)
+    if mask is not None:
+        raise ValueError("a mask over the segment goes with no memory; pass mem=None")
     m = mem.shape[1]
     keys = torch.cat([mem, h], dim=1)  # (B, M + L, D)
     at = torch.arange(m, m + h.shape[1], device=h.device)  # (L,) query positions
@@ -251,12 +303,13 @@ class LMLayer(nn.Module):
         self.ffn = FeedForward(c.dim, ff, c.dropout)
         self.res1, self.res2 = Residual(c.dim, c.dropout, pre), Residual(c.dim, c.dropout, pre)
 
-    def forward(self, x: Tensor, mem: Tensor | None, need_weights: bool = False
-                ) -> tuple[Tensor, Tensor | None]:  # fmt: skip
-        """x (B, L, D), mem (B, M, D) | None -> x (B, L, D), weights (B, H, L, M + L) | None."""
+    def forward(self, x: Tensor, mem: Tensor | None, need_weights: bool = False,
+                mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:  # fmt: skip
+        """x (B, L, D), mem (B, M, D) | None, mask (B, L, L) | None (True = may attend) -> x
+        (B, L, D), weights (B, H, L, M + L) | None."""
         h = self.res1.inner(x)  # LayerNorm(x) (pre-norm) or x
         m = None if mem is None else self.res1.inner(mem)
-        r = attend_with_memory(self.attn, h, m, need_weights)
+        r = attend_with_memory(self.attn, h, m, need_weights, mask)
         x = self.res1.merge(x, r.context)  # (B, L, D)
         x, _ = self.res2(x, self.ffn)
         return x, r.weights
@@ -300,8 +353,9 @@ class DecoderLM(nn.Module):
         """Feed-forward units added to ``config.ff`` in every layer."""
         return 0
 
-    def embed(self, ids: Tensor) -> Tensor:
-        """ids (B, L) -> √D E[ids] (B, L, D)."""
+    def embed(self, ids: Tensor, positions: Tensor | None = None) -> Tensor:
+        """ids (B, L) -> √D E[ids] (B, L, D); ``positions`` (B, L) are for a model whose
+        embeddings carry them (none here)."""
         return self.emb(ids) * math.sqrt(self.config.dim)
 
     def memory_length(self, memory: int | None) -> int:
@@ -314,18 +368,33 @@ class DecoderLM(nn.Module):
         mems: Sequence[Tensor] | None = None,
         need_weights: bool = False,
         memory: int | None = None,
+        documents: Tensor | None = None,
     ) -> LMOutput:
         """ids (B, L); mems: per layer (B, M', D) from the previous segment's output (None at
-        a stream's start); memory: the memory length to keep (default the config's) ->
+        a stream's start); memory: the memory length to keep (default the config's);
+        documents (B, L): packed documents, each row's document ids non-decreasing (0 0 0 1 1
+        2 ..): no position attends another document and positions restart at each
+        (``document_positions``), as if each document stood alone in a row ->
         LMOutput(logits (B, L, V), the next memory, weights per layer when asked)."""
         if mems is not None and len(mems) != len(self.layers):
             raise ValueError(f"mems has {len(mems)} tensors; pass one per layer "
                              f"({len(self.layers)}) or None")  # fmt: skip
-        x = dropped(self.drop, self.embed(ids))  # (B, L, D)
+        mask, positions = None, None
+        if documents is not None:
+            refusal = pack_refusal(self.config)
+            if refusal is not None:
+                raise ValueError(refusal)
+            check_documents(documents, ids)
+            if mems is not None:
+                raise ValueError("packed documents start without memory; pass mems=None")
+            length = ids.shape[1]
+            mask = document(documents).dense(length, length, device=ids.device)  # (B, L, L)
+            positions = document_positions(documents)  # (B, L)
+        x = dropped(self.drop, self.embed(ids, positions))  # (B, L, D)
         hids, weights = [], []
         for i, layer in enumerate(self.layers):
             hids.append(x)  # the input of layer i: what its memory keeps
-            x, w = layer(x, None if mems is None else mems[i], need_weights)
+            x, w = layer(x, None if mems is None else mems[i], need_weights, mask)
             weights.append(w)
         x = self.norm(x)  # (B, L, D)
         logits = F.linear(x, self.emb.weight, self.out_bias)  # (B, L, V)
@@ -448,13 +517,15 @@ class TransformerLM(DecoderLM):
         """``xl_extra_ff(dim, heads)`` with ``match_xl`` (equal parameters), else 0."""
         return xl_extra_ff(self.config.dim, self.config.heads) if self.config.match_xl else 0
 
-    def embed(self, ids: Tensor) -> Tensor:
-        """ids (B, L) -> √D E[ids] + PE(0 .. L-1) (B, L, D) (Vaswani 2017, §3.5); without PE
+    def embed(self, ids: Tensor, positions: Tensor | None = None) -> Tensor:
+        """ids (B, L) -> √D E[ids] + PE(0 .. L-1) (B, L, D) (Vaswani 2017, §3.5), or
+        PE(positions) for ``positions`` (B, L) (packed documents, each from 0); without PE
         when a position stage in the attention carries the positions."""
         x = super().embed(ids)  # (B, L, D)
         if self.config.position != "sinusoidal":
             return x
-        return x + sinusoids(ids.shape[1], self.config.dim, ids.device).to(x.dtype)
+        pe = sinusoids(ids.shape[1], self.config.dim, ids.device).to(x.dtype)  # (L, D)
+        return x + (pe if positions is None else pe[positions])  # (B, L, D)
 
 
 __all__ = [
@@ -470,6 +541,9 @@ __all__ = [
     "TransformerXL",
     "TransformerXLConfig",
     "attend_with_memory",
+    "check_documents",
+    "document_positions",
+    "pack_refusal",
     "update_memory",
     "xl_extra_ff",
 ]

@@ -33,7 +33,7 @@ from torch import Tensor, nn
 
 from ..data.vocab import Vocab
 
-Batches = Callable[[Sequence[Any], Vocab, Vocab, int, "random.Random | None"], list[Any]]
+Batches = Callable[[Sequence[Any], Vocab, Vocab, int, "random.Random | None"], Sequence[Any]]
 
 
 @dataclass(frozen=True)

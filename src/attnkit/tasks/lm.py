@@ -23,16 +23,17 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..data.batching import TensorBatch
-from ..data.lm_text import Segment
+from ..data.lm_packed import PackedRows
+from ..data.lm_text import Segment, Segments
 from ..data.vocab import Vocab
 from .family import Family, check_examples, device_of
 
@@ -55,46 +56,117 @@ class LMBatch(TensorBatch):
     first: bool  # the streams' first segments: no memory
     count: int  # characters predicted (targets that are not padding)
     carry: Carry = field(default_factory=Carry)
+    docs: Tensor | None = None  # (B, L) packed rows (--pack): each position's document
 
     @property
     def tokens(self) -> int:
         return self.count  # the loss is a mean over predicted characters
 
 
-def stream_order(n: int, streams: int) -> list[list[int]]:
+def stream_rows(n: int, streams: int) -> Callable[[int], list[int]]:
     """Segments 0 .. n-1 dealt into ``streams`` contiguous runs (the first n mod streams runs
-    one longer) -> per batch t, the segment of each run that has a t-th: row b of batch t + 1
-    is the segment after row b of batch t."""
+    one longer) -> batch t's rows: the segment of each run that has a t-th, so that row b of
+    batch t + 1 is the segment after row b of batch t."""
     rows = max(1, min(streams, n))
     q, r = divmod(n, rows)
     starts = [b * q + min(b, r) for b in range(rows)]
     lengths = [q + (b < r) for b in range(rows)]
-    return [[starts[b] + t for b in range(rows) if t < lengths[b]] for t in range(max(lengths))]
+    return lambda t: [starts[b] + t for b in range(rows) if t < lengths[b]]
+
+
+def stream_order(n: int, streams: int) -> list[list[int]]:
+    """The rows of every batch of ``stream_rows``."""
+    rows_of = stream_rows(n, streams)
+    return [rows_of(t) for t in range(-(-n // max(1, min(streams, n))))]
+
+
+def _batch(ids: list[Tensor], index: list[int], first: bool, carry: Carry) -> LMBatch:
+    """Rows of ids, (L_b + 1,) each, as (B, L) inputs and targets padded with 0."""
+    width = max(len(x) for x in ids) - 1
+    inputs = torch.zeros(len(ids), width, dtype=torch.long)  # (B, L)
+    targets = torch.zeros(len(ids), width, dtype=torch.long)  # (B, L)
+    for b, x in enumerate(ids):
+        inputs[b, : len(x) - 1], targets[b, : len(x) - 1] = x[:-1], x[1:]
+    count = sum(len(x) - 1 for x in ids)
+    return LMBatch(inputs, targets, index, first, count, carry)
 
 
 def encode(segs: Sequence[Segment], vocab: Vocab, index: list[int], first: bool,
            carry: Carry) -> LMBatch:  # fmt: skip
     """Segments as (B, L) input and target ids, padded with 0 after a short segment."""
-    width = max(len(s.tokens) for s in segs) - 1
-    inputs = torch.zeros(len(segs), width, dtype=torch.long)  # (B, L)
-    targets = torch.zeros(len(segs), width, dtype=torch.long)  # (B, L)
-    for b, s in enumerate(segs):
-        ids = torch.tensor(vocab.encode(s.tokens, eos=False))  # (L_b + 1,)
-        inputs[b, : len(ids) - 1], targets[b, : len(ids) - 1] = ids[:-1], ids[1:]
-    count = sum(len(s.tokens) - 1 for s in segs)
-    return LMBatch(inputs, targets, index, first, count, carry)
+    return _batch([torch.tensor(vocab.encode(s.tokens, eos=False)) for s in segs], index, first,
+                  carry)  # fmt: skip
+
+
+class Batches(Sequence[LMBatch]):
+    """The batches of ``batches``, each encoded when it is asked for: only one batch's ids
+    are int64 at a time, whatever the length of the text."""
+
+    def __init__(self, size: int, make: Callable[[int], LMBatch]) -> None:
+        self.size, self.make = size, make
+
+    def __len__(self) -> int:
+        return self.size
+
+    @overload
+    def __getitem__(self, t: int) -> LMBatch: ...
+    @overload
+    def __getitem__(self, t: slice) -> list[LMBatch]: ...
+    def __getitem__(self, t: int | slice) -> LMBatch | list[LMBatch]:
+        if isinstance(t, slice):
+            return [self[i] for i in range(*t.indices(self.size))]
+        if not -self.size <= t < self.size:
+            raise IndexError(f"batch {t} of {self.size}")
+        return self.make(t % self.size)
 
 
 def batches(
     examples: Sequence[Segment], src_vocab: Vocab, tgt_vocab: Vocab, size: int,
     rng: random.Random | None,
-) -> list[LMBatch]:  # fmt: skip
-    """The segments in ``size`` streams (``stream_order``); ``rng`` is not used: the order is
-    the recurrence. The batches share one ``Carry``."""
+) -> Batches:  # fmt: skip
+    """The segments in ``size`` streams (``stream_rows``); ``rng`` is not used: the order is
+    the recurrence. The batches share one ``Carry``; each is encoded when asked for (from the
+    ids of a text held as ``Segments``). Packed rows (``PackedRows``, ``--pack``) batch
+    apart: ``packed_batches``."""
+    if isinstance(examples, PackedRows):
+        return packed_batches(examples, tgt_vocab, size, rng)
     carry = Carry()
-    order = stream_order(len(examples), size)
-    return [encode([examples[i] for i in rows], tgt_vocab, rows, t == 0, carry)
-            for t, rows in enumerate(order)]  # fmt: skip
+    n = len(examples)
+    rows_of = stream_rows(n, size)
+
+    def make(t: int) -> LMBatch:
+        rows = rows_of(t)
+        if isinstance(examples, Segments):
+            ids = [torch.from_numpy(examples.vocab_ids(i, tgt_vocab)) for i in rows]
+            return _batch(ids, rows, t == 0, carry)
+        return encode([examples[i] for i in rows], tgt_vocab, rows, t == 0, carry)
+
+    return Batches(-(-n // max(1, min(size, n))), make)
+
+
+def packed_batches(rows: PackedRows, vocab: Vocab, size: int, rng: random.Random | None
+                   ) -> Batches:  # fmt: skip
+    """Packed rows in batches of ``size``, shuffled by ``rng`` (no memory: any order), each
+    with its document ids ``docs`` (B, L), padding a document of its own after the last."""
+    order = list(range(len(rows)))
+    if rng is not None:
+        rng.shuffle(order)
+
+    def make(t: int) -> LMBatch:
+        index = order[t * size : (t + 1) * size]
+        parts = [rows.row_ids(k, vocab) for k in index]  # (inputs, targets, docs) (W_b,) each
+        width = max(len(p[0]) for p in parts)
+        inputs = torch.zeros(len(parts), width, dtype=torch.long)  # (B, L)
+        targets = torch.zeros(len(parts), width, dtype=torch.long)  # (B, L)
+        docs = torch.zeros(len(parts), width, dtype=torch.long)  # (B, L)
+        for b, (x, y, d) in enumerate(parts):
+            n = len(x)
+            inputs[b, :n], targets[b, :n] = torch.from_numpy(x), torch.from_numpy(y)
+            docs[b, :n], docs[b, n:] = torch.from_numpy(d), int(d[-1]) + 1
+        count = sum(len(p[0]) for p in parts)
+        return LMBatch(inputs, targets, index, True, count, Carry(), docs)
+
+    return Batches(-(-len(rows) // size), make)
 
 
 def run(model: nn.Module, b: LMBatch, memory: int | None = None) -> Any:
@@ -104,7 +176,10 @@ def run(model: nn.Module, b: LMBatch, memory: int | None = None) -> Any:
     mems = None if b.first else b.carry.mems
     if mems is not None:  # streams that ended drop out from the last rows
         mems = [m[: b.inputs.shape[0]] for m in mems]
-    out = model(b.inputs, mems) if memory is None else model(b.inputs, mems, memory=memory)
+    if b.docs is not None:  # packed documents: no memory
+        out = model(b.inputs, documents=b.docs)
+    else:
+        out = model(b.inputs, mems) if memory is None else model(b.inputs, mems, memory=memory)
     b.carry.mems = out.mems  # detached by the model: no gradient crosses segments
     return out
 
@@ -189,7 +264,8 @@ def evaluate(loaded: Any, segs: list[Segment]) -> dict[str, float]:
     as it did in training)."""
     if not segs:
         raise ValueError("no text to score")
-    check_examples(segs, Segment, READS)
+    if not isinstance(segs, Segments):  # a text's segments are Segments by construction
+        check_examples(segs, Segment, READS)
     streams = int((getattr(loaded, "meta", None) or {}).get("train", {}).get("batch_size")
                   or EVAL_STREAMS)  # fmt: skip
     nats, count = text_nll(loaded.model, segs, loaded.tgt_vocab, streams)
@@ -264,15 +340,18 @@ LM = Family(
 
 __all__ = [
     "LM",
+    "Batches",
     "Carry",
     "LMBatch",
     "batches",
     "encode",
     "evaluate",
+    "packed_batches",
     "run",
     "segment_attention",
     "show",
     "stream_order",
+    "stream_rows",
     "text_nll",
     "unigram_bits",
     "window_bits",

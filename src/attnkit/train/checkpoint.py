@@ -1,6 +1,7 @@
 """Checkpoints as a directory of plain files: nothing is ever unpickled.
 
-    config.json        {"model": "rnnsearch", "config": {...}, "meta": {...}}
+    config.json        {"model": "rnnsearch", "config": {...}, "meta": {...},
+                        "vocab": {"src_vocab.json": {"tokens": N, "sha256": HEX}, ...}}
     model.safetensors  the parameters
     src_vocab.json, tgt_vocab.json
     optimizer.safetensors + train_state.json   (resumable checkpoints only: optimizer
@@ -228,7 +229,9 @@ def save(
         remove(stale)
     tmp = temp_of(path)
     os.mkdir(tmp)
-    cfg = {"model": model_name, "config": config_to_json(model.config), "meta": meta or {}}
+    cfg = {"model": model_name, "config": config_to_json(model.config), "meta": meta or {},
+           "vocab": {"src_vocab.json": check.vocab_record(src_vocab),
+                     "tgt_vocab.json": check.vocab_record(tgt_vocab)}}  # fmt: skip
     weights = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
     files = {
         "config.json": json.dumps(cfg, indent=2, ensure_ascii=False).encode("utf-8"),
@@ -258,8 +261,7 @@ def load(path: str | Path, device: str | torch.device = "cpu") -> Loaded:
     name, config, meta = check.read_config(p / "config.json")
     weights = p / "model.safetensors"
     check.check_tensors(weights, check.read_header(weights), check.expected_tensors(name, config))
-    src_vocab = check.read_vocab(p / "src_vocab.json", getattr(config, "src_vocab", None))
-    tgt_vocab = check.read_vocab(p / "tgt_vocab.json", getattr(config, "tgt_vocab", None))
+    src_vocab, tgt_vocab = check.read_vocabs(p, config)
     tensors = load_file(str(weights), device="cpu")
     model = build_model(name, config)
     parameters = {n for n, _ in model.named_parameters()}  # buffers may hold NaN as "unset"

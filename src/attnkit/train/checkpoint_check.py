@@ -10,6 +10,7 @@ built on PyTorch's ``meta`` device, which allocates no memory.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import fields
 from pathlib import Path
@@ -142,19 +143,58 @@ def check_finite(path: Path, tensors: dict[str, torch.Tensor]) -> None:
             )
 
 
-def read_vocab(path: Path, size: int | None) -> Vocab:
-    """A vocabulary file whose ids all index the embedding (``size`` rows, when known)."""
+VOCABS = ("src_vocab.json", "tgt_vocab.json")  # read with the config's src_vocab, tgt_vocab
+
+
+def vocab_record(vocab: Vocab) -> dict[str, Any]:
+    """What config.json records of a vocabulary at save time: its size and the sha256 of its
+    tokens in order (the JSON list), so that a file cut, re-ordered or swapped is told apart."""
+    digest = hashlib.sha256(json.dumps(vocab.tokens, ensure_ascii=False).encode("utf-8"))
+    return {"tokens": len(vocab), "sha256": digest.hexdigest()}
+
+
+def read_vocab(path: Path, size: int | None, recorded: Any = None) -> Vocab:
+    """A vocabulary file that is the one the weights were trained with: the one ``recorded``
+    (``vocab_record``) in config.json; for a checkpoint saved before records, one with as
+    many tokens as the model's embedding has rows (``size``, when known)."""
     text = read_json(path)
     try:
         vocab = Vocab.from_json(json.dumps(text))
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from None
-    if size is not None and len(vocab) > size:
+    if recorded is not None:
+        if vocab_record(vocab) != recorded:
+            raise ValueError(
+                f"{path} ({len(vocab)} tokens) is not the vocabulary this checkpoint was saved "
+                f"with (config.json records {recorded.get('tokens')} tokens, sha256 "
+                f"{str(recorded.get('sha256'))[:12]}...); its ids would read as other tokens: "
+                f"put the checkpoint's own {path.name} back, or train again"
+            )
+    elif size is not None and len(vocab) != size:
         raise ValueError(
             f"{path} has {len(vocab)} tokens but the model's embedding has {size} rows; "
-            "the vocabulary and the weights do not belong together"
+            "the vocabulary and the weights do not belong together: put the checkpoint's own "
+            f"{path.name} back, or train again"
         )
     return vocab
+
+
+def read_vocabs(folder: Path, config: Any) -> tuple[Vocab, Vocab]:
+    """(source, target) vocabulary of the checkpoint ``folder`` whose model config is
+    ``config``, each checked by ``read_vocab`` against config.json's record."""
+    records = read_json(folder / "config.json").get("vocab")
+    if records is not None and not (
+        isinstance(records, dict)
+        and all(isinstance(records.get(n), dict) for n in VOCABS)
+    ):
+        raise ValueError(f"{folder / 'config.json'}: vocab must map {list(VOCABS)} to "
+                         '{"tokens": N, "sha256": HEX}; the checkpoint is damaged')  # fmt: skip
+    src, tgt = (
+        read_vocab(folder / n, getattr(config, n.removesuffix(".json"), None),
+                   None if records is None else records[n])
+        for n in VOCABS
+    )  # fmt: skip
+    return src, tgt
 
 
 def check_optimizer(path: Path, stored: Spec, params: list[torch.Tensor]) -> None:
@@ -186,5 +226,7 @@ __all__ = [
     "read_header",
     "read_json",
     "read_vocab",
+    "read_vocabs",
+    "vocab_record",
     "spec_of",
 ]

@@ -76,6 +76,7 @@ class DataConfig:
     train_text: str | None = None  # task lm: a UTF-8 text to train on (data/lm_text.py)
     valid_text: str | None = None  # task lm: held-out text (default: the last 5% of train_text)
     segment: int | None = None  # task lm: characters per training segment (default 64)
+    pack: bool = False  # task lm: train on documents packed in rows (data/lm_packed.py)
     tokenise: str = "word"  # corpora: word | char | spm
     spm_vocab: int = 8000
     strict: bool = False
@@ -115,7 +116,7 @@ class DataConfig:
         if (self.train_text or self.valid_text) and self.task is None:
             self.task = "lm"
         given = [f"{{{k}}}" for k in ("train_text", "valid_text", "segment")
-                 if getattr(self, k) is not None]  # fmt: skip
+                 if getattr(self, k) is not None] + ["{pack}"] * self.pack  # fmt: skip
         if given and self.task != "lm":
             raise _error(self, f"{', '.join(given)} go(es) with {{task}} lm (language modelling)")
         if self.valid_text and not self.train_text:
@@ -148,6 +149,8 @@ class DataConfig:
                 from ..data.lm_text import DEFAULT_SEGMENT
 
                 spec["segment"] = self.segment or DEFAULT_SEGMENT
+                if self.pack:  # absent when off: the specs of earlier runs stay as they were
+                    spec["pack"] = True
                 for k in ("train_text", "valid_text"):
                     if getattr(self, k):
                         spec[k] = str(Path(getattr(self, k)).resolve())
@@ -286,6 +289,15 @@ class FitConfig:
             raise _error(self, "{device=}; choose auto, cpu or cuda")
         if self.threads < 1:
             raise _error(self, "{threads=}; it must be at least 1")
+        if self.data.pack:  # before any work: a model that cannot honour packed documents
+            from ..models import make_config
+            from ..models.lm import pack_refusal
+
+            m = self.model
+            refusal = pack_refusal(make_config(m.name, preset=m.preset, src_vocab=1,
+                                               tgt_vocab=1, **m.options))  # fmt: skip
+            if refusal is not None:
+                raise ValueError(refusal)
 
     def to_json(self) -> dict[str, Any]:
         """The config as a JSON-able dict (``out`` as a string)."""

@@ -21,6 +21,8 @@ from typing import Any
 import torch
 
 from ..data.example import Example, Splits
+from ..data.lm_packed import PackedRows
+from ..data.lm_text import Segments
 from ..data.vocab import Vocab
 from ..models import build_model
 from ..tasks.registry import check_pairing, data_family, family
@@ -61,6 +63,8 @@ def prepare(data: DataConfig) -> Prepared:
             f"{len(splits.train)} training and {len(splits.valid)} validation examples: "
             "a run needs at least one of each"
         )
+    if isinstance(splits.train, (Segments, PackedRows)):  # a text held as ids: counted
+        return Prepared(splits, Vocab.build([]), splits.train.vocab(data.min_freq), spec)
     tokens = family(data_family(spec)).tokens
     src_vocab = Vocab.build((tokens(e)[0] for e in splits.train), data.min_freq)
     tgt_vocab = Vocab.build((tokens(e)[1] for e in splits.train), data.min_freq)
@@ -143,9 +147,9 @@ def _checkpoint_vocab(prepared: Prepared, ckpt: Path, log: Callable[[str], None]
     """On resume, the vocabularies the weights were trained with, never ones rebuilt from data
     that may have changed (a re-ordered vocabulary under trained embeddings would train on
     silently wrong inputs). Tokens the checkpoint never saw are read as <unk>, and said."""
-    from .checkpoint_check import read_vocab
+    from .checkpoint_check import read_config, read_vocabs
 
-    vocabs = [read_vocab(ckpt / f"{side}_vocab.json", None) for side in ("src", "tgt")]
+    vocabs = read_vocabs(ckpt, read_config(ckpt / "config.json")[1])
     data_vocabs = (prepared.src_vocab, prepared.tgt_vocab)
     for side, old, new in zip(("source", "target"), vocabs, data_vocabs, strict=True):
         known = set(old.tokens)

@@ -7,7 +7,7 @@ keys (source tokens).
 """
 
 from .heatmap import heatmap
-from .notebook import Shown, from_bertviz, to_bertviz
+from .notebook import Inline, Shown, from_bertviz, show_model_view, show_neuron, to_bertviz
 from .outputs import show
 from .page import attention_page, write_attention_page
 from .rollout import attention_flow, attention_rollout
@@ -16,6 +16,7 @@ from .weights_file import AttentionRecord, load_attention, save_attention
 
 __all__ = [
     "AttentionRecord",
+    "Inline",
     "Shown",
     "attention_flow",
     "attention_page",
@@ -25,6 +26,8 @@ __all__ = [
     "load_attention",
     "save_attention",
     "show",
+    "show_model_view",
+    "show_neuron",
     "terminal_heatmap",
     "to_bertviz",
     "write_attention_page",
