@@ -244,7 +244,7 @@ EXPERIMENT = Experiment.of(
     name="parallel",
     help="sequential depth and step time by sentence length, RNNsearch vs Transformer "
     "(Vaswani 2017, Table 1)",
-    typical="a few minutes on an idle 2-core CPU (its timings count only at load <= 1.5)",
+    typical="11 min on an idle 2-core CPU (its timings count only at load <= 1.5)",
     description="Measure the longest path of a training step's autograd graph and the "
     "recurrent cell calls of RNNsearch and a Transformer of similar size at n = 8..256, and "
     "check that the RNN's sequential depth grows linearly while the Transformer's is "
