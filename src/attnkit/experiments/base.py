@@ -268,6 +268,18 @@ def report_of(module: str) -> Callable[[dict[str, Any], Path, Say], list[Path]]:
     return report
 
 
+def timed_steps(step: Callable[[], int], repeats: int) -> dict[str, Any]:
+    """One untimed ``step`` (warm-up), then ``repeats`` timed ones: {"saved_bytes": what the
+    last step returned (the bytes autograd saved), "seconds": [each step's wall time]}."""
+    step()
+    times, saved = [], 0
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        saved = step()
+        times.append(time.perf_counter() - t0)
+    return {"saved_bytes": saved, "seconds": times}
+
+
 def power_exponent(xs: Sequence[float], ys: Sequence[float]) -> float:
     """k of y ≈ c·x^k: the least-squares slope of log y against log x (NaN if a y <= 0)."""
     if min(ys) <= 0:
@@ -295,6 +307,7 @@ def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 __all__ = [
+    "timed_steps",
     "REPRODUCED",
     "Experiment",
     "Pooled",

@@ -60,6 +60,12 @@ def plateau(epochs: int, best_epoch: int, patience: int) -> bool:
     return epochs - best_epoch >= patience
 
 
+def valid_bpc_curve(run: Path) -> list[float]:
+    """A language-model run's learning curve: its valid bpc at each validation (one per
+    epoch), from ``run/history.json`` (valid loss in nats per character / ln 2)."""
+    return [round(row["valid_loss"] / math.log(2), 4) for row in history(run)]
+
+
 def stop_of_epochs(run: Path, patience: int) -> tuple[int, bool]:
     """The epochs a run (a folder with ``history.json``) trained before it stopped, and
     whether it was censored: cut by the cap of epochs before ``patience`` validations passed
@@ -309,4 +315,4 @@ def write_multi30k(folder: Path, counts: Mapping[str, int], *, max_words: int = 
 
 __all__ = ["LMSettings", "MULTI30K", "MULTI30K_SPLITS", "QuietPool", "fit_logged", "generator",
            "history", "lm_data", "lm_run", "plateau", "run_each", "steps_done", "stop_of_epochs",
-           "train_all", "train_lms", "write_multi30k"]
+           "train_all", "train_lms", "valid_bpc_curve", "write_multi30k"]

@@ -21,7 +21,6 @@ Legend: H heads, n positions, d head width, w look-back, t decoded position.
 
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,9 @@ from ...bench.measure import SavedBytes
 from ...core import attend
 from ...stages.alignment import CausalAlignment, SlidingWindow
 from ...stages.kernels import LinearScore, ratio
-from ..pool import history, lm_data
+from ..base import timed_steps
+from ..pool import lm_data
+from ..pool import valid_bpc_curve as valid_curve
 from .config import LinearConfig
 
 DECODED = ("linear", "softmax")  # the decoding comparison: the RNN against the KV cache
@@ -74,13 +75,7 @@ def layer_cost(kernel: str, n: int, heads: int, head_dim: int, window: int,
             x.grad = None
         return saved.total
 
-    step()  # warm-up
-    times, saved = [], 0
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        saved = step()
-        times.append(time.perf_counter() - t0)
-    return {"saved_bytes": saved, "seconds": times}
+    return timed_steps(step, repeats)
 
 
 def cost_grid(cfg: LinearConfig) -> dict[str, dict[str, dict[str, Any]]]:
@@ -132,12 +127,6 @@ def decode_cost(cfg: LinearConfig) -> dict[str, dict[str, dict[str, Any]]]:
             if str(pos) in out[attention]:
                 out[attention][str(pos)]["state"] = _state_elements(states[attention][0])
     return out
-
-
-def valid_curve(run: Path) -> list[float]:
-    """A run's learning curve: its valid bpc at each validation (one per epoch), from
-    ``run/history.json`` (valid loss in nats per character / ln 2)."""
-    return [round(row["valid_loss"] / math.log(2), 4) for row in history(run)]
 
 
 def measure_seed(cfg: LinearConfig, seed: int, out: Path) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,9 @@ import torch
 from ...bench.measure import SavedBytes
 from ...core import attend
 from ...registry import STRIDED, build_alignment
-from ..pool import history, lm_data
+from ..base import timed_steps
+from ..pool import lm_data
+from ..pool import valid_bpc_curve as valid_curve
 from .config import ARMS, SparseConfig, stride_of
 
 
@@ -40,25 +41,13 @@ def layer_cost(arm: str, n: int, heads: int, head_dim: int, repeats: int) -> dic
         out.sum().backward()
         return saved.total
 
-    step()  # warm-up
-    times, saved = [], 0
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        saved = step()
-        times.append(time.perf_counter() - t0)
-    return {"saved_bytes": saved, "seconds": times}
+    return timed_steps(step, repeats)
 
 
 def cost_grid(cfg: SparseConfig) -> dict[str, dict[str, dict[str, Any]]]:
     """{arm: {n: layer_cost}} over the cost grid, with the model's heads and head width."""
     return {arm: {str(n): layer_cost(arm, n, cfg.heads, cfg.dim // cfg.heads, cfg.repeats)
                   for n in cfg.n_list} for arm in cfg.arm_list}  # fmt: skip
-
-
-def valid_curve(run: Path) -> list[float]:
-    """A run's learning curve: its valid bpc at each validation (one per epoch), from
-    ``run/history.json`` (valid loss in nats per character / ln 2)."""
-    return [round(row["valid_loss"] / math.log(2), 4) for row in history(run)]
 
 
 GIVEN = re.compile(r"this is ([a-z]{5})\.")  # where a record gives its name
