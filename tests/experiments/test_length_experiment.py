@@ -141,7 +141,7 @@ def test_bad_settings_fail_clearly() -> None:
         LengthConfig(steps=3000, epoch_steps=70)
     cfg = LengthConfig()
     assert (cfg.steps, cfg.epoch_steps, cfg.patience, cfg.seeds, cfg.epochs) == (
-        3000, 100, 3, 8, 30)
+        8000, 100, 3, 8, 80)
 
 
 def test_quick_run_writes_table_csv_json_png(tmp_path: Path, one_thread: None, capsys) -> None:
