@@ -9,6 +9,8 @@ attention_aer, cross-entropy by hand, cross_attention one sentence at a time).""
 import gzip
 import math
 import random
+import statistics
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -17,10 +19,10 @@ import torch
 
 from attnkit.data.example import Example
 from attnkit.experiments import evidence as ev
-from attnkit.experiments.heads import QUICK, HeadsConfig
+from attnkit.experiments.heads import QUICK, HeadsConfig, judge_settings, trend_settings
 from attnkit.experiments.heads import jobs as heads_jobs
 from attnkit.experiments.heads.bleu import corpus_bleu, paired_bleu_bootstrap, sentence_stats
-from attnkit.experiments.heads.checks import best_by_valid, checks_of, scoped
+from attnkit.experiments.heads.checks import best_by_valid, family, judge
 from attnkit.experiments.heads.jobs import fit_config, make_jobs, multi30k_subset, toy_ko_data
 from attnkit.experiments.heads.measure import (
     example_index,
@@ -141,105 +143,165 @@ def test_plateau_rule() -> None:
     assert not plateau(10, 10, 3)
 
 
-def _runs(wrong: dict[int, float], *, seeds: int = 3, valid: dict[int, float] | None = None,
-          capped: tuple[int, ...] = ()) -> list[dict]:  # fmt: skip
-    """Synthetic runs: arm h translates with a fraction ``wrong[h]`` of words replaced; its
-    valid perplexity is ``valid[h]`` (default: 10 * wrong + 1)."""
+def _runs(bleu: dict[int, float], *, seeds: int = 5, valid: dict[int, float] | None = None,
+          capped: tuple[int, ...] = (), epochs: int = 20, task: str = "toy-ko"
+          ) -> list[dict]:  # fmt: skip
+    """Synthetic runs: arm h scores ``bleu[h]`` plus a seed effect shared by every arm (±3)
+    and a small jitter of its own (±0.6), so that paired gaps are tight; its valid
+    perplexity is ``valid[h]`` (default: 100 - bleu[h], the best on test is the best on
+    validation); the arms in ``capped`` hit the cap in every seed."""
     out = []
     for s in range(seeds):
-        refs = _refs(s)
-        for h, w in wrong.items():
-            stats = _arm(refs, w, 100 * s + h)
+        for h, b in bleu.items():
+            score = b + 3.0 * ((s % 3) - 1) + 0.3 * ((7 * s + h) % 5 - 2)
             out.append({
-                "heads": h, "seed": s, "bleu": float(corpus_bleu(stats.sum(0))),
-                "bleu_stats": stats.tolist(),
-                "valid_ppl": (valid or {}).get(h, 10 * w + 1), "plateau": h not in capped,
+                "task": task, "heads": h, "seed": s, "bleu": min(max(score, 0.0), 100.0),
+                "valid_ppl": (valid or {}).get(h, 100.0 - b), "epochs": epochs,
+                "plateau": h not in capped,
             })  # fmt: skip
     return out
 
 
-def _outcomes(checks: list[ev.Check]) -> list[str]:
-    return [c.outcome for c in checks]
+def _judge(runs: list[dict], *, seeds: int = 5, d_k_min: int = 16, cap: int = 150
+           ) -> tuple[list[ev.Check], list[ev.Check]]:  # fmt: skip
+    return judge(runs[0]["task"], runs, seeds=seeds, d_k_min=d_k_min, cap=cap)
 
 
-def test_checks_reproduced_when_both_ends_are_worse() -> None:
-    checks = checks_of("toy-ko", _runs({1: 0.3, 4: 0.05, 16: 0.3}), resamples=300)
-    assert _outcomes(checks) == ["pass"] * 5
-    assert (
-        "best h=4 minus h=1" in checks[3].name and "best h=4 minus largest h=16" in checks[4].name
-    )
-    assert checks[3].ci[0] > 0 and checks[4].ci[0] > 0
-    assert ev.verdict_of(checks) == ev.REPRODUCED
+def _claims(checks: list[ev.Check]) -> list[str]:
+    return [c.outcome for c in checks if c.kind == "claim"]
 
 
-def test_checks_fail_each_half_alone() -> None:
-    one_best = checks_of("toy-ko", _runs({1: 0.05, 4: 0.3, 16: 0.4}), resamples=300)
-    assert _outcomes(one_best)[3:] == ["fail", "pass"]
+def test_reproduced_when_both_ends_are_worse() -> None:
+    kept, reported = _judge(_runs({1: 60.0, 2: 70.0, 4: 75.0, 8: 65.0}))
+    assert [c.outcome for c in kept] == ["pass"] * len(kept)
+    assert ev.verdict_of(kept) == ev.REPRODUCED
+    names = [c.name for c in kept if c.kind == "claim"]
+    assert names == ["toy-ko: (i) BLEU of best h=4 minus h=1",
+                     "toy-ko: (ii) BLEU of best h=4 minus largest h=8"]  # fmt: skip
+    gap = next(c for c in kept if c.name == names[0])
+    # the t-interval over the per-seed gaps, written out: mean ± t_{4, 0.975} s / √5
+    runs = _runs({1: 60.0, 2: 70.0, 4: 75.0, 8: 65.0})
+    by = {(r["heads"], r["seed"]): r["bleu"] for r in runs}
+    gaps = [by[4, s] - by[1, s] for s in range(5)]
+    half = 2.7764451051977987 * statistics.stdev(gaps) / math.sqrt(5)
+    assert gap.value == pytest.approx(statistics.fmean(gaps))
+    assert gap.ci == pytest.approx((gap.value - half, gap.value + half))
+    # h = 2 is not compared: its design checks are reported, not in the verdict
+    assert {c.name for c in reported} == {"toy-ko: h=2 converged",
+        "toy-ko: cap >= 3x median stop (h=2)", "toy-ko: h=2 off the floor (test BLEU)"}  # fmt: skip
+
+
+def test_each_half_fails_alone() -> None:
+    one_best, _ = _judge(_runs({1: 80.0, 2: 70.0, 4: 72.0, 8: 60.0}))
+    assert _claims(one_best) == ["fail", "pass"]
     assert ev.verdict_of(one_best).startswith("NOT REPRODUCED: toy-ko: (i)")
-    many_best = checks_of("toy-ko", _runs({1: 0.4, 4: 0.3, 16: 0.05}), resamples=300)
-    assert _outcomes(many_best)[3:] == ["pass", "fail"]
+    many_best, _ = _judge(_runs({1: 60.0, 2: 65.0, 4: 70.0, 8: 80.0}))
+    assert _claims(many_best) == ["pass", "fail"]
     assert ev.exit_code(ev.verdict_of(many_best)) == 1
 
 
 def test_the_best_h_is_chosen_on_validation_not_test() -> None:
     # h=4 has the lowest valid perplexity but translates worse than h=2 on test: (i) and (ii)
     # compare h=4, whatever the test numbers say
-    runs = _runs({1: 0.3, 2: 0.05, 4: 0.2, 16: 0.3}, valid={1: 5.0, 2: 3.0, 4: 2.0, 16: 5.0})
+    runs = _runs({1: 60.0, 2: 80.0, 4: 70.0, 16: 60.0}, valid={1: 5.0, 2: 3.0, 4: 2.0, 16: 5.0})
     assert best_by_valid(runs, exclude=1) == 4 and best_by_valid(runs, exclude=16) == 4
-    checks = checks_of("toy-ko", runs, resamples=100)
-    assert "best h=4" in checks[3].name and "best h=4" in checks[4].name
+    kept, _ = _judge(runs)
+    assert [c.name for c in kept if c.kind == "claim"] == [
+        "toy-ko: (i) BLEU of best h=4 minus h=1",
+        "toy-ko: (ii) BLEU of best h=4 minus largest h=16",
+    ]
     tie = [{"heads": h, "valid_ppl": 2.0} for h in (1, 4, 16)]
     assert best_by_valid(tie, exclude=1) == 4  # ties: the smaller h
 
 
-def test_checks_inconclusive_on_a_ceiling() -> None:
-    checks = checks_of("toy-ko", _runs({1: 0.0, 4: 0.0, 16: 0.004}), resamples=200)
-    assert checks[1].outcome == "inconclusive" and "no gap can show" in checks[1].reason
-    verdict = ev.verdict_of(checks)
-    assert verdict.startswith("INCONCLUSIVE: toy-ko: BLEU below the ceiling")
-    assert ev.exit_code(verdict) == 2
+def test_inconclusive_on_a_ceiling_or_a_straddling_interval() -> None:
+    top, _ = _judge(_runs({1: 96.0, 2: 98.0, 4: 100.0, 8: 98.0}))  # h=4: mean 98.74
+    assert ev.verdict_of(top).startswith("INCONCLUSIVE: toy-ko: best compared arm below the "
+                                         "ceiling: best compared arm 98.7")  # fmt: skip
+    assert ev.exit_code(ev.verdict_of(top)) == 2
+    # the same mean for h = 1 and the best other: the per-seed jitter alone, a gap about 0
+    level, _ = _judge(_runs({1: 70.0, 2: 60.0, 4: 70.0, 8: 60.0}, valid={2: 50.0, 4: 20.0}))
+    gap = next(c for c in level if ": (i) " in c.name)
+    assert gap.outcome == "inconclusive" and gap.ci[0] < 0 < gap.ci[1]
+    assert ev.verdict_of(level).startswith("INCONCLUSIVE: toy-ko: (i)")
 
 
-def test_checks_inconclusive_on_a_straddling_interval() -> None:
-    # the same error rate for every arm (other words replaced): gaps straddle 0
-    checks = checks_of("toy-ko", _runs({1: 0.2, 4: 0.2, 16: 0.2}), resamples=300)
-    assert _outcomes(checks)[:3] == ["pass"] * 3
-    assert checks[3].outcome == "inconclusive" and checks[3].ci[0] < 0 < checks[3].ci[1]
-    assert ev.verdict_of(checks).startswith("INCONCLUSIVE: toy-ko: (i)")
+def test_design_checks_look_only_at_the_compared_arms_per_setting() -> None:
+    """A non-compared arm at the floor, censored or stopped early against its cap does not
+    withhold the verdict (it is reported); a compared arm at chance, censored, or whose cap is
+    under 3x its median stop does, in its own setting only."""
+    # h = 2 is neither h = 1, the best other (h = 4) nor the largest (h = 8); it learnt nothing
+    floor = _runs({1: 60.0, 2: 0.0, 4: 75.0, 8: 65.0}, valid={2: 99.0})
+    kept, reported = _judge(floor)
+    assert ev.verdict_of(kept) == ev.REPRODUCED
+    at_floor = next(c for c in reported if c.name == "toy-ko: h=2 off the floor (test BLEU)")
+    assert at_floor.outcome == ev.INCONCLUSIVE and "not compared" in at_floor.reason
+    # ... and censored in every seed: still reported only
+    kept, reported = _judge(_runs({1: 60.0, 2: 0.0, 4: 75.0, 8: 65.0}, valid={2: 99.0},
+                                  capped=(2,)))  # fmt: skip
+    assert ev.verdict_of(kept) == ev.REPRODUCED
+    assert any("censored" in c.reason and "h=2 seed 0" in c.reason for c in reported)
+    # the compared h = 1 at chance (BLEU 0): the gap to it says nothing about heads
+    chance = _runs({1: 0.0, 2: 70.0, 4: 75.0, 8: 65.0}, task="multi30k")
+    kept_m, _ = _judge(chance)
+    assert ev.verdict_of(kept_m).startswith(
+        "INCONCLUSIVE: multi30k: h=1 off the floor (test BLEU): mean test BLEU 0"
+    )
+    # a compared arm censored, or with its cap under 3x its median stop
+    capped, _ = _judge(_runs({1: 60.0, 2: 70.0, 4: 75.0, 8: 65.0}, capped=(8,)))
+    assert ev.verdict_of(capped).startswith("INCONCLUSIVE: toy-ko: h=8 converged")
+    short, _ = _judge(_runs({1: 60.0, 2: 70.0, 4: 75.0, 8: 65.0}, epochs=60), cap=150)
+    assert ev.verdict_of(short).startswith("INCONCLUSIVE: toy-ko: cap >= 3x median stop (h=1)")
+    # per setting: the toy-ko setting keeps its verdict beside multi30k's withheld one
+    good, _ = _judge(floor)
+    assert ev.verdict_of(good) == ev.REPRODUCED
+    assert ev.verdict_of(good + kept_m).startswith("INCONCLUSIVE: multi30k: h=1 off the floor")
 
 
-def test_checks_inconclusive_when_a_run_hit_the_cap_or_nothing_was_learnt() -> None:
-    capped = checks_of("multi30k", _runs({1: 0.3, 4: 0.05, 16: 0.3}, capped=(16,)), resamples=100)
-    assert capped[0].outcome == "inconclusive" and capped[0].value == 3.0
-    assert "h=16 seed 0" in capped[0].reason
-    assert ev.verdict_of(capped).startswith("INCONCLUSIVE: multi30k: every arm converged")
-    dead = checks_of("multi30k", _runs({1: 0.97, 4: 0.95, 16: 0.97}), resamples=100)
-    assert dead[2].outcome == "inconclusive" and dead[2].value < 10
-    with pytest.raises(ValueError, match="h = 1 and two more"):
-        checks_of("toy-ko", _runs({1: 0.3, 4: 0.1}), resamples=10)
+def test_a_trend_setting_is_reported_not_checked(tmp_path: Path) -> None:
+    """The default runs toy-ko at 500 pairs (checked) and 1000 (the trend with data): the
+    1000-pair setting at the ceiling, or failing the claim, leaves the verdict to 500's."""
+    cfg = HeadsConfig()
+    assert sorted({j.task for j in make_jobs(cfg, tmp_path, print).values()}) == [
+        "toy-ko-1000", "toy-ko-500"]  # fmt: skip
+    assert trend_settings(cfg) == {"toy-ko-1000"}
+    runs = _runs({1: 60.0, 2: 70.0, 4: 75.0, 8: 65.0}, task="toy-ko-500") + _runs(
+        {1: 99.0, 2: 99.0, 4: 100.0, 8: 99.0}, task="toy-ko-1000")  # fmt: skip
+    got = judge_settings(asdict(cfg), runs, trend_settings(cfg))
+    assert got["verdict"] == ev.REPRODUCED and list(got["verdicts"]) == ["toy-ko-500"]
+    assert got["trend_verdicts"]["toy-ko-1000"].startswith(
+        "INCONCLUSIVE: toy-ko-1000: best compared arm below the ceiling"
+    )
+    assert not any(c["name"].startswith("toy-ko-1000") for c in got["checks"])
+    assert any(c["name"].startswith("toy-ko-1000: (i)") for c in got["reported_checks"])
+    # checked, the same 1000-pair setting withholds the verdict
+    both = judge_settings(asdict(cfg), runs, set())
+    assert both["verdict"].startswith("INCONCLUSIVE: toy-ko-1000: best compared arm below")
+    with pytest.raises(ValueError, match="--toy-report '500': list distinct positive sizes not"):
+        HeadsConfig(toy_report="500")
 
 
-def test_scope_seeds_and_the_narrow_heads_half() -> None:
+def test_seeds_and_the_narrow_heads_half() -> None:
     """Fewer than 5 seeds withholds a setting's verdict; half (ii) with the largest h's d_k
-    below the paper's 16 is reported, not checked; each setting is judged on its own: a
-    setting at BLEU 0 (nothing learnt) withholds its own verdict, not the other's."""
-    good = checks_of("toy-ko", _runs({1: 0.3, 4: 0.05, 16: 0.3}), resamples=200)
-    kept, reported = scoped("toy-ko", good, seeds=5, d_k_min=16)
-    assert ev.verdict_of(kept) == ev.REPRODUCED and not reported
-    kept, reported = scoped("toy-ko", good, seeds=3, d_k_min=16)
-    verdict = ev.verdict_of(kept)
+    below the paper's 16 is reported, not checked, and its arms are then not compared."""
+    runs = _runs({1: 60.0, 4: 75.0, 16: 65.0})
+    assert ev.verdict_of(_judge(runs)[0]) == ev.REPRODUCED
+    few, _ = _judge(_runs({1: 60.0, 4: 75.0, 16: 65.0}, seeds=3), seeds=3)
+    verdict = ev.verdict_of(few)
     assert verdict.startswith("INCONCLUSIVE: toy-ko: seeds for a check (at least 5): 3")
     assert "under-covers" in verdict
-    # (ii) fails here (16 heads best), but at d_k = 4 it is only reported
-    many_best = checks_of("toy-ko", _runs({1: 0.4, 4: 0.3, 16: 0.05}), resamples=200)
-    kept, reported = scoped("toy-ko", many_best, seeds=5, d_k_min=4)
-    assert [c.name for c in reported] == [many_best[4].name]
-    assert "below the paper's smallest" in reported[0].reason
+    # (ii) fails here (16 heads best on test), but at d_k = 4 it is only reported, and h = 16
+    # (not compared then) at the floor withholds nothing
+    many = _runs({1: 60.0, 4: 75.0, 16: 80.0}, valid={4: 20.0, 16: 25.0})
+    kept, reported = _judge(many, d_k_min=4)
+    assert [c.name for c in reported if c.kind == "claim"] == [
+        "toy-ko: (ii) BLEU of best h=4 minus largest h=16"
+    ]
+    assert reported[-1].outcome == "fail" and "below the paper's smallest" in reported[-1].reason
     assert ev.verdict_of(kept) == ev.REPRODUCED  # (i) alone decides
-    dead = checks_of("multi30k", _runs({1: 0.97, 4: 0.95, 16: 0.97}), resamples=100)
-    dead_kept, _ = scoped("multi30k", dead, seeds=5, d_k_min=16)
-    assert ev.verdict_of(dead_kept).startswith("INCONCLUSIVE: multi30k: best arm learnt")
-    assert ev.verdict_of(scoped("toy-ko", good, seeds=5, d_k_min=16)[0]) == ev.REPRODUCED
+    assert ev.verdict_of(_judge(many)[0]).startswith("NOT REPRODUCED: toy-ko: (ii)")
+    with pytest.raises(ValueError, match="h = 1 and two more"):
+        _judge(_runs({1: 60.0, 4: 70.0}))
 
 
 def test_the_committed_run_reads_as_its_page_says() -> None:
@@ -273,7 +335,7 @@ def test_bad_settings_fail_clearly() -> None:
     with pytest.raises(ValueError, match="comma-separated integers"):
         HeadsConfig(heads="1,two")
     with pytest.raises(ValueError, match="divisible by every head count .*\\[16\\]"):
-        HeadsConfig(dim=40)
+        HeadsConfig(dim=40, heads="1,4,16")
     with pytest.raises(ValueError, match="--seeds 1: an interval"):
         HeadsConfig(seeds=1)
     with pytest.raises(ValueError, match="--multi30k -1"):
@@ -284,6 +346,10 @@ def test_bad_settings_fail_clearly() -> None:
         HeadsConfig(label_smoothing=1.0)
     with pytest.raises(ValueError, match="--tasks 'wmt'"):
         HeadsConfig(tasks="wmt")
+    with pytest.raises(ValueError, match="--toy-train '500,500': list distinct positive"):
+        HeadsConfig(toy_train="500,500")
+    with pytest.raises(ValueError, match="--toy-train '0'"):
+        HeadsConfig(toy_train="0")
     assert HeadsConfig(heads="16,1,4").head_counts == [1, 4, 16]
 
 
@@ -295,7 +361,23 @@ def test_models_differ_only_in_heads_and_stop_early_alike(tmp_path: Path) -> Non
     assert a["model"]["options"].pop("heads") == 1 and b["model"]["options"].pop("heads") == 16
     assert a == b
     assert a["train"]["patience"] == cfg.patience and a["train"]["epochs"] == cfg.max_epochs
-    assert a["data"]["train_size"] == cfg.toy_train
+    assert a["data"]["train_size"] == 500 and cfg.toy_sizes == [500]
+
+
+def test_one_toy_ko_setting_per_size(tmp_path: Path) -> None:
+    """--toy-train 1000,500: two settings, toy-ko-500 and toy-ko-1000, each with every h and
+    seed on its own data size; each judged with toy-ko's learnt bar."""
+    cfg = HeadsConfig(toy_train="1000,500", toy_report="", seeds=5)
+    named = make_jobs(cfg, tmp_path, print)
+    assert sorted({j.task for j in named.values()}) == ["toy-ko-1000", "toy-ko-500"]
+    assert len(named) == 2 * 4 * 5
+    sizes = {j.task: j.config.data.train_size for j in named.values()}
+    assert sizes == {"toy-ko-500": 500, "toy-ko-1000": 1000}
+    assert family("toy-ko-1000") == "toy-ko" and family("multi30k") == "multi30k"
+    low = _runs({1: 30.0, 2: 40.0, 4: 45.0, 8: 35.0}, task="toy-ko-500")  # best below 50
+    assert ev.verdict_of(_judge(low)[0]).startswith(
+        "INCONCLUSIVE: toy-ko-500: best compared arm learnt the task (test BLEU): best arm 4"
+    )
 
 
 def test_multi30k_absent_is_skipped_with_a_message(
@@ -303,8 +385,9 @@ def test_multi30k_absent_is_skipped_with_a_message(
 ) -> None:
     monkeypatch.setattr(heads_jobs, "MULTI30K", tmp_path / "absent")
     said: list[str] = []
-    named = make_jobs(HeadsConfig(multi30k=100), tmp_path, said.append)
-    assert {j.task for j in named.values()} == {"toy-ko"} and len(named) == 9  # 3 h x 3 seeds
+    cfg = HeadsConfig(multi30k=100, tasks="toy-ko,multi30k", toy_report="")
+    named = make_jobs(cfg, tmp_path, said.append)
+    assert {j.task for j in named.values()} == {"toy-ko"} and len(named) == 20  # 4 h x 5 seeds
     assert len(said) == 1 and said[0].startswith("skipping Multi30K:") and "not found" in said[0]
     with pytest.raises(ValueError, match="nothing to run"):
         make_jobs(HeadsConfig(tasks="multi30k"), tmp_path, said.append)
@@ -344,7 +427,7 @@ def test_measures_of_one_model_match_independent_computations(
     from attnkit.eval.forced import attention_aer
     from attnkit.train import checkpoint
 
-    cfg = HeadsConfig(**{**QUICK, "max_epochs": 3, "toy_train": 48})
+    cfg = HeadsConfig(**{**QUICK, "max_epochs": 3, "toy_train": "48"})
     fit_logged(fit_config(cfg, 2, 0, toy_ko_data(cfg, 0), tmp_path / "m"), tmp_path / "m.log")
     got = measure(tmp_path / "m", cfg.patience)
 

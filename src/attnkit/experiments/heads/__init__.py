@@ -11,13 +11,16 @@ perplexity 5.29, 5.00, 4.92, 4.91, 5.01).
 Here: one small Transformer (``attnkit.fit`` of ModelConfig("transformer", ...)) with h heads
 of d_k = d_model / h, so the parameters and the FLOPs are the same for every h, trained to a
 validation plateau (early stopping on the valid loss, the same patience and cap of epochs for
-every arm), ``seeds`` seeds, in two settings: toy-ko (few training pairs, so that BLEU is off
-its ceiling; each seed draws other sentences) and the first ``multi30k`` pairs of Multi30K
-En -> De (read from ``../shared/data/multi30k``; skipped with a message when absent). Each
-early-stopped model is scored on its test set: greedy BLEU (the paper's metric), test and
-valid perplexity, AER against toy-ko's gold links, the heads' mean pairwise JS (measure.py).
-The checks, fixed from the paper before any run, are in checks.py: both halves of the
-sentence, on intervals of test-BLEU gaps, the best h chosen on validation perplexity.
+every arm), ``seeds`` seeds. The default, fixed from calibration runs on seeds 900-905: d_model
+128, h = 1, 2, 4, 8 (d_k = 128 ... 16, inside the paper's range), toy-ko (each seed draws other
+sentences) with 500 training pairs, checked, and 1000, run for the trend with data and
+reported, not checked (``--toy-report``); the first ``multi30k`` pairs of Multi30K En -> De
+(``--tasks multi30k``, read from ``../shared/data/multi30k``; skipped with a message when
+absent). Each early-stopped model is scored on its test set: greedy BLEU (the paper's
+metric), test and valid perplexity, AER against toy-ko's gold links, the heads' mean pairwise
+JS (measure.py). The checks are in checks.py: both halves of the sentence, on t-intervals of
+the per-seed test-BLEU gaps, the best h chosen on validation perplexity, the design checks
+on the compared arms of each setting.
 """
 
 from __future__ import annotations
@@ -30,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from ..base import Experiment, Say, begin
-from ..evidence import Check, verdict_of
+from ..evidence import verdict_of
 from ..pool import train_all
-from .checks import checks_of, per_seed, scoped
+from .checks import judge
 from .config import HeadsConfig
 from .jobs import Job, make_jobs
 
@@ -43,13 +46,13 @@ QUICK = dict(
     layers=1,
     max_epochs=2,
     patience=1,
-    toy_train=24,
+    toy_train="24",
+    toy_report="",
     multi30k=0,
     batch_size=8,
     valid_size=8,
     test_size=12,
     seeds=2,
-    resamples=50,
     jobs=1,
 )
 
@@ -109,17 +112,10 @@ def run_experiment(cfg: HeadsConfig, out: Path, say: Say = print) -> dict[str, A
     named = make_jobs(cfg, out, say)
     runs = train_and_measure(cfg, named, out, say)
     tasks = list(dict.fromkeys(r["task"] for r in runs))
-    of = {t: [r for r in runs if r["task"] == t] for t in tasks}
-    raw = {t: per_seed(t, checks_of(t, of[t], resamples=cfg.resamples), of[t], cfg.max_epochs)
-           for t in tasks}  # fmt: skip
-    d_k_min = cfg.dim // max(cfg.head_counts)
-    both = {t: scoped(t, raw[t], seeds=cfg.seeds, d_k_min=d_k_min) for t in tasks}
-    checks = {t: both[t][0] for t in tasks}
     h_max, s0 = max(cfg.head_counts), cfg.seed_list[0]
     shown = next(r for r in runs if r["heads"] == h_max and r["seed"] == s0)["example"]
     for r in runs:
         del r["example"], r["bleu_stats"]  # one sentence's maps are kept: largest h, 1st seed
-    every = [c for t in tasks for c in checks[t]]
     return {
         "config": asdict(cfg),
         "parameters": {
@@ -142,34 +138,42 @@ def run_experiment(cfg: HeadsConfig, out: Path, say: Say = print) -> dict[str, A
         "runs": runs,
         "by_heads": [row for t in tasks for row in summarise(runs, t)],
         "example": {"task": tasks[0], "heads": h_max, "seed": s0, **shown},
-        "checks": [c.as_json() for c in every],
-        "reported_checks": [c.as_json() for t in tasks for c in both[t][1]],
-        "verdicts": {t: verdict_of(checks[t]) for t in tasks},
-        "verdict": verdict_of(every),
+        **judge_settings(asdict(cfg), runs, trend_settings(cfg)),
     }
 
 
-def rejudge(result: dict[str, Any]) -> dict[str, Any]:
-    """``result`` (a run's JSON) judged again by today's checks, nothing trained: its stored
-    checks with claims (i) and (ii) recomputed on the t-interval of the per-seed BLEU gaps
-    and the plateau-cap checks added (``checks.per_seed``, from the stored runs), then scoped
-    by ``checks.scoped`` (the seed rule, the d_k scope); its verdicts recomputed."""
-    cfg = result["config"]
+def trend_settings(cfg: HeadsConfig) -> set[str]:
+    """The names of the settings run for the trend with data only (``--toy-report``)."""
+    return {f"toy-ko-{n}" for n in cfg.report_sizes}
+
+
+def judge_settings(cfg: dict[str, Any], runs: list[dict[str, Any]], trend: set[str]
+                   ) -> dict[str, Any]:  # fmt: skip
+    """Every setting's checks (``checks.judge``) from the runs and the config (as a dict):
+    ``checks``, ``reported_checks`` (besides each setting's reported ones, every check of a
+    ``trend`` setting), ``verdicts`` (the checked settings), ``trend_verdicts`` (what each
+    trend setting's checks would read, not part of the verdict) and ``verdict``."""
     d_k_min = cfg["dim"] // max(int(h) for h in str(cfg["heads"]).split(","))
-    stored = [Check(c["name"], c["value"], tuple(c["ci"]), c["threshold"], c["outcome"],
-                    c["kind"], c["reason"]) for c in result["checks"] + result.get(
-                        "reported_checks", []) if "median stop" not in c["name"]]  # fmt: skip
-    tasks = list(result["verdicts"])
-    both = {t: scoped(t, per_seed(t, [c for c in stored if c.name.startswith(f"{t}: ")
-                                      and not c.name.startswith(f"{t}: seeds for a check")],
-                                  [r for r in result["runs"] if r["task"] == t],
-                                  cfg["max_epochs"]),
-                      seeds=cfg["seeds"], d_k_min=d_k_min) for t in tasks}  # fmt: skip
-    every = [c for t in tasks for c in both[t][0]]
-    return {**result, "checks": [c.as_json() for c in every],
-            "reported_checks": [c.as_json() for t in tasks for c in both[t][1]],
-            "verdicts": {t: verdict_of(both[t][0]) for t in tasks},
-            "verdict": verdict_of(every)}  # fmt: skip
+    tasks = list(dict.fromkeys(r["task"] for r in runs))
+    both = {t: judge(t, [r for r in runs if r["task"] == t], seeds=cfg["seeds"],
+                     d_k_min=d_k_min, cap=cfg["max_epochs"]) for t in tasks}  # fmt: skip
+    checked = [t for t in tasks if t not in trend]
+    every = [c for t in checked for c in both[t][0]]
+    return {
+        "checks": [c.as_json() for c in every],
+        "reported_checks": [c.as_json() for t in tasks for c in
+                            (both[t][1] if t in checked else both[t][0] + both[t][1])],
+        "verdicts": {t: verdict_of(both[t][0]) for t in checked},
+        "trend_verdicts": {t: verdict_of(both[t][0]) for t in tasks if t in trend},
+        "verdict": verdict_of(every),
+    }  # fmt: skip
+
+
+def rejudge(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` (a run's JSON) judged again by today's checks (``judge_settings``) from its
+    stored runs, nothing trained; its checks, reported checks and verdicts recomputed."""
+    trend = set(result.get("trend_verdicts", {}))
+    return {**result, **judge_settings(result["config"], result["runs"], trend)}
 
 
 EXPERIMENT = Experiment.of(
@@ -177,15 +181,17 @@ EXPERIMENT = Experiment.of(
     name="heads",
     help="BLEU by number of heads at constant d_model, trained to a plateau (Vaswani 2017, "
     "Table 3 A)",
-    typical="19 min wall with --jobs 2 on an idle 2-core CPU (1,853 s of CPU; the toy-ko "
-    "half about 2.5 min of it)",
-    description="Train the same Transformer with 1, 4, 16 heads of d_k = d_model / h to a "
-    "validation plateau (early stopping, the same patience and cap for every arm), 3 seeds, "
-    "on toy-ko and a Multi30K subset (skipped when ../shared/data/multi30k is absent); score "
-    "test BLEU and perplexity, and check Table 3 (A) on bootstrap intervals: one head is "
-    "worse than the best other h, and (where the largest h keeps d_k >= 16, the paper's "
-    "smallest) the largest h is worse than the best other h; a check needs 5 seeds. "
-    "Writes OUT/heads.{csv,json,png}, OUT/heads-maps.png and the checkpoints; exits "
+    typical="about 18 min wall with --jobs 2 on an idle 2-core CPU (estimated from "
+    "calibration runs: 8 models in 191 s at 500 pairs, 229 s at 1000)",
+    description="Train the same Transformer (d_model 128) with 1, 2, 4, 8 heads of d_k = "
+    "d_model / h to a validation plateau (early stopping, the same patience and cap for every "
+    "arm), 5 seeds, on toy-ko with 500 training pairs (checked) and 1000 (the trend with data, "
+    "reported); Multi30K with --tasks multi30k. Score test BLEU and perplexity, and check "
+    "Table 3 (A) on t-intervals over the per-seed gaps: one head is worse than the best other "
+    "h, and (where the largest h keeps d_k >= 16, the paper's smallest) the largest h is "
+    "worse than the best other h; design checks (converged, cap >= 3x median stop, off the "
+    "floor, best arm learnt and below the ceiling, 5 seeds) on the compared arms of each "
+    "setting. Writes OUT/heads.{csv,json,png}, OUT/heads-maps.png and the checkpoints; exits "
     "0 REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE.",
     config=HeadsConfig,
 )
@@ -194,8 +200,10 @@ __all__ = [
     "EXPERIMENT",
     "QUICK",
     "HeadsConfig",
+    "judge_settings",
     "rejudge",
     "run_experiment",
     "summarise",
     "train_and_measure",
+    "trend_settings",
 ]

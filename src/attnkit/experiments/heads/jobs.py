@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from ...train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
@@ -49,13 +50,13 @@ def fit_config(cfg: HeadsConfig, heads: int, seed: int, data: DataConfig, out: P
     )
 
 
-def toy_ko_data(cfg: HeadsConfig, seed: int) -> DataConfig:
-    """``toy_train`` generated pairs (each seed draws other sentences), ``valid_size`` and
-    ``test_size`` held out."""
+def toy_ko_data(cfg: HeadsConfig, seed: int, pairs: int | None = None) -> DataConfig:
+    """``pairs`` generated training pairs (default: the first of ``toy_train``; each seed
+    draws other sentences), ``valid_size`` and ``test_size`` held out."""
     return DataConfig(
         task="toy-ko",
         task_seed=seed,
-        train_size=cfg.toy_train,
+        train_size=cfg.toy_sizes[0] if pairs is None else pairs,
         valid_size=cfg.valid_size,
         test_size=cfg.test_size,
     )
@@ -105,11 +106,15 @@ class Job:
 def settings(
     cfg: HeadsConfig, out: Path, say: Say
 ) -> dict[str, tuple[int, Callable[[int], DataConfig]]]:
-    """Each setting of ``cfg.tasks``: its training pairs and its data config per seed;
-    Multi30K only when asked for and present (else said, and skipped)."""
+    """Each setting of ``cfg.tasks``: its training pairs and its data config per seed; one
+    toy-ko setting per size of ``toy_train`` and ``toy_report`` (``toy-ko``, or ``toy-ko-N``
+    when there are several); Multi30K only when asked for and present (else said, and skipped)."""
     tasks: dict[str, tuple[int, Callable[[int], DataConfig]]] = {}
     if "toy-ko" in cfg.task_list:
-        tasks["toy-ko"] = (cfg.toy_train, lambda s: toy_ko_data(cfg, s))
+        sizes = cfg.toy_sizes + cfg.report_sizes
+        for n in sorted(sizes):
+            name = "toy-ko" if len(sizes) == 1 else f"toy-ko-{n}"
+            tasks[name] = (n, partial(toy_ko_data, cfg, pairs=n))
     if cfg.multi30k and "multi30k" in cfg.task_list:
         try:
             folder = multi30k_subset(cfg, out / "multi30k-data", MULTI30K)

@@ -57,8 +57,11 @@ def text_table(result: dict[str, Any], task: str) -> str:
 
 
 def verdict_lines(result: dict[str, Any]) -> list[str]:
-    """The verdict of each setting, then the experiment's."""
+    """The verdict of each checked setting, what each trend setting's checks read (not part
+    of the verdict), then the experiment's verdict."""
     lines = [f"{task}: {v}" for task, v in result["verdicts"].items()]
+    lines += [f"{task} (trend with data, not checked): {v}"
+              for task, v in result.get("trend_verdicts", {}).items()]  # fmt: skip
     return [*lines, f"verdict: {result['verdict']}"]
 
 
@@ -72,8 +75,11 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
             f"{cfg['max_epochs']}), {cfg['seeds']} seeds; mean ± std over seeds")  # fmt: skip
         say(text_table(result, task))
     say(f"Multi30K: {result['multi30k']}")
-    say("\nchecks (95% intervals: paired bootstrap over seeds x test sentences)")
+    say("\nchecks (95% t-intervals over the per-seed gaps; design checks on the compared arms)")
     say(checks_table(result["checks"]))
+    if result.get("reported_checks"):
+        say("\nreported, not checked (arms not compared, half (ii) out of scope, trend settings)")
+        say(checks_table(result["reported_checks"]))
     maps = lambda o: plot_maps(result["example"], o / "heads-maps.png")  # noqa: E731
     paths = write_outputs("heads", result["by_heads"], result, plot, out, say, extra=[maps])
     say(f"total {result['total_seconds']:.0f}s (training and scoring)")
@@ -89,7 +95,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     keys = (("bleu", "test BLEU (greedy)"), ("test_ppl", "test perplexity"), ("js", "JS (nats)"))
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.6))
     tasks = list(dict.fromkeys(r["task"] for r in result["by_heads"]))
-    for task, style in zip(tasks, ("o-", "s--"), strict=False):
+    for task, style in zip(tasks, ("o-", "s--", "^:", "d-.", "v-", "x--"), strict=False):
         rows = [r for r in result["by_heads"] if r["task"] == task]
         hs = [r["heads"] for r in rows]
         for ax, (key, _) in zip(axes, keys, strict=True):
