@@ -12,12 +12,13 @@ from ..base import Pooled, Seeds, option
 @dataclass
 class CorefConfig(Seeds, Pooled):
     seeds: int = option(6, "models trained: seeds --seed, --seed + 1, ... (an interval needs 2)")
-    dim: int = option(64, "Transformer width")
-    heads: int = option(4, "heads per attention")
-    enc_layers: int = option(3, "encoder layers")
-    dec_layers: int = option(2, "decoder layers")
-    ff: int = option(128, "feed-forward width")
-    steps: int = option(1500, "Adam updates per model")
+    dim: int = option(16, "Transformer width")
+    heads: int = option(2, "heads per encoder layer (2 at least: the ablation compares heads)")
+    layers: int = option(6, "encoder layers")
+    ff: int = option(32, "feed-forward width")
+    steps: int = option(10000, "the cap: at most this many Adam updates per model")
+    eval_every: int = option(200, "updates between validations (early stopping)")
+    patience: int = option(4, "stop after this many validations without a lower valid loss")
     batch_size: int = option(64, "sentences per update")
     lr: float = option(1e-3, "Adam learning rate")
     clip: float = option(1.0, "gradient-norm clipping")
@@ -30,8 +31,8 @@ class CorefConfig(Seeds, Pooled):
 
     def __post_init__(self) -> None:
         check_ranges(self, fractions=(), as_flags=True, positive=(
-            "seeds", "dim", "heads", "enc_layers", "dec_layers", "ff", "steps", "batch_size",
-            "jobs", "threads",
+            "seeds", "dim", "heads", "layers", "ff", "steps", "eval_every", "patience",
+            "batch_size", "jobs", "threads",
         ))  # fmt: skip
         if not 1 <= self.openers <= len(OPENERS):
             raise ValueError(f"--openers {self.openers}; pass 1 to {len(OPENERS)}")
@@ -39,6 +40,9 @@ class CorefConfig(Seeds, Pooled):
             raise ValueError(f"--fillers {self.fillers}; pass 0 to {len(FILLERS)}")
         if self.seeds < 2:
             raise ValueError(f"--seeds {self.seeds}; an interval needs at least 2")
+        if self.heads < 2:
+            raise ValueError(f"--heads {self.heads}; the ablation compares a head with the "
+                             "others of its layer: pass 2 or more")
         if self.dim % self.heads or self.dim % 2:
             raise ValueError(f"--dim {self.dim} must be even and divisible by --heads {self.heads}")
         if not self.lr > 0 or self.clip < 0:

@@ -1,9 +1,12 @@
-"""One seed of ``attnkit experiment coref``: train the translation model, score its pronouns,
-and measure every head on the validation and the test minimal pairs; the same measurements
-on the untrained model of that seed (the control); the famous two sentences' maps."""
+"""One seed of ``attnkit experiment coref``: train the pronoun tagger to its validation
+plateau, score its pronouns, measure every encoder head on the validation and the test
+minimal pairs, zero each head in turn and score again (the ablation); the same head
+measurements on the untrained model of that seed (the control); the famous two sentences'
+maps."""
 
 from __future__ import annotations
 
+import statistics
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -11,11 +14,10 @@ import torch
 from ...data.coref import OPENERS, CorefItem, famous, minimal_pairs, pair_items, pair_split
 from ..pool import generator
 from .data import Batch, chunks, encode
-from .measure import KINDS, SPANS, best_head, keys_of, masses, pair_rates
-from .models import build, fit_translation, hits_of, maps, parameters
+from .measure import SPANS, best_head, keys_of, masses, pair_rates
+from .models import Tagger, ablated, build, fit, hits_of, maps, parameters
 
 if TYPE_CHECKING:
-    from ...models.transformer import Transformer
     from .config import CorefConfig
 
 
@@ -41,76 +43,88 @@ def make_batches(train: list[CorefItem], batch_size: int, seed: int) -> Any:
     return batch
 
 
-def head_rates(model: Transformer, pairs: list[Batch]) -> dict[str, dict[str, Any]]:
-    """Per attention kind, (L, H) lists: follows and flips (phrase masses), follows_noun (the
-    noun alone), mean phrase mass on the right and on the wrong noun, over the minimal pairs
-    in ``pairs`` (batches of interleaved pairs)."""
-    keys = [(k, sp) for k in KINDS for sp in SPANS]
-    picks: dict[tuple[str, str], list[torch.Tensor]] = {x: [] for x in keys}
-    right: dict[str, list[torch.Tensor]] = {k: [] for k in KINDS}
-    wrong: dict[str, list[torch.Tensor]] = {k: [] for k in KINDS}
+def head_rates(model: Tagger, pairs: list[Batch]) -> dict[str, Any]:
+    """(L, H) lists over the minimal pairs in ``pairs`` (batches of interleaved pairs):
+    follows and flips (phrase masses), follows_noun (the noun alone), mean phrase mass on the
+    right and on the wrong noun."""
+    picks: dict[str, list[torch.Tensor]] = {sp: [] for sp in SPANS}
+    right, wrong = [], []
     for b in pairs:
-        w = maps(model, b)
-        for k, sp in keys:
-            m_r, m_o = masses(w[k], *keys_of(k, sp, b))  # (B, L, H) each
-            picks[k, sp].append(m_r > m_o)
+        w = maps(model, b)  # (B, L, H, S, S)
+        for sp in SPANS:
+            m_r, m_o = masses(w, *keys_of(sp, b))  # (B, L, H) each
+            picks[sp].append(m_r > m_o)
             if sp == "phrase":
-                right[k].append(m_r)
-                wrong[k].append(m_o)
-    out = {}
-    for k in KINDS:
-        follows, flips = pair_rates(torch.cat(picks[k, "phrase"]))  # (L, H) each
-        noun, _ = pair_rates(torch.cat(picks[k, "noun"]))
-        out[k] = {"follows": follows.tolist(), "flips": flips.tolist(),
-                  "follows_noun": noun.tolist(), "right": torch.cat(right[k]).mean(0).tolist(),
-                  "wrong": torch.cat(wrong[k]).mean(0).tolist()}  # fmt: skip
-    return out
+                right.append(m_r)
+                wrong.append(m_o)
+    follows, flips = pair_rates(torch.cat(picks["phrase"]))  # (L, H) each
+    noun, _ = pair_rates(torch.cat(picks["noun"]))
+    return {"follows": follows.tolist(), "flips": flips.tolist(), "follows_noun": noun.tolist(),
+            "right": torch.cat(right).mean(0).tolist(),
+            "wrong": torch.cat(wrong).mean(0).tolist()}  # fmt: skip
 
 
-def pronoun_scores(model: Transformer, batches: list[Batch]) -> dict[str, float]:
-    """Pronoun accuracy over all sentences of ``batches`` and over those whose nouns'
-    genders differ; target-word accuracy (teacher forcing)."""
-    hits, differ, words, total = [], [], 0, 0
-    for b in batches:
-        h, (w, n) = hits_of(model, b)
-        hits.append(h)
-        differ.append(b.differ)
-        words, total = words + w, total + n
-    h, d = torch.cat(hits).float(), torch.cat(differ)
-    return {"pronoun": float(h.mean()), "pronoun_differ": float(h[d].mean()),
-            "words": words / total}  # fmt: skip
+def pronoun_scores(model: Tagger, batches: list[Batch]) -> dict[str, float]:
+    """Pronoun accuracy over all sentences of ``batches`` and over those whose nouns' genders
+    differ (where the tag needs the referent; every rule blind to it scores 1/2 there)."""
+    hits = torch.cat([hits_of(model, b) for b in batches]).float()  # (N,)
+    differ = torch.cat([b.differ for b in batches])  # (N,)
+    return {"pronoun": float(hits.mean()), "pronoun_differ": float(hits[differ].mean())}
 
 
-def famous_maps(model: Transformer, layer: int, head: int) -> list[dict[str, Any]]:
+def ablations(model: Tagger, batches: list[Batch]) -> list[list[float]]:
+    """(L, H): the pronoun accuracy (nouns of different gender) with that one head zeroed."""
+    return [[pronoun_scores_ablated(model, batches, layer, head)
+             for head in range(model.heads)] for layer in range(len(model.layers))]  # fmt: skip
+
+
+def pronoun_scores_ablated(model: Tagger, batches: list[Batch], layer: int, head: int) -> float:
+    with ablated(model, layer, head):
+        return pronoun_scores(model, batches)["pronoun_differ"]
+
+
+def chosen(valid: dict[str, Any], test: dict[str, Any]) -> dict[str, Any]:
+    """The head with the largest follows rate on the validation pairs, and its test follows
+    and flips."""
+    layer, head = best_head(torch.tensor(valid["follows"]))
+    return {"head": [layer, head], "valid": valid["follows"][layer][head],
+            "follows": test["follows"][layer][head],
+            "follows_noun": test["follows_noun"][layer][head],
+            "flips": test["flips"][layer][head]}  # fmt: skip
+
+
+def ablation_of(head: list[int], accuracy: float, zeroed: list[list[float]]) -> dict[str, float]:
+    """For ``head`` = [layer, h] and ``zeroed`` (``ablations``' grid): the test accuracy with
+    it zeroed, the mean with each other head of its layer zeroed (the expected accuracy with a
+    head of that layer drawn at random), their costs (``accuracy`` minus each), and their gap
+    (``gap`` = other − chosen: how much more accuracy the chosen head costs)."""
+    layer, h = head
+    if len(zeroed[layer]) < 2:
+        raise ValueError("one head per layer: the ablation needs another head to compare; "
+                         "pass --heads 2 or more")  # fmt: skip
+    own = zeroed[layer][h]
+    others = statistics.fmean(a for i, a in enumerate(zeroed[layer]) if i != h)
+    return {"zeroed": own, "others_zeroed": others, "cost": accuracy - own,
+            "others_cost": accuracy - others, "gap": others - own}
+
+
+def famous_maps(model: Tagger, layer: int, head: int) -> list[dict[str, Any]]:
     """Both famous sentences: every encoder head's map (L, H, S, S), and head (layer, head)'s
     pronoun weight on the referent's phrase and on the other noun's ("right", "wrong"), and
     on the two nouns alone."""
     out = []
     for item in famous():
         b = encode([item])
-        w = maps(model, b)["enc-self"]  # (1, L, H, S, S)
-        right, wrong = masses(w, *keys_of("enc-self", "phrase", b))  # (1, L, H) each
+        w = maps(model, b)  # (1, L, H, S, S)
+        right, wrong = masses(w, *keys_of("phrase", b))  # (1, L, H) each
         row = w[0, layer, head, item.pronoun]  # (S,)
         out.append({
             "tokens": list(item.tokens), "pronoun": item.pronoun, "referent": item.referent,
             "other": item.other, "right": float(right[0, layer, head]),
             "wrong": float(wrong[0, layer, head]), "right_noun": float(row[item.referent]),
-            "wrong_noun": float(row[item.other]), "said": bool(hits_of(model, b)[0][0]),
+            "wrong_noun": float(row[item.other]), "said": bool(hits_of(model, b)[0]),
             "weights": w[0].numpy().round(4).tolist(),
         })  # fmt: skip
-    return out
-
-
-def chosen(rates: dict[str, dict[str, Any]], valid: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Per attention kind, the head with the largest follows rate on the validation pairs,
-    and its test follows and flips."""
-    out = {}
-    for k in KINDS:
-        layer, head = best_head(torch.tensor(valid[k]["follows"]))
-        out[k] = {"head": [layer, head], "valid": valid[k]["follows"][layer][head],
-                  "follows": rates[k]["follows"][layer][head],
-                  "follows_noun": rates[k]["follows_noun"][layer][head],
-                  "flips": rates[k]["flips"][layer][head]}  # fmt: skip
     return out
 
 
@@ -120,26 +134,31 @@ def train_seed(cfg: CorefConfig, seed: int) -> dict[str, Any]:
     data = split(cfg)
     held = {k: chunks(data[k]) for k in ("valid", "test")}  # even chunks keep pairs together
     torch.manual_seed(seed)
-    model = build(cfg.dim, cfg.heads, cfg.enc_layers, cfg.dec_layers, cfg.ff).eval()
+    model = build(cfg.dim, cfg.heads, cfg.layers, cfg.ff).eval()
     control = {k: head_rates(model, b) for k, b in held.items()}
-    losses = fit_translation(model, make_batches(data["train"], cfg.batch_size, seed),
-                             cfg.steps, cfg.lr, seed, clip=cfg.clip)  # fmt: skip
+    control_scores = pronoun_scores(model, held["test"])
+    run = fit(model, make_batches(data["train"], cfg.batch_size, seed), held["valid"],
+              steps=cfg.steps, eval_every=cfg.eval_every, patience=cfg.patience, lr=cfg.lr,
+              seed=seed, clip=cfg.clip)  # fmt: skip
     valid, test = head_rates(model, held["valid"]), head_rates(model, held["test"])
-    pick = chosen(test, valid)
-    tail = losses[-max(1, cfg.steps // 10) :]
+    scores = pronoun_scores(model, held["test"])
+    zeroed = ablations(model, held["test"])
+    pick = chosen(valid, test)
     return {
         "seed": seed,
         "parameters": parameters(model),
-        "final_train_loss": sum(tail) / len(tail),
-        "scores": pronoun_scores(model, held["test"]),
+        "training": run,
+        "scores": scores,
         "valid_scores": pronoun_scores(model, held["valid"]),
         "heads": test,
         "valid_heads": valid,
+        "zeroed": zeroed,
         "chosen": pick,
-        "control": chosen(control["test"], control["valid"]),
-        "famous": famous_maps(model, *pick["enc-self"]["head"]),
+        "ablation": ablation_of(pick["head"], scores["pronoun_differ"], zeroed),
+        "control": {"scores": control_scores, **chosen(control["valid"], control["test"])},
+        "famous": famous_maps(model, *pick["head"]),
     }
 
 
-__all__ = ["chosen", "famous_maps", "head_rates", "make_batches", "pronoun_scores", "split",
-           "train_seed"]  # fmt: skip
+__all__ = ["ablation_of", "ablations", "chosen", "famous_maps", "head_rates", "make_batches",
+           "pronoun_scores", "split", "train_seed"]  # fmt: skip

@@ -1,10 +1,10 @@
 """The coref experiment's outputs: Markdown tables (per seed; every head of the first seed),
-the checks, coref.csv (one row per seed, attention kind, layer and head), coref.json,
-coref.png (every encoder head's held-out follows rate per seed, the chosen head and the
-untrained control marked; pronoun accuracy per seed), coref-famous.png (the first seed's
-chosen head on "... too tired" and "... too wide", side by side, the right noun boxed) and
-coref.html (both pronoun rows in one matrix, and every encoder head of both sentences behind
-the page's switch). The famous two are figures, not the verdict."""
+the checks, coref.csv (one row per seed, layer and head), coref.json, coref.png (every head's
+test follows rate per seed, the chosen head and the untrained control marked; the pronoun
+accuracy per seed, whole and with the chosen head or another head of its layer zeroed),
+coref-famous.png (the first seed's chosen head on "... too tired" and "... too wide", side by
+side, the right noun boxed) and coref.html (both pronoun rows in one matrix, and every head of
+both sentences behind the page's switch). The famous two are figures, not the verdict."""
 
 from __future__ import annotations
 
@@ -14,30 +14,29 @@ from typing import Any
 
 from ..base import Say, markdown_table, pyplot, save_figure
 from ..evidence import conclude
-from .measure import KINDS
 
 ADJECTIVES = ("tired", "wide")
 
 
 def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per seed, attention kind, layer and head: the held-out follows and flips
-    rates, mean mass on the right and the wrong noun, the validation follows rate, and
-    whether it is the head chosen for that kind."""
+    """One row per seed, layer and head: the test follows and flips rates, mean mass on the
+    right and the wrong noun, the validation follows rate, the test pronoun accuracy with the
+    head zeroed, and whether it is the chosen head."""
     out = []
     for r in result["seeds"]:
-        for kind in KINDS:
-            t, v = r["heads"][kind], r["valid_heads"][kind]
-            for layer, heads in enumerate(t["follows"]):
-                for head in range(len(heads)):
-                    out.append({
-                        "seed": r["seed"], "attention": kind, "layer": layer, "head": head,
-                        "follows": round(t["follows"][layer][head], 4),
-                        "flips": round(t["flips"][layer][head], 4),
-                        "right": round(t["right"][layer][head], 4),
-                        "wrong": round(t["wrong"][layer][head], 4),
-                        "valid_follows": round(v["follows"][layer][head], 4),
-                        "chosen": r["chosen"][kind]["head"] == [layer, head],
-                    })  # fmt: skip
+        t, v = r["heads"], r["valid_heads"]
+        for layer, heads in enumerate(t["follows"]):
+            for head in range(len(heads)):
+                out.append({
+                    "seed": r["seed"], "layer": layer, "head": head,
+                    "follows": round(t["follows"][layer][head], 4),
+                    "flips": round(t["flips"][layer][head], 4),
+                    "right": round(t["right"][layer][head], 4),
+                    "wrong": round(t["wrong"][layer][head], 4),
+                    "valid_follows": round(v["follows"][layer][head], 4),
+                    "accuracy_zeroed": round(r["zeroed"][layer][head], 4),
+                    "chosen": r["chosen"]["head"] == [layer, head],
+                })  # fmt: skip
     return out
 
 
@@ -47,50 +46,54 @@ def _top(f: dict[str, Any]) -> str:
 
 
 def seed_table(result: dict[str, Any]) -> str:
-    head = ["seed", "pronoun acc % (genders differ)", "pronoun acc % (all)", "word acc %",
-            "chosen enc head", "follows: valid / test %", "flips test %", "control follows %",
-            "best cross head follows %", "best dec-self head follows %",
+    head = ["seed", "updates (best)", "pronoun acc % (genders differ)", "pronoun acc % (all)",
+            "chosen head", "follows: valid / test %", "flips test %",
+            "acc %: chosen head zeroed / another of its layer", "control: follows % / acc %",
             "famous: top noun phrase (tired / wide)"]  # fmt: skip
     body = []
     for r in result["seeds"]:
-        c, sc = r["chosen"], r["scores"]
-        (l, h), e = c["enc-self"]["head"], c["enc-self"]
+        c, sc, a, t = r["chosen"], r["scores"], r["ablation"], r["training"]
+        (l, h) = c["head"]
         body.append([
-            str(r["seed"]), f"{100 * sc['pronoun_differ']:.1f}", f"{100 * sc['pronoun']:.1f}",
-            f"{100 * sc['words']:.1f}", f"L{l}H{h}",
-            f"{100 * e['valid']:.1f} / {100 * e['follows']:.1f}", f"{100 * e['flips']:.1f}",
-            f"{100 * r['control']['enc-self']['follows']:.1f}",
-            f"{100 * c['cross']['follows']:.1f}", f"{100 * c['dec-self']['follows']:.1f}",
+            str(r["seed"]), f"{t['stop']} ({t['best']})" + (" censored" if t["censored"] else ""),
+            f"{100 * sc['pronoun_differ']:.1f}", f"{100 * sc['pronoun']:.1f}", f"L{l}H{h}",
+            f"{100 * c['valid']:.1f} / {100 * c['follows']:.1f}", f"{100 * c['flips']:.1f}",
+            f"{100 * a['zeroed']:.1f} / {100 * a['others_zeroed']:.1f}",
+            f"{100 * r['control']['follows']:.1f} / "
+            f"{100 * r['control']['scores']['pronoun_differ']:.1f}",
             " / ".join(_top(f) for f in r["famous"]),
         ])  # fmt: skip
     return markdown_table(head, body)
 
 
 def head_table(result: dict[str, Any]) -> str:
-    """Every encoder head of the first seed, on the held-out pairs."""
+    """Every head of the first seed, on the test pairs."""
     seed = result["seeds"][0]["seed"]
     body = [
         [f"L{r['layer']}H{r['head']}" + (" (chosen)" if r["chosen"] else ""),
          f"{100 * r['valid_follows']:.1f}", f"{100 * r['follows']:.1f}",
-         f"{100 * r['flips']:.1f}", f"{r['right']:.2f}", f"{r['wrong']:.2f}"]
-        for r in rows(result) if r["seed"] == seed and r["attention"] == "enc-self"
+         f"{100 * r['flips']:.1f}", f"{r['right']:.2f}", f"{r['wrong']:.2f}",
+         f"{100 * r['accuracy_zeroed']:.1f}"]
+        for r in rows(result) if r["seed"] == seed
     ]  # fmt: skip
-    return markdown_table(["encoder head", "follows valid %", "follows test %", "flips test %",
-                           "mass on referent", "on other noun"], body)  # fmt: skip
+    return markdown_table(["head", "follows valid %", "follows test %", "flips test %",
+                           "mass on referent", "on other noun", "acc % zeroed"],
+                          body)  # fmt: skip
 
 
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     """Print budgets, the tables, the checks and the verdict; write the files."""
     u, s, th = result["updates"], result["sentences"], result["thresholds"]
     say(
-        f"{u['steps']} Adam updates of {u['batch_size']} (lr {u['lr']}, clip {u['clip']}); "
+        f"Adam updates of {u['batch_size']} (lr {u['lr']}, clip {u['clip']}) to a validation "
+        f"plateau (every {u['eval_every']} updates, patience {u['patience']}, cap {u['cap']}); "
         f"{result['parameters']:,} parameters; {s['train']} training sentences, "
         f"{s['valid_pairs']} validation and {s['test_pairs']} test minimal pairs; a coin per "
         f"sentence follows {100 * th['coin_follows']:.0f}% of pairs and flips "
         f"{100 * th['coin_flips']:.0f}%; il / elle by chance {100 * th['pronoun_chance']:.0f}%"
     )
     say(seed_table(result))
-    say(f"every encoder head of seed {result['seeds'][0]['seed']} (held-out pairs):")
+    say(f"every head of seed {result['seeds'][0]['seed']} (test pairs):")
     say(head_table(result))
     famous_png = lambda d: famous_figure(result, d / "coref-famous.png")  # noqa: E731
     page = lambda d: famous_page(result, d / "coref.html")  # noqa: E731
@@ -99,41 +102,45 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:
-    """Left: every encoder head's held-out follows rate per seed (the chosen head and the
-    untrained control marked); right: pronoun accuracy per seed."""
+    """Left: every head's test follows rate per seed (the chosen head and the untrained
+    control marked); right: test pronoun accuracy per seed, whole and with the chosen head or
+    another head of its layer zeroed."""
     plt = pyplot()
 
     th = result["thresholds"]
     seeds = result["seeds"]
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [2, 1]})
+    x = range(len(seeds))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [3, 2]})
     for i, r in enumerate(seeds):
-        rates = [x for row in r["heads"]["enc-self"]["follows"] for x in row]
-        ax.scatter([i] * len(rates), [100 * x for x in rates], s=14, color="grey", alpha=0.6,
-                   label="encoder heads" if i == 0 else None)  # fmt: skip
-        ax.scatter([i], [100 * r["chosen"]["enc-self"]["follows"]], marker="*", s=120,
-                   color="C0", label="chosen on valid pairs" if i == 0 else None)  # fmt: skip
-        ax.scatter([i], [100 * r["control"]["enc-self"]["follows"]], marker="x", color="C3",
+        rates = [v for row in r["heads"]["follows"] for v in row]
+        ax.scatter([i] * len(rates), [100 * v for v in rates], s=14, color="grey", alpha=0.6,
+                   label="heads" if i == 0 else None)  # fmt: skip
+        ax.scatter([i], [100 * r["chosen"]["follows"]], marker="*", s=120, color="C0",
+                   label="chosen on valid pairs" if i == 0 else None)  # fmt: skip
+        ax.scatter([i], [100 * r["control"]["follows"]], marker="x", color="C3",
                    label="untrained control" if i == 0 else None)  # fmt: skip
-    ax.axhline(100 * th["follows"], color="C0", lw=0.8, ls="--", label="claim threshold")
-    ax.axhline(100 * th["coin_follows"], color="grey", lw=0.8, ls=":", label="coin")
-    ax.set_xticks(range(len(seeds)), [str(r["seed"]) for r in seeds])
-    ax.set(ylim=(-2, 102), xlabel="seed", ylabel="held-out pairs followed (%)",
+    ax.axhline(100 * th["coin_follows"], color="grey", lw=0.8, ls=":", label="chance (coin)")
+    ax.set_xticks(x, [str(r["seed"]) for r in seeds])
+    ax.set(ylim=(-2, 102), xlabel="seed", ylabel="test pairs followed (%)",
            title="top noun from 'it' follows the referent in both sentences")  # fmt: skip
     ax.legend(fontsize=8)
-    acc = [100 * r["scores"]["pronoun_differ"] for r in seeds]
-    bx.bar(range(len(seeds)), acc, 0.6, color="C2")
+    arms = (("trained", lambda r: r["scores"]["pronoun_differ"]),
+            ("chosen head zeroed", lambda r: r["ablation"]["zeroed"]),
+            ("another head zeroed", lambda r: r["ablation"]["others_zeroed"]))  # fmt: skip
+    for k, (name, get) in enumerate(arms):
+        bx.bar([i + (k - 1) * 0.27 for i in x], [100 * get(r) for r in seeds], 0.27,
+               color=f"C{k + 1}", label=name)  # fmt: skip
     bx.axhline(100 * th["pronoun_chance"], color="grey", lw=0.8, ls=":", label="chance")
-    bx.axhline(100 * th["learned"], color="C2", lw=0.8, ls="--", label="learned")
-    bx.set_xticks(range(len(seeds)), [str(r["seed"]) for r in seeds])
+    bx.set_xticks(x, [str(r["seed"]) for r in seeds])
     bx.set(ylim=(0, 102), xlabel="seed", ylabel="il / elle right (%)",
-           title="held-out, nouns of different gender")  # fmt: skip
+           title="test, nouns of different gender")  # fmt: skip
     bx.legend(fontsize=8, loc="lower right")
     return save_figure(fig, path)
 
 
 def _chosen_maps(result: dict[str, Any]) -> tuple[list[int], list[dict[str, Any]]]:
     first = result["seeds"][0]
-    return first["chosen"]["enc-self"]["head"], first["famous"]
+    return first["chosen"]["head"], first["famous"]
 
 
 def famous_figure(result: dict[str, Any], path: Path) -> Path:
@@ -150,7 +157,7 @@ def famous_figure(result: dict[str, Any], path: Path) -> Path:
         for adj, f in zip(ADJECTIVES, maps, strict=True):
             png = Path(tmp) / f"{adj}.png"
             heatmap(f["weights"][layer][head], f["tokens"], gold=[(f["referent"], f["pronoun"])],
-                    path=png, title=f"enc L{layer}H{head}: '... too {adj}' (it → "
+                    path=png, title=f"L{layer}H{head}: '... too {adj}' (it → "
                     f"{f['tokens'][f['referent']]}: {f['right_noun']:.2f})", dpi=100)  # fmt: skip
             images.append(mpimg.imread(png))
     h = max(im.shape[0] for im in images)
@@ -162,7 +169,7 @@ def famous_figure(result: dict[str, Any], path: Path) -> Path:
 
 def famous_page(result: dict[str, Any], path: Path) -> Path:
     """One page (``viz.page``): the chosen head's pronoun rows of both sentences in one matrix
-    (the right nouns outlined), then every encoder head of each sentence behind the switch."""
+    (the right nouns outlined), then every head of each sentence behind the switch."""
     import torch
 
     from ...viz.page import write_attention_page
@@ -173,14 +180,14 @@ def famous_page(result: dict[str, Any], path: Path) -> Path:
     keys = [a if a == b else f"{a} / {b}" for a, b in zip(*(f["tokens"] for f in maps),
                                                         strict=True)]  # fmt: skip
     more = {
-        f"'... too {adj}', every encoder head": AttentionRecord(
+        f"'... too {adj}', every head": AttentionRecord(
             torch.tensor(f["weights"]), f["tokens"], None
         )  # fmt: skip
         for adj, f in zip(ADJECTIVES, maps, strict=True)
     }
     return write_attention_page(
         path, torch.tensor(rows_), [f"it (... too {a})" for a in ADJECTIVES], keys,
-        title=f"coref: encoder head L{layer}H{head} of seed {result['seeds'][0]['seed']}",
+        title=f"coref: head L{layer}H{head} of seed {result['seeds'][0]['seed']}",
         gold=[(f["referent"], i) for i, f in enumerate(maps)],
         name=f"chosen head L{layer}H{head}: 'it' in both sentences", more=more,
     )  # fmt: skip
