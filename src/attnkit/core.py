@@ -21,6 +21,7 @@ from torch import Tensor
 
 from . import _env
 from ._checks import check_mask, check_positions, check_qkv, finite_wanted
+from .document_blocks import by_document, document_plan
 from .grouped import group_heads_dim, group_queries, kv_groups, repeat_kv, share_kv, ungroup
 from .linear.dispatch import linear_attend
 from .local.dispatch import fast_local
@@ -235,9 +236,21 @@ def attend(
     (..., Hkv, Tk, D) with Hkv dividing the query's H heads (..., H, Tq, D) serve G = H / Hkv
     query heads each, query head h reading key/value head ⌊h/G⌋; see ``attend_grouped``.
     ``mask`` may be a mask function (``attnkit.mask_mods``: document, prefix, global tokens,
-    and their compositions), made a tensor here at the query ``positions``.
+    and their compositions), made a tensor here at the query ``positions``; a document mask
+    and-ed with causal, band or tensor masks, without weights asked, runs document by
+    document instead (``attnkit.document_blocks``: no (Tq, Tk) mask, the cost of the
+    documents).
     """
     if isinstance(mask, MaskMod) and isinstance(query, Tensor) and isinstance(keys, Tensor):
+        plan = document_plan(
+            mask, query, keys, values, score=score, align=align, normaliser=normaliser,
+            reduce=reduce, positions=positions, key_positions=key_positions,
+            need_weights=need_weights, weights_layout=weights_layout,
+        )  # fmt: skip
+        if plan is not None:  # packed documents: each run alone, no (T, T) mask
+            return by_document(attend, plan, query, keys, values, score=score,
+                               normaliser=normaliser, reduce=reduce, position=position,
+                               check_finite=check_finite)  # fmt: skip
         mask = resolve(mask, query.shape[-2], keys.shape[-2], positions, query.dim() >= 4,
                        query.device)  # fmt: skip
     groups = kv_groups(query, keys)

@@ -13,8 +13,15 @@ it is given (a decoding step: its step t), so the same object masks training and
 A mask with a batch dim (document ids (B, T), prefix lengths (B,)) gives (B, Tq, Tk), and
 gains the heads dim (B, 1, Tq, Tk) against per-head inputs (..., H, Tq, D).
 
-The dense tensor is what every kernel receives: the banded and factorised kernels read it on
-their band or blocks only, but no kernel skips blocks that such a mask leaves empty.
+A document mask and-ed with ``causal()``, ``band(r)`` or bool tensors skips the blocks it
+leaves empty: when no weights are asked for and each document is one contiguous run,
+``attend`` runs every document alone (``attnkit.document_blocks``; the runs of one length
+stacked as one batch, as FlashAttention's varlen and xformers' ``BlockDiagonalMask``), with
+the band inside it going to the banded kernel, so the cost is Σ L² (causal), Σ L·W (a window
+of W keys), never T². The banded kernel itself is not told the boundaries: the split is the
+block skipping. Any other mask (prefix, global tokens, an ``|``, ids that are not runs,
+weights asked for) is made the dense tensor, which the banded and factorised kernels read on
+their band or blocks only.
 
 Legend: B batch, T positions, Tq queries, Tk keys.
 """
