@@ -21,8 +21,12 @@ model the same at every Δ), one model is
 trained *from scratch at that Δ alone* by ``attnkit.train.classify.fit_classifier`` (Adam,
 the same learning rate, clipping, batch size and the same batches for every model at one
 (task, Δ, seed)) until it meets the criterion (90% over a window of fresh batches, see
-``measure.py``) or the cap of updates. Measured: updates-to-criterion, held-out accuracy
+``measure.py``) or its own cap of updates. Measured: updates-to-criterion, held-out accuracy
 where training stopped, and ‖∂ℓ/∂e_{t−Δ}‖ at initialisation and after training.
+
+The caps come first, from ``calibrate.py``, on a calibration seed outside the verdict's seeds:
+each (task, model) is trained once at Δmin, and its cap is 15x that u(Δmin) (10x the cap rule
+needs, and a margin for the spread over seeds), within a stated budget of wall time.
 
 The checks: ``checks.py`` (thresholds fixed from the claim before any run).
 """
@@ -37,13 +41,14 @@ from typing import Any
 from ...models.sequence_classifiers import MODELS
 from .. import evidence as ev
 from ..base import Experiment, Say, begin
-from .checks import gradient_checks, slopes, survival, task_checks, task_reported
+from .calibrate import calibrate_caps
+from .checks import cap_of, caps_of, gradient_checks, slopes, survival, task_checks, task_reported
 from .config import DistanceConfig
 from .jobs import run_arms
 from .measure import CRITERION, Arm, width_of
 
-QUICK = dict(deltas="2,4", tasks="marked", dim=8, layers=1, cap=4, window=2, batch_size=8,
-             seeds=2, eval_size=16, grad_size=4, jobs=1)  # fmt: skip
+QUICK = dict(deltas="2,4", tasks="marked", dim=8, layers=1, calibration_cap=4, window=2,
+             batch_size=8, seeds=2, eval_size=16, grad_size=4, jobs=1)  # fmt: skip
 
 
 def run_experiment(cfg: DistanceConfig, out: Path, say: Say = print) -> dict[str, Any]:
@@ -51,16 +56,24 @@ def run_experiment(cfg: DistanceConfig, out: Path, say: Say = print) -> dict[str
     grid, tasks, seeds, setting = cfg.grid, cfg.task_list, cfg.seed_list, cfg.setting
     arms = [Arm(t, m, d, s) for t in tasks for m in MODELS for d in grid for s in seeds]
     probes = {Arm(tasks[0], m, grid[0], s) for m in MODELS for s in seeds}
+    caps_text = f"{cfg.cap} updates" if cfg.cap else "its own calibrated cap of updates"
     t0 = begin(
         out,
         say,
         f"distance experiment: recall the token Δ back ({', '.join(tasks)}; K={cfg.symbols}, "
         f"T = {setting.length} for every Δ in {grid}), each Δ trained from scratch to "
-        f"{CRITERION:.0%} over {cfg.window} fresh batches or {cfg.cap} updates of "
+        f"{CRITERION:.0%} over {cfg.window} fresh batches or {caps_text} of "
         f"{cfg.batch_size}; "
         f"{', '.join(MODELS)} x {len(seeds)} seeds = {len(arms)} runs, {cfg.jobs} at a time",
     )
-    res = run_arms(arms, setting, probes, cfg.jobs, say)
+    plan = None
+    if cfg.cap:
+        caps = {t: {m: cfg.cap for m in MODELS} for t in tasks}
+    else:  # before any verdict seed runs: the caps from the calibration seed alone
+        plan = calibrate_caps(tasks, setting, cfg.calibration_seed, cfg.calibration_cap,
+                              len(seeds), cfg.budget, cfg.jobs, say)  # fmt: skip
+        caps = plan.caps
+    res = run_arms(arms, setting, probes, cfg.jobs, say, caps)
 
     def table(t: str, m: str, key: str) -> list[list[Any]]:  # [Δ index][seed]
         return [[res[Arm(t, m, d, s)][key] for s in seeds] for d in grid]
@@ -83,6 +96,8 @@ def run_experiment(cfg: DistanceConfig, out: Path, say: Say = print) -> dict[str
         "updates_rule": {"cap": cfg.cap, "window": cfg.window, "batch_size": cfg.batch_size,
                          "lr": cfg.lr, "clip": cfg.clip, "optimiser": "Adam",
                          "same_batches": True},  # fmt: skip
+        "caps": caps,
+        "calibration": None if plan is None else plan.as_json(),
         "updates": updates,
         "censored": censored,
         "accuracy_end": {t: {m: table(t, m, "accuracy_end") for m in MODELS} for t in tasks},
@@ -99,17 +114,17 @@ def run_experiment(cfg: DistanceConfig, out: Path, say: Say = print) -> dict[str
 
 def judge(result: dict[str, Any]) -> dict[str, Any]:
     """The censoring-aware summaries, the checks and the verdict of a run's numbers
-    (``updates``, ``censored``, ``grad_init`` and the config's cap and window): the JSON's
+    (``updates``, ``censored``, ``grad_init``, the caps and the window): the JSON's
     ``survival``, ``checks``, ``reported_checks`` and ``verdict``."""
-    grid, tasks, cap = result["deltas"], result["tasks"], result["config"]["cap"]
+    grid, tasks, caps = result["deltas"], result["tasks"], caps_of(result)
     window = result["config"]["window"]
     updates, censored = result["updates"], result["censored"]
     checks = [c for t in tasks
-              for c in task_checks(t, grid, updates[t], censored[t], window, cap)]  # fmt: skip
+              for c in task_checks(t, grid, updates[t], censored[t], window, caps[t])]  # fmt: skip
     reported = [c for t in tasks for c in task_reported(t, grid, updates[t], censored[t])]
     reported += gradient_checks(result["grad_init"])
     return {
-        "survival": {t: {m: [survival(updates[t][m][i], censored[t][m][i], cap)
+        "survival": {t: {m: [survival(updates[t][m][i], censored[t][m][i], cap_of(caps[t], m))
                              for i in range(len(grid))] for m in MODELS} for t in tasks},
         "reported_checks": [c.as_json() for c in reported],
         **ev.judged(checks),
@@ -125,20 +140,21 @@ def rejudge(result: dict[str, Any]) -> dict[str, Any]:
 EXPERIMENT = Experiment.of(
     __name__,
     name="distance",
-    help="updates to learn a dependency Δ back (10..200): LSTM, GRU, CNN vs self-attention",
-    typical="11 min with --jobs 2 on a quiet 2-core CPU (20 min of CPU)",
+    help="updates to learn a dependency Δ back (10..80): LSTM, GRU, CNN vs self-attention",
+    typical="about 14 min with --jobs 2 on a quiet 2-core CPU (at most about 22: the budget)",
     description="Train an LSTM, a GRU, a causal dilated CNN and a causal self-attention model "
     "(same parameter budget, same batches, optimiser and learning rate) from scratch at each "
-    "distance Δ = 10, 25, 50, 100, 200 separately (one sequence length), to recall the token "
-    "Δ back among distractors (flagged; --tasks plain: unflagged; --tasks assoc: the value "
-    "after the key the query names), until 90% accuracy over "
-    "fresh batches or a cap of updates; over 5 "
-    "seeds, check that the recurrent models' updates-to-criterion grow more from Δmin to "
-    "Δmax than attention's (paired per seed; a censored run is a lower bound, and a cap "
-    "under 10x a censored model's own u(Δmin) is INCONCLUSIVE); report the Kaplan-Meier "
-    "medians, the means restricted to the cap and the gradient from the input Δ back at "
-    "initialisation. Writes OUT/distance.{csv,json,png}; 95% "
-    "t-intervals over seeds; exits 0 REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE.",
+    "distance Δ = 10, 15, 20, 40, 80 separately (one sequence length, T = 91), to recall the "
+    "token Δ back among distractors (flagged; --tasks plain: unflagged; --tasks assoc: the "
+    "value after the key the query names), until 90% accuracy over fresh batches or the "
+    "model's own cap of updates: 15x its u(Δmin) on a calibration seed outside the verdict's "
+    "(--calibration-seed), within --budget minutes; over 5 seeds, check that the recurrent "
+    "models' updates-to-criterion grow more from Δmin to Δmax than attention's (paired per "
+    "seed; censored runs are bounds: a pass needs the lower bounds to exclude 0, a fail needs "
+    "no censoring; a cap under 10x a censored model's own u(Δmin) is INCONCLUSIVE); report "
+    "the Kaplan-Meier medians, the means restricted to the cap and the gradient from the "
+    "input Δ back at initialisation. Writes OUT/distance.{csv,json,png}; 95% t-intervals over "
+    "seeds; exits 0 REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE.",
     config=DistanceConfig,
 )
 

@@ -118,13 +118,15 @@ def gradient_by_delta(model: Any, seed: int, setting: Setting) -> list[float]:
 
 
 def train_arm(arm: Arm, setting: Setting, init_probe: bool) -> dict[str, Any]:
-    """Build ``arm.model`` (seeded: the same initial weights at every Δ and task), optionally
+    """Build ``arm.model`` (seeded: the same initial weights at every Δ and task, whether or
+    not this process has fitted the widths before: ``width_of`` draws random numbers the
+    first time, so it runs before the seed), optionally
     probe its gradients at initialisation, train it until the criterion or the cap, then
     score it on held-out sequences and probe the gradient at its own Δ."""
     torch.set_num_threads(setting.threads)
+    width = width_of(arm.model, setting)  # before the seed: a cold cache builds models
     torch.manual_seed(arm.seed)
-    model = build(arm.model, setting.sizes, width_of(arm.model, setting), setting.heads,
-                  setting.layers)  # fmt: skip
+    model = build(arm.model, setting.sizes, width, setting.heads, setting.layers)
     out: dict[str, Any] = {"parameters": parameters(model)}
     if init_probe:
         out["grad_init"] = gradient_by_delta(model, arm.seed, setting)

@@ -12,6 +12,7 @@ from typing import Any
 from ...models.sequence_classifiers import MODELS
 from ..base import Say, markdown_table, pyplot, save_figure, write_outputs
 from ..evidence import checks_table
+from .checks import caps_of
 
 LABELS = {"lstm": "LSTM", "gru": "GRU", "cnn": "CNN", "attention": "attention"}
 
@@ -33,6 +34,7 @@ def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
                 g_trained = statistics.fmean(result["grad_trained"][t][m][i])
                 row = {
                     "task": t, "model": m, "delta": d, "length": result["length"],
+                    "cap": caps_of(result)[t][m],
                     "updates_geomean": round(geomean(u), 1),
                     "updates_per_seed": " ".join(str(x) for x in u),
                     "censored": sum(result["censored"][t][m][i]),
@@ -72,14 +74,14 @@ def text_table(result: dict[str, Any], task: str) -> str:
 def survival_table(result: dict[str, Any], task: str) -> str:
     """Δ by model: the Kaplan-Meier median of updates-to-criterion ("> cap" when more than half
     the runs are censored) and the mean restricted to the cap with its 95% t-interval."""
-    cap = result["config"]["cap"]
+    caps = caps_of(result)[task]
     head = ["Δ"] + [f"{LABELS[m]} KM median; RMST [95% CI]" for m in MODELS]
     body = []
     for i, d in enumerate(result["deltas"]):
         cells = [str(d)]
         for m in MODELS:
             sv = result["survival"][task][m][i]
-            med = f"> {cap}" if sv["km_median"] is None else f"{sv['km_median']:.0f}"
+            med = f"> {caps[m]}" if sv["km_median"] is None else f"{sv['km_median']:.0f}"
             cells.append(f"{med}; {sv['rmst']:.0f} [{sv['rmst_ci'][0]:.0f}, "
                          f"{sv['rmst_ci'][1]:.0f}]" + (f" ({sv['censored']}/{sv['seeds']} "
                                                        "censored)" if sv["censored"] else ""))
@@ -100,16 +102,23 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     u, params, widths = result["updates_rule"], result["parameters"], result["widths"]
     say(f"same updates: Adam (lr {u['lr']}, clip {u['clip']}), batches of {u['batch_size']}, "
         f"the same batches per (task, Δ, seed); criterion {result['criterion']:.0%} over "
-        f"{u['window']} fresh batches, cap {u['cap']} updates; parameters: "
+        f"{u['window']} fresh batches; parameters: "
         + ", ".join(f"{LABELS[m]} {params[m]:,} (width {widths[m]})" for m in MODELS))  # fmt: skip
     say(f"chance {100 * result['chance']:.1f}%; every Δ in sequences of {result['length']} "
         f"tokens; seeds {result['seeds']}")
+    cal = result.get("calibration")
+    if cal:
+        say(f"caps calibrated on seed {cal['seed']} (not a verdict seed): "
+            f"{cal['cap_factor']}x{cal['cap_margin']} each model's own u(Δmin) there"
+            + ("" if cal["scale"] >= 1 else f", scaled by {cal['scale']:.2f} to the budget of "
+               f"{cal['budget_minutes']:g} min") + f"; worst case {cal['worst_minutes']:g} min")
+    for t in result["tasks"]:
+        say(f"caps ({t}): " + ", ".join(f"{LABELS[m]} {c}" for m, c in caps_of(result)[t].items()))
     for t in result["tasks"]:
         say(f"\ntask {t}: updates-to-criterion (geometric mean over seeds; a censored run "
             f"counts as the cap) and held-out accuracy where training stopped")
         say(text_table(result, t))
-        say(f"censoring-aware: Kaplan-Meier median and mean restricted to the cap "
-            f"({result['config']['cap']})")
+        say("censoring-aware: Kaplan-Meier median and mean restricted to each model's cap")
         say(survival_table(result, t))
         say("slope of log updates vs log Δ (reported, not checked; 95% t-interval): " + ", ".join(
             f"{LABELS[m]} {v:.2f} [{lo:.2f}, {hi:.2f}]"
@@ -127,7 +136,8 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:
-    """Left: updates-to-criterion vs Δ (one panel per task; log-log, the cap dotted);
+    """Left: updates-to-criterion vs Δ (one panel per task; log-log, each model's cap dotted in
+    its colour);
     right: ‖∂ℓ/∂e_{t−Δ}‖ at initialisation vs Δ."""
     plt = pyplot()
 
@@ -136,11 +146,11 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     for ax, t in zip(axes, tasks, strict=False):
         for m, mark in zip(MODELS, "osD^", strict=True):
             u = result["updates"][t][m]
-            ax.plot(d, [geomean(x) for x in u], mark + "-", label=LABELS[m])
-        ax.axhline(result["updates_rule"]["cap"], color="grey", lw=0.8, ls=":", label="cap")
+            line, = ax.plot(d, [geomean(x) for x in u], mark + "-", label=LABELS[m])
+            ax.axhline(caps_of(result)[t][m], color=line.get_color(), lw=0.8, ls=":")
         ax.set(xscale="log", yscale="log", xlabel="distance Δ",
                ylabel=f"updates to {result['criterion']:.0%} (geometric mean)",
-               title=f"task {t}: learnt from scratch at each Δ")  # fmt: skip
+               title=f"task {t}: learnt from scratch at each Δ (caps dotted)")  # fmt: skip
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     bx = axes[-1]
