@@ -57,6 +57,34 @@ def test_writes_in_place_and_the_old_tuple_cache_grows_by_copies() -> None:
     assert cache.k.data_ptr() == before and cache.keys.shape == (1, 2, 6, 4)
 
 
+@pytest.mark.parametrize("policy", [dict(capacity=9), dict(capacity=2, grow=True),
+                                    dict(window=3, sinks=1), dict(window=3, renumber=True,
+                                                                  sinks=2)])  # fmt: skip
+def test_update_is_append_then_the_cached_views(policy) -> None:
+    """``update`` (a decoding step's call) returns what ``append`` then ``keys``/``values``
+    give, token by token and for a prefill of several, also after ``index_select`` changes
+    the batch, and writes into the cache's own buffers."""
+    torch.manual_seed(0)
+    k, v = torch.randn(2, 2, 9, 3), torch.randn(2, 2, 9, 5)
+    fast = KVCache(2, 2, 3, value_dim=5, **policy)
+    slow = KVCache(2, 2, 3, value_dim=5, **policy)
+    bounds = [(0, 2), *((t, t + 1) for t in range(2, 6))]
+    for a, b in bounds:
+        keys, values = fast.update(k[:, :, a:b], v[:, :, a:b])
+        slow.append(k[:, :, a:b], v[:, :, a:b])
+        assert torch.equal(keys, slow.keys) and torch.equal(values, slow.values)
+        assert keys.data_ptr() == fast.k.data_ptr() and values.data_ptr() == fast.v.data_ptr()
+        assert fast.length == slow.length == b
+    rows = torch.tensor([1, 1, 0])  # beam search: three hypotheses from two
+    fast, slow = fast.index_select(0, rows), slow.index_select(0, rows)
+    for t in range(6, 9):
+        keys, values = fast.update(k[rows, :, t : t + 1], v[rows, :, t : t + 1])
+        slow.append(k[rows, :, t : t + 1], v[rows, :, t : t + 1])
+        assert keys.shape[0] == 3
+        assert torch.equal(keys, slow.keys) and torch.equal(values, slow.values)
+        torch.testing.assert_close(fast.positions, slow.positions)
+
+
 def test_a_prefill_writes_what_single_steps_write() -> None:
     g = torch.Generator().manual_seed(0)
     k, v = torch.randn(1, 2, 9, 3, generator=g), torch.randn(1, 2, 9, 3, generator=g)
@@ -100,6 +128,12 @@ def test_cross_attention_keys_are_projected_once_and_fixed() -> None:
         (lambda: KVCache(1, 2, 2, capacity=4).append(torch.zeros(1, 4, 1, 2),
                                                       torch.zeros(1, 4, 1, 2)),
          "KVCache.like"),  # fmt: skip
+        (lambda: KVCache(1, 1, 2, capacity=4).append(torch.zeros(1, 1, 1, 2),
+                                                      torch.zeros(1, 1, 1, 1)),
+         "give one value row per key"),  # fmt: skip
+        (lambda: KVCache(1, 1, 2, capacity=4).update(torch.zeros(1, 1, 1, 2),
+                                                      torch.zeros(1, 1, 1, 1)),
+         "give one value row per key"),  # fmt: skip
     ],
 )
 def test_errors_say_what_to_do(call, fix: str) -> None:

@@ -88,6 +88,7 @@ class KVCache:
         self.pos = torch.zeros(capacity, dtype=torch.long, device=device)  # (C,) each slot's
         self.length = 0  # tokens appended so far (t)
         self.fixed_ = False
+        self._note_rows()
 
     @classmethod
     def fixed(cls, keys: Tensor, values: Tensor) -> KVCache:
@@ -103,6 +104,7 @@ class KVCache:
         cache.k, cache.v = keys, values
         cache.pos = torch.arange(keys.shape[2], device=keys.device)
         cache.length, cache.fixed_ = keys.shape[2], True
+        cache._note_rows()
         return cache
 
     @classmethod
@@ -154,6 +156,34 @@ class KVCache:
         the text, or size - 1 within the cache with ``renumber``."""
         return (self.size if self.renumber else self.length) - 1
 
+    def update(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
+        """``append`` the new tokens' keys (B, Hkv, n, Dh) and values (B, Hkv, n, Dv), then
+        return the cached ``keys`` (B, Hkv, size, Dh) and ``values`` (B, Hkv, size, Dv):
+        a decoding step's one call (``AttentionHeads.step``). One token into a full cache
+        with room, the common step, takes a short path: the slot and the filled slots as
+        ``narrow`` views, a ``copy_`` per tensor (at a decoding step's sizes the Python
+        around each tensor call costs more than the copy it makes)."""
+        t = self.length
+        if (
+            self.window is None
+            and not self.fixed_
+            and t < self.k.shape[2]
+            and keys.shape == self._row_k
+            and values.shape == self._row_v
+        ):
+            self.k.narrow(2, t, 1).copy_(keys)  # (B, Hkv, 1, Dh), in place: slot t
+            self.v.narrow(2, t, 1).copy_(values)
+            self.length = t + 1
+            return self.k.narrow(2, 0, t + 1), self.v.narrow(2, 0, t + 1)  # (B, Hkv, t+1, .)
+        self.append(keys, values)
+        return self.keys, self.values
+
+    def _note_rows(self) -> None:
+        """Keep the shapes of one token's keys (B, Hkv, 1, Dh) and values (B, Hkv, 1, Dv)
+        for ``update``'s check: at every change of the buffers' batch or widths."""
+        self._row_k = self.k[:, :, :1].shape
+        self._row_v = self.v[:, :, :1].shape
+
     def append(self, keys: Tensor, values: Tensor) -> None:
         """Write n new tokens' keys (B, Hkv, n, Dh) and values (B, Hkv, n, Dv) into their
         slots, in place: positions t .. t+n-1. A full cache past its capacity raises (or
@@ -168,6 +198,12 @@ class KVCache:
             raise ValueError(
                 f"keys {tuple(keys.shape)} do not fit a cache of {tuple(self.k.shape)} "
                 "(B, Hkv, C, Dh); build the cache for this module (KVCache.like)"
+            )
+        if values.shape[:3] != keys.shape[:3] or values.shape[3] != self.v.shape[3]:
+            raise ValueError(
+                f"values {tuple(values.shape)} do not match keys {tuple(keys.shape)} in a "
+                f"cache of values {tuple(self.v.shape)} (B, Hkv, C, Dv); give one value row "
+                "per key, Dv wide"
             )
         t = self.length
         if self.window is None:
@@ -220,6 +256,7 @@ class KVCache:
         out.__dict__.update(self.__dict__)
         out.k, out.v = self.k.index_select(0, index), self.v.index_select(0, index)
         out.pos = self.pos.clone()
+        out._note_rows()
         return out
 
     def __repr__(self) -> str:

@@ -336,18 +336,21 @@ class AttentionHeads(nn.Module):
         else:
             q = split_heads(self.q_proj(x), self.heads)  # (B, H, 1, Dh)
             k_new, v_new = self.project_keys(x)  # (B, Hkv, 1, Dh)
+        at = kpos = None  # a position stage's query and key positions
         if isinstance(cache, KVCache):
-            cache.append(k_new, v_new)  # in place
-            k, v, t = cache.keys, cache.values, cache.newest  # (B, Hkv, size, Dh)
-            ring = cache.window is not None and self.position is not None
-            kpos = cache.positions if ring else None  # out of order once the ring wraps
+            k, v = cache.update(k_new, v_new)  # in place; (B, Hkv, size, Dh) views
+            if self.position is not None:
+                at = torch.full((1,), cache.newest, device=x.device)
+                if cache.window is not None:  # a ring's slots: out of order once it wraps
+                    kpos = cache.positions
         else:
             k = torch.cat([cache[0], k_new], dim=2)  # (B, Hkv, t+1, Dh)
             v = torch.cat([cache[1], v_new], dim=2)  # (B, Hkv, t+1, Dh)
-            cache, t, kpos = (k, v), k.shape[2] - 1, None
+            cache = (k, v)
+            if self.position is not None:
+                at = torch.full((1,), k.shape[2] - 1, device=x.device)
         # every cached key is at or before t: a global alignment, no mask; a position stage
         # sees the query at t, the keys at their positions (0 .. t unless a ring reordered)
-        at = None if self.position is None else torch.full((1,), t, device=x.device)
         result = self.attend_heads(q, k, v, _EVERY_KEY, None, need_weights, False, at, kpos)
         return result, cache
 
