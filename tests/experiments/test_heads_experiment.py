@@ -311,7 +311,7 @@ def test_the_committed_run_reads_as_its_page_says() -> None:
     from attnkit.experiments.heads import rejudge
 
     docs = Path(__file__).parents[2] / "docs" / "experiments"
-    result = json.loads((docs / "heads.json").read_text())
+    result = json.loads((docs / "heads-v1.json").read_text())
     again = rejudge(result)
     assert again["verdicts"] == result["verdicts"] and again["verdict"] == result["verdict"]
     assert all(v.startswith("INCONCLUSIVE: ") for v in result["verdicts"].values())
@@ -323,6 +323,25 @@ def test_the_committed_run_reads_as_its_page_says() -> None:
     gap = by["multi30k: (i) BLEU of best h=4 minus h=1"]  # a t-interval over the 3 seeds
     assert [round(x, 2) for x in gap["ci"]] == [-1.75, -0.08]
     assert by["toy-ko: cap >= 3x median stop (h=16)"]["outcome"] == ev.INCONCLUSIVE
+
+
+def test_the_current_designs_run_reads_as_its_page_says() -> None:
+    import json
+    from pathlib import Path
+
+    from attnkit.experiments.heads import rejudge
+
+    docs = Path(__file__).parents[2] / "docs" / "experiments"
+    result = json.loads((docs / "heads.json").read_text())
+    again = rejudge(result)
+    assert again["verdicts"] == result["verdicts"] and again["verdict"] == result["verdict"]
+    assert result["verdict"].startswith("INCONCLUSIVE: toy-ko-500: (ii)")
+    by = {c["name"]: c for c in result["checks"]}
+    gap = by["toy-ko-500: (i) BLEU of best h=2 minus h=1"]
+    assert gap["outcome"] == ev.PASS and [round(x, 2) for x in gap["ci"]] == [2.73, 15.81]
+    assert all(c["outcome"] == ev.PASS for c in result["checks"] if c["kind"] == "design")
+    page = (docs / "heads.md").read_text()
+    assert "**+9.27** [+2.73, +15.81]" in page and "−2.41 [−12.85, +8.03]" in page
 
 
 def test_bad_settings_fail_clearly() -> None:
