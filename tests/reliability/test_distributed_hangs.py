@@ -6,6 +6,7 @@ Every process started here is bounded by a timeout and killed in a ``finally``."
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -289,3 +290,140 @@ def test_a_signal_to_one_rank_stops_every_rank_after_the_same_update(tmp_path: P
     assert state["global_step"] == int(step[0])
     assert "Connection closed" not in err and not re.search(r"File .*attnkit", err), err[-3000:]
     assert "exitcode  : 130" in err  # torchrun's summary: the ranks' own exit status
+
+
+# --- under attnkit's own launcher (`attnkit train --nproc-per-node 2`) ----------------------
+
+
+def _default_sigint() -> None:
+    """A terminal's foreground job: SIGINT at its default (a suite started in the background
+    by a non-interactive shell inherits it ignored, and so would the command)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@contextmanager
+def launched(tmp_path: Path, out: Path) -> Iterator[subprocess.Popen[str]]:
+    """`attnkit train --nproc-per-node 2` training LONG, in a session of its own (as from a
+    terminal), once the first update is done; every process it started is killed on the way
+    out."""
+    log = (tmp_path / "stderr").open("w")
+    cmd = attnkit("train", "--nproc-per-node", "2", *LONG, "--out", str(out))
+    proc = subprocess.Popen(cmd, env=clean_env(), stdout=subprocess.DEVNULL, stderr=log,
+                            text=True, start_new_session=True,
+                            preexec_fn=_default_sigint)  # fmt: skip
+    ranks: list[int] = []
+    try:
+        wait_for(lambda: len(rank_pids(proc.pid)) == 2, START, "two ranks")
+        ranks = rank_pids(proc.pid)
+        wait_for(lambda: "updates" in stderr(tmp_path), START, "the first update")
+        yield proc
+    finally:
+        for pid in [proc.pid, *ranks, *rank_pids(proc.pid)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        log.close()
+
+
+@linux
+@needs_gloo
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "code", "said"), [(signal.SIGINT, 130, "interrupted"),
+                                                   (signal.SIGTERM, 143, "stopped by SIGTERM")])
+def test_a_signal_to_the_launcher_stops_the_ranks_and_is_one_line(
+    tmp_path: Path, sig: signal.Signals, code: int, said: str
+) -> None:
+    """Ctrl-C (SIGINT to the terminal's process group: the launcher alone, the ranks run in
+    sessions of their own) or SIGTERM: the ranks stop after the same update with last/ saved,
+    and the launcher ends with one line and 130 (143), where torchrun printed the traceback
+    of its SignalException."""
+    out = tmp_path / "run"
+    with launched(tmp_path, out) as proc:
+        os.killpg(proc.pid, sig)
+        proc.wait(timeout=120)
+    err = stderr(tmp_path)
+    assert proc.returncode == code, err[-3000:]
+    assert "Traceback" not in err and "SignalException" not in err, err[-3000:]
+    assert "ChildFailedError" not in err and "torch/distributed" not in err, err[-3000:]
+    assert err.splitlines()[-1] == said, err[-3000:]
+    step = re.findall(r"interrupted at step (\d+): saved", err)
+    assert len(step) == 1, err[-3000:]
+    state = json.loads((out / "last" / "train_state.json").read_text())
+    assert state["global_step"] == int(step[0])
+
+
+@linux
+@needs_gloo
+@pytest.mark.slow
+def test_a_rank_killed_under_the_launcher_is_one_line(tmp_path: Path) -> None:
+    """`kill -9` of rank 1: one line naming it, exit 1, no ChildFailedError report."""
+    with launched(tmp_path, tmp_path / "run") as proc:
+        os.kill(rank_pids(proc.pid)[1], signal.SIGKILL)
+        proc.wait(timeout=120)
+    err = stderr(tmp_path)
+    assert proc.returncode == 1, err[-3000:]
+    assert err.splitlines()[-1] == ("attnkit train: error: rank 1 was killed by SIGKILL; "
+                                    "restart the job with --resume"), err[-3000:]  # fmt: skip
+    assert "Traceback" not in err and "ChildFailedError" not in err, err[-3000:]
+    assert "torch/distributed" not in err, err[-3000:]
+
+
+@needs_gloo
+@pytest.mark.slow  # two ranks start and fail: 10 s and more
+def test_a_rank_that_fails_under_the_launcher_is_one_line_with_its_error(tmp_path: Path) -> None:
+    """A rank's own one-line error (here: a language model, which data-parallel training does
+    not take) comes back as one line naming the rank and that error, exit 2."""
+    cmd = attnkit("train", "--nproc-per-node", "2", "--task", "lm", "--train-size", "300",
+                  "--valid-size", "100", "--test-size", "100", "--preset", "tiny",
+                  "--epochs", "1", "--no-progress", "--out", str(tmp_path / "run"))  # fmt: skip
+    proc = subprocess.run(cmd, env=clean_env(), capture_output=True, text=True, timeout=START)
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert re.fullmatch(r"attnkit train: error: rank [01] failed \(exit code 2\): data-parallel "
+                        r"training \(--nproc-per-node, torchrun\) supports translation tasks, "
+                        r"not lm tasks; train in one process", lines[-1]), lines[-1]  # fmt: skip
+    assert "Traceback" not in proc.stderr and "ChildFailedError" not in proc.stderr
+    assert "torch/distributed" not in proc.stderr, proc.stderr[-3000:]
+
+
+def test_the_ranks_get_the_command_without_the_launch_flag() -> None:
+    from attnkit.train.launch import without_launch_flag
+
+    argv = ["train", "--nproc-per-node", "2", "--out", "r", "--nproc-per-node=3", "--epochs", "1"]
+    assert without_launch_flag(argv) == ["train", "--out", "r", "--epochs", "1"]
+
+
+def test_the_launch_flag_inside_a_rank_is_one_line(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    argv = ["train", "--nproc-per-node", "2", *TINY, "--out", str(tmp_path / "run")]
+    one_line_error(capsys, argv, r"drop --nproc-per-node under torchrun")
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_launchers_line_names_the_first_failed_rank_and_its_own_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What torch's agent reports (a ``ProcessFailure`` per failed rank, its message read from
+    the error file ``record_error`` wrote), turned into the launcher's one line."""
+    from torch.distributed.elastic.multiprocessing.errors import ProcessFailure
+
+    from attnkit.train.launch import _failure_line, record_error
+
+    said = tmp_path / "error.json"
+    monkeypatch.setenv("TORCHELASTIC_ERROR_FILE", str(said))
+    record_error("attnkit train: error: --out r is in use by attnkit pid 7; wait for it")
+    first = ProcessFailure(local_rank=1, pid=11, exitcode=2, error_file=str(said))
+    first.timestamp = 100
+    other = ProcessFailure(local_rank=0, pid=10, exitcode=2, error_file=str(said))
+    other.timestamp = 101
+    assert _failure_line({0: other, 1: first}) == (
+        "rank 1 failed (exit code 2): --out r is in use by attnkit pid 7; wait for it", 2)
+    later = ProcessFailure(local_rank=1, pid=10, exitcode=-9, error_file=str(tmp_path / "none"))
+    later.timestamp = 101
+    assert _failure_line({0: first, 1: later}) == (
+        "rank 1 was killed by SIGKILL; restart the job with --resume", 1)
+    stopped = ProcessFailure(local_rank=0, pid=10, exitcode=-15, error_file=str(tmp_path / "-"))
+    stopped.timestamp = 99  # stopped by the agent once rank 1 was lost: not the cause
+    assert _failure_line({0: stopped, 1: later})[0].startswith("rank 1 was killed by SIGKILL")
+    silent = ProcessFailure(local_rank=0, pid=10, exitcode=1, error_file=str(tmp_path / "none"))
+    assert _failure_line({0: silent})[0].endswith("without an error line; its output is above")

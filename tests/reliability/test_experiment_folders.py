@@ -5,11 +5,13 @@ name), and nothing is written through a link."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -244,7 +246,7 @@ main(["experiment", "context", "--quick", "--out", sys.argv[1]])
 
 
 @pytest.mark.slow  # two `context --quick` runs: seconds alone, minutes on a loaded machine
-@pytest.mark.parametrize("kill_at", [4, 25], ids=["training", "report"])
+@pytest.mark.parametrize("kill_at", [7, 55], ids=["training", "report"])  # 51-61: the report
 def test_context_quick_killed_then_overwrite_keeps_the_users_notes(
     tmp_path: Path, kill_at: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -266,3 +268,168 @@ def test_context_quick_killed_then_overwrite_keeps_the_users_notes(
     assert (out / "notes.txt").read_text() == "mine"
     assert {"context.csv", "context.json", "context.png"} <= set(manifest(out)["wrote"])
     assert outputs.read_manifest(out) is not None
+
+
+# -- a pool worker whose experiment was SIGKILLed alone -------------------------------------------
+
+LONG_POOL = ["experiment", "context", "--quick", "--jobs", "2", "--epochs", "1000",
+             "--patience", "1000"]  # fmt: skip
+"""Two tiny language models in a pool, each trained far longer than the test waits."""
+
+
+def _pool_workers(pid: int) -> list[int]:
+    """The pool's workers among ``pid``'s children (not multiprocessing's resource tracker)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    found = []
+    for c in children:
+        with contextlib.suppress(OSError):
+            if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes():
+                found.append(int(c))
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie no init reaped has ended)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.slow  # an experiment's start and its pool's: about 20 s on a loaded machine
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc for the workers")
+def test_pool_workers_of_a_killed_experiment_end_and_record_nothing(tmp_path: Path) -> None:
+    """`attnkit experiment context --jobs 2 ...`, then `kill -9` of that process alone: its
+    workers ended within seconds (before, each trained its run to the end and recorded it in
+    the manifest of a folder no experiment held any more)."""
+    out = tmp_path / "out"
+    env = {**os.environ, "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": str(Path(__file__).parents[2] / "src")}  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "attnkit", *LONG_POOL, "--out", str(out)],
+                            env=env, start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)  # fmt: skip
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 600  # bounds only a start that never comes
+        while not (len(workers) == 2 and list(out.glob("*/last/model.safetensors"))):
+            assert proc.poll() is None and time.monotonic() < deadline, "no run began training"
+            time.sleep(0.1)
+            workers = _pool_workers(proc.pid)
+        os.kill(proc.pid, signal.SIGKILL)  # the experiment alone, not its process group
+        proc.wait()
+        at_kill = (out / MANIFEST).read_bytes()
+        deadline = time.monotonic() + 5
+        while any(_running(w) for w in workers):
+            assert time.monotonic() < deadline, "a worker outlived its experiment by 5 s"
+            time.sleep(0.05)
+        time.sleep(1.0)
+        assert (out / MANIFEST).read_bytes() == at_kill
+        assert not [n for n in manifest(out)["wrote"] if n.endswith(".log")]  # no run ended
+    finally:
+        for pid in [proc.pid, *workers]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+# -- a training run killed inside an experiment -------------------------------------------------
+
+KILLED_TRAINING = """
+import json, os, signal, sys
+from pathlib import Path
+from attnkit.cli import main
+from attnkit.train.run_dir import open_experiment
+out, label, k, argv = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4])
+seen = []
+def counted(name):
+    real = getattr(os, name)
+    def call(*args, **kwargs):
+        path = Path(os.fsdecode(args[-1] if name == "replace" else args[0]))
+        seen.append(f"{name} {path.name if name == 'replace' else path.parent.name}")
+        if seen.count(label) == k and seen[-1] == label:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(*args, **kwargs)
+    return call
+with open_experiment(out, "len"):
+    os.replace, os.unlink = counted("replace"), counted("unlink")
+    assert main(["train", *argv, "--out", str(out / "run")]) == 0
+    print(json.dumps(seen))
+"""
+"""A run trained inside an experiment's folder, SIGKILLed before the ``k``-th file operation
+labelled ``label`` ("replace NAME": a rename to NAME; "unlink FOLDER": a removal in FOLDER)."""
+
+
+def _train_killed(out: Path, label: str, k: int) -> list[str]:
+    from _reliability import TINY
+
+    argv = [*TINY, "--epochs", "2"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": str(Path(__file__).parents[2] / "src")}  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", KILLED_TRAINING, str(out), label, str(k),
+                           json.dumps(argv)], env=env, capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    if k:
+        assert done.returncode == -signal.SIGKILL, done.stderr
+        return []
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def _overwrite_takes_every_file_but_the_users(out: Path) -> None:
+    """After the kill: every file of the run is the experiment's (a later `notes.txt` alone is
+    named as the user's); one of them edited is refused; --overwrite removes all but notes."""
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(RunDirError, match=r"files not written by attnkit \(notes\.txt\);"):
+        with open_experiment(out, "len"):
+            pytest.fail("opened")
+    edited = out / "run" / "best" / "config.json"
+    kept = edited.read_bytes()
+    edited.write_bytes(kept + b" ")
+    with pytest.raises(RunDirError, match=r"best/config\.json was written by attnkit but has "):
+        with open_experiment(out, "len", overwrite=True):
+            pytest.fail("opened")
+    assert edited.read_bytes() == kept + b" "
+    edited.write_bytes(kept)
+    with open_experiment(out, "len", overwrite=True):
+        assert sorted(os.listdir(out)) == sorted([LOCK, MANIFEST, "notes.txt"])
+    assert (out / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize(
+    ("label", "k"),
+    [
+        ("replace .last.old", 1),  # `last` moved aside for the second epoch's
+        ("replace last", 2),  # the second epoch's `last` taking its name: none there
+        ("unlink .last.old", 1),  # the backup half removed
+        ("replace history.json", 2),
+        ("replace .attnkit-experiment.json", 9),  # between two records of the first save
+    ],
+)
+def test_a_training_run_killed_in_an_experiment_leaves_only_recorded_files(
+    tmp_path: Path, label: str, k: int
+) -> None:
+    """Before, the files of a run were hashed when it ended: killed midway, its checkpoint
+    files (and its lock) were nobody's, and --overwrite left them."""
+    out = tmp_path / "out"
+    _train_killed(out, label, k)
+    _overwrite_takes_every_file_but_the_users(out)
+
+
+@pytest.mark.slow  # a run killed at each of its renames and removals: minutes
+def test_a_training_run_killed_at_any_rename_or_removal_leaves_only_recorded_files(
+    tmp_path: Path,
+) -> None:
+    calls = _train_killed(tmp_path / "whole", "", 0)
+    points = sorted({(c, calls[: i + 1].count(c)) for i, c in enumerate(calls)},
+                    key=lambda p: calls.index(p[0]))  # fmt: skip
+    assert len(points) > 20, calls
+    for n, (label, k) in enumerate(points):
+        out = tmp_path / f"killed-{n}"
+        _train_killed(out, label, k)
+        if (out / "run" / "best" / "config.json").is_file():
+            _overwrite_takes_every_file_but_the_users(out)
+        else:  # killed before the first checkpoint took its name
+            with open_experiment(out, "len", overwrite=True):
+                assert sorted(os.listdir(out)) == sorted([LOCK, MANIFEST]), (label, k)

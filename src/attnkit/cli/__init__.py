@@ -128,6 +128,16 @@ def in_flags(err: Exception, args: argparse.Namespace) -> str:
     return str(say(lambda field: "--" + field.replace("_", "-") if field in given else None))
 
 
+def _error(line: str) -> int:
+    """Print the one error line (and, in a rank of a distributed launch, tell the launcher);
+    exit code 2."""
+    from ..train.launch import record_error
+
+    print(line, file=sys.stderr)
+    record_error(line)
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:  # every ATTNKIT_* variable readable, before any work (``attnkit --version`` too)
         check_environment()
@@ -139,6 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     parser = make_parser(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    args.command_line = list(sys.argv[1:] if argv is None else argv)  # for a launcher's ranks
     if args.command is None:
         parser.print_help()
         return 0
@@ -149,12 +160,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
         return 0
     except (ValueError, FileNotFoundError) as err:  # bad input: attnkit says what to change
-        print(f"attnkit {args.command}: error: {in_flags(err, args)}", file=sys.stderr)
-        return 2
+        return _error(f"attnkit {args.command}: error: {in_flags(err, args)}")
     except OSError as err:  # a path that cannot be read or written: read-only, /proc, a file
         where = f"{err.filename}: " if err.filename else ""
-        print(f"attnkit {args.command}: error: {where}{err.strerror or err}", file=sys.stderr)
-        return 2
+        return _error(f"attnkit {args.command}: error: {where}{err.strerror or err}")
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

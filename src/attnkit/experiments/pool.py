@@ -7,15 +7,21 @@ ends (with how many of how many, and the time) and every 30 s the steps each run
 checkpointed; ``jobs=1`` trains them one after the other in this process, saying each as it
 starts.
 A pool gives the same models as the serial path: each run is seeded by its own config.
+A worker whose experiment is gone (SIGKILLed alone) ends at once, recording nothing
+(``die_with_parent``).
 """
 
 from __future__ import annotations
 
+import ctypes
 import gzip
 import json
 import math
 import multiprocessing
+import os
 import signal
+import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -94,15 +100,52 @@ def _progress(configs: Mapping[str, FitConfig], steps: int | Mapping[str, int],
     return f"{len(finished)}/{len(configs)} trained" + (f"; {shown}" if shown else "")
 
 
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _watch_parent(parent: int, poll: float = 0.25) -> None:
+    """End this process (``os._exit``: no ``finally`` runs, so nothing is recorded) within
+    ``poll`` seconds of ``parent`` being gone, seen as a change of ``os.getppid()`` (an orphan
+    is re-parented to PID 1 or a subreaper); checked by a daemon thread, so between updates
+    and during a validation alike."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll)
+        os._exit(1)  # nobody waits for this status: the experiment is gone
+
+    threading.Thread(target=watch, name="attnkit-parent-watch", daemon=True).start()
+
+
+def die_with_parent(parent: int) -> None:
+    """A pool worker's initializer: end with the experiment ``parent`` that started it. Left
+    running after a ``kill -9`` of the experiment alone, a worker would train its run to the
+    end and record it in the folder's manifest as the experiment's, although no experiment
+    holds the folder any more. On Linux the kernel sends SIGKILL at the parent's death
+    (``prctl(PR_SET_PDEATHSIG)``, fired when the thread that spawned the worker exits: the
+    pool spawns its workers in ``submit``, from the experiment's main thread); everywhere a
+    thread checks the parent's pid (``_watch_parent``), which also ends a worker whose parent
+    died before the request was made. A SIGKILL at any instant leaves the folder's files
+    and manifest consistent (outputs.py, checkpoint.py)."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent:  # gone already, before the request
+        os._exit(1)
+    _watch_parent(parent)
+
+
 class QuietPool(ProcessPoolExecutor):
     """A pool of ``workers`` spawned processes (no fork of a process that holds torch
     threads) that never see Ctrl-C: each starts with SIGINT blocked, so a Ctrl-C on the
     terminal reaches only this process. On Ctrl-C, or any error, in the ``with`` block the
     workers are terminated and pending jobs cancelled: the command exits 130 with one line,
-    and no worker prints a traceback."""
+    and no worker prints a traceback. A worker ends, recording nothing, when this process
+    dies (``die_with_parent``)."""
 
     def __init__(self, workers: int) -> None:
-        super().__init__(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+        super().__init__(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                         initializer=die_with_parent, initargs=(os.getpid(),))  # fmt: skip
 
     def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
         # workers are spawned in submit; they inherit the blocked signal (a blocked signal
@@ -313,6 +356,7 @@ def write_multi30k(folder: Path, counts: Mapping[str, int], *, max_words: int = 
     return kept
 
 
-__all__ = ["LMSettings", "MULTI30K", "MULTI30K_SPLITS", "QuietPool", "fit_logged", "generator",
+__all__ = ["LMSettings", "MULTI30K", "MULTI30K_SPLITS", "QuietPool", "die_with_parent",
+           "fit_logged", "generator",
            "history", "lm_data", "lm_run", "plateau", "run_each", "steps_done", "stop_of_epochs",
            "train_all", "train_lms", "valid_bpc_curve", "write_multi30k"]

@@ -19,11 +19,18 @@ ever appears by a rename of a finished folder), and while ``last`` is absent ``.
 either absent or complete (it is only removed while ``last`` exists). So ``find_checkpoint``,
 which reads ``last`` and then ``.last.old``, always finds the old checkpoint or the new one,
 never a mix, wherever a kill lands. Temporaries of dead processes are removed by the next save.
+
+Inside a running experiment's folder every file of a save, and ``history.json``
+(``write_text``), is recorded in the experiment's manifest as it is placed
+(``outputs.Placement``: listed before it is created, its sha256 recorded before it takes its
+name, and before step 2 for ``.last.old`` too), so a run killed at any instant leaves only
+files ``experiment --overwrite`` knows as its own.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -39,6 +46,7 @@ from torch import nn
 from ..data.vocab import Vocab
 from ..models import Seq2Seq, build_model, config_to_json
 from . import checkpoint_check as check
+from .outputs import Placement, placement
 
 FILES = ("config.json", "model.safetensors", "src_vocab.json", "tgt_vocab.json")
 TRAINING_FILES = ("optimizer.safetensors", "train_state.json")  # resumable checkpoints only
@@ -145,13 +153,18 @@ def write_file(path: Path, data: bytes) -> None:
 
 
 def write_text(path: Path, text: str) -> None:
-    """Atomic single-file write: a temporary file in the same folder, then os.replace."""
+    """Atomic single-file write: a temporary file in the same folder, then os.replace; inside
+    a running experiment, recorded with its hash in its manifest (module docstring)."""
     for stale in stale_temps(path):
         remove(stale)
-    tmp = temp_of(path)
-    write_file(tmp, text.encode("utf-8"))
+    tmp, data = temp_of(path), text.encode("utf-8")
+    record = placement(path)
+    record.listed({tmp: path})
+    write_file(tmp, data)
+    record.written({tmp: hashlib.sha256(data).hexdigest()})
     os.replace(tmp, path)
     _fsync_dir(path.parent)
+    record.placed({tmp: path})
 
 
 def refuse_foreign(path: Path, error: type[ValueError] = ValueError) -> None:
@@ -167,12 +180,15 @@ def refuse_foreign(path: Path, error: type[ValueError] = ValueError) -> None:
             )
 
 
-def _rotate(tmp: Path, path: Path) -> None:
-    """Put the finished folder ``tmp`` at ``path``; see the module docstring for the invariant."""
+def _rotate(tmp: Path, path: Path, record: Placement | None = None) -> None:
+    """Put the finished folder ``tmp`` at ``path``; see the module docstring for the invariant.
+    ``record`` hears of the rename of ``path`` to its backup before it is made."""
     old = backup_of(path)
     if path.exists():  # complete: it only ever appears by the rename below
         if old.exists():
             remove(old)  # a leftover of an interrupted save; ``path`` is the checkpoint
+        if record is not None:
+            record.moving(path, old)
         os.replace(path, old)
     # ``path`` is absent: ``old``, when present, is the only complete copy until this rename
     os.replace(tmp, path)
@@ -228,7 +244,6 @@ def save(
     for stale in stale_temps(path):
         remove(stale)
     tmp = temp_of(path)
-    os.mkdir(tmp)
     cfg = {"model": model_name, "config": config_to_json(model.config), "meta": meta or {},
            "vocab": {"src_vocab.json": check.vocab_record(src_vocab),
                      "tgt_vocab.json": check.vocab_record(tgt_vocab)}}  # fmt: skip
@@ -245,10 +260,15 @@ def save(
         state = {"optimizer": opt_json, **(train_state or {})}
         files["optimizer.safetensors"] = safetensors_bytes(tensors)
         files["train_state.json"] = json.dumps(state, indent=2).encode("utf-8")
+    record = placement(path)
+    record.listed({tmp / name: path / name for name in files})
+    os.mkdir(tmp)
     for name, data in files.items():
         write_file(tmp / name, data)
     _fsync_dir(tmp)
-    _rotate(tmp, path)
+    record.written({tmp / name: hashlib.sha256(data).hexdigest() for name, data in files.items()})
+    _rotate(tmp, path, record)
+    record.placed({tmp / name: path / name for name in files}, gone=(path, backup_of(path)))
     return path
 
 

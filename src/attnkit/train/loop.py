@@ -216,14 +216,15 @@ def train(
     out = Path(out)
     if dist is not None and not family.data_parallel:
         raise ValueError(
-            f"torchrun data-parallel training supports translation tasks, not {family.name} "
-            "tasks; run attnkit train without torchrun"
+            f"data-parallel training (--nproc-per-node, torchrun) supports translation tasks, "
+            f"not {family.name} tasks; train in one process"
         )
     softness = softness_of(model)  # models/softness.py; soft where the model has none
     if dist is not None and not softness.data_parallel:  # distributed.py's loss: cross-entropy
         raise ValueError(
-            f"torchrun data-parallel training takes models trained on plain cross-entropy; "
-            f"this one trains with {softness.name} attention's own loss: run it without torchrun"
+            f"data-parallel training (--nproc-per-node, torchrun) takes models trained on plain "
+            f"cross-entropy; this one trains with {softness.name} attention's own loss: train it "
+            "in one process"
         )
     main = dist is None or dist.is_main
     log = (log or (lambda s: print(s, file=sys.stderr))) if main else (lambda s: None)

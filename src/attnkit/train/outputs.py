@@ -19,6 +19,12 @@ at any instant leaves a manifest that describes the folder:
     3. rename it over ``NAME`` (never through a link: the rename replaces the link itself)
     4. move the hash to ``wrote``, drop the ``writing`` entry
 
+Training writes its checkpoints and ``history.json`` by the same four steps (``Placement``,
+called by checkpoint.py), with one more for a checkpoint folder, which is renamed whole: before
+``last`` is renamed to ``.last.old``, the hashes of its files are recorded under that name too.
+So a training run killed inside an experiment leaves only files the manifest names with their
+hash (or temporaries it lists), which ``--overwrite`` removes.
+
 The manifest is changed under ``flock`` on the folder, so the processes of a pool can record
 their files side by side. A folder is an experiment's only while its ``.attnkit.lock`` is held
 (``live_root``): a stale manifest of a killed experiment records nothing.
@@ -175,7 +181,7 @@ def is_attnkits(root: Path, m: Manifest, rel: str) -> bool:
     return sha256_of(p) in hashes
 
 
-def _held(lock: Path) -> bool:
+def held(lock: Path) -> bool:
     """Whether some process holds ``lock`` (the flock of ``run_dir._locked``)."""
     try:
         fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
@@ -194,7 +200,7 @@ def live_root(path: Path) -> Path | None:
     """The experiment folder ``path`` lies in: its nearest ancestor holding a manifest and a held
     lock (an experiment running now); None outside one."""
     for a in Path(os.path.abspath(path)).parents:
-        if (a / MANIFEST).is_file() and _held(a / LOCK):
+        if (a / MANIFEST).is_file() and held(a / LOCK):
             return a
     return None
 
@@ -269,6 +275,88 @@ def _placing(path: Path) -> Iterator[Path]:
         raise
 
 
+@dataclass(frozen=True)
+class Placement:
+    """The manifest records of files written under a temporary name and renamed into place by
+    training (checkpoint.py) inside the running experiment at ``root``; outside one (``root``
+    None, see ``placement``) every call does nothing. A file is listed before it exists and its
+    hash recorded before it takes its name, so a kill at any instant leaves every file either
+    a listed temporary or recorded with its hash under the name it has:
+
+        listed({TMP: NAME})     before TMP is created     writing[TMP] = {for: NAME, sha256: null}
+        written({TMP: SHA256})  once TMP is whole          writing[TMP].sha256 = SHA256
+        moving(SRC, DST)        before a rename SRC -> DST  wrote[DST/F] = wrote[SRC/F], each F
+        placed({TMP: NAME})     after the renames           wrote[NAME] = its hash, TMP dropped
+    """
+
+    root: Path | None
+
+    def _rel(self, path: Path) -> str:
+        return os.path.relpath(os.path.abspath(path), self.root)
+
+    def _update(self, change: Callable[[Manifest], None]) -> None:
+        if self.root is not None:
+            update_manifest(self.root, change)
+
+    def listed(self, temps: dict[Path, Path]) -> None:
+        """Before each temporary (a key) is created: it will become its value."""
+        rels = {self._rel(t): self._rel(p) for t, p in temps.items()}
+
+        def change(m: Manifest) -> None:
+            for t, p in rels.items():
+                m.writing[t] = {"for": p, "sha256": None}
+
+        self._update(change)
+
+    def written(self, hashes: dict[Path, str]) -> None:
+        """Once each temporary (a key) is written whole: its sha256."""
+        rels = {self._rel(t): h for t, h in hashes.items()}
+
+        def change(m: Manifest) -> None:
+            for t, h in rels.items():
+                if t in m.writing:
+                    m.writing[t]["sha256"] = h
+
+        self._update(change)
+
+    def moving(self, src: Path, dst: Path) -> None:
+        """Before the folder ``src`` is renamed to ``dst`` (absent): the hashes of its files
+        recorded for their names under ``dst``, which replace any recorded there."""
+        s, d = self._rel(src) + "/", self._rel(dst) + "/"
+
+        def change(m: Manifest) -> None:
+            for k in [k for k in m.wrote if k.startswith(d)]:
+                del m.wrote[k]
+            for k, h in list(m.wrote.items()):
+                if k.startswith(s):
+                    m.wrote[d + k[len(s):]] = h
+
+        self._update(change)
+
+    def placed(self, temps: dict[Path, Path], gone: tuple[Path, ...] = ()) -> None:
+        """After each temporary (a key) took its name (a value) and the folders ``gone`` were
+        removed or replaced: the hash recorded for the name, and nothing for the temporary
+        or for what lay in ``gone``."""
+        rels = {self._rel(t): self._rel(p) for t, p in temps.items()}
+        folders = tuple(self._rel(g) + "/" for g in gone)
+
+        def change(m: Manifest) -> None:
+            for k in [k for k in m.wrote if k.startswith(folders)]:
+                del m.wrote[k]
+            for t, p in rels.items():
+                w = m.writing.pop(t, None)
+                if w is not None and w["sha256"] is not None:
+                    m.wrote[p] = w["sha256"]
+
+        self._update(change)
+
+
+def placement(path: Path) -> Placement:
+    """The ``Placement`` of files written at ``path``: recorded in the running experiment's
+    manifest when ``path`` lies in one (``live_root``), else nowhere."""
+    return Placement(live_root(path))
+
+
 def write_output(path: str | Path, data: bytes | str) -> Path:
     """Write one output file of an experiment (a CSV, JSON, figure, log, data file): whole,
     never through a link, and, inside a running experiment's folder, never over a file attnkit
@@ -291,11 +379,14 @@ __all__ = [
     "LOCK",
     "MANIFEST",
     "Manifest",
+    "Placement",
     "RunDirError",
+    "held",
     "is_attnkits",
     "live_root",
     "open_output",
     "parse_manifest",
+    "placement",
     "read_manifest",
     "refuse_links",
     "sha256_of",

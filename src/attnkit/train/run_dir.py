@@ -27,7 +27,8 @@ of several runs and reports: the same lock, refused unless empty or ``--overwrit
 only the files an earlier experiment recorded with their sha256 (in
 ``DIR/.attnkit-experiment.json``, see ``outputs.py``) and that still hold that content. A run
 opened inside a running experiment's folder is recorded there: its folder must be new (or one
-the experiment made before), and the files training wrote are hashed when it ends.
+the experiment made before), and each file training writes is recorded with its hash as it is
+placed (checkpoint.py), so the files of a run killed midway are the experiment's too.
 """
 
 from __future__ import annotations
@@ -48,11 +49,11 @@ from .outputs import (
     MANIFEST,
     Manifest,
     RunDirError,
+    held,
     is_attnkits,
     live_root,
     read_manifest,
     refuse_links,
-    sha256_of,
     update_manifest,
     write_manifest,
 )
@@ -146,9 +147,9 @@ def open_run(
     of dead temporaries, and with ``resume_from`` set when ``resume`` finds a checkpoint."""
     if resume and overwrite:
         raise RunDirError("--resume and --overwrite contradict each other; pass one of them")
-    root = _claim(out)
+    _claim(out)
     path = _usable_folder(out)
-    with _locked(path), _recorded(root, path):
+    with _locked(path):
         found = run_entries(path)
         if found and not (resume or overwrite):
             shown = ", ".join(p.name + ("/" if p.is_dir() else "") for p in found)
@@ -169,16 +170,15 @@ def open_run(
         yield RunDir(path, resume_from)
 
 
-def _claim(out: str | Path | None) -> Path | None:
+def _claim(out: str | Path | None) -> None:
     """Inside a running experiment's folder (``outputs.live_root``), record ``out`` as a run
-    folder of the experiment; refused when it exists with files the experiment did not make.
-    Returns the experiment's folder, or None outside one."""
+    folder of the experiment; refused when it exists with files the experiment did not make."""
     if out is None or not str(out).strip():
-        return None
+        return
     path = Path(out)
     root = live_root(path)
     if root is None:
-        return None
+        return
     refuse_links(path, root)
     rel = os.path.relpath(os.path.abspath(path), root)
 
@@ -193,28 +193,6 @@ def _claim(out: str | Path | None) -> Path | None:
         m.runs.append(rel)
 
     update_manifest(root, claim)
-    return root
-
-
-@contextlib.contextmanager
-def _recorded(root: Path | None, run: Path) -> Iterator[None]:
-    """When the run ends, however it ends, record the hashes of the files training wrote into
-    ``run`` in the manifest of the experiment at ``root`` (None: outside one, nothing)."""
-    try:
-        yield
-    finally:
-        if root is not None:
-            base = os.path.relpath(os.path.abspath(run), root)
-
-            def record(m: Manifest) -> None:
-                for rel in _run_names(base):
-                    p = root / rel
-                    if p.is_file() and not p.is_symlink():
-                        m.wrote[rel] = sha256_of(p)
-                    else:
-                        m.wrote.pop(rel, None)
-
-            update_manifest(root, record)
 
 
 def _experiment_entries(out: Path) -> list[str]:
@@ -239,10 +217,11 @@ def _files_under(out: Path, names: list[str]) -> list[str]:
 
 
 def _run_names(run: str) -> set[str]:
-    """What training writes into the run folder ``run`` (relative paths): its history and the
-    files of its checkpoints."""
+    """What training writes into the run folder ``run`` (relative paths): its history, the
+    files of its checkpoints, and its lock (left behind by a run that was killed)."""
     ckpt = FILES + TRAINING_FILES
-    return {f"{run}/history.json", *(f"{run}/{c}/{f}" for c in CHECKPOINTS for f in ckpt)}
+    return {f"{run}/history.json", f"{run}/{LOCK}",
+            *(f"{run}/{c}/{f}" for c in CHECKPOINTS for f in ckpt)}  # fmt: skip
 
 
 def _sort_out(out: Path, m: Manifest | None, names: list[str]) -> tuple[list[str], list[str]]:
@@ -286,7 +265,8 @@ def _check_experiment(path: Path, name: str, m: Manifest | None, overwrite: bool
     """Refuse (one line) a folder whose files the experiment may not touch or write over."""
     present = _experiment_entries(path)
     if m is not None:
-        changed = sorted(r for r in m.wrote if os.path.lexists(path / r)
+        named = {*m.wrote, *(w["for"] for w in m.writing.values())}
+        changed = sorted(r for r in named if os.path.lexists(path / r)
                          and not is_attnkits(path, m, r))  # fmt: skip
         if changed:
             raise RunDirError(
@@ -333,7 +313,9 @@ def open_experiment(
         runs: list[str] = []
         if m is not None:  # the lock is ours, so no live experiment is writing any of them
             placed = {*m.wrote, *(w["for"] for w in m.writing.values())}
-            for rel in sorted({*m.writing, *(r for r in placed if is_attnkits(path, m, r))}):
+            locks = {f"{r}/{LOCK}" for r in m.runs if not held(path / r / LOCK)}  # of killed runs
+            for rel in sorted({*m.writing, *locks,
+                               *(r for r in placed if is_attnkits(path, m, r))}):  # fmt: skip
                 if not (path / rel).is_symlink() and not (path / rel).is_dir():
                     _remove_file(path, rel)  # and the folders it made, once empty
             runs = [r for r in m.runs if (path / r).is_dir()]
