@@ -26,7 +26,7 @@ from torch.overrides import TorchFunctionMode
 import attnkit
 import attnkit.nn as ann
 from attnkit.data.batching import batches
-from attnkit.data.tasks import TASK_FAMILY, load_task
+from attnkit.data.tasks import TASKS, load_task
 from attnkit.data.toy_ko import generate
 from attnkit.data.vocab import Vocab
 from attnkit.models import MODELS, build_model
@@ -150,7 +150,7 @@ def test_a_training_step_of_the_other_families_reads_at_most_the_lengths(name: s
     batch sizes). The Gumbel captioner reads its update count for the temperature, like the
     RNN models' Gumbel softness: not on this default (soft) path."""
     fam = family(model_family(name))
-    task = next(t for t, f in TASK_FAMILY.items() if f == fam.name)
+    task = next(t.name for t in TASKS.values() if t.family == fam.name)
     data = load_task(task, seed=0, train_size=16, valid_size=2, test_size=2).train
     src_vocab = Vocab.build(fam.tokens(e)[0] for e in data)
     tgt_vocab = Vocab.build(fam.tokens(e)[1] for e in data)

@@ -138,7 +138,8 @@ def test_every_experiment_is_a_package_and_the_cli_imports_only_its_entry() -> N
     loose = sorted(p.name for p in (SRC / "experiments").glob("*.py")
                    if p.stem not in {"__init__", "base", "pool", "evidence"})  # fmt: skip
     assert not loose, f"experiment files outside a package of their own: {loose}"
-    assert {m.rsplit(".", 1)[1] for m in EXPERIMENTS.values()} == {p.name for p in EXPERIMENT_DIRS}
+    packages = {e.module.rsplit(".", 1)[1] for e in EXPERIMENTS.values()}
+    assert packages == {p.name for p in EXPERIMENT_DIRS}
     cli = sorted((SRC / "cli").rglob("*.py"))
     assert len(cli) > 1, "the parser and the commands live in attnkit/cli/"
     for path in cli:

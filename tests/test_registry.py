@@ -97,10 +97,13 @@ def test_normaliser_and_alignment_names() -> None:
 
 
 def test_every_variant_is_registered_with_a_paper() -> None:
-    names = {v.name for v in VARIANTS}
-    tables = (SCORES, ALIGNMENTS, NORMALISERS, REDUCTIONS, OUTPUTS, POSITIONS)
-    assert names == set().union(*tables)
+    tables = (SCORES, ALIGNMENTS, NORMALISERS, REDUCTIONS, POSITIONS, OUTPUTS)
+    assert [(t.kind, len(t)) for t in tables] == [("score", 8), ("alignment", 14),
+                                                  ("normaliser", 5), ("reduction", 2),
+                                                  ("position", 6), ("output", 2)]  # fmt: skip
+    assert all(v.stage == t.kind for t in tables for v in t.values())
     assert all(v.paper and v.formula for v in VARIANTS)
+    assert all(v.build is not None for t in tables[:-1] for v in t.values())
 
 
 def test_temperature_is_not_silently_dropped() -> None:

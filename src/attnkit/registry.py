@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from torch import nn
 
 from ._checks import check_size
-from .core import NormaliseFn, ReduceFn, weighted_sum
+from ._registry import Registry
+from .core import NormaliseFn, weighted_sum
 from .grouped import check_kv_heads
 from .mechanisms.hard import GumbelSoftmax, SampleReduce
 from .modules import Attention, AttentionHeads, check_heads
@@ -52,37 +54,57 @@ from .stages.sparse import PATTERNS, FactorisedAlignment, PatternSpec
 
 @dataclass(frozen=True)
 class Variant:
-    """One row of the table of variants (``attnkit info``): its registry name, stage, paper
-    and formula."""
+    """One registered variant of a stage, as ``attnkit info`` lists it and ``build`` makes it.
+
+    name, stage: its registry name and stage ("score", "alignment", ...); paper, formula.
+    build: its builder, with its stage's arguments (``SCORES``, ``ALIGNMENTS``, ...); None for
+        an output form, which ``build`` makes itself.
+    window: the least window it accepts, for an alignment that takes ``window=...``.
+    stride: the least stride l it accepts, for a Sparse Transformer pattern (``stride=...``).
+    kernel: a kernel score (linear attention), normalised by "ratio" unless told otherwise.
+    """
 
     name: str
     stage: str
     paper: str
     formula: str
+    build: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
+    window: int | None = None
+    stride: int | None = None
+    kernel: bool = False
 
 
-SCORES: dict[str, Callable[..., Score]] = {
-    "dot": lambda q, k, hidden, max_keys: DotScore(),
-    "scaled_dot": lambda q, k, hidden, max_keys: ScaledDotScore(),
-    "general": lambda q, k, hidden, max_keys: GeneralScore(q, k),
-    "additive": lambda q, k, hidden, max_keys: AdditiveScore(q, k, hidden),
-    "location": lambda q, k, hidden, max_keys: LocationScore(q, _need(max_keys, "max_keys")),
-    "cosine": lambda q, k, hidden, max_keys: CosineScore(),
-    # kernel scores (linear attention): with the "ratio" normaliser, O(n·M·Dv) (attnkit.linear)
-    "linear": lambda q, k, hidden, max_keys: LinearScore(),
-    "performer": lambda q, k, hidden, max_keys: PerformerScore(q, hidden or default_features(q)),
-}
-"""Score builders by name: ``SCORES[name](query_dim, key_dim, hidden, max_keys)``; ``hidden``
-is the performer's random feature count M (default round(D·ln D))."""
-KERNEL_SCORES = ("linear", "performer")
-"""The scores that are a feature map's kernel, normalised by "ratio" unless told otherwise."""
-SCORE_ALIASES = {
-    "scaled-dot": "scaled_dot",
-    "sdp": "scaled_dot",
-    "bilinear": "general",
-    "concat": "additive",
-    "bahdanau": "additive",
-}
+def _add(
+    registry: Registry[Variant], name: str, paper: str, formula: str,
+    build: Callable[..., Any] | None = None, *, aliases: tuple[str, ...] = (), **more: Any,
+) -> None:  # fmt: skip
+    """Register variant ``name`` of ``registry``'s stage."""
+    registry.register(Variant(name, registry.kind, paper, formula, build, **more), aliases=aliases)
+
+
+# fmt: off
+SCORES: Registry[Variant] = Registry("score")
+"""Scores by name; ``SCORES[name].build(query_dim, key_dim, hidden, max_keys)``, ``hidden``
+the performer's random feature count M (default round(D·ln D))."""
+_add(SCORES, "dot", "Luong et al. 2015", DotScore.formula,
+     lambda q, k, hidden, max_keys: DotScore())
+_add(SCORES, "scaled_dot", "Vaswani et al. 2017", ScaledDotScore.formula,
+     lambda q, k, hidden, max_keys: ScaledDotScore(), aliases=("scaled-dot", "sdp"))
+_add(SCORES, "general", "Luong et al. 2015", GeneralScore.formula,
+     lambda q, k, hidden, max_keys: GeneralScore(q, k), aliases=("bilinear",))
+_add(SCORES, "additive", "Bahdanau et al. 2015", AdditiveScore.formula,
+     lambda q, k, hidden, max_keys: AdditiveScore(q, k, hidden), aliases=("concat", "bahdanau"))
+_add(SCORES, "location", "Luong et al. 2015", LocationScore.formula,
+     lambda q, k, hidden, max_keys: LocationScore(q, _need(max_keys, "max_keys")))
+_add(SCORES, "cosine", "Graves et al. 2014", CosineScore.formula,
+     lambda q, k, hidden, max_keys: CosineScore())
+# kernel scores (linear attention): with the "ratio" normaliser, O(n·M·Dv) (attnkit.linear)
+_add(SCORES, "linear", "Katharopoulos et al. 2020", LinearScore.formula,
+     lambda q, k, hidden, max_keys: LinearScore(), kernel=True)
+_add(SCORES, "performer", "Choromanski et al. 2021 (FAVOR+)", PerformerScore.formula,
+     lambda q, k, hidden, max_keys: PerformerScore(q, hidden or default_features(q)),
+     kernel=True)
+
 
 def _factorised(pattern: str, causal: bool, split: bool) -> Callable[[int, int | None], Alignment]:
     """The builder of a Sparse Transformer pattern from its stride l (fixed: c = 1)."""
@@ -94,141 +116,93 @@ def _factorised(pattern: str, causal: bool, split: bool) -> Callable[[int, int |
     return build
 
 
-ALIGNMENTS: dict[str, Callable[[int, int | None], Alignment]] = {
-    "global": lambda q, w: GlobalAlignment(),
-    "causal": lambda q, w: CausalAlignment(),
-    "local-m": lambda q, w: LocalM(_need(w, "window")),
-    "local-p": lambda q, w: LocalP(q, _need(w, "window")),
-    "sliding": lambda q, w: SlidingWindow(_need(w, "window")),
-    "sliding-causal": lambda q, w: SlidingWindow(_need(w, "window"), causal=True),
-    # the Sparse Transformer's patterns (Child 2019), built from the stride l; fixed with c = 1
-    **{
-        p + ("-causal" if causal else "") + ("-heads" if split else ""): _factorised(
-            p, causal, split
-        )
-        for p in PATTERNS
-        for causal in (False, True)
-        for split in (False, True)
-    },
-}
-"""Alignment builders by name: ``ALIGNMENTS[name](query_dim, size)``, ``size`` the window
+ALIGNMENTS: Registry[Variant] = Registry("alignment")
+"""Alignments by name; ``ALIGNMENTS[name].build(query_dim, size)``, ``size`` the window
 (``WINDOWED``) or the stride l (``STRIDED``)."""
+_add(ALIGNMENTS, "global", "Luong et al. 2015", "all keys", lambda q, w: GlobalAlignment())
+_add(ALIGNMENTS, "causal", "Vaswani et al. 2017", "j <= i", lambda q, w: CausalAlignment())
+_add(ALIGNMENTS, "local-m", "Luong et al. 2015", "|s - t| <= D",
+     lambda q, w: LocalM(_need(w, "window")), window=0)
+_add(ALIGNMENTS, "local-p", "Luong et al. 2015", "p_t = S·σ(v_pᵀ tanh(W_p h_t))",
+     lambda q, w: LocalP(q, _need(w, "window")), window=1)
+_add(ALIGNMENTS, "sliding", "Vaswani et al. 2017 (restricted)", "|i - j| <= r",
+     lambda q, w: SlidingWindow(_need(w, "window")), window=0)
+_add(ALIGNMENTS, "sliding-causal", "Vaswani et al. 2017 (restricted)", "0 <= i - j <= r",
+     lambda q, w: SlidingWindow(_need(w, "window"), causal=True), window=0)
+# the Sparse Transformer's patterns (Child 2019), built from the stride l; fixed with c = 1
+for _pattern in PATTERNS:
+    for _causal in (False, True):
+        for _split in (False, True):
+            _add(
+                ALIGNMENTS,
+                _pattern + ("-causal" if _causal else "") + ("-heads" if _split else ""),
+                "Child et al. 2019",
+                ("|i - j| <= l or (i - j) mod l = 0" if _pattern == "strided" else
+                 "⌊j/l⌋ = ⌊i/l⌋ or j mod l >= l - c")
+                + (", j <= i" if _causal else "")
+                + ("; head h: the first part if h is even, else the second" if _split else ""),
+                _factorised(_pattern, _causal, _split),
+                stride=1,
+            )
 
-# the alignments that take ``window=...``, with the least window each accepts
-WINDOWED: dict[str, int] = {"local-m": 0, "local-p": 1, "sliding": 0, "sliding-causal": 0}
+NORMALISERS: Registry[Variant] = Registry("normaliser")
+"""Normalisers by name; ``NORMALISERS[name].build(temperature)``."""
+_add(NORMALISERS, "softmax", "Bahdanau et al. 2015", "exp(e/T) / Σ exp(e/T)",
+     lambda t: Softmax(t))
+_add(NORMALISERS, "sparsemax", "Martins & Astudillo 2016", "[z - τ]₊", lambda t: Sparsemax())
+_add(NORMALISERS, "entmax15", "Peters et al. 2019", "[z/2 - τ]₊²", lambda t: Entmax15(),
+     aliases=("entmax-1.5", "entmax"))
+_add(NORMALISERS, "ratio", "Katharopoulos et al. 2020", "e_ij / Σ_j e_ij (kernel scores)",
+     lambda t: ratio)
+_add(NORMALISERS, "gumbel", "Jang et al. 2017; Maddison et al. 2017",
+     "one_hot(argmax (e + g)/τ), straight-through softmax((e + g)/τ)",
+     lambda t: GumbelSoftmax(t), aliases=("gumbel-softmax",))
+
+REDUCTIONS: Registry[Variant] = Registry("reduction")
+"""Reductions by name; ``REDUCTIONS[name].build()``."""
+_add(REDUCTIONS, "weighted_sum", "Bahdanau et al. 2015", "c = Σ_j α_j v_j",
+     lambda: weighted_sum, aliases=("soft",))
+_add(REDUCTIONS, "sample", "Xu et al. 2015 (hard attention)", "z ~ Cat(α), c = v_z",
+     lambda: SampleReduce(), aliases=("hard",))
+
+POSITIONS: Registry[Variant] = Registry("position")
+"""Position stages by name; ``POSITIONS[name].build(heads, head_dim, max_len, causal)``,
+``causal`` giving T5 its one-directional buckets."""
+_add(POSITIONS, "learned", "Gehring et al. 2017", LearnedPosition.formula,
+     lambda h, d, n, causal: LearnedPosition(h, d, n))
+_add(POSITIONS, "shaw", "Shaw et al. 2018", ShawPosition.formula,
+     lambda h, d, n, causal: ShawPosition(d), aliases=("relative",))
+_add(POSITIONS, "t5", "Raffel et al. 2020", T5Bias.formula,
+     lambda h, d, n, causal: T5Bias(h, bidirectional=not causal))
+_add(POSITIONS, "alibi", "Press et al. 2022", ALiBi.formula, lambda h, d, n, causal: ALiBi(h))
+_add(POSITIONS, "rope", "Su et al. 2021", RotaryPosition.formula,
+     lambda h, d, n, causal: RotaryPosition(d), aliases=("rotary",))
+_add(POSITIONS, "xl", "Dai et al. 2019", XLPosition.formula,
+     lambda h, d, n, causal: XLPosition(h, d), aliases=("transformer-xl",))
+
+OUTPUTS: Registry[Variant] = Registry("output")
+"""Output forms by name: one weight per (query, key), weights (..., Tq, Tk); or one per
+feature (Shen 2018), weights (..., Tq, Tk, Dv)."""
+_add(OUTPUTS, "scalar", "Bahdanau et al. 2015", "one weight a_ij per key")
+_add(OUTPUTS, "multi-dimensional", "Shen et al. 2018 (DiSAN)",
+     "P_ij = softmax_j(Wᵀ ELU(W⁽¹⁾k_j + W⁽²⁾q_i + b⁽¹⁾) + b) per feature, c = Σ_j P_ij ⊙ v_j",
+     aliases=("multidim", "feature-wise"))
+# fmt: on
+
+STAGES: dict[str, Registry[Variant]] = {
+    r.kind: r for r in (SCORES, ALIGNMENTS, NORMALISERS, REDUCTIONS, POSITIONS, OUTPUTS)
+}
+"""Stage kind -> its registry: the one table of names (``canonical``, ``names``)."""
+
+VARIANTS: list[Variant] = [v for registry in STAGES.values() for v in registry.values()]
+"""Every registered variant with its paper and formula, as ``attnkit info`` lists them."""
+KERNEL_SCORES = tuple(v.name for v in SCORES.values() if v.kernel)
+"""The scores that are a feature map's kernel, normalised by "ratio" unless told otherwise."""
+WINDOWED: dict[str, int] = {v.name: v.window for v in ALIGNMENTS.values() if v.window is not None}
 """The alignments that take ``window=...``, with the least window each accepts."""
-STRIDED: dict[str, int] = {name: 1 for name in ALIGNMENTS if name.startswith(PATTERNS)}
+STRIDED: dict[str, int] = {v.name: v.stride for v in ALIGNMENTS.values() if v.stride is not None}
 """The alignments that take ``stride=...`` (the Sparse Transformer's patterns, Child et al.
 2019), with the least stride l each accepts."""
-
-NORMALISERS: dict[str, Callable[[float], NormaliseFn]] = {
-    "softmax": lambda t: Softmax(t),
-    "gumbel": lambda t: GumbelSoftmax(t),
-    "sparsemax": lambda t: Sparsemax(),
-    "entmax15": lambda t: Entmax15(),
-    "ratio": lambda t: ratio,
-}
-"""Normaliser builders by name: ``NORMALISERS[name](temperature)``."""
-REDUCTIONS: dict[str, Callable[[], ReduceFn]] = {
-    "weighted_sum": lambda: weighted_sum,
-    "sample": lambda: SampleReduce(),
-}
-"""Reduction builders by name: ``REDUCTIONS[name]()``."""
-REDUCTION_ALIASES = {"soft": "weighted_sum", "hard": "sample"}
-
-NORMALISER_ALIASES = {
-    "entmax-1.5": "entmax15",
-    "entmax": "entmax15",
-    "gumbel-softmax": "gumbel",
-}
-
-POSITIONS: dict[str, Callable[[int, int, int, bool], Position]] = {
-    "learned": lambda h, d, n, causal: LearnedPosition(h, d, n),
-    "shaw": lambda h, d, n, causal: ShawPosition(d),
-    "t5": lambda h, d, n, causal: T5Bias(h, bidirectional=not causal),
-    "alibi": lambda h, d, n, causal: ALiBi(h),
-    "rope": lambda h, d, n, causal: RotaryPosition(d),
-    "xl": lambda h, d, n, causal: XLPosition(h, d),
-}
-"""Position stages by name: ``POSITIONS[name](heads, head_dim, max_len, causal)``; ``causal``
-gives T5 its one-directional buckets."""
-POSITION_ALIASES = {"rotary": "rope", "relative": "shaw", "transformer-xl": "xl"}
-
-# what one attention computation gives out per (query, key): one weight, or one per feature
-OUTPUTS: dict[str, str] = {
-    "scalar": "weights (..., Tq, Tk)",
-    "multi-dimensional": "weights (..., Tq, Tk, Dv)",
-}
-"""Output forms by name, with the weights each gives: one per (query, key), or one per
-feature (Shen 2018)."""
-OUTPUT_ALIASES = {"multidim": "multi-dimensional", "feature-wise": "multi-dimensional"}
-
-# stage kind -> (builders by name, aliases): the one table of names
-STAGES: dict[str, tuple[dict, dict[str, str]]] = {
-    "score": (SCORES, SCORE_ALIASES),
-    "alignment": (ALIGNMENTS, {}),
-    "normaliser": (NORMALISERS, NORMALISER_ALIASES),
-    "reduction": (REDUCTIONS, REDUCTION_ALIASES),
-    "position": (POSITIONS, POSITION_ALIASES),
-    "output": (OUTPUTS, OUTPUT_ALIASES),
-}
-"""Stage kind -> (its table by name, aliases): the one table of names (``canonical``,
-``names``)."""
-
-VARIANTS: list[Variant] = [
-    Variant("dot", "score", "Luong et al. 2015", DotScore.formula),
-    Variant("scaled_dot", "score", "Vaswani et al. 2017", ScaledDotScore.formula),
-    Variant("general", "score", "Luong et al. 2015", GeneralScore.formula),
-    Variant("additive", "score", "Bahdanau et al. 2015", AdditiveScore.formula),
-    Variant("location", "score", "Luong et al. 2015", LocationScore.formula),
-    Variant("cosine", "score", "Graves et al. 2014", CosineScore.formula),
-    Variant("linear", "score", "Katharopoulos et al. 2020", LinearScore.formula),
-    Variant("performer", "score", "Choromanski et al. 2021 (FAVOR+)", PerformerScore.formula),
-    Variant("global", "alignment", "Luong et al. 2015", "all keys"),
-    Variant("causal", "alignment", "Vaswani et al. 2017", "j <= i"),
-    Variant("local-m", "alignment", "Luong et al. 2015", "|s - t| <= D"),
-    Variant("local-p", "alignment", "Luong et al. 2015", "p_t = S·σ(v_pᵀ tanh(W_p h_t))"),
-    Variant("sliding", "alignment", "Vaswani et al. 2017 (restricted)", "|i - j| <= r"),
-    Variant("sliding-causal", "alignment", "Vaswani et al. 2017 (restricted)", "0 <= i - j <= r"),
-    *[
-        Variant(
-            name, "alignment", "Child et al. 2019",
-            ("|i - j| <= l or (i - j) mod l = 0" if name.startswith("strided") else
-             "⌊j/l⌋ = ⌊i/l⌋ or j mod l >= l - c")
-            + (", j <= i" if "-causal" in name else "")
-            + ("; head h: the first part if h is even, else the second" if name.endswith("-heads")
-               else ""),
-        )
-        for name in ALIGNMENTS
-        if name.startswith(PATTERNS)
-    ],  # fmt: skip
-    Variant("softmax", "normaliser", "Bahdanau et al. 2015", "exp(e/T) / Σ exp(e/T)"),
-    Variant("sparsemax", "normaliser", "Martins & Astudillo 2016", "[z - τ]₊"),
-    Variant("entmax15", "normaliser", "Peters et al. 2019", "[z/2 - τ]₊²"),
-    Variant("ratio", "normaliser", "Katharopoulos et al. 2020", "e_ij / Σ_j e_ij (kernel scores)"),
-    Variant(
-        "gumbel",
-        "normaliser",
-        "Jang et al. 2017; Maddison et al. 2017",
-        "one_hot(argmax (e + g)/τ), straight-through softmax((e + g)/τ)",
-    ),
-    Variant("weighted_sum", "reduction", "Bahdanau et al. 2015", "c = Σ_j α_j v_j"),
-    Variant("sample", "reduction", "Xu et al. 2015 (hard attention)", "z ~ Cat(α), c = v_z"),
-    Variant("learned", "position", "Gehring et al. 2017", LearnedPosition.formula),
-    Variant("shaw", "position", "Shaw et al. 2018", ShawPosition.formula),
-    Variant("t5", "position", "Raffel et al. 2020", T5Bias.formula),
-    Variant("alibi", "position", "Press et al. 2022", ALiBi.formula),
-    Variant("rope", "position", "Su et al. 2021", RotaryPosition.formula),
-    Variant("xl", "position", "Dai et al. 2019", XLPosition.formula),
-    Variant("scalar", "output", "Bahdanau et al. 2015", "one weight a_ij per key"),
-    Variant(
-        "multi-dimensional",
-        "output",
-        "Shen et al. 2018 (DiSAN)",
-        "P_ij = softmax_j(Wᵀ ELU(W⁽¹⁾k_j + W⁽²⁾q_i + b⁽¹⁾) + b) per feature, c = Σ_j P_ij ⊙ v_j",
-    ),
-]
-"""Every registered variant with its paper and formula, as ``attnkit info`` lists them."""
 
 
 def _need(value: int | None, name: str) -> int:
@@ -237,30 +211,29 @@ def _need(value: int | None, name: str) -> int:
     return value
 
 
-def _lookup(kind: str, name: str, table: dict, aliases: dict[str, str]) -> str:
-    key = aliases.get(name, name)
-    if key not in table:
-        raise ValueError(f"unknown {kind} {name!r}; choose one of {sorted(table)}")
-    return key
+def _built(variant: Variant, *args: Any) -> Any:
+    """``variant`` built from its stage's arguments (every stage but output has a builder)."""
+    assert variant.build is not None, f"{variant.stage} {variant.name!r} has no builder"
+    return variant.build(*args)
 
 
 def canonical(kind: str, name: str) -> str:
     """The registry's name for a score, alignment, normaliser or reduction name (an alias
     resolved: "concat" -> "additive"); a ValueError listing the choices for an unknown name.
     The one place names are checked: model configs and commands validate through it."""
-    if kind not in STAGES:
-        raise ValueError(f"unknown stage kind {kind!r}; choose one of {sorted(STAGES)}")
-    table, aliases = STAGES[kind]
-    return _lookup(kind, name, table, aliases)
+    return _stage(kind).canonical(name)
 
 
 def names(kind: str, *, aliases: bool = False) -> tuple[str, ...]:
     """The registered names of a stage kind ("score", "alignment", "normaliser",
     "reduction"), sorted; with ``aliases`` the aliases too."""
+    return _stage(kind).names(aliases=aliases)
+
+
+def _stage(kind: str) -> Registry[Variant]:
     if kind not in STAGES:
         raise ValueError(f"unknown stage kind {kind!r}; choose one of {sorted(STAGES)}")
-    table, alias = STAGES[kind]
-    return tuple(sorted([*table, *alias] if aliases else table))
+    return STAGES[kind]
 
 
 def check_window_for(align: str, window: int | None) -> None:
@@ -306,7 +279,8 @@ def build_score(
     """A score module by name (aliases allowed): queries of width ``query_dim``, keys of
     ``key_dim`` (default: the same); ``hidden`` for additive, ``max_keys`` for location."""
     key = canonical("score", name)
-    return SCORES[key](query_dim, query_dim if key_dim is None else key_dim, hidden, max_keys)
+    key_dim = query_dim if key_dim is None else key_dim
+    return _built(SCORES[key], query_dim, key_dim, hidden, max_keys)
 
 
 def build_alignment(
@@ -318,7 +292,7 @@ def build_alignment(
     DeprecationWarning."""
     key = canonical("alignment", name)
     window, stride = window_or_stride(key, window, stride)
-    return ALIGNMENTS[key](query_dim, stride if key in STRIDED else window)
+    return _built(ALIGNMENTS[key], query_dim, stride if key in STRIDED else window)
 
 
 def window_or_stride(
@@ -359,7 +333,7 @@ def build_normaliser(name: str, temperature: float = 1.0) -> NormaliseFn:
             f"temperature={temperature} applies to softmax and gumbel only; {key} has none: "
             "leave temperature at 1.0 or scale the scores (e.g. ScaledDotScore(scale))"
         )
-    return NORMALISERS[key](temperature)
+    return _built(NORMALISERS[key], temperature)
 
 
 def build_position(
@@ -377,7 +351,7 @@ def build_position(
     if rope_scaling != "none" or rope_factor != 1.0:
         raise ValueError(f"rope_scaling and rope_factor stretch RoPE; position={name!r} has "
                          "no rotation to scale: use position='rope' or drop them")  # fmt: skip
-    return POSITIONS[key](heads, head_dim, max_len, causal)
+    return _built(POSITIONS[key], heads, head_dim, max_len, causal)
 
 
 def build(
@@ -456,7 +430,7 @@ def build(
             raise ValueError("output='multi-dimensional' takes no position stage; drop position")
         return _multidim(score, heads, align, reduce, normaliser, temperature,
                          dim=dim, key_dim=key_dim, value_dim=value_dim, hidden=hidden)  # fmt: skip
-    red = REDUCTIONS[canonical("reduction", reduce)]()
+    red = _built(REDUCTIONS[reduce])
     if canonical("alignment", align).endswith("-heads") and (heads or 1) < 2:
         raise ValueError(
             f"align={align!r} splits its pattern across heads (Child et al. 2019): pass "

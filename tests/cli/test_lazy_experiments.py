@@ -39,7 +39,7 @@ def test_no_experiment_is_imported(argv: list[str]) -> None:
 def test_asking_for_one_experiments_options_imports_that_one_only() -> None:
     loaded = experiment_modules("experiment", "scaling", "--help")
     assert "attnkit.experiments.scaling" in loaded
-    others = {EXPERIMENTS[n] for n in EXPERIMENTS if n != "scaling"}
+    others = {e.module for n, e in EXPERIMENTS.items() if n != "scaling"}
     assert not loaded & others, loaded & others
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from attnkit import experiments
+from attnkit._registry import Lazy
 from attnkit.cli import main
 from attnkit.experiments.base import REPRODUCED, Experiment, write_json
 
@@ -39,7 +40,8 @@ def coin(monkeypatch: pytest.MonkeyPatch) -> None:
         "coin", "a coin", "flip a coin", CoinConfig, {"heads": 5}, run_coin, report_coin
     )
     monkeypatch.setitem(sys.modules, "fake_coin", module)
-    monkeypatch.setitem(experiments.EXPERIMENTS, "coin", "fake_coin")
+    entry = Lazy("coin", "fake_coin:EXPERIMENT")
+    monkeypatch.setitem(experiments.EXPERIMENTS.entries, "coin", entry)
 
 
 def test_a_registered_experiment_gets_a_command(coin: None, tmp_path: Path, capsys) -> None:

@@ -16,6 +16,7 @@ import pytest
 from _reliability import TINY, one_line_error, snapshot
 
 from attnkit import experiments
+from attnkit._registry import Lazy
 from attnkit.cli import main
 from attnkit.experiments.base import REPRODUCED, Experiment, write_json
 from attnkit.train.outputs import sha256_of, write_output
@@ -215,7 +216,8 @@ def coin(monkeypatch: pytest.MonkeyPatch) -> None:
         "coin", "a coin", "flip a coin", CoinConfig, {}, run_coin, report_coin
     )
     monkeypatch.setitem(sys.modules, "fake_coin", module)
-    monkeypatch.setitem(experiments.EXPERIMENTS, "coin", "fake_coin")
+    entry = Lazy("coin", "fake_coin:EXPERIMENT")
+    monkeypatch.setitem(experiments.EXPERIMENTS.entries, "coin", entry)
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,8 @@ COMMANDS = Path(__file__).resolve().parents[2] / "src" / "attnkit" / "cli"
 
 
 def test_every_family_lives_in_tasks_and_only_translate_translates() -> None:
-    for name, where in fam_mod.FAMILIES.items():
-        assert where.startswith(f"attnkit.tasks.{name}:"), where
+    for name, lazy in fam_mod.FAMILIES.items():
+        assert lazy.where.startswith(f"attnkit.tasks.{name}:"), lazy
     assert [n for n in fam_mod.FAMILIES if fam_mod.family(n).translates] == ["translate"]
     translate = importlib.import_module("attnkit.tasks.translate")
     assert fam_mod.family("translate") is translate.TRANSLATE

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import attnkit
+from attnkit._registry import Lazy
 from attnkit.cli import main
 from attnkit.data import tasks
 from attnkit.data.example import Splits
@@ -124,10 +125,10 @@ PARITY = Family(
 
 @pytest.fixture
 def parity(monkeypatch):
-    monkeypatch.setitem(fam_mod.FAMILIES, "parity", f"{__name__}:PARITY")
-    monkeypatch.setitem(tasks.TASKS, "parity", _task)
-    monkeypatch.setitem(tasks.DEFAULT_SIZES, "parity", (400, 64, 64))
-    monkeypatch.setitem(tasks.TASK_FAMILY, "parity", "parity")
+    monkeypatch.setitem(fam_mod.FAMILIES.entries, "parity", Lazy("parity", f"{__name__}:PARITY"))
+    monkeypatch.setitem(
+        tasks.TASKS.entries, "parity", tasks.Task("parity", _task, (400, 64, 64), "parity")
+    )
     monkeypatch.setitem(MODELS, "parity-mlp", (Parity, ParityConfig, {"small": {}}))
 
 

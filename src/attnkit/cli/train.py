@@ -3,53 +3,85 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import Any
 
-# flag -> config field; a flag applies to the models whose config has that field
-MODEL_OPTIONS: dict[str, type] = {
-    "emb": int,
-    "enc_hidden": int,
-    "dec_hidden": int,
-    "attn_hidden": int,
-    "maxout": int,
-    "context": int,
-    "hidden": int,
-    "layers": int,
-    "cell": str,
-    "score": str,
-    "align": str,
-    "window": int,
-    "max_src_len": int,
-    "dim": int,
-    "heads": int,
-    "kv_heads": int,
-    "ff": int,
-    "enc_layers": int,
-    "dec_layers": int,
-    "norm": str,
-    "share": str,
-    "position": str,
-    "rope_scaling": str,
-    "rope_factor": float,
-    "dropout": float,
-    "softness": str,
-    "estimator": str,
-    "tau_start": float,
-    "tau_end": float,
-    "tau_steps": int,
-    "entropy_weight": float,
-    "reward_baseline": str,
-    "decoder": str,
-    "memory": int,
-}
+from .._registry import Registry
 
 
-# the generated tasks (attnkit.data.tasks.TASKS; listed here so that building the parser imports
-# no task generator; a test keeps the two equal)
-TASK_NAMES = (
-    "toy-ko", "dates", "copy", "reverse", "sort", "coref", "series", "docs", "digit-qa",
-    "digit-captions", "digit-captions-pos", "lm",
-)  # fmt: skip
+@dataclass(frozen=True)
+class ModelOption:
+    """A model flag: ``--{name}`` (underscores as dashes) sets config field ``name``, parsed as
+    ``type``; it applies to the models whose config has that field, as ``help`` says."""
+
+    name: str
+    type: type
+    help: str
+
+
+MODEL_OPTIONS: Registry[ModelOption] = Registry("model option")
+"""The model flags, in the order ``attnkit train --help`` shows them."""
+# fmt: off
+for _option in (
+    ModelOption("emb", int, "embedding width"),
+    ModelOption("enc_hidden", int, "rnnsearch/rnnencdec: encoder width"),
+    ModelOption("dec_hidden", int, "rnnsearch/rnnencdec: decoder width"),
+    ModelOption("attn_hidden", int, "rnnsearch: additive score width"),
+    ModelOption("maxout", int, "rnnsearch/rnnencdec: deep output"),
+    ModelOption("context", int, "rnnencdec: width of the summary vector c"),
+    ModelOption("hidden", int, "luong: LSTM/GRU width"),
+    ModelOption("layers", int, "luong: stacked layers"),
+    ModelOption("cell", str, "luong: lstm | gru"),
+    ModelOption("score", str, "luong: dot | general | concat | location"),
+    ModelOption("align", str, "luong: global | local-m | local-p"),
+    ModelOption("window", int, "luong: local window D"),
+    ModelOption("max_src_len", int, "luong, location score: longest source (rows of W_a)"),
+    ModelOption("dim", int, "transformer: model width"),
+    ModelOption("heads", int, "transformer: attention heads"),
+    ModelOption("kv_heads", int,
+                "transformer, transformer-lm, transformer-xl: key/value heads, each shared by "
+                "heads / kv_heads query heads (grouped-query, Ainslie 2023; 1: multi-query, "
+                "Shazeer 2019; default: heads, multi-head)"),
+    ModelOption("ff", int, "transformer: feed-forward width"),
+    ModelOption("enc_layers", int, "transformer: encoder layers"),
+    ModelOption("dec_layers", int, "transformer: decoder layers"),
+    ModelOption("norm", str, "transformer: post (the paper) | pre"),
+    ModelOption("share", str, "transformer: none | output | all (embedding sharing)"),
+    ModelOption("position", str,
+                "transformer: sinusoidal (the paper's, default) | learned | shaw | t5 | alibi | "
+                "rope | xl (docs/position.md)"),
+    ModelOption("rope_scaling", str,
+                "transformer-lm, --position rope: none (default) | linear (position "
+                "interpolation, Chen 2023) | ntk (NTK-aware) | yarn (Peng 2023): RoPE trained at "
+                "--opt max_len positions stretched by --rope-factor (docs/linear.md)"),
+    ModelOption("rope_factor", float,
+                "transformer-lm, --rope-scaling: the context extension s >= 1 (default 1)"),
+    ModelOption("dropout", float, "dropout probability"),
+    ModelOption("softness", str,
+                "rnnsearch/luong: soft (default) | mean | exact | hard | gumbel | variational "
+                "(docs/softness.md; exact trains on the marginal over the alignment by "
+                "enumeration; at test hard and gumbel take the argmax, exact and variational the "
+                "marginal under the prior p)"),
+    ModelOption("estimator", str,
+                "variational: enumerate (exact, default) | sample (REINFORCE + baseline)"),
+    ModelOption("tau_start", float, "gumbel: temperature at the first update (default 1.0)"),
+    ModelOption("tau_end", float, "gumbel: temperature after --tau-steps updates (default 0.5)"),
+    ModelOption("tau_steps", int,
+                "gumbel: updates over which the temperature is annealed (default 1000)"),
+    ModelOption("entropy_weight", float, "hard: weight of the entropy bonus (default 0.01)"),
+    ModelOption("reward_baseline", str,
+                "hard, variational sample: REINFORCE baseline, average (moving average, Xu 2015; "
+                "default) | soft (log-likelihood of the soft context, Deng 2018)"),
+    ModelOption("decoder", str,
+                "rnnsearch/luong: context (the soft context feeds the recurrence; default) | "
+                "deng (Deng et al. 2018: no context in the recurrence, the alignment alone "
+                "carries the source; luong: with --no-input-feeding)"),
+    ModelOption("memory", int,
+                "transformer-xl: memory length, hidden states kept per layer from the previous "
+                "segments (Dai 2019, §3.2; default: the preset's)"),
+):
+    MODEL_OPTIONS.register(_option)
+# fmt: on
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
@@ -62,12 +94,9 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
         "transformer-xl (language modelling, --task lm) | transformer-lm",
     )
     g.add_argument("--preset", default="small", help="tiny | small | base | paper")
-    for name, kind in MODEL_OPTIONS.items():
+    for option in MODEL_OPTIONS.values():
         g.add_argument(
-            f"--{name.replace('_', '-')}",
-            type=kind,
-            default=None,
-            help=MODEL_HELP.get(name, argparse.SUPPRESS),
+            f"--{option.name.replace('_', '-')}", type=option.type, default=None, help=option.help
         )
     g.add_argument(
         "--no-input-feeding",
@@ -83,55 +112,6 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="set any option of the model's config, e.g. --opt share=none (repeatable)",
     )
-
-
-MODEL_HELP = {
-    "emb": "embedding width",
-    "context": "rnnencdec: width of the summary vector c",
-    "max_src_len": "luong, location score: longest source (rows of W_a)",
-    "enc_layers": "transformer: encoder layers",
-    "dec_layers": "transformer: decoder layers",
-    "hidden": "luong: LSTM/GRU width",
-    "layers": "luong: stacked layers",
-    "cell": "luong: lstm | gru",
-    "score": "luong: dot | general | concat | location",
-    "align": "luong: global | local-m | local-p",
-    "window": "luong: local window D",
-    "dim": "transformer: model width",
-    "heads": "transformer: attention heads",
-    "kv_heads": "transformer, transformer-lm, transformer-xl: key/value heads, each shared by "
-    "heads / kv_heads query heads (grouped-query, Ainslie 2023; 1: multi-query, Shazeer 2019; "
-    "default: heads, multi-head)",
-    "ff": "transformer: feed-forward width",
-    "norm": "transformer: post (the paper) | pre",
-    "share": "transformer: none | output | all (embedding sharing)",
-    "position": "transformer: sinusoidal (the paper's, default) | learned | shaw | t5 | alibi | "
-    "rope | xl (docs/position.md)",
-    "rope_scaling": "transformer-lm, --position rope: none (default) | linear (position "
-    "interpolation, Chen 2023) | ntk (NTK-aware) | yarn (Peng 2023): RoPE trained at --opt "
-    "max_len positions stretched by --rope-factor (docs/linear.md)",
-    "rope_factor": "transformer-lm, --rope-scaling: the context extension s >= 1 (default 1)",
-    "dropout": "dropout probability",
-    "enc_hidden": "rnnsearch/rnnencdec: encoder width",
-    "dec_hidden": "rnnsearch/rnnencdec: decoder width",
-    "attn_hidden": "rnnsearch: additive score width",
-    "maxout": "rnnsearch/rnnencdec: deep output",
-    "softness": "rnnsearch/luong: soft (default) | mean | exact | hard | gumbel | variational "
-    "(docs/softness.md; exact trains on the marginal over the alignment by enumeration; at "
-    "test hard and gumbel take the argmax, exact and variational the marginal under the prior p)",
-    "estimator": "variational: enumerate (exact, default) | sample (REINFORCE + baseline)",
-    "tau_start": "gumbel: temperature at the first update (default 1.0)",
-    "tau_end": "gumbel: temperature after --tau-steps updates (default 0.5)",
-    "tau_steps": "gumbel: updates over which the temperature is annealed (default 1000)",
-    "entropy_weight": "hard: weight of the entropy bonus (default 0.01)",
-    "reward_baseline": "hard, variational sample: REINFORCE baseline, average (moving "
-    "average, Xu 2015; default) | soft (log-likelihood of the soft context, Deng 2018)",
-    "memory": "transformer-xl: memory length, hidden states kept per layer from the previous "
-    "segments (Dai 2019, §3.2; default: the preset's)",
-    "decoder": "rnnsearch/luong: context (the soft context feeds the recurrence; default) | "
-    "deng (Deng et al. 2018: no context in the recurrence, the alignment alone carries the "
-    "source; luong: with --no-input-feeding)",
-}
 
 
 def model_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -244,8 +224,12 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_data_args(p: argparse.ArgumentParser) -> None:
+    # the registry of generated tasks; train/config.py, which add_train_args imports, has
+    # imported it already (its data specs are checked against it)
+    from ..data.tasks import TASKS
+
     g = p.add_argument_group("data: a built-in task, or corpus files")
-    g.add_argument("--task", default=None, help=" | ".join(TASK_NAMES))
+    g.add_argument("--task", default=None, help=" | ".join(TASKS))
     g.add_argument(
         "--docs-csv",
         default=None,
@@ -338,6 +322,14 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="replace the run in OUT (removes only the files attnkit wrote there)",
     )
+    p.add_argument(
+        "--nproc-per-node",
+        type=int,
+        default=None,
+        metavar="N",
+        help="train data-parallel in N processes on this machine (as torchrun would start "
+        "them); Ctrl-C or a failed process ends it with one line",
+    )
     p.set_defaults(run=run)
 
 
@@ -383,6 +375,10 @@ def fit_config(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.nproc_per_node is not None:  # the ranks get the same command without the flag
+        from ..train.launch import launch, without_launch_flag
+
+        return launch(args.nproc_per_node, without_launch_flag(args.command_line))
     from ..train.fit import fit
 
     result = fit(fit_config(args))

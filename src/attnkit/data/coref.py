@@ -36,6 +36,7 @@ import random
 from dataclasses import dataclass
 
 from .example import Example, Splits
+from .task import TASKS, Task
 
 PRONOUN = "it"
 
@@ -382,6 +383,10 @@ def splits(sizes: tuple[int, int, int], seed: int) -> Splits[Example]:
         )
     pick = [to_example(x) for x in seen[: a + b]]
     return Splits(pick[:a], pick[a:], [to_example(x) for x in unseen[:c]])
+
+
+# test: held-out (frame, nouns, adjective) combinations
+TASKS.register(Task("coref", lambda sizes, seed, **_: splits(sizes, seed), (6000, 300, 1000)))
 
 
 __all__ = [

@@ -9,6 +9,7 @@ import random
 from collections.abc import Callable
 
 from .example import Example, distinct
+from .task import TASKS, Task, generated
 
 MONTHS = [
     "January",
@@ -65,6 +66,9 @@ def generate(n: int, seed: int, *, start_year: int = 1950, end_year: int = 2049)
 
     return distinct(n, draw, 20 * n + 1000,
                     f"could not draw {n} distinct dates; widen the year range")  # fmt: skip
+
+
+TASKS.register(Task("dates", generated(generate), (10000, 500, 500), join=""))
 
 
 __all__ = ["FORMATS", "generate"]

@@ -34,6 +34,7 @@ from torch import Tensor
 from .batching import TensorBatch
 from .digits import DIGIT_WORDS, Canvas, image_split, random_canvas, reading_order, render
 from .example import Splits
+from .task import TASKS, Task
 from .vocab import Vocab
 
 ROWS, COLS = 3, 3  # cells of a canvas
@@ -157,6 +158,10 @@ def batches(
     if rng is not None:
         rng.shuffle(order)
     return [collate(examples, order[i : i + size], tgt_vocab) for i in range(0, len(order), size)]
+
+
+TASKS.register(Task("digit-captions", captions_task, (6000, 300, 500), family="caption"))
+TASKS.register(Task("digit-captions-pos", positions_task, (6000, 300, 500), family="caption"))
 
 
 __all__ = [

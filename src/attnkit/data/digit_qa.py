@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from .digits import Canvas, Placement, image_split, random_canvas
 from .example import Splits
+from .task import TASKS, Task
 
 ROWS = COLS = 3
 COUNTS = (3, 4, 5)  # digits per canvas
@@ -147,6 +148,10 @@ def digit_qa_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits[QA
         generate(rng, pools.valid, sizes[1], unseen),
         generate(rng, pools.test, sizes[2], unseen),
     )
+
+
+# valid/test: held-out (template, digit count) combinations
+TASKS.register(Task("digit-qa", digit_qa_task, (6000, 500, 500), family="qa"))
 
 
 __all__ = [

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from .csv_rows import csv_rows
 from .example import Splits, split
+from .task import TASKS, Task, generated
 
 POSITIVE = ("good", "great", "fine", "nice", "superb")
 NEGATIVE = ("bad", "poor", "awful", "weak", "dull")
@@ -152,6 +153,9 @@ def file_splits(
     train/valid/test (``split_sizes``)."""
     docs, _ = read_labelled(path)
     return split(docs, split_sizes(len(docs), sizes), seed)
+
+
+TASKS.register(Task("docs", generated(generate), (4000, 400, 400), family="docs"))
 
 
 __all__ = [

@@ -31,6 +31,7 @@ from .._progress import to_stderr
 from .example import Splits
 from .lm_packed import train_split
 from .lm_segments import Segment, Segments
+from .task import TASKS, Task
 from .text_ids import TextIds, chunks, from_text, read_ids, text_file, too_short
 
 DEFAULT_SEGMENT = 64
@@ -185,6 +186,10 @@ def lm_task(sizes: tuple[int, int, int], seed: int, **_: int) -> Splits[Segment]
     """``load_task("lm")``: the generated text, cut into segments of the default length."""
     names = ("train_size", "valid_size", "test_size")
     return lm_splits({"task": "lm", "task_seed": seed, **dict(zip(names, sizes, strict=True))})
+
+
+# characters of generated text (or --train-text FILE)
+TASKS.register(Task("lm", lm_task, GENERATED_SIZES, family="lm"))
 
 
 __all__ = [

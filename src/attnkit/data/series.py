@@ -31,6 +31,7 @@ import numpy as np
 
 from .csv_rows import csv_rows
 from .example import Splits
+from .task import TASKS, Task
 
 WINDOW = 48  # past values a model reads
 HORIZON = 12  # values it forecasts
@@ -187,6 +188,9 @@ def normalise(past: np.ndarray, future: np.ndarray) -> tuple[np.ndarray, np.ndar
     mu = float(past.mean())
     sd = float(past.std()) or 1.0
     return (past - mu) / sd, (future - mu) / sd, mu, sd
+
+
+TASKS.register(Task("series", series_task, (8000, 500, 1000), family="forecast"))
 
 
 __all__ = [

@@ -20,10 +20,10 @@ from typing import Any
 
 from .corpus import RawPair, ReadReport, corpus_splits, raw_parallel, raw_tsv, tokenise_pairs
 from .example import Splits
-from .tasks import JOIN, load_task
+from .tasks import TASKS, load_task
 from .tokenisers import Tokeniser, tokenisers_of, train_spm
 
-CHAR_TASKS = {name for name, j in JOIN.items() if j == ""}
+CHAR_TASKS = {t.name for t in TASKS.values() if t.join == ""}
 CORPUS_KEYS = (
     "train_tsv", "train_src", "train_tgt", "valid_src", "valid_tgt", "test_src", "test_tgt"
 )  # fmt: skip

@@ -8,7 +8,8 @@ import random
 from collections.abc import Callable
 
 from .._checks import FieldError
-from .example import Example
+from .example import Example, Splits, split
+from .task import TASKS, Task
 
 MAX_LEN = 1000  # longest sequence generated: an RNN trained on 100,000 tokens needs ~20 GB a step
 
@@ -82,4 +83,18 @@ def generate(
     return out
 
 
-__all__ = ["MAX_LEN", "RULES", "check_max_len", "generate"]
+
+def algorithmic(task: str) -> Callable[..., Splits]:
+    """The splits of ``task``'s distinct sequences (``generate``), split with ``seed + 1``."""
+
+    def make(sizes: tuple[int, int, int], seed: int, **lengths: int) -> Splits:
+        return split(generate(task, sum(sizes), seed, **lengths), sizes, seed + 1)
+
+    return make
+
+
+for _name in ("copy", "reverse", "sort"):
+    TASKS.register(Task(_name, algorithmic(_name), (5000, 300, 300), lengths=True))
+
+
+__all__ = ["MAX_LEN", "RULES", "algorithmic", "check_max_len", "generate"]

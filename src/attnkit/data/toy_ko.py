@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from .example import Example, distinct
+from .task import TASKS, Task, generated
 
 T = TypeVar("T")
 
@@ -307,6 +308,9 @@ def generate(n: int, seed: int) -> list[Example]:
 
     return distinct(n, draw, 50 * n + 1000,
                     f"toy-ko has fewer than {n} distinct sentences; ask for fewer")  # fmt: skip
+
+
+TASKS.register(Task("toy-ko", generated(generate), (8000, 400, 500)))
 
 
 __all__ = ["Grammar", "generate", "has_batchim", "obj", "subject", "topic"]

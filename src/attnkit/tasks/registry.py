@@ -1,38 +1,33 @@
 """The registry of task families: a family's name -> its ``Family`` (family.py), and which
 family a model or a data spec belongs to.
 
-A task names its family (``attnkit.data.tasks.TASK_FAMILY``; corpora translate); a model class
+A task names its family (its ``Task``, ``attnkit.data.task``; corpora translate); a model class
 names the family it can learn (its ``family`` class attribute, default ``"translate"``);
 ``check_pairing`` refuses a model that cannot learn the data before any work.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from .._registry import Lazy, Registry
 from .family import Family
 
-# name -> "module:attribute" of its Family, imported when first asked for (a family's module
-# may import models and viewers that translation never needs)
-FAMILIES: dict[str, str] = {
-    "translate": "attnkit.tasks.translate:TRANSLATE",
-    "forecast": "attnkit.tasks.forecast:FORECAST",
-    "docs": "attnkit.tasks.docs:DOCS",
-    "qa": "attnkit.tasks.qa:QA",
-    "caption": "attnkit.tasks.caption:CAPTION",
-    "lm": "attnkit.tasks.lm:LM",
-}
-"""Family name -> ``"module:attribute"`` of its ``Family`` (imported by ``family(name)``)."""
+FAMILIES: Registry[Lazy] = Registry("task family")
+"""Family name -> where its ``Family`` is, imported by ``family(name)`` when first asked for
+(a family's module may import models and viewers that translation never needs)."""
+FAMILIES.register(Lazy("translate", "attnkit.tasks.translate:TRANSLATE"))
+FAMILIES.register(Lazy("forecast", "attnkit.tasks.forecast:FORECAST"))
+FAMILIES.register(Lazy("docs", "attnkit.tasks.docs:DOCS"))
+FAMILIES.register(Lazy("qa", "attnkit.tasks.qa:QA"))
+FAMILIES.register(Lazy("caption", "attnkit.tasks.caption:CAPTION"))
+FAMILIES.register(Lazy("lm", "attnkit.tasks.lm:LM"))
 
 
 def family(name: str) -> Family:
     """The registered family ``name``."""
-    if name not in FAMILIES:
-        raise ValueError(f"unknown task family {name!r}; known: {sorted(FAMILIES)}")
-    module, _, attr = FAMILIES[name].partition(":")
-    found = getattr(importlib.import_module(module), attr)
-    assert isinstance(found, Family), f"{FAMILIES[name]} is not a Family"
+    found = FAMILIES[name].load()
+    assert isinstance(found, Family), f"{FAMILIES[name].where} is not a Family"
     return found
 
 
