@@ -181,8 +181,7 @@ EXPERIMENT = Experiment.of(
     name="heads",
     help="BLEU by number of heads at constant d_model, trained to a plateau (Vaswani 2017, "
     "Table 3 A)",
-    typical="about 18 min wall with --jobs 2 on an idle 2-core CPU (estimated from "
-    "calibration runs: 8 models in 191 s at 500 pairs, 229 s at 1000)",
+    typical="12 min measured with --jobs 2 on a loaded 2-core CPU",
     description="Train the same Transformer (d_model 128) with 1, 2, 4, 8 heads of d_k = "
     "d_model / h to a validation plateau (early stopping, the same patience and cap for every "
     "arm), 5 seeds, on toy-ko with 500 training pairs (checked) and 1000 (the trend with data, "
