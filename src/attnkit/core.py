@@ -248,9 +248,10 @@ def attend(
             need_weights=need_weights, weights_layout=weights_layout,
         )  # fmt: skip
         if plan is not None:  # packed documents: each run alone, no (T, T) mask
-            return by_document(attend, plan, query, keys, values, score=score,
-                               normaliser=normaliser, reduce=reduce, position=position,
-                               check_finite=check_finite)  # fmt: skip
+            context = by_document(attend, plan, query, keys, values, score=score,
+                                  normaliser=normaliser, reduce=reduce, position=position,
+                                  check_finite=check_finite)  # fmt: skip
+            return AttentionResult(context, None)
         mask = resolve(mask, query.shape[-2], keys.shape[-2], positions, query.dim() >= 4,
                        query.device)  # fmt: skip
     groups = kv_groups(query, keys)

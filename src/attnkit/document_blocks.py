@@ -109,12 +109,11 @@ def document_plan(
 def by_document(
     attend: Callable[..., Any], plan: DocumentPlan, query: Tensor, keys: Tensor,
     values: Tensor, **kw: Any,
-) -> Any:  # fmt: skip
+) -> Tensor:  # fmt: skip
     """``attend(query, keys, values, mask=<plan's mask>, need_weights=False, **kw)`` run on
     the runs of equal length, each length one call on (N, rest..., L, D); the contexts are put
     back in place (one gather). query (..., T, Dq), keys (..., T, Dk), values (..., T, Dv)
-    -> AttentionResult with context (..., T, Dv) and no weights."""
-    from .core import AttentionResult  # core imports this module
+    -> the context (..., T, Dv) (``attend`` wraps it, without weights)."""
 
     shared = plan.shared
     q, k, v = (x[None] if shared else x for x in (query, keys, values))  # (B, rest.., T, D)
@@ -138,13 +137,13 @@ def by_document(
                          need_weights=False, **kw).context  # fmt: skip
         if len(groups) == 1 and runs.span == (0, 0) and plan.ids.shape[0] == 1:
             out = ctx.movedim(0, -3).flatten(-3, -2)[None]  # one length: (1, rest.., T, Dv)
-            return AttentionResult((out[0] if shared else out).contiguous(), None)
+            return (out[0] if shared else out).contiguous()
         pieces.append(ctx.movedim(-2, 1).flatten(0, 1))  # (N·L, rest.., Dv)
         where.append((bi * plan.ids.shape[1] + ti).flatten())  # (N·L,) flat index b·T + t
     order = torch.cat(where).argsort().to(query.device)  # (B·T,)
     out = torch.cat(pieces).index_select(0, order)  # (B·T, rest.., Dv), in place order
     out = out.unflatten(0, plan.ids.shape).movedim(1, -2)  # (B, rest.., T, Dv)
-    return AttentionResult((out[0] if shared else out).contiguous(), None)
+    return (out[0] if shared else out).contiguous()
 
 
 @dataclass(frozen=True)
