@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch.distributed as torch_dist
@@ -163,14 +164,12 @@ def test_gloo_timeouts_and_lost_peers_are_said_in_one_line():
 
 
 @contextmanager
-def torchrun(tmp_path: Path, out: Path, **extra: str) -> Iterator[subprocess.Popen[str]]:
-    """torchrun with two ranks training LONG, in a session of its own (as from a terminal);
-    every process it started is killed on the way out."""
+def two_ranks(tmp_path: Path, cmd: list[str], **popen: Any) -> Iterator[subprocess.Popen[str]]:
+    """``cmd`` starting two ranks training LONG, in a session of its own (as from a terminal),
+    once the first update is done; every process it started is killed on the way out."""
     log = (tmp_path / "stderr").open("w")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           "-m", "attnkit", "train", *LONG, "--out", str(out)]  # fmt: skip
-    proc = subprocess.Popen(cmd, env=clean_env(**extra), stdout=subprocess.DEVNULL, stderr=log,
-                            text=True, start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, text=True,
+                            start_new_session=True, **popen)  # fmt: skip
     ranks: list[int] = []
     try:
         wait_for(lambda: len(rank_pids(proc.pid)) == 2, START, "two ranks")
@@ -180,12 +179,17 @@ def torchrun(tmp_path: Path, out: Path, **extra: str) -> Iterator[subprocess.Pop
     finally:
         for pid in [proc.pid, *ranks, *rank_pids(proc.pid)]:
             for sig in (signal.SIGCONT, signal.SIGKILL):
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
         proc.wait(timeout=30)
         log.close()
+
+
+def torchrun(tmp_path: Path, out: Path, **extra: str) -> Any:
+    """torchrun with two ranks training LONG (``two_ranks``)."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+           "-m", "attnkit", "train", *LONG, "--out", str(out)]  # fmt: skip
+    return two_ranks(tmp_path, cmd, env=clean_env(**extra))
 
 
 def stderr(tmp_path: Path) -> str:
@@ -304,28 +308,11 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-@contextmanager
-def launched(tmp_path: Path, out: Path) -> Iterator[subprocess.Popen[str]]:
-    """`attnkit train --nproc-per-node 2` training LONG, in a session of its own (as from a
-    terminal), once the first update is done; every process it started is killed on the way
-    out."""
-    log = (tmp_path / "stderr").open("w")
+def launched(tmp_path: Path, out: Path) -> Any:
+    """`attnkit train --nproc-per-node 2` training LONG (``two_ranks``), SIGINT at its default
+    as in a terminal's foreground job."""
     cmd = attnkit("train", "--nproc-per-node", "2", *LONG, "--out", str(out))
-    proc = subprocess.Popen(cmd, env=clean_env(), stdout=subprocess.DEVNULL, stderr=log,
-                            text=True, start_new_session=True,
-                            preexec_fn=_default_sigint)  # fmt: skip
-    ranks: list[int] = []
-    try:
-        wait_for(lambda: len(rank_pids(proc.pid)) == 2, START, "two ranks")
-        ranks = rank_pids(proc.pid)
-        wait_for(lambda: "updates" in stderr(tmp_path), START, "the first update")
-        yield proc
-    finally:
-        for pid in [proc.pid, *ranks, *rank_pids(proc.pid)]:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-        log.close()
+    return two_ranks(tmp_path, cmd, env=clean_env(), preexec_fn=_default_sigint)
 
 
 @linux
