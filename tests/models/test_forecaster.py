@@ -42,7 +42,7 @@ def test_the_first_step_is_luong_general_attention_over_states_before_each_value
 
 
 def test_bad_configs_say_what_to_do():
-    assert MODELS["forecaster"][0].family == "forecast"
+    assert MODELS["forecaster"].model.family == "forecast"
     with pytest.raises(ValueError, match="cell='rnn'"):
         ForecasterConfig(cell="rnn")
     with pytest.raises(ValueError, match="hidden=0"):

@@ -20,10 +20,18 @@ def test_every_entry_is_a_module_class_with_its_config_and_presets() -> None:
     for name, entry in MODELS.items():
         assert isinstance(entry, ModelEntry), name
         assert issubclass(entry.model, nn.Module) and dataclasses.is_dataclass(entry.config)
-        assert entry == (entry.model, entry.config, entry.presets)  # still unpacks as before
+        assert entry.name == name  # one record per model, registered under its own name
         families.add(model_family(name))
     assert {"translate", "forecast", "docs", "qa", "caption"} <= families
     assert inspect.signature(build_model).return_annotation in (nn.Module, "nn.Module")
+
+
+def test_an_unknown_model_lists_the_choices_and_the_closest_name() -> None:
+    with pytest.raises(ValueError, match=r"unknown model 'rnnserch'; choose one of \[.*\]; "
+                                         r"did you mean 'rnnsearch'\?"):  # fmt: skip
+        build_model("rnnserch", src_vocab=9, tgt_vocab=8)
+    with pytest.raises(ValueError, match="registered twice"):
+        MODELS.register(ModelEntry("han", nn.Module, object, {}))
 
 
 def test_build_seq2seq_builds_translation_models_and_refuses_the_others() -> None:

@@ -120,9 +120,7 @@ def model_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
     from ..models import MODELS, parse_options
 
-    if args.model not in MODELS:
-        raise ValueError(f"unknown model {args.model!r}; choose one of {sorted(MODELS)}")
-    known = {f.name for f in fields(MODELS[args.model][1])}
+    known = {f.name for f in fields(MODELS[args.model].config)}
     given = {k: getattr(args, k, None) for k in [*MODEL_OPTIONS, "input_feeding"]}
     given = {k: v for k, v in given.items() if v is not None}
     wrong = sorted(set(given) - known)

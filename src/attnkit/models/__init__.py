@@ -10,54 +10,20 @@ build_model("rnnsearch", src_vocab=120, tgt_vocab=200, preset="small", emb=32)
 from __future__ import annotations
 
 from dataclasses import asdict, fields
-from typing import Any, NamedTuple
+from typing import Any
 
 from torch import nn
 
-from . import captioner, digit_qa, forecaster, han, lm, luong, rnnencdec, rnnsearch, transformer
+# importing each model's module registers its model
+from . import captioner, digit_qa, forecaster, han, lm, luong, rnnencdec, rnnsearch, transformer  # noqa: F401
 from .base import Seq2Seq, Seq2SeqOutput
-
-
-class ModelEntry(NamedTuple):
-    """One registered model: its ``nn.Module`` class, its config dataclass (the class takes
-    one), and its named presets (preset name -> config values)."""
-
-    model: type[nn.Module]
-    config: type
-    presets: dict[str, dict[str, Any]]
-
-
-ModelRegistry = dict[str, ModelEntry]
-"""Model name -> its ``ModelEntry``: the type of ``MODELS``."""
-
-MODELS: ModelRegistry = {
-    "rnnsearch": ModelEntry(rnnsearch.RNNSearch, rnnsearch.RNNSearchConfig, rnnsearch.PRESETS),
-    "rnnencdec": ModelEntry(rnnencdec.RNNEncDec, rnnencdec.RNNEncDecConfig, rnnencdec.PRESETS),
-    "luong": ModelEntry(luong.Luong, luong.LuongConfig, luong.PRESETS),
-    "transformer": ModelEntry(
-        transformer.Transformer, transformer.TransformerConfig, transformer.PRESETS
-    ),
-    "forecaster": ModelEntry(
-        forecaster.Forecaster, forecaster.ForecasterConfig, forecaster.PRESETS
-    ),
-    "han": ModelEntry(han.HAN, han.HANConfig, han.PRESETS),
-    "digit-qa": ModelEntry(digit_qa.DigitQA, digit_qa.DigitQAConfig, digit_qa.PRESETS),
-    "captioner": ModelEntry(captioner.Captioner, captioner.CaptionerConfig, captioner.PRESETS),
-    "transformer-xl": ModelEntry(lm.TransformerXL, lm.TransformerXLConfig, lm.XL_PRESETS),
-    "transformer-lm": ModelEntry(lm.TransformerLM, lm.TransformerLMConfig, lm.PRESETS),
-}
-"""Model name -> (model class, its config dataclass, its named presets): ``--model NAME``."""
-
-
-def _entry(name: str) -> ModelEntry:
-    if name not in MODELS:
-        raise ValueError(f"unknown model {name!r}; choose one of {sorted(MODELS)}")
-    return ModelEntry(*MODELS[name])
+from .registry import MODELS, ModelEntry, ModelRegistry
 
 
 def make_config(name: str, *, preset: str | None = None, **overrides: Any) -> Any:
     """The config dataclass of model ``name``: a named preset, then explicit overrides."""
-    _, config_cls, presets = _entry(name)
+    entry = MODELS[name]
+    config_cls, presets = entry.config, entry.presets
     values: dict[str, Any] = {}
     if preset is not None:
         if preset not in presets:
@@ -77,7 +43,7 @@ def parse_options(name: str, pairs: list[str]) -> dict[str, Any]:
     """``["score=dot", "layers=2", "input_feeding=false"]`` -> typed config overrides for model
     ``name`` (types from its config dataclass), for ``attnkit train --opt KEY=VALUE``; the
     vocabulary sizes come from the data and cannot be set."""
-    _, config_cls, _ = _entry(name)
+    config_cls = MODELS[name].config
     types = {f.name: f.type for f in fields(config_cls) if not f.name.endswith("_vocab")}
     out: dict[str, Any] = {}
     for pair in pairs:
@@ -106,7 +72,7 @@ def build_model(name: str, config: Any = None, **kwargs: Any) -> nn.Module:
     """Model ``name`` built from ``config``, or from ``make_config(name, **kwargs)`` (a
     ``preset=`` and overrides) when no config is given: a module of its task family's kind
     (a ``Seq2Seq`` for translation models, see ``ModelEntry``)."""
-    model_cls, _, _ = _entry(name)
+    model_cls = MODELS[name].model
     return model_cls(make_config(name, **kwargs) if config is None else config)
 
 
@@ -116,7 +82,7 @@ def build_seq2seq(name: str, config: Any = None, **kwargs: Any) -> Seq2Seq:
     model = build_model(name, config, **kwargs)
     if not isinstance(model, Seq2Seq):
         family = getattr(model, "family", "translate")
-        fits = sorted(n for n, entry in MODELS.items() if issubclass(entry[0], Seq2Seq))
+        fits = sorted(n for n, entry in MODELS.items() if issubclass(entry.model, Seq2Seq))
         raise ValueError(
             f"{name} is a {family} model, not a sequence-to-sequence one; pick one of {fits}"
         )

@@ -69,6 +69,7 @@ from .caption_softness import (
     expected_context,
 )
 from .latent import InferenceNetwork
+from .registry import MODELS, ModelEntry
 from .softness import Softness, resolve, tau_at
 
 
@@ -426,5 +427,7 @@ class Captioner(nn.Module):
         captions = [row[: row.index(eos)] if eos in row else row for row in table]
         return captions, torch.stack(weights, 1), patches.grid
 
+
+MODELS.register(ModelEntry("captioner", Captioner, CaptionerConfig, PRESETS))
 
 __all__ = ["PRESETS", "CaptionOutput", "Captioner", "CaptionerConfig", "PatchEncoder", "Patches"]

@@ -24,6 +24,7 @@ from .._checks import check_ranges
 from ..mechanisms.coattention import AlternatingCoAttention, CoAttentionResult, ParallelCoAttention
 from ..mechanisms.multidim import FeaturewisePool
 from .encoders import GRUEncoder
+from .registry import MODELS, ModelEntry
 
 COATTENTION = ("parallel", "alternating", "none")
 POOLS = ("mean", "multidim")  # how coattention="none" pools each side
@@ -171,5 +172,7 @@ class DigitQA(nn.Module):
             result,
         )
 
+
+MODELS.register(ModelEntry("digit-qa", DigitQA, DigitQAConfig, PRESETS))
 
 __all__ = ["COATTENTION", "POOLS", "PRESETS", "DigitQA", "DigitQAConfig", "QAOutput"]

@@ -40,6 +40,7 @@ from .._checks import check_ranges
 from ..core import attend
 from ..registry import build_score, canonical
 from .base import dropped
+from .registry import MODELS, ModelEntry
 
 CELLS = ("gru", "lstm")
 READS = ("value", "state")
@@ -142,5 +143,14 @@ class Forecaster(nn.Module):
         return ForecastOutput(forecast, torch.stack(weights, dim=1) if weights else None)
 
 
-__all__ = ["CELLS", "PRESETS", "READS", "ForecastOutput", "Forecaster", "ForecasterConfig",
-           "seasonal_value"]
+MODELS.register(ModelEntry("forecaster", Forecaster, ForecasterConfig, PRESETS))
+
+__all__ = [
+    "CELLS",
+    "PRESETS",
+    "READS",
+    "ForecastOutput",
+    "Forecaster",
+    "ForecasterConfig",
+    "seasonal_value",
+]

@@ -30,6 +30,7 @@ from ..mechanisms.hierarchical import (
 )
 from ..mechanisms.multidim import FeaturewisePool
 from .encoders import run_packed
+from .registry import MODELS, ModelEntry
 
 POOLS = ("attention", "mean", "max", "multidim")
 ENCODERS = ("gru", "disan")
@@ -131,5 +132,7 @@ def sentence_peaks(weights: Tensor) -> Tensor:
     w = weights.mean(-1) if weights.dim() == 3 else weights  # (B, S)
     return torch.argmax(w, dim=-1)
 
+
+MODELS.register(ModelEntry("han", HAN, HANConfig, PRESETS))
 
 __all__ = ["ENCODERS", "HAN", "HANConfig", "HANOutput", "POOLS", "PRESETS", "sentence_peaks"]

@@ -54,6 +54,7 @@ from ..stages.position import Position, XLPosition
 from ..stages.rope_scaling import scaling_name
 from ..stages.scores import Score
 from .base import dropped
+from .registry import MODELS, ModelEntry
 from .transformer import FeedForward, Residual, sinusoids
 
 
@@ -217,32 +218,45 @@ def pack_refusal(config: LMConfig) -> str | None:
     if not isinstance(config, LMConfig):
         return None  # not a language model: the task's pairing check says which models fit
     if not isinstance(config, TransformerLMConfig):
-        return ("--pack: transformer-xl's memory carries hidden states from one segment to "
-                "the next, across documents; use --model transformer-lm")
+        return (
+            "--pack: transformer-xl's memory carries hidden states from one segment to "
+            "the next, across documents; use --model transformer-lm"
+        )
     if config.attention != "softmax":
-        return (f"--pack: attention={config.attention!r} keeps running sums over the causal "
-                "prefix and cannot honour the document mask; use --attention softmax")
+        return (
+            f"--pack: attention={config.attention!r} keeps running sums over the causal "
+            "prefix and cannot honour the document mask; use --attention softmax"
+        )
     if config.position == "learned":
-        return ("--pack: learned positions in the attention number from the row's start, not "
-                "the document's; use --position sinusoidal (restarted per document) or a "
-                "relative one (rope, alibi, t5, shaw, xl)")
+        return (
+            "--pack: learned positions in the attention number from the row's start, not "
+            "the document's; use --position sinusoidal (restarted per document) or a "
+            "relative one (rope, alibi, t5, shaw, xl)"
+        )
     if config.align.startswith("fixed"):
-        return (f"--pack: align={config.align!r} puts its blocks at absolute positions of the "
-                "row; use causal, sliding-causal or strided-causal")
+        return (
+            f"--pack: align={config.align!r} puts its blocks at absolute positions of the "
+            "row; use causal, sliding-causal or strided-causal"
+        )
     return None
 
 
 def check_documents(documents: Tensor, ids: Tensor) -> None:
     """Packed documents' ids: integers of ``ids``' shape (B, L), non-decreasing along each
     row (a document is one run of positions); a ValueError saying what to give."""
-    if documents.shape != ids.shape or documents.dtype.is_floating_point \
-            or documents.dtype in (torch.bool, torch.complex64, torch.complex128):
+    if (
+        documents.shape != ids.shape
+        or documents.dtype.is_floating_point
+        or documents.dtype in (torch.bool, torch.complex64, torch.complex128)
+    ):
         raise ValueError(f"documents of shape {tuple(documents.shape)} and dtype "
                          f"{documents.dtype}; give integer document ids of the ids' shape "
                          f"{tuple(ids.shape)}, one per position")  # fmt: skip
     if documents.shape[1] > 1 and bool((documents[:, 1:] < documents[:, :-1]).any()):
-        raise ValueError("documents must be non-decreasing along each row (0 0 0 1 1 2 ..): "
-                         "a document is one run of positions; renumber them in row order")
+        raise ValueError(
+            "documents must be non-decreasing along each row (0 0 0 1 1 2 ..): "
+            "a document is one run of positions; renumber them in row order"
+        )
 
 
 def document_positions(documents: Tensor) -> Tensor:
@@ -527,6 +541,9 @@ class TransformerLM(DecoderLM):
         pe = sinusoids(ids.shape[1], self.config.dim, ids.device).to(x.dtype)  # (L, D)
         return x + (pe if positions is None else pe[positions])  # (B, L, D)
 
+
+MODELS.register(ModelEntry("transformer-xl", TransformerXL, TransformerXLConfig, XL_PRESETS))
+MODELS.register(ModelEntry("transformer-lm", TransformerLM, TransformerLMConfig, PRESETS))
 
 __all__ = [
     "CAUSAL_ALIGNMENTS",

@@ -42,6 +42,7 @@ from .latent import (
     broadcast_feature,
     check_softness,
 )
+from .registry import MODELS, ModelEntry
 
 # the paper's variants, by attnkit's registry names (an alias of one, e.g. "additive" for
 # "concat", is the same variant)
@@ -230,5 +231,7 @@ class Luong(LatentSeq2Seq):
         h_t = broadcast_feature(features[0], ctx)  # (B, [T,] [K,] n)
         return self.out(self.drop(torch.tanh(self.combine(torch.cat([ctx, h_t], -1)))))
 
+
+MODELS.register(ModelEntry("luong", Luong, LuongConfig, PRESETS))
 
 __all__ = ["ALIGN_NAMES", "PRESETS", "SCORE_NAMES", "Luong", "LuongConfig", "reversed_words"]

@@ -19,6 +19,7 @@ from torch import Tensor, nn
 from .._checks import check_ranges
 from .base import DeepOutput, Memory, Seq2Seq, State
 from .encoders import GRUEncoder
+from .registry import MODELS, ModelEntry
 
 
 @dataclass
@@ -80,5 +81,7 @@ class RNNEncDec(Seq2Seq):
         h = self.cell(torch.cat([y, c], dim=-1), h_prev)  # (B, m)
         return self.output(self.drop(h), y, c), None, (h,)
 
+
+MODELS.register(ModelEntry("rnnencdec", RNNEncDec, RNNEncDecConfig, PRESETS))
 
 __all__ = ["PRESETS", "RNNEncDec", "RNNEncDecConfig"]

@@ -36,6 +36,7 @@ from .latent import (
     broadcast_feature,
     check_softness,
 )
+from .registry import MODELS, ModelEntry
 
 
 @dataclass
@@ -140,5 +141,7 @@ class RNNSearch(LatentSeq2Seq):
         s, y = (broadcast_feature(f, ctx) for f in features)  # (B, [T,] [K,] ·)
         return self.output(s, y, ctx)
 
+
+MODELS.register(ModelEntry("rnnsearch", RNNSearch, RNNSearchConfig, PRESETS))
 
 __all__ = ["PRESETS", "RNNSearch", "RNNSearchConfig"]

@@ -48,6 +48,7 @@ from ..stages.alignment import CausalAlignment
 from ..stages.position import Position
 from ..stages.scores import DotScore, ScaledDotScore, Score
 from .base import Memory, Seq2Seq, Seq2SeqOutput, State, dropped, source_mask
+from .registry import MODELS, ModelEntry
 
 SHARE = ("none", "output", "all")
 SCORES = ("scaled_dot", "dot")
@@ -441,5 +442,7 @@ class Transformer(Seq2Seq):
             self.__dict__["_positions"] = table
         return table[t].to(like.dtype)  # (D,)
 
+
+MODELS.register(ModelEntry("transformer", Transformer, TransformerConfig, PRESETS))
 
 __all__ = ["PRESETS", "Transformer", "TransformerConfig", "sinusoids"]

@@ -35,9 +35,7 @@ def model_family(model_name: str) -> str:
     """The family model ``model_name`` learns (its class's ``family``; default translate)."""
     from ..models import MODELS
 
-    if model_name not in MODELS:
-        raise ValueError(f"unknown model {model_name!r}; choose one of {sorted(MODELS)}")
-    return str(getattr(MODELS[model_name][0], "family", "translate"))
+    return str(getattr(MODELS[model_name].model, "family", "translate"))
 
 
 def data_family(spec: dict[str, Any]) -> str:

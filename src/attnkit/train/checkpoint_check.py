@@ -63,7 +63,7 @@ def read_config(path: Path) -> tuple[str, Any, dict[str, Any]]:
     meta = cfg.get("meta", {})
     if not isinstance(meta, dict):
         raise ValueError(f"{path}: meta must be a JSON object, not {type(meta).__name__}")
-    kinds = {f.name: str(f.type) for f in fields(MODELS[name][1])}
+    kinds = {f.name: str(f.type) for f in fields(MODELS[name].config)}
     for key, value in cfg["config"].items():
         if key not in kinds:
             raise ValueError(f"{path}: {name} has no option {key!r}; its options: {sorted(kinds)}")

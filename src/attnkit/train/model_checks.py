@@ -48,7 +48,7 @@ def check_fits(name: str, kwargs: dict[str, Any], device: str) -> None:
 
 def _presets_matching(name: str, kwargs: dict[str, Any], stored: dict[str, Any]) -> list[str]:
     """The presets of ``name`` that, with this command's options, give the stored config."""
-    _, _, presets = MODELS[name]
+    presets = MODELS[name].presets
     found = []
     for preset in presets:
         try:
