@@ -116,3 +116,19 @@ def steps_equal_forward(model: Any, src: torch.Tensor, src_len: torch.Tensor, tg
         torch.testing.assert_close(logits, out.logits[:, t], **tolerance)
         torch.testing.assert_close(w, out.weights[:, t], **tolerance)
     return out
+
+
+def training_losses(model: Any, batch: tuple[torch.Tensor, ...], updates: int = 25,
+                    lr: float = 1e-2) -> tuple[float, float]:
+    """``model.training_loss(*batch)`` before the first and at the last of ``updates`` Adam
+    updates on that one batch (training mode): (first, last)."""
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    model.train()
+    losses = []
+    for _ in range(updates):
+        loss, _ = model.training_loss(*batch)
+        losses.append(float(loss.detach()))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return losses[0], losses[-1]

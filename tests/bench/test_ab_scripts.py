@@ -3,14 +3,12 @@ above 1 = this checkout faster), agreeing hypotheses and medians, worked out by 
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
+from _scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("decode_ab", ROOT / "scripts" / "decode_ab.py")
-assert _spec is not None and _spec.loader is not None
-decode_ab = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(decode_ab)
+decode_ab = load_script("decode_ab")
 
 
 def run(greedy: float, beam: float, hyps: list[list[int]]) -> dict:
@@ -36,11 +34,7 @@ def _script(name: str):  # type: ignore[no-untyped-def]
     import sys
 
     sys.path.insert(0, str(ROOT / "scripts"))  # its sibling scripts/_ab.py
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(name)
 
 
 def test_rnnsearch_ab_report_pairs_the_rounds() -> None:

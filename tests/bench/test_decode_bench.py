@@ -5,16 +5,10 @@ rows."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from _scripts import load_script
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("decode_bench", ROOT / "scripts" / "decode_bench.py")
-assert _spec is not None and _spec.loader is not None
-decode_bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(decode_bench)
+decode_bench = load_script("decode_bench")
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
 

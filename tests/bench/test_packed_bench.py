@@ -3,17 +3,12 @@ equals the floor's, the dense arm stops at --dense-max, and the table reads its 
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import pytest
+from _scripts import load_script
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("packed_bench", ROOT / "scripts" / "packed_bench.py")
-assert _spec is not None and _spec.loader is not None
-packed_bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(packed_bench)
+packed_bench = load_script("packed_bench")
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
 

@@ -10,6 +10,7 @@ import random
 import pytest
 import torch
 import torch.nn.functional as F
+from _refusals import refused
 
 from attnkit.data.lm_text import generate_text, segments
 from attnkit.data.vocab import Vocab
@@ -149,19 +150,14 @@ def test_the_other_longer_memories_are_reported_not_checked():
     assert shown[0]["value"] == pytest.approx(0.025) and shown[0]["n"] == 5
 
 
-def test_settings_are_checked_as_flags():
-    with pytest.raises(ValueError, match=r"^--batch-size 0; it must be >= 1$"):
-        ContextConfig(batch_size=0)
-    with pytest.raises(ValueError, match="must hold the training --memory 64 and a longer"):
-        ContextConfig(eval_memories="0,16,32")
-    with pytest.raises(ValueError, match="must hold the training --memory 64 and a longer"):
-        ContextConfig(eval_memories="0,32,64")
-    with pytest.raises(ValueError, match="--seeds 1: an interval"):
-        ContextConfig(seeds=1)
-    with pytest.raises(ValueError, match="--lengths '64'"):
-        ContextConfig(lengths="64")
-    with pytest.raises(ValueError, match="needs at least 1026 characters"):
-        ContextConfig(test_size=1000)
+test_settings_are_checked_as_flags = refused(ContextConfig, [
+    ({"batch_size": 0}, r"^--batch-size 0; it must be >= 1$"),
+    ({"eval_memories": "0,16,32"}, "must hold the training --memory 64 and a longer"),
+    ({"eval_memories": "0,32,64"}, "must hold the training --memory 64 and a longer"),
+    ({"seeds": 1}, "--seeds 1: an interval"),
+    ({"lengths": "64"}, "--lengths '64'"),
+    ({"test_size": 1000}, "needs at least 1026 characters"),
+])
 
 
 def test_stop_of_counts_epochs_and_tells_a_plateau_from_a_cut_run(tmp_path):

@@ -134,6 +134,16 @@ def test_bootstrap_medians_resamples_within_each_group() -> None:
     assert ev.point(3.0) == ev.Interval(3.0, 3.0, 3.0, 1, 1.0)
 
 
+def test_above_zero_is_a_design_check_whose_reason_says_why() -> None:
+    clear = ev.above_zero("lead", ev.Interval(0.2, 0.1, 0.3, 5), "no gap can show")
+    assert (clear.outcome, clear.kind, clear.threshold) == (ev.PASS, "design", 0.0)
+    straddles = ev.above_zero("lead", ev.Interval(0.1, -0.1, 0.3, 5), "no gap can show")
+    assert (straddles.outcome, straddles.kind) == (ev.INCONCLUSIVE, "design")
+    assert straddles.reason.endswith(": no gap can show")
+    below = ev.above_zero("lead", ev.Interval(-0.2, -0.3, -0.1, 5), "no gap can show")
+    assert below.outcome == ev.INCONCLUSIVE  # a design check never fails the claim
+
+
 def test_can_tell_is_a_design_check_that_makes_the_verdict_inconclusive() -> None:
     ok = ev.can_tell("grid points with n < d", 2.0, 1.0)
     assert (ok.outcome, ok.kind, ok.ci) == (ev.PASS, "design", (2.0, 2.0))

@@ -146,3 +146,14 @@ def test_flags_list_an_experiments_own_fields_before_the_shared_ones() -> None:
     assert names[-len(shared) - 2:] == [*shared, "jobs", "threads"]  # then LMFlags, Pooled
     assert [f.name for f in flags_of(CoinConfig)] == ["heads", "seed", "claim"]  # no mixins
     assert issubclass(SparseConfig, Pooled)
+
+
+def test_reported_table_lists_each_number_with_its_interval_and_seeds() -> None:
+    from attnkit.experiments.base import reported_table
+
+    result = {"reported": [{"name": "gap", "value": 0.123456, "ci": [-0.01, 0.25], "n": 5}]}
+    assert reported_table(result).splitlines() == [
+        "| reported, not checked | value | 95% interval | seeds |",
+        "|---|---|---|---|",
+        "| gap | 0.1235 | [-0.01, 0.25] | 5 |",
+    ]

@@ -10,6 +10,7 @@ import random
 import pytest
 import torch
 import torch.nn.functional as F
+from _refusals import refused
 
 from attnkit.data.lm_text import generate_text
 from attnkit.data.vocab import Vocab
@@ -109,19 +110,17 @@ def test_the_bpc_table_keeps_learned_past_l_as_not_applicable():
                                    ["bits"]["alibi"]["1"]]  # fmt: skip
 
 
-def test_settings_are_checked_as_flags():
-    with pytest.raises(ValueError, match=r"^--seeds 0; it must be >= 1$"):
-        ExtrapolationConfig(seeds=0)
-    with pytest.raises(ValueError, match="starting at 1"):
-        ExtrapolationConfig(factors="2,4")
-    with pytest.raises(ValueError, match="starting at 1"):
-        ExtrapolationConfig(factors="1")
-    with pytest.raises(ValueError, match="lacks alibi"):
-        ExtrapolationConfig(arms="sinusoidal,rope")
-    with pytest.raises(ValueError, match="position"):
-        ExtrapolationConfig(arms="sinusoidal,alibi,wavy")
-    with pytest.raises(ValueError, match="needs at least 513 characters"):
-        ExtrapolationConfig(test_size=500)
+test_settings_are_checked_as_flags = refused(ExtrapolationConfig, [
+    ({"seeds": 0}, r"^--seeds 0; it must be >= 1$"),
+    ({"factors": "2,4"}, "starting at 1"),
+    ({"factors": "1"}, "starting at 1"),
+    ({"arms": "sinusoidal,rope"}, "lacks alibi"),
+    ({"arms": "sinusoidal,alibi,wavy"}, "position"),
+    ({"test_size": 500}, "needs at least 513 characters"),
+])
+
+
+def test_default_settings():
     cfg = ExtrapolationConfig()
     assert cfg.block == 16 * 32 and cfg.factor_list == [1, 2, 4, 8, 16]
 

@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 import pytest
+from _refusals import refused
 
 from attnkit.cli import main
 from attnkit.experiments import evidence as ev
@@ -128,17 +129,16 @@ def test_a_model_with_no_bleu_on_the_shortest_bin_gives_no_drop() -> None:
     assert ev.verdict_of(checks).startswith("INCONCLUSIVE: RNNsearch mean BLEU")
 
 
-def test_bad_settings_fail_clearly() -> None:
-    with pytest.raises(ValueError, match="copy, reverse or sort"):
-        LengthConfig(task="dates")
-    with pytest.raises(ValueError, match="--steps"):
-        LengthConfig(steps=0)
-    with pytest.raises(ValueError, match="--seeds"):
-        LengthConfig(seeds=0)
-    with pytest.raises(ValueError, match="an interval over seeds needs 2"):
-        LengthConfig(seeds=1)
-    with pytest.raises(ValueError, match="not a multiple of --epoch-steps"):
-        LengthConfig(steps=3000, epoch_steps=70)
+test_bad_settings_fail_clearly = refused(LengthConfig, [
+    ({"task": "dates"}, "copy, reverse or sort"),
+    ({"steps": 0}, "--steps"),
+    ({"seeds": 0}, "--seeds"),
+    ({"seeds": 1}, "an interval over seeds needs 2"),
+    ({"steps": 3000, "epoch_steps": 70}, "not a multiple of --epoch-steps"),
+])
+
+
+def test_default_settings() -> None:
     cfg = LengthConfig()
     assert (cfg.steps, cfg.epoch_steps, cfg.patience, cfg.seeds, cfg.epochs) == (
         8000, 100, 3, 8, 80)

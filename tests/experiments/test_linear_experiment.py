@@ -11,6 +11,7 @@ import random
 
 import pytest
 import torch
+from _refusals import refused
 
 from attnkit.experiments import evidence as ev
 from attnkit.experiments.linear import LinearConfig
@@ -167,13 +168,13 @@ def test_decoding_states_stay_constant_for_linear_and_grow_for_softmax(one_threa
     assert all(len(out[a][t]["seconds"]) == 2 for a in out for t in out[a])
 
 
-def test_settings_are_checked():
-    with pytest.raises(ValueError, match="lacks linear"):
-        LinearConfig(arms="softmax,performer")
-    with pytest.raises(ValueError, match="--arms"):
-        LinearConfig(arms="softmax,linear,cosine")
-    with pytest.raises(ValueError, match="--decode-t"):
-        LinearConfig(decode_t="256")
-    with pytest.raises(ValueError, match="--dim 30"):
-        LinearConfig(dim=30)
+test_settings_are_checked = refused(LinearConfig, [
+    ({"arms": "softmax,performer"}, "lacks linear"),
+    ({"arms": "softmax,linear,cosine"}, "--arms"),
+    ({"decode_t": "256"}, "--decode-t"),
+    ({"dim": 30}, "--dim 30"),
+])
+
+
+def test_default_settings():
     assert LinearConfig().seeds == 5 and LinearConfig().epochs >= 3 * LinearConfig().patience

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from _refusals import refused
 from torch import nn
 
 from attnkit.experiments import evidence as ev
@@ -201,21 +202,15 @@ def test_a_loaded_machine_or_one_core_cannot_tell() -> None:
     assert one.startswith("INCONCLUSIVE: CPU cores for 2 threads")
 
 
-def test_bad_settings_fail_clearly() -> None:
-    with pytest.raises(ValueError, match="at least two different lengths"):
-        ParallelConfig(lengths="8")
-    with pytest.raises(ValueError, match="comma-separated integers"):
-        ParallelConfig(lengths="8,x")
-    with pytest.raises(ValueError, match="--batch-size 0; it must be >= 1"):
-        ParallelConfig(batch_size=0)
-    with pytest.raises(ValueError, match="divisible by --heads"):
-        ParallelConfig(dim=50, heads=4)
-    with pytest.raises(ValueError, match="--vocab 3"):
-        ParallelConfig(vocab=3)
-    with pytest.raises(ValueError, match="--threads 1: the speed-up compares"):
-        ParallelConfig(threads=1)
-    with pytest.raises(ValueError, match="--timing-lengths"):
-        ParallelConfig(timing_lengths="x")
+test_bad_settings_fail_clearly = refused(ParallelConfig, [
+    ({"lengths": "8"}, "at least two different lengths"),
+    ({"lengths": "8,x"}, "comma-separated integers"),
+    ({"batch_size": 0}, "--batch-size 0; it must be >= 1"),
+    ({"dim": 50, "heads": 4}, "divisible by --heads"),
+    ({"vocab": 3}, "--vocab 3"),
+    ({"threads": 1}, "--threads 1: the speed-up compares"),
+    ({"timing_lengths": "x"}, "--timing-lengths"),
+])
 
 
 def test_a_tiny_run_records_depths_calls_and_writes_its_files(tmp_path: Path) -> None:

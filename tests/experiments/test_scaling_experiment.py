@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from _refusals import refused
 
 from attnkit.experiments import evidence as ev
 from attnkit.experiments.scaling import (
@@ -226,31 +227,24 @@ def test_the_quick_run_writes_its_checks(tmp_path: Path) -> None:
     assert sorted(result["random_seeds"]) == ["0", "1"]
 
 
-def test_settings_parse_and_bad_settings_fail_clearly() -> None:
+test_bad_settings_fail_clearly = refused(ScalingConfig, [
+    ({"dims": "64,16"}, "increasing"),
+    ({"dims": "4,a"}, "comma-separated integers"),
+    ({"widths": "2-16,2x32"}, "HEADSxD_K"),
+    ({"widths": "2x16"}, "two or more widths"),
+    ({"widths": "1x3,1x5"}, "must be even"),
+    ({"keys": 1}, "one-hot"),
+    ({"task": "toy-ko"}, "copy, reverse or sort"),
+    ({"steps": 0}, "--steps"),
+    ({"dims": "4,8,16"}, "two or more d_k >= 16"),
+    ({"seeds": 1}, "--seeds must be at least 2"),
+    ({"steps": 650}, "not a multiple of --epoch-steps"),
+])
+
+
+def test_settings_parse() -> None:
     assert parse_ints("4, 16,64", "dims") == [4, 16, 64]
     assert parse_widths("2x16,4x32") == [(2, 16), (4, 32)]
-    with pytest.raises(ValueError, match="increasing"):
-        ScalingConfig(dims="64,16")
-    with pytest.raises(ValueError, match="comma-separated integers"):
-        ScalingConfig(dims="4,a")
-    with pytest.raises(ValueError, match="HEADSxD_K"):
-        ScalingConfig(widths="2-16,2x32")
-    with pytest.raises(ValueError, match="two or more widths"):
-        ScalingConfig(widths="2x16")
-    with pytest.raises(ValueError, match="must be even"):
-        ScalingConfig(widths="1x3,1x5")
-    with pytest.raises(ValueError, match="one-hot"):
-        ScalingConfig(keys=1)
-    with pytest.raises(ValueError, match="copy, reverse or sort"):
-        ScalingConfig(task="toy-ko")
-    with pytest.raises(ValueError, match="--steps"):
-        ScalingConfig(steps=0)
-    with pytest.raises(ValueError, match="two or more d_k >= 16"):
-        ScalingConfig(dims="4,8,16")
-    with pytest.raises(ValueError, match="--seeds must be at least 2"):
-        ScalingConfig(seeds=1)
-    with pytest.raises(ValueError, match="not a multiple of --epoch-steps"):
-        ScalingConfig(steps=650)
 
 
 def test_the_two_runs_differ_only_in_the_score(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from _refusals import refused
 
 from attnkit.cli import main
 from attnkit.eval.forecast import mase
@@ -152,23 +153,16 @@ def test_weight_by_lag_averages_each_lag_over_steps_and_windows():
     assert got == pytest.approx([0.25, (0.25 + 1 / 3) / 2, (0.5 + 1 / 3) / 2, 1 / 3])
 
 
-def test_bad_configs_fail_clearly():
-    with pytest.raises(ValueError, match="--runs 0"):
-        SeriesConfig(runs=0)
-    with pytest.raises(ValueError, match="--runs 1: an interval"):
-        SeriesConfig(runs=1)
-    with pytest.raises(ValueError, match="--lr"):
-        SeriesConfig(lr=math.nan)
-    with pytest.raises(ValueError, match="has no attention"):
-        SeriesConfig(score="none")
-    with pytest.raises(ValueError, match="not a multiple of --epoch-steps"):
-        SeriesConfig(steps=1100)
-    with pytest.raises(ValueError, match="--period"):
-        SeriesConfig(csv="x.csv")
-    with pytest.raises(ValueError, match="go with --csv"):
-        SeriesConfig(period=12)
-    with pytest.raises(ValueError, match="cell"):
-        SeriesConfig(cell="rnn")
+test_bad_configs_fail_clearly = refused(SeriesConfig, [
+    ({"runs": 0}, "--runs 0"),
+    ({"runs": 1}, "--runs 1: an interval"),
+    ({"lr": math.nan}, "--lr"),
+    ({"score": "none"}, "has no attention"),
+    ({"steps": 1100}, "not a multiple of --epoch-steps"),
+    ({"csv": "x.csv"}, "--period"),
+    ({"period": 12}, "go with --csv"),
+    ({"cell": "rnn"}, "cell"),
+])
 
 
 def test_quick_run_on_a_csv_series(tmp_path, capsys):

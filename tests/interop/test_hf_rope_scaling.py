@@ -21,6 +21,7 @@ transformers = pytest.importorskip(
 from transformers import AutoModelForCausalLM  # noqa: E402
 
 import attnkit.hf  # noqa: E402
+from tests._hf_inputs import left_padded_batch, logits  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
 V, T, TRAINED = 100, 12, 8  # vocab, input length, max_position_embeddings (< T)
@@ -61,19 +62,6 @@ def pair(family: str, scaling: str | None) -> tuple[Any, Any]:
     return eager, ours
 
 
-def batch() -> tuple[torch.Tensor, torch.Tensor]:
-    """ids (2, T) and a padding mask: sample 1 is left-padded by 3."""
-    ids = torch.randint(3, V, (2, T), generator=torch.Generator().manual_seed(0))
-    am = torch.ones(2, T, dtype=torch.long)
-    am[1, :3] = 0
-    return ids, am
-
-
-def logits(model: Any, ids: torch.Tensor, am: torch.Tensor | None) -> torch.Tensor:
-    with torch.no_grad():
-        return model(ids, attention_mask=am).logits  # (B, T, V)
-
-
 @pytest.mark.parametrize("family, scaling", [("llama", "linear"), ("llama", "yarn"),
                                              ("llama", "dynamic"), ("qwen2", "linear"),
                                              ("qwen2", "yarn")])  # fmt: skip
@@ -81,7 +69,7 @@ def test_attnkit_gives_eager_logits_under_rope_scaling(family: str, scaling: str
     eager, ours = pair(family, scaling)
     assert ours.config._attn_implementation == "attnkit"
     assert eager.model.rotary_emb.rope_type == scaling  # the config's scaling took effect
-    ids, am = batch()
+    ids, am = left_padded_batch(V, T)
     for mask in (None, am):
         real = torch.ones(2, T, dtype=torch.bool) if mask is None else mask.bool()
         want, got = logits(eager, ids, mask), logits(ours, ids, mask)
@@ -105,7 +93,7 @@ def test_yarn_attention_factor_reaches_attnkit_through_q_and_k() -> None:
         seen.append(query)
         return real(query, *args, **kwargs)
 
-    ids, _ = batch()
+    ids, _ = left_padded_batch(V, T)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(attnkit.hf, "hf_attend", spy)
         logits(ours, ids, None)
@@ -122,6 +110,6 @@ def test_generate_with_kv_cache_under_dynamic_scaling() -> None:
     """Dynamic NTK scaling changes the frequencies once the sequence passes the trained
     length: greedy decoding with the cache gives eager's tokens."""
     eager, ours = pair("llama", "dynamic")
-    ids, am = batch()
+    ids, am = left_padded_batch(V, T)
     kw = dict(attention_mask=am, max_new_tokens=6, do_sample=False, pad_token_id=0)
     assert torch.equal(ours.generate(ids, **kw), eager.generate(ids, **kw))

@@ -19,6 +19,7 @@ from transformers import AutoModelForCausalLM  # noqa: E402
 
 import attnkit.hf  # noqa: E402
 from attnkit.interop.hf_attention import hf_attend  # noqa: E402
+from tests._hf_inputs import left_padded_batch, logits  # noqa: E402
 from tests._reference import sdpa_ref  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
@@ -61,24 +62,11 @@ def pair(config: Any, impl: str) -> tuple[Any, Any]:
     return eager.eval(), ours.eval()
 
 
-def batch() -> tuple[torch.Tensor, torch.Tensor]:
-    """ids (2, T) and a padding mask: sample 1 is left-padded by 3."""
-    ids = torch.randint(3, V, (2, T), generator=torch.Generator().manual_seed(0))
-    am = torch.ones(2, T, dtype=torch.long)
-    am[1, :3] = 0
-    return ids, am
-
-
-def logits(model: Any, ids: torch.Tensor, am: torch.Tensor | None) -> torch.Tensor:
-    with torch.no_grad():
-        return model(ids, attention_mask=am).logits  # (B, T, V)
-
-
 @pytest.mark.parametrize("impl", ["attnkit", "attnkit_sliding"])
 @pytest.mark.parametrize("family", sorted(CONFIGS))
 def test_logits_equal_eager(family: str, impl: str) -> None:
     eager, ours = pair(CONFIGS[family](), impl)
-    ids, am = batch()
+    ids, am = left_padded_batch(V, T)
     for mask in (None, am):
         real = torch.ones(2, T, dtype=torch.bool) if mask is None else mask.bool()
         a, b = logits(eager, ids, mask), logits(ours, ids, mask)
@@ -91,7 +79,7 @@ def test_logits_equal_eager(family: str, impl: str) -> None:
 
 def test_the_cap_and_the_sinks_change_the_logits() -> None:
     """The comparisons above could not pass with the cap or the sinks ignored."""
-    ids, _ = batch()
+    ids, _ = left_padded_batch(V, T)
     capped, _ = pair(gemma2(2.0), "attnkit")
     uncapped, _ = pair(gemma2(None), "attnkit")
     assert (logits(capped, ids, None) - logits(uncapped, ids, None)).abs().max() > 1e-2

@@ -22,20 +22,9 @@ import pytest
 
 import attnkit.local._build as build
 import attnkit.local.native as native
+from tests._probe_extension import SOURCE, finish
 
 NAME = "attnkit_build_probe"
-SOURCE = r"""
-#include <Python.h>
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-#define STR_(a) #a
-#define STR(a) STR_(a)
-static PyObject* answer(PyObject*, PyObject*) { return PyLong_FromLong(42); }
-static PyMethodDef methods[] = {{"answer", answer, METH_NOARGS, ""}, {NULL, NULL, 0, NULL}};
-static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, STR(TORCH_EXTENSION_NAME), NULL, -1,
-                                 methods};
-PyMODINIT_FUNC CAT(PyInit_, TORCH_EXTENSION_NAME)(void) { return PyModule_Create(&def); }
-"""
 RUN = textwrap.dedent(
     """
     import sys
@@ -88,13 +77,7 @@ def _start(source: Path, cxx: str | None = None, wait: float = 60) -> subprocess
 
 
 def _finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
-    try:
-        out, err = proc.communicate(timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail(f"the build did not finish in {TIMEOUT} s (a hang)")
-    return proc.returncode, out, err
+    return finish(proc, TIMEOUT, "the build")
 
 
 def _wait_for_compiling(proc: subprocess.Popen[str]) -> None:

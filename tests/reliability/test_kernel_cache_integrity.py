@@ -28,20 +28,9 @@ import pytest
 
 import attnkit.local._build as build
 from attnkit.local import _published
+from tests._probe_extension import SOURCE, finish
 
 NAME = "attnkit_integrity_probe"
-SOURCE = r"""
-#include <Python.h>
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-#define STR_(a) #a
-#define STR(a) STR_(a)
-static PyObject* answer(PyObject*, PyObject*) { return PyLong_FromLong(42); }
-static PyMethodDef methods[] = {{"answer", answer, METH_NOARGS, ""}, {NULL, NULL, 0, NULL}};
-static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, STR(TORCH_EXTENSION_NAME), NULL, -1,
-                                 methods};
-PyMODINIT_FUNC CAT(PyInit_, TORCH_EXTENSION_NAME)(void) { return PyModule_Create(&def); }
-"""
 # a child that loads (or builds) the probe; with HOLD > 0 its build is a fake that holds the
 # lock for HOLD seconds and then publishes the good file
 CHILD = textwrap.dedent(
@@ -136,13 +125,7 @@ def _child(good: Path, *, hold: float = 0, lease: float = build.LEASE) -> subpro
 
 
 def _finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
-    try:
-        out, err = proc.communicate(timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail(f"the child did not finish in {TIMEOUT} s (a hang)")
-    return proc.returncode, out, err
+    return finish(proc, TIMEOUT, "the child")
 
 
 def _truncate(path: Path) -> None:

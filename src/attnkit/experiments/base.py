@@ -306,6 +306,16 @@ def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
+def reported_table(result: dict[str, Any]) -> str:
+    """``result["reported"]``, the numbers reported beside the checks (judging nothing): name,
+    value, 95% interval and number of seeds, as a Markdown table."""
+    return markdown_table(
+        ["reported, not checked", "value", "95% interval", "seeds"],
+        [[r["name"], f"{r['value']:.4g}", f"[{r['ci'][0]:.4g}, {r['ci'][1]:.4g}]", str(r["n"])]
+         for r in result["reported"]],
+    )  # fmt: skip
+
+
 __all__ = [
     "timed_steps",
     "REPRODUCED",
@@ -326,6 +336,7 @@ __all__ = [
     "power_exponent",
     "pyplot",
     "report_of",
+    "reported_table",
     "write_outputs",
     "reproduced",
     "save_figure",

@@ -233,11 +233,17 @@ def off_floor(name: str, margin: Interval) -> Check:
     floor (e.g. the window-mean forecast's error − the arm's, one per seed). Its interval
     wholly above 0 passes; otherwise INCONCLUSIVE, since at the floor no gap between arms can
     show. Arms reported for context get no such check: they must not withhold a verdict."""
-    c = on_interval(name, margin, 0.0)
+    return above_zero(name, margin, "not clear of the floor, no gap can show")
+
+
+def above_zero(name: str, gap: Interval, why: str) -> Check:
+    """A design check on an interval: wholly above 0 passes; otherwise INCONCLUSIVE, its
+    reason ending in ``why`` (what the measurement cannot show then)."""
+    c = on_interval(name, gap, 0.0)
     if c.outcome == PASS:
         return Check(c.name, c.value, c.ci, c.threshold, PASS, "design", c.reason)
     return Check(c.name, c.value, c.ci, c.threshold, INCONCLUSIVE, "design",
-                 c.reason + ": not clear of the floor, no gap can show")  # fmt: skip
+                 f"{c.reason}: {why}")  # fmt: skip
 
 
 PLATEAU_CAP = 3.0
@@ -334,6 +340,7 @@ __all__ = [
     "REPRODUCED",
     "Check",
     "Interval",
+    "above_zero",
     "bootstrap_medians",
     "can_tell",
     "ceiling",

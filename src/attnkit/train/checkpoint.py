@@ -29,7 +29,6 @@ files ``experiment --overwrite`` knows as its own.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -46,7 +45,7 @@ from torch import nn
 from ..data.vocab import Vocab
 from ..models import Seq2Seq, build_model, config_to_json
 from . import checkpoint_check as check
-from .outputs import Placement, placement
+from .outputs import Placement, fsync_dir, placement
 
 FILES = ("config.json", "model.safetensors", "src_vocab.json", "tgt_vocab.json")
 TRAINING_FILES = ("optimizer.safetensors", "train_state.json")  # resumable checkpoints only
@@ -135,15 +134,6 @@ def remove(path: Path) -> None:
         os.unlink(path)
 
 
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):  # not every platform can open a folder
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def write_file(path: Path, data: bytes) -> None:
     """Write and fsync one file (not atomic by itself: callers write under a temporary name)."""
     with open(path, "wb") as f:
@@ -163,7 +153,7 @@ def write_text(path: Path, text: str) -> None:
     write_file(tmp, data)
     record.written({tmp: hashlib.sha256(data).hexdigest()})
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     record.placed({tmp: path})
 
 
@@ -192,7 +182,7 @@ def _rotate(tmp: Path, path: Path, record: Placement | None = None) -> None:
         os.replace(path, old)
     # ``path`` is absent: ``old``, when present, is the only complete copy until this rename
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     if old.exists():
         remove(old)
 
@@ -265,7 +255,7 @@ def save(
     os.mkdir(tmp)
     for name, data in files.items():
         write_file(tmp / name, data)
-    _fsync_dir(tmp)
+    fsync_dir(tmp)
     record.written({tmp / name: hashlib.sha256(data).hexdigest() for name, data in files.items()})
     _rotate(tmp, path, record)
     record.placed({tmp / name: path / name for name in files}, gone=(path, backup_of(path)))

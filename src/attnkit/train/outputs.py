@@ -107,7 +107,8 @@ def _write_file(path: Path, data: bytes) -> None:
         os.fsync(f.fileno())
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """Make a folder's entries (a rename, a new file) durable: fsync the folder itself."""
     with contextlib.suppress(OSError):  # not every platform can open a folder
         fd = os.open(path, os.O_RDONLY)
         try:
@@ -138,7 +139,7 @@ def write_manifest(root: Path, m: Manifest) -> None:
                 os.unlink(stale)
     _write_file(tmp, json.dumps(record, indent=1).encode("utf-8"))
     os.replace(tmp, root / MANIFEST)
-    _fsync_dir(root)
+    fsync_dir(root)
 
 
 @contextlib.contextmanager
@@ -261,7 +262,7 @@ def _placing(path: Path) -> Iterator[Path]:
         sha = sha256_of(tmp)
         update_manifest(root, lambda m: m.writing[tmp_rel].update({"sha256": sha}))
         os.replace(tmp, path)
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
 
         def done(m: Manifest) -> None:
             m.wrote[rel] = sha
@@ -381,6 +382,7 @@ __all__ = [
     "Manifest",
     "Placement",
     "RunDirError",
+    "fsync_dir",
     "held",
     "is_attnkits",
     "live_root",

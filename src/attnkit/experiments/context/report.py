@@ -8,7 +8,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, pyplot, save_figure
+from ..base import Say, markdown_table, pyplot, reported_table, save_figure
 from ..evidence import conclude
 
 
@@ -46,15 +46,6 @@ def timing_text(result: dict[str, Any]) -> str:
                            "XL, memory (ms/char)", "speedup"], body)  # fmt: skip
 
 
-def reported_text(result: dict[str, Any]) -> str:
-    """The numbers reported beside the checks (judging nothing), with their intervals."""
-    return markdown_table(
-        ["reported, not checked", "value", "95% interval", "seeds"],
-        [[r["name"], f"{r['value']:.4g}", f"[{r['ci'][0]:.4g}, {r['ci'][1]:.4g}]", str(r["n"])]
-         for r in result["reported"]],
-    )  # fmt: skip
-
-
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     params = ", ".join(f"{k} {v:,}" for k, v in result["parameters"].items())
     secs = sum(result["train_seconds"].values())
@@ -65,7 +56,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
         f"at the cap: {censored}")  # fmt: skip
     say(bpc_text(result))
     say(timing_text(result))
-    say(reported_text(result))
+    say(reported_table(result))
     return conclude("context", result, rows, plot, out, say, "training and measuring")
 
 
@@ -99,4 +90,4 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     return save_figure(fig, path)
 
 
-__all__ = ["bpc_text", "plot", "report", "reported_text", "rows", "timing_text"]
+__all__ = ["bpc_text", "plot", "report", "rows", "timing_text"]

@@ -63,12 +63,8 @@ def floor_margin(name: str, rows: list[list[float]], unigram: list[float]) -> ev
 def still_improving(name: str, gap: ev.Interval) -> ev.Check:
     """A design check: the arm's bpc after the small budget minus after the full budget, its
     interval above 0 passes; otherwise INCONCLUSIVE (the budget axis at its ceiling)."""
-    c = ev.on_interval(name, gap, 0.0)
-    if c.outcome == ev.PASS:
-        return ev.Check(c.name, c.value, c.ci, c.threshold, ev.PASS, "design", c.reason)
-    return ev.Check(c.name, c.value, c.ci, c.threshold, ev.INCONCLUSIVE, "design",
-                    c.reason + ": the small budget is not short for PI, no lead in the "
-                    "fine-tuning it needs can show")  # fmt: skip
+    return ev.above_zero(name, gap, "the small budget is not short for PI, no lead in the "
+                         "fine-tuning it needs can show")  # fmt: skip
 
 
 def checks_of(n: dict[str, Any]) -> list[ev.Check]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import Say, markdown_table, pyplot, save_figure, write_output
+from ..base import Say, markdown_table, pyplot, reported_table, save_figure, write_output
 from ..evidence import conclude
 
 LABELS = {"attention": "attention (compared)", "none": "no attention (compared)",
@@ -47,15 +47,6 @@ def text_table(result: dict[str, Any]) -> str:
              str(r["censored"]) if r["censored"] != "" else "-"]
             for r in table]  # fmt: skip
     return markdown_table(head, body)
-
-
-def reported_table(result: dict[str, Any]) -> str:
-    """The numbers reported beside the checks (judging nothing), with their intervals."""
-    return markdown_table(
-        ["reported, not checked", "value", "95% interval", "seeds"],
-        [[r["name"], f"{r['value']:.4g}", f"[{r['ci'][0]:.4g}, {r['ci'][1]:.4g}]", str(r["n"])]
-         for r in result["reported"]],
-    )  # fmt: skip
 
 
 def hits_table(result: dict[str, Any]) -> str:
@@ -134,4 +125,4 @@ def example(result: dict[str, Any], out: Path) -> Path:
         return write_output(path, png.read_bytes())
 
 
-__all__ = ["hits_table", "plot", "report", "reported_table", "rows", "text_table"]
+__all__ = ["hits_table", "plot", "report", "rows", "text_table"]

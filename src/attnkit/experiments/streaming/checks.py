@@ -40,13 +40,9 @@ def degrades(name: str, window: list[float], recompute: list[float]) -> ev.Check
     worse than recomputation, a t-interval over the calibration streams' paired gaps wholly
     above 0; otherwise INCONCLUSIVE, since a model that never leans on its first tokens
     cannot show what keeping them buys."""
-    c = ev.on_interval(name, ev.t_interval([w - r for w, r in zip(window, recompute,
-                                                                  strict=True)]), 0.0)  # fmt: skip
-    if c.outcome == ev.PASS:
-        return ev.Check(c.name, c.value, c.ci, c.threshold, ev.PASS, "design", c.reason)
-    return ev.Check(c.name, c.value, c.ci, c.threshold, ev.INCONCLUSIVE, "design",
-                    c.reason + ": at this scale evicting the first tokens costs nothing, so "
-                    "keeping them cannot help")  # fmt: skip
+    gaps = [w - r for w, r in zip(window, recompute, strict=True)]
+    return ev.above_zero(name, ev.t_interval(gaps), "at this scale evicting the first tokens "
+                         "costs nothing, so keeping them cannot help")  # fmt: skip
 
 
 def checks_of(n: dict[str, Any]) -> list[ev.Check]:

@@ -8,7 +8,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, pyplot, save_figure
+from ..base import Say, markdown_table, pyplot, reported_table, save_figure
 from ..evidence import conclude
 from .checks import ARMS, LABELS
 
@@ -26,15 +26,6 @@ def bpc_text(result: dict[str, Any]) -> str:
     return markdown_table(["bpc past L", *(f"seed {s}" for s in result["seeds"]), "mean"], body)
 
 
-def reported_text(result: dict[str, Any]) -> str:
-    """The gaps reported beside the checks (judging nothing), with their intervals."""
-    return markdown_table(
-        ["reported, not checked", "value", "95% interval", "seeds"],
-        [[r["name"], f"{r['value']:.4g}", f"[{r['ci'][0]:.4g}, {r['ci'][1]:.4g}]", str(r["n"])]
-         for r in result["reported"]],
-    )  # fmt: skip
-
-
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     secs = sum(result["train_seconds"].values())
     stops = ", ".join(f"{n} {e}" for n, e in result["stopping_epochs"].items())
@@ -46,7 +37,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     say(f"calibration seed {cal['seed']}: " + ", ".join(
         f"{LABELS[a]} {b:.3f}" for a, b in cal["bpc"].items()) + " bpc past L")  # fmt: skip
     say(bpc_text(result))
-    say(reported_text(result))
+    say(reported_table(result))
     return conclude("streaming", result, rows, plot, out, say, "training and decoding")
 
 
@@ -71,4 +62,4 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     return save_figure(fig, path)
 
 
-__all__ = ["bpc_text", "plot", "report", "reported_text", "rows"]
+__all__ = ["bpc_text", "plot", "report", "rows"]
