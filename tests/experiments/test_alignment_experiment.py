@@ -89,6 +89,23 @@ def test_monotone_never_crosses_and_sov_always_reorders(data) -> None:
     assert sum(map(far, data["sov"])) > sum(map(far, data["swap"]))
 
 
+def test_swap_is_the_order_where_local_ms_centre_is_not_the_gold_word_yet_in_its_window(
+        data) -> None:  # fmt: skip
+    """The design's choice of order: on monotone p_t = t is every gold link (an oracle centre
+    for local-m); on swap it is a part of them and every gold word is within D = 5 of it; on
+    sov some gold words are beyond D. By hand on one swap clause, then on 300 sentences."""
+    stats = {o: task_stats(exs) for o, exs in data.items()}
+    assert stats["monotone"]["gold_on_diagonal"] == 1.0 and stats["monotone"]["max_shift"] == 0
+    assert 0.5 < stats["swap"]["gold_on_diagonal"] < 0.8
+    assert 1 <= stats["swap"]["max_shift"] <= 5  # inside local-m's window at D = 5
+    assert stats["sov"]["gold_on_diagonal"] < stats["swap"]["gold_on_diagonal"]
+    assert stats["sov"]["max_shift"] > 5  # some verbs leave the window
+    # "yesterday he saw" -> "yesterday saw he": links (0,0), (2,1), (1,2)
+    ex = Example(["yesterday", "he", "saw"], ["어제", "봤다", "그는"], [(0, 0), (2, 1), (1, 2)])
+    one = task_stats([ex])
+    assert one["gold_on_diagonal"] == pytest.approx(1 / 3) and one["max_shift"] == 1
+
+
 def test_crossing_links_and_diagonal_by_hand() -> None:
     assert crosses([(0, 0), (1, 2), (2, 1)])
     assert not crosses([(0, 0), (1, 1), (3, 2)])
@@ -215,6 +232,67 @@ def test_an_unchecked_setting_never_withholds_the_verdict(monkeypatch, tmp_path)
     assert sov["reached"] == [False] * 3
 
 
+def planted(bad):
+    """A stand-in for ``train_job``: every arm learns (BLEU 97 in 10 updates; AER global
+    0.6, local-m 0.1, local-p 0.3, the tolerant AER ordered the same way), except those for
+    which ``bad(arm)`` holds: never above BLEU 5, run to the cap of 40, AER 0 (at the floor)."""
+    aer = {GLOBAL: 0.6, "local-m": 0.1, "local-p": 0.3}
+
+    def fake(job):
+        arm, _ = job
+        if bad(arm):
+            return {"updates": 40, "valid_bleu": 5.0, "reached": False, "curve": [(40, 5.0)],
+                    "aer": 0.0, "aer_paper": 0.0, "paper_row_shift": 0, "test_bleu": 5.0,
+                    "offsets": {0: 12}, "parameters": 10, "train_seconds": 1.0,
+                    "cpu_seconds": 1.0}  # fmt: skip
+        return {"updates": 10, "valid_bleu": 97.0, "reached": True, "curve": [(10, 97.0)],
+                "aer": aer.get(arm.row, 0.5) + 0.01 * (arm.seed % 10), "aer_paper": 0.5,
+                "paper_row_shift": 0, "test_bleu": 97.0,
+                "offsets": {0: 9 - 2 * (arm.row != GLOBAL), 5: 1 + 2 * (arm.row == GLOBAL)},
+                "parameters": 10, "train_seconds": 1.0, "cpu_seconds": 1.0}  # fmt: skip
+
+    return fake
+
+
+def test_design_checks_read_the_compared_arms_per_setting_and_seed(monkeypatch, tmp_path) -> None:
+    """A planted run at D = 5 and D = 10 with all five rows. The rows no comparison reads
+    (global (general), RNNsearch) never learning and at AER 0 withhold nothing; one seed of
+    one compared cell (local-m at D = 10) at chance withholds global vs local-m, and only it:
+    the same comparison at D = 5 passes its design checks, and global vs local-p is
+    REPRODUCED."""
+    import attnkit.experiments.alignment as alignment
+
+    cfg = AlignmentConfig(models=",".join(ROWS), windows="5,10", seeds=3, seed=300,
+                          train_size=20, valid_size=4, test_size=30, cap=40,
+                          jobs=1)  # fmt: skip
+    unused = {"global-general", "rnnsearch"}
+    monkeypatch.setattr(alignment, "train_job", planted(lambda a: a.row in unused))
+    res = alignment.run_experiment(cfg, tmp_path, say=lambda *_: None)
+    assert res["verdict"] == ev.REPRODUCED
+    assert not any(("general" in c["name"] or "rnnsearch" in c["name"]) for c in res["checks"])
+
+    def chance(arm) -> bool:
+        return arm.row in unused or (arm.row == "local-m" and arm.window == 10
+                                     and arm.seed == 301)  # fmt: skip
+
+    monkeypatch.setattr(alignment, "train_job", planted(chance))
+    res = alignment.run_experiment(cfg, tmp_path, say=lambda *_: None)
+    assert res["verdicts"][f"{GLOBAL} vs local-p"] == ev.REPRODUCED
+    held = res["verdicts"][f"{GLOBAL} vs local-m"]
+    assert held.startswith("INCONCLUSIVE: ") and "swap, D=10, reversed" in held
+    assert "local-m (67% of seeds, lowest valid BLEU 5.0)" in held
+    assert res["verdict"].startswith("INCONCLUSIVE: ")
+    learned = {c["name"]: c["outcome"] for c in res["checks"]
+               if c["name"].endswith("both arms learned the task")}  # fmt: skip
+    assert learned == {
+        f"swap, D=5, reversed: {GLOBAL} vs local-m: both arms learned the task": ev.PASS,
+        f"swap, D=5, reversed: {GLOBAL} vs local-p: both arms learned the task": ev.PASS,
+        f"swap, D=10, reversed: {GLOBAL} vs local-m: both arms learned the task":
+            ev.INCONCLUSIVE,
+        f"swap, D=10, reversed: {GLOBAL} vs local-p: both arms learned the task": ev.PASS,
+    }  # fmt: skip
+
+
 def test_the_shift_tolerant_aer_counts_an_argmax_one_word_off_as_a_hit() -> None:
     assert tolerant_aer({0: 6, -1: 1, 1: 1, 3: 2}) == pytest.approx(0.2)
     assert tolerant_aer({"0": 6, "-2": 4}) == pytest.approx(0.4)  # keys as the JSON has them
@@ -291,7 +369,8 @@ def test_offsets_count_where_the_argmax_lands() -> None:
 def test_default_arms_are_the_claims_core_with_equal_settings() -> None:
     cfg = AlignmentConfig()
     arms = cfg.arms()
-    assert len(arms) == 3 * 3 * 8  # 3 orderings x 3 rows x 8 seeds, every source reversed
+    assert len(arms) == 3 * 8  # the claim's order x 3 rows x 8 seeds, every source reversed
+    assert {a.ordering for a in arms} == {"swap"}
     assert {a.window for a in arms if ROWS[a.row].windowed} == {5}
     assert {a.window for a in arms if not ROWS[a.row].windowed} == {0}
     assert all(a.reverse for a in arms)
@@ -300,9 +379,37 @@ def test_default_arms_are_the_claims_core_with_equal_settings() -> None:
     assert {a.ordering for a in with_forward if not a.reverse} == {"swap"}
     assert len(with_forward) == len(arms) + 3 * 8
     for g in groups(cfg):  # every row of a setting trains on the same seeds
-        for s in range(8):
+        for s in range(cfg.seed, cfg.seed + 8):
             assert {arm_of(cfg, m, g, s).seed for m in cfg.rows} == {s}
             assert all(arm_of(cfg, m, g, s) in arms for m in cfg.rows)
+
+
+def test_the_default_runs_seeds_are_new_and_its_cap_is_three_times_the_calibrated_stops(
+        ) -> None:  # fmt: skip
+    """The design fixed before the verdict's seeds ran: its seeds (training and data) are
+    none of those any committed alignment run used, and the cap is at least CAP_FACTOR times
+    each compared row's median stop in the calibration run (docs/experiments/
+    alignment-calibration-900.json, seeds disjoint from the verdict's)."""
+    import json
+    import statistics
+    from pathlib import Path
+
+    from attnkit.experiments.alignment.checks import CAP_FACTOR, CLAIM_ORDERING, LOCALS
+    from attnkit.experiments.alignment.config import CALIBRATION_SEEDS, EARLIER_SEEDS
+
+    cfg = AlignmentConfig()
+    verdict_seeds = set(range(cfg.seed, cfg.seed + cfg.seeds))
+    assert not verdict_seeds & EARLIER_SEEDS and cfg.seeds >= 5
+    docs = Path(__file__).parents[2] / "docs" / "experiments"
+    for f in sorted(docs.glob("alignment-*.json")):  # every earlier run and the calibration
+        seeds = json.loads(f.read_text()).get("seeds")
+        assert seeds is None or set(seeds) <= EARLIER_SEEDS, f.name
+    cal = json.loads((docs / "alignment-calibration-900.json").read_text())
+    assert cal["seeds"] == list(CALIBRATION_SEEDS) and cal["config"]["seed"] != cfg.seed
+    rows = cal["settings"][f"{CLAIM_ORDERING}, D=5, reversed"]["rows"]
+    for m in (GLOBAL, *LOCALS):
+        stops = rows[m]["updates_by_seed"]
+        assert cfg.cap >= CAP_FACTOR * statistics.median(stops), (m, stops)
 
 
 def test_full_adds_d10_forward_reading_and_the_other_rows() -> None:
@@ -328,6 +435,7 @@ def test_full_adds_d10_forward_reading_and_the_other_rows() -> None:
     (dict(lr=0.0), "--lr"),
     (dict(forward="sov", orderings="swap"), "--forward 'sov'"),
     (dict(full=True, windows="3"), "--full sets --windows itself"),
+    (dict(full=True, orderings="swap,sov"), "--full sets --orderings itself"),
 ])  # fmt: skip
 def test_bad_settings_fail_clearly(kw: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
@@ -428,7 +536,7 @@ def test_the_footnote_14_aer_is_reported_and_the_check_reads_the_plain_aer(
                 "parameters": 10, "train_seconds": 1.0, "cpu_seconds": 1.0}  # fmt: skip
 
     monkeypatch.setattr(alignment, "train_job", fake)
-    cfg = AlignmentConfig(orderings="swap", forward="none", seeds=3, train_size=20,
+    cfg = AlignmentConfig(orderings="swap", forward="none", seeds=3, seed=0, train_size=20,
                           valid_size=4, test_size=30, jobs=1)  # fmt: skip
     res = alignment.run_experiment(cfg, tmp_path, say=lambda *_: None)
     st = res["settings"]["swap, D=5, reversed"]
@@ -477,15 +585,15 @@ def test_warmup_sets_each_updates_lr_for_every_row(monkeypatch) -> None:
 
 
 def test_the_committed_run_reads_as_its_page_says() -> None:
-    """docs/experiments/alignment.json: its verdicts are today's checks of its own per-arm
-    numbers (``rejudge``), and the page quotes them."""
+    """docs/experiments/alignment-v1.json (the earlier design's default run): its verdicts
+    are today's checks of its own per-arm numbers (``rejudge``), and the page quotes them."""
     import json
     from pathlib import Path
 
     from attnkit.experiments.alignment import rejudge
 
     docs = Path(__file__).parents[2] / "docs" / "experiments"
-    result = json.loads((docs / "alignment.json").read_text())
+    result = json.loads((docs / "alignment-v1.json").read_text())
     again = rejudge(result)
     assert again["verdicts"] == result["verdicts"] and again["verdict"] == result["verdict"]
     assert result["verdicts"][f"{GLOBAL} vs local-m"] == ev.REPRODUCED

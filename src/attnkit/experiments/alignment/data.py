@@ -183,14 +183,19 @@ def diagonal_links(src_len: int, tgt_len: int) -> set[Link]:
 
 def task_stats(examples: Sequence[Example]) -> dict[str, float]:
     """The fraction of sentences with crossing gold links, the corpus AER of the monotone
-    diagonal guess, and the mean source length."""
+    diagonal guess (local-m's centre p_t = t taken as the link), the share of gold links
+    (s, t) with s = t (where that centre is the gold word), the largest |s - t| (a gold word
+    further than D from p_t = t lies outside local-m's window), and the mean source length."""
     gold = [GoldAlignment(frozenset(e.links), frozenset(e.links)) for e in examples]
     guess = [diagonal_links(len(e.src), len(e.tgt)) for e in examples]
+    shifts = [abs(s - t) for e in examples for s, t in e.links]
     n = max(len(examples), 1)
     return {
         "sentences": len(examples),
         "reordered_fraction": sum(crosses(e.links) for e in examples) / n,
         "diagonal_aer": corpus_aer(guess, gold),
+        "gold_on_diagonal": sum(d == 0 for d in shifts) / max(len(shifts), 1),
+        "max_shift": max(shifts, default=0),
         "mean_src_len": sum(len(e.src) for e in examples) / n,
     }
 
