@@ -1,4 +1,5 @@
-"""A question-answering model over digit canvases with co-attention (Lu et al. 2016).
+"""A question-answering model over digit canvases with co-attention (Lu et al. 2016) or
+stacked attention (Yang et al. 2016).
 
     patches v = CNN(canvas) + position            (B, N, D)   N = (H/4)·(W/4) image patches
     words   q = BiLSTM(embed(question))           (B, T, D)
@@ -9,8 +10,14 @@
                                                    attention (pool="multidim", Shen 2018)
     p(answer) = softmax(W_o tanh(W_h [q̂; v̂]))     (B, A)
 
-The three variants differ only in how q̂ and v̂ are pooled; the CNN, the question encoder and
-the classifier are the same. Legend: B batch, T question words, N patches, D width, A answers.
+    "stacked" (Yang, He, Gao, Deng & Smola 2016, §3.3) reads no word states: the question
+    vector u⁰ = [h→_T; h←_1] (B, D), the BiLSTM's last states, attends over the patches for
+    ``hops`` hops, u^k = Σ_i p^k_i v_i + u^(k-1), and the answer is read from u^K alone:
+    p(answer) = softmax(W_o tanh(W_h u^K))        (B, A)   (W_h is (D, D) here, not (D, 2D))
+
+The variants differ only in how the question and the image are pooled; the CNN, the question
+encoder and the classifier's form are the same. Legend: B batch, T question words, N patches,
+D width, K hops, A answers.
 """
 
 from __future__ import annotations
@@ -23,10 +30,13 @@ from torch import Tensor, nn
 from .._checks import check_ranges
 from ..mechanisms.coattention import AlternatingCoAttention, CoAttentionResult, ParallelCoAttention
 from ..mechanisms.multidim import FeaturewisePool
+from ..mechanisms.stacked import StackedAttention, StackedResult
 from .encoders import GRUEncoder
 from .registry import MODELS, ModelEntry
 
+# Lu 2016's two forms and their pooled baseline: the arms `attnkit experiment structure` compares
 COATTENTION = ("parallel", "alternating", "none")
+VARIANTS = (*COATTENTION, "stacked")  # every value of DigitQAConfig.coattention
 POOLS = ("mean", "multidim")  # how coattention="none" pools each side
 
 
@@ -38,8 +48,9 @@ class DigitQAConfig:
     hidden: int = 64  # K: the co-attention's hidden width
     channels: int = 32  # CNN channels
     max_grid: int = 8  # most patches per image side (position embeddings)
-    coattention: str = "parallel"  # parallel | alternating | none
+    coattention: str = "parallel"  # parallel | alternating | none | stacked
     pool: str = "mean"  # with coattention="none": mean | multidim (feature-wise attention)
+    hops: int = 2  # with coattention="stacked": attention hops K (Yang 2016 uses 2)
     dropout: float = 0.0
 
     def __post_init__(self) -> None:
@@ -48,9 +59,12 @@ class DigitQAConfig:
         if self.dim % 2:
             raise ValueError(f"DigitQAConfig.dim={self.dim}; it must be even (two LSTM "
                              "directions of dim/2)")  # fmt: skip
-        if self.coattention not in COATTENTION:
+        if self.hops < 1:
+            raise ValueError(f"DigitQAConfig.hops={self.hops}; stacked attention needs at "
+                             "least one hop: pass hops >= 1 (the paper uses 2)")  # fmt: skip
+        if self.coattention not in VARIANTS:
             raise ValueError(
-                f"DigitQAConfig.coattention={self.coattention!r}; choose one of {COATTENTION}"
+                f"DigitQAConfig.coattention={self.coattention!r}; choose one of {VARIANTS}"
             )
         if self.pool not in POOLS:
             raise ValueError(f"DigitQAConfig.pool={self.pool!r}; choose one of {POOLS}")
@@ -58,6 +72,11 @@ class DigitQAConfig:
             raise ValueError(
                 f"DigitQAConfig.pool={self.pool!r} pools the sides of coattention='none'; "
                 f"coattention={self.coattention!r} pools them itself"
+            )
+        if self.hops != 2 and self.coattention != "stacked":
+            raise ValueError(
+                f"DigitQAConfig.hops={self.hops} counts the hops of coattention='stacked'; "
+                f"coattention={self.coattention!r} has none: leave hops at 2"
             )
 
 
@@ -72,13 +91,16 @@ PRESETS: dict[str, dict[str, float | int | str]] = {
 class QAOutput:
     """logits (B, A); the weights over question words (B, T) and over image patches (B, N)
     (None for "none" with mean pooling; with pool="multidim" the feature-wise weights averaged
-    over features), the patch grid (rows, cols), and the co-attention result."""
+    over features; for "stacked" no word weights and the last hop's patch weights), the patch
+    grid (rows, cols), the co-attention result, and stacked attention's result (u^K and every
+    hop's patch weights (B, K, N))."""
 
     logits: Tensor
     question_weights: Tensor | None
     image_weights: Tensor | None
     grid: tuple[int, int]
     coattention: CoAttentionResult | None = None
+    stacked: StackedResult | None = None
 
 
 def _masked_mean(x: Tensor, mask: Tensor) -> Tensor:
@@ -134,6 +156,7 @@ class DigitQA(nn.Module):
             "parallel": lambda: ParallelCoAttention(cfg.dim, cfg.hidden),
             "alternating": lambda: AlternatingCoAttention(cfg.dim, cfg.hidden),
             "none": lambda: None,
+            "stacked": lambda: StackedAttention(cfg.dim, cfg.hidden, cfg.hops),
         }[cfg.coattention]()
         multidim = cfg.coattention == "none" and cfg.pool == "multidim"
         self.pools = nn.ModuleList(
@@ -142,12 +165,18 @@ class DigitQA(nn.Module):
             else []
         )  # question, image
         self.drop = nn.Dropout(cfg.dropout)
-        self.hidden = nn.Linear(2 * cfg.dim, cfg.dim)
+        stacked = cfg.coattention == "stacked"  # reads u^K (D) instead of [q̂; v̂] (2D)
+        self.hidden = nn.Linear(cfg.dim if stacked else 2 * cfg.dim, cfg.dim)
         self.out = nn.Linear(cfg.dim, cfg.tgt_vocab)
 
     def forward(self, image: Tensor, question: Tensor, q_len: Tensor) -> QAOutput:
         v, grid = self.cnn(image)  # (B, N, D)
-        q = self.words(question, q_len)[0]  # (B, T, D)
+        q, (last_fwd, last_bwd), _ = self.words(question, q_len)  # (B, T, D), (B, D/2) each
+        if isinstance(self.coatt, StackedAttention):
+            stacked = self.coatt(torch.cat([last_fwd, last_bwd], dim=-1), v)  # u⁰ (B, D)
+            h = torch.tanh(self.hidden(self.drop(stacked.query)))  # (B, D)
+            logits = self.out(self.drop(h))  # (B, A)
+            return QAOutput(logits, None, stacked.weights[:, -1], grid, stacked=stacked)
         q_mask = torch.arange(q.shape[1], device=q.device)[None, :] < q_len.to(q.device)[:, None]
         result = None
         q_w = v_w = None
@@ -175,4 +204,4 @@ class DigitQA(nn.Module):
 
 MODELS.register(ModelEntry("digit-qa", DigitQA, DigitQAConfig, PRESETS))
 
-__all__ = ["COATTENTION", "POOLS", "PRESETS", "DigitQA", "DigitQAConfig", "QAOutput"]
+__all__ = ["COATTENTION", "POOLS", "PRESETS", "VARIANTS", "DigitQA", "DigitQAConfig", "QAOutput"]

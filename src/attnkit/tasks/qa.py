@@ -145,7 +145,8 @@ def coattention_maps(model: Any, example: Any, src_vocab: Any, tgt_vocab: Any) -
     if variant == "none" and getattr(model.config, "pool", "mean") == "mean":
         raise ValueError(
             "this model pools the question and the image by their means (coattention='none'): "
-            "it has no attention to show; view a parallel, alternating or pool=multidim model"
+            "it has no attention to show; view a parallel, alternating, stacked or "
+            "pool=multidim model"
         )
     was = model.training
     model.eval()
@@ -154,14 +155,17 @@ def coattention_maps(model: Any, example: Any, src_vocab: Any, tgt_vocab: Any) -
     model.train(was)
     h, w = out.grid
     summary = out.coattention.summary_weights if out.coattention is not None else None
+    hops = None if out.stacked is None else out.stacked.weights[0]  # (K, N): stacked attention
+    q_w = out.question_weights  # None for stacked attention: it reads no word states
     from ..viz.coattention import CoAttentionMaps
 
     return CoAttentionMaps(
         canvas=render(example.canvas),
         words=list(example.question),
-        question_weights=out.question_weights[0].double().cpu().numpy(),  # (T,)
+        question_weights=None if q_w is None else q_w[0].double().cpu().numpy(),  # (T,)
         image_weights=out.image_weights[0].double().cpu().numpy().reshape(h, w),  # (h, w)
         summary_weights=None if summary is None else summary[0].double().cpu().numpy(),
+        hop_weights=None if hops is None else hops.double().cpu().numpy().reshape(-1, h, w),
         predicted=tgt_vocab.tokens[int(out.logits[0].argmax())],
         answer=example.answer,
         template=example.template,

@@ -15,6 +15,7 @@ import html
 import io
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import numpy as np
@@ -32,18 +33,28 @@ CSP = f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; {FONT_SRC}
 @dataclass
 class CoAttentionMaps:
     """One example seen by a model: canvas pixels (H, W), question words, weights over the
-    words (T,) and over the patches (h, w), the first alternating step's question summary
-    weights (T,) or None, the model's answer, the true answer and the template."""
+    words (T,) (None for stacked attention, which reads the question as one vector) and over
+    the patches (h, w), the first alternating step's question summary weights (T,) or None,
+    the model's answer, the true answer and the template; for stacked attention every hop's
+    weights over the patches (K, h, w), the last hop's being ``image_weights``."""
 
     canvas: np.ndarray
     words: list[str]
-    question_weights: np.ndarray
+    question_weights: np.ndarray | None
     image_weights: np.ndarray
     summary_weights: np.ndarray | None
     predicted: str
     answer: str
     template: str
     variant: str
+    hop_weights: np.ndarray | None = None
+
+    @property
+    def image_maps(self) -> list[tuple[str, np.ndarray]]:
+        """(title, weights (h, w)) of each map over the image: one, or one per hop."""
+        if self.hop_weights is None:
+            return [("attention over the image patches", self.image_weights)]
+        return [(f"hop {k + 1} over the image patches", w) for k, w in enumerate(self.hop_weights)]
 
 
 def upsample(weights: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
@@ -58,28 +69,24 @@ def upsample(weights: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
 def coattention_figure(
     maps: CoAttentionMaps, path: str | Path | None = None, title: str | None = None
 ) -> Figure:
-    """The canvas with the image weights over it (left) and the word weights as bars (right)."""
-    heat = upsample(maps.image_weights, maps.canvas.shape)  # (H, W)
+    """The canvas with the image weights over it (left) and the word weights as bars (right);
+    for stacked attention, which has no word weights, one canvas per hop."""
+    images = maps.image_maps
+    bars = maps.question_weights is not None
     with matplotlib.rc_context(font_rc()):
         fig = Figure(figsize=(8.5, 3.6), dpi=150, layout="constrained")
         FigureCanvasAgg(fig)
-        left, right = fig.subplots(1, 2, width_ratios=(1, 1.4))
-        left.imshow(maps.canvas, cmap="gray_r", vmin=0, vmax=1)
-        shown = left.imshow(heat, cmap="Reds", alpha=0.55, vmin=0, vmax=max(heat.max(), 1e-12))
-        left.set_xticks([])
-        left.set_yticks([])
-        left.set_title("attention over the image patches", fontsize=9)
-        fig.colorbar(shown, ax=left, shrink=0.8, label="weight")
-        x = np.arange(len(maps.words))
-        if maps.summary_weights is not None:
-            right.bar(x - 0.2, maps.summary_weights, 0.4, color="#bbbbbb", label="summary (step 1)")
-            right.bar(x + 0.2, maps.question_weights, 0.4, color="#c0392b", label="final (step 3)")
-            right.legend(fontsize=7)
-        else:
-            right.bar(x, maps.question_weights, 0.6, color="#c0392b")
-        right.set_xticks(x, maps.words, rotation=40, ha="right", rotation_mode="anchor")
-        right.set_ylim(0, 1)
-        right.set_title("attention over the question words", fontsize=9)
+        axes = fig.subplots(1, 2, width_ratios=(1, 1.4)) if bars else fig.subplots(1, len(images))
+        for ax, (name, weights) in zip(np.atleast_1d(axes), images, strict=False):
+            heat = upsample(weights, maps.canvas.shape)  # (H, W)
+            ax.imshow(maps.canvas, cmap="gray_r", vmin=0, vmax=1)
+            shown = ax.imshow(heat, cmap="Reds", alpha=0.55, vmin=0, vmax=max(heat.max(), 1e-12))
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_title(name, fontsize=9)
+            fig.colorbar(shown, ax=ax, shrink=0.8, label="weight")
+        if maps.question_weights is not None:  # stacked attention has no word bars
+            _word_bars(np.atleast_1d(axes)[-1], maps, maps.question_weights)
         mark = "right" if maps.predicted == maps.answer else "wrong"
         fig.suptitle(
             title or f"{maps.variant}: {' '.join(maps.words)}?  model: {maps.predicted}  "
@@ -89,6 +96,20 @@ def coattention_figure(
         if path is not None:
             save_figure(fig, path)
     return fig
+
+
+def _word_bars(ax: Any, maps: CoAttentionMaps, weights: np.ndarray) -> None:
+    """The weights over the words (T,) as bars, beside the summary step's when there is one."""
+    x = np.arange(len(maps.words))
+    if maps.summary_weights is not None:
+        ax.bar(x - 0.2, maps.summary_weights, 0.4, color="#bbbbbb", label="summary (step 1)")
+        ax.bar(x + 0.2, weights, 0.4, color="#c0392b", label="final (step 3)")
+        ax.legend(fontsize=7)
+    else:
+        ax.bar(x, weights, 0.6, color="#c0392b")
+    ax.set_xticks(x, maps.words, rotation=40, ha="right", rotation_mode="anchor")
+    ax.set_ylim(0, 1)
+    ax.set_title("attention over the question words", fontsize=9)
 
 
 def _shade(weight: float, top: float) -> str:
@@ -103,17 +124,25 @@ def coattention_page(maps: CoAttentionMaps, title: str | None = None) -> str:
     buf = io.BytesIO()
     coattention_figure(maps, title=title).savefig(buf, format="png")
     png = base64.b64encode(buf.getvalue()).decode("ascii")
-    top_q = float(maps.question_weights.max())
-    words = " ".join(
-        f'<span class="w" style="{_shade(float(a), top_q)}" title="{a:.3f}">{html.escape(t)}'
-        f"<small>{a:.2f}</small></span>"
-        for t, a in zip(maps.words, maps.question_weights, strict=True)
-    )
-    top_v = float(maps.image_weights.max())
-    rows = "".join(
-        "<tr>" + "".join(f'<td style="{_shade(float(a), top_v)}">{a:.3f}</td>' for a in row)
-        + "</tr>"
-        for row in maps.image_weights
+    if maps.question_weights is None:
+        words = (" ".join(f'<span class="w">{html.escape(t)}</span>' for t in maps.words)
+                 + "<br>(no weights over the words: the question is read as one vector, its "
+                 "LSTM's last states)")  # fmt: skip
+    else:
+        top_q = float(maps.question_weights.max())
+        words = " ".join(
+            f'<span class="w" style="{_shade(float(a), top_q)}" title="{a:.3f}">{html.escape(t)}'
+            f"<small>{a:.2f}</small></span>"
+            for t, a in zip(maps.words, maps.question_weights, strict=True)
+        )
+    tables = "".join(
+        (f"<h3>{html.escape(name)}</h3>" if maps.hop_weights is not None else "")
+        + "<table>" + "".join(
+            "<tr>" + "".join(f'<td style="{_shade(float(a), float(weights.max()))}">{a:.3f}</td>'
+                             for a in row) + "</tr>"
+            for row in weights
+        ) + "</table>"
+        for name, weights in maps.image_maps
     )  # fmt: skip
     head = html.escape(title or f"{maps.variant} co-attention: {' '.join(maps.words)}?")
     verdict = html.escape(f"model: {maps.predicted}   answer: {maps.answer}   "
@@ -129,7 +158,7 @@ def coattention_page(maps: CoAttentionMaps, title: str | None = None) -> str:
         f'<img alt="co-attention maps" src="data:image/png;base64,{png}" style="max-width:100%">'
         f"<h2>question words</h2><p>{words}</p>"
         f"<h2>image patches ({maps.image_weights.shape[0]} x {maps.image_weights.shape[1]}, "
-        f"row by row)</h2><table>{rows}</table></body></html>"
+        f"row by row)</h2>{tables}</body></html>"
     )
 
 
@@ -146,8 +175,10 @@ def show_maps(maps: CoAttentionMaps, index: int, out: str | None, png: str | Non
     lines = [
         f"example {index} ({maps.template}): {' '.join(maps.words)}?",
         f"  model: {maps.predicted}   answer: {maps.answer}",
-        "  question weights: " + " ".join(
-            f"{t}:{a:.2f}" for t, a in zip(maps.words, maps.question_weights, strict=True)
+        "  question weights: " + (
+            "none (the question is read as one vector)" if maps.question_weights is None
+            else " ".join(f"{t}:{a:.2f}"
+                          for t, a in zip(maps.words, maps.question_weights, strict=True))
         ),
     ]  # fmt: skip
     if out is not None:
