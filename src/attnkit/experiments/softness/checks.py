@@ -7,17 +7,27 @@ orders
                                             <  hard (7.37 enumerated, 7.38 sampled)
 
 Claim checks, each on the t interval over seeds of the per-seed paired gap (same seed, same
-data, same batches for every row), thresholds fixed from the claim before any run:
+data, same batches for every row), thresholds fixed from the claim before any run; the two
+orders a model of this size can test at equal parameters (soft, exact and hard are one
+network, trained by different objectives):
 
     PPL(soft) − PPL(exact)         > 0      exact marginal ≤ soft
-    PPL(soft) − PPL(variational)   > 0      variational (enumerated) ≤ soft
     PPL(hard) − PPL(soft)          > 0      soft ≤ hard
 
-A design check where the task trains to a validation plateau (Multi30K: early stopping,
-``multi30k_patience`` epochs, the same cap for every row): every run of the rows the claims
-compare ended on the plateau rule, not at the cap while its valid loss still fell; else the
-verdict is INCONCLUSIVE ("no verdict from a budget at which the arms have not learned": the
-experiment contract). The rule was fixed before the first run that trains to a plateau.
+Reported, not checked (``PPL_REPORTED``):
+
+    PPL(soft) − PPL(variational)   > 0      variational (enumerated) ≤ soft
+
+since the variational row trains an inference network q beside the same decoder (36% more
+parameters on Multi30K), so that comparison is not at equal parameters.
+
+Design checks where the task trains to a validation plateau (Multi30K: early stopping,
+``multi30k_patience`` epochs, the same cap for every row), on the compared rows (``COMPARED``:
+soft, exact, hard) only: every run ended on the plateau rule, not at the cap while its valid
+loss still fell, and each row's cap is at least 3× its median stopping epoch; else the verdict
+is INCONCLUSIVE ("no verdict from a budget at which the arms have not learned": the
+experiment contract). A row only reported (variational, variational-sample) never withholds
+the verdict.
 
 A design check: perplexity has a floor of 1 (every gold token given probability 1); when both
 rows of a compared pair have a mean perplexity within ``PPL_FLOOR_EPS`` of it, the task is too
@@ -28,12 +38,10 @@ geometric-mean probability above 1/1.05 ≈ 0.95, and the gaps left are a few ra
 
 The entropy order hard < variational < soft is in neither paper: it is reported
 (``entropy_order``), not checked. On Multi30K, "BLEU within the paper's reported spread" is
-checked (``bleu_checks``): for exact, hard and variational, the t interval of the
-paired BLEU gap to soft within ±2.68, the spread of Table 1's BLEU over its five rows (33.68 −
-31.00): wholly inside passes, wholly outside fails, across an end is inconclusive. It was added
-after the first converged run, from the claim's wording and the paper's table, not from
-our numbers; it does not change that run's verdict (the failed perplexity claim decides it).
-On toy-ko, BLEU is reported per seed, not checked (every row is near its ceiling).
+computed (``bleu_checks``) and reported (``scoped``: a margin the paper does not set): for
+exact, hard and variational, the t interval of the paired BLEU gap to soft within ±2.68, the
+spread of Table 1's BLEU over its five rows (33.68 − 31.00). On toy-ko, BLEU is reported per
+seed, not checked (every row is near its ceiling).
 """
 
 from __future__ import annotations
@@ -71,9 +79,18 @@ BLEU_ROWS = ("exact", "hard", "variational")
 # (name, the row whose PPL is claimed larger, the row claimed smaller)
 PPL_CLAIMS = (
     ("PPL soft − exact (claim: exact marginal ≤ soft)", "soft", "exact"),
-    ("PPL soft − variational (claim: variational-enumerate ≤ soft)", "soft", "variational"),
     ("PPL hard − soft (claim: soft ≤ hard)", "hard", "soft"),
 )
+"""The claims checked: each compares two rows of the same network (the same parameters)."""
+PPL_REPORTED = (
+    ("PPL soft − variational (Deng: variational-enumerate ≤ soft)", "soft", "variational"),
+)
+"""Deng's third order, reported beside the checks, never checked: the variational row trains an
+inference network q beside the decoder (on Multi30K 283,795 parameters against 209,075, 36%
+more), so the comparison is not at equal parameters. Its rows are not compared rows: no
+design check (floor, plateau, cap) looks at them."""
+COMPARED = ("soft", "exact", "hard")
+"""The rows the checked claims compare, the only ones the design checks look at."""
 
 
 def per_seed(records: Sequence[Mapping[str, Any]], task: str, key: str) -> dict[str, dict]:
@@ -106,8 +123,7 @@ def converged(name: str, records: Sequence[Mapping[str, Any]], patience: int) ->
     """A design check: every run of a row a claim compares ended on the plateau rule (early
     stopping after ``patience`` epochs without a lower valid loss, not the cap while still
     improving; pool.plateau); value = how many runs hit the cap improving."""
-    compared = {row for _, big, small in PPL_CLAIMS for row in (big, small)}
-    runs = [r for r in records if r["row"] in compared]
+    runs = [r for r in records if r["row"] in COMPARED]
     capped = [f"{r['row']} seed {r['seed']} (best epoch {r['best_epoch']} of {r['epochs']})"
               for r in runs if not plateau(r["epochs"], r["best_epoch"], patience)]  # fmt: skip
     reason = (f"{name}: {len(runs) - len(capped)} of {len(runs)} runs ended on the plateau "
@@ -144,10 +160,8 @@ def cap_checks(task: str, records: Sequence[Mapping[str, Any]], cap: int) -> lis
     of epochs is at least 3× the median epoch its runs stopped at (``evidence.plateau_cap``);
     a run that ran to the cap counts as censored (whether it was still improving there is
     ``converged``'s check)."""
-    compared = sorted({row for _, big, small in PPL_CLAIMS for row in (big, small)},
-                      key=[r for _, b, s in PPL_CLAIMS for r in (b, s)].index)  # fmt: skip
     out = []
-    for row in compared:
+    for row in COMPARED:
         runs = [r for r in records if r["task"] == task and r["row"] == row]
         if runs:
             out.append(ev.plateau_cap(f"{task}: {row}: cap / median stopping epoch",
@@ -171,7 +185,11 @@ def translation_checks(records: Sequence[Mapping[str, Any]], task: str,
         if cap is not None:
             design += cap_checks(task, mine, cap)
     claims = [gap_check(f"{task}: {n}", ppl, big, small) for n, big, small in PPL_CLAIMS]
-    return design + claims + (bleu_checks(records, task) if bleu else [])
+    shown = [replace(c, kind="report", reason=f"{c.reason} (reported: the variational row "
+                     "trains q beside the decoder, so the parameters differ)")
+             for c in (gap_check(f"{task}: {n}", ppl, big, small)
+                       for n, big, small in PPL_REPORTED)]  # fmt: skip
+    return design + claims + shown + (bleu_checks(records, task) if bleu else [])
 
 
 def bleu_checks(records: Sequence[Mapping[str, Any]], task: str) -> list[Check]:
@@ -312,10 +330,9 @@ def scoped(checks: Sequence[ev.Check], seeds: Mapping[str, int],
     committed runs had been seen; the experiment's page says so):
 
     * each task needs MIN_SEEDS seeds for a check (``seeds[task]``);
-    * a claim check comparing two rows whose parameter counts at test
-      (``parameters[task][row]``) differ by more than PARAM_TOLERANCE is reported, not
-      checked (variational's inference network q is used in training only: at test the
-      variational decoder is soft's, as in Deng's Table 1, so that comparison is checked);
+    * a claim check comparing two rows whose trained parameter counts
+      (``parameters[task][row]``, q included for the variational rows) differ by more than
+      PARAM_TOLERANCE is reported, not checked;
     * a task in ``budget`` trained every row for a fixed budget, not to a validation plateau:
       a design check says no verdict comes from it (the checklist's §3);
     * checks whose threshold the papers do not set are reported: the BLEU margin "within
@@ -393,7 +410,9 @@ __all__ = [
     "cap_checks",
     "floor_check",
     "within",
+    "COMPARED",
     "PPL_CLAIMS",
+    "PPL_REPORTED",
     "PPL_FLOOR_EPS",
     "DENG_BLEU",
     "DENG_BLEU_SPREAD",
