@@ -153,3 +153,27 @@ def test_can_tell_is_a_design_check_that_makes_the_verdict_inconclusive() -> Non
     assert verdict == "INCONCLUSIVE: grid points with n < d: 0, needs >= 1: the measurement " \
         "cannot test the claim"
     assert ev.can_tell("error", 0.5, 0.1, above=False).outcome == ev.INCONCLUSIVE
+
+
+
+def test_conclude_ends_a_report_with_the_checks_the_files_the_time_and_the_verdict(tmp_path):
+    check = ev.on_interval("gap", ev.Interval(0.123456, 0.1, 0.3, 5), 0.0).as_json()
+    result = {"checks": [check], "total_seconds": 12.4, "verdict": "REPRODUCED"}
+
+    def plot(r, path):
+        path.write_bytes(b"png")
+        return path
+
+    def said(work, **digits):
+        lines: list[str] = []
+        paths = ev.conclude("x", result, lambda r: [{"a": 1}], plot, tmp_path, lines.append,
+                            work, **digits)  # fmt: skip
+        assert sorted(p.name for p in paths) == ["x.csv", "x.json", "x.png"]
+        return lines
+
+    three = said("", digits=3)
+    assert "| gap | claim | 0.123 |" in three[0]
+    assert three[-2:] == ["total 12s", "verdict: REPRODUCED"]  # no work named: no parentheses
+    four = said("training")
+    assert "| gap | claim | 0.1235 |" in four[0]
+    assert four[-2:] == ["total 12s (training)", "verdict: REPRODUCED"]

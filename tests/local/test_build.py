@@ -86,6 +86,26 @@ def _wait_for_compiling(proc: subprocess.Popen[str]) -> None:
     assert "compiling" in line, line
 
 
+def _signal_while_compiling(
+    source: Path, tmp_path: Path, sig: signal.Signals
+) -> subprocess.Popen[str]:
+    """A first use with a slow compiler, sent ``sig`` to its whole process group (as a
+    terminal sends it) half a second after it says it compiles."""
+    proc = _start(source, cxx=_slow_cxx(tmp_path, 60))
+    _wait_for_compiling(proc)
+    time.sleep(0.5)
+    os.killpg(proc.pid, sig)
+    return proc
+
+
+def _next_run_builds_and_loads(cache: Path, source: Path) -> None:
+    """The next run after an interrupted or killed build completes, leaving only the
+    published file."""
+    code, out, err = _finish(_start(source))
+    assert (code, out.split()) == (0, ["answer", "42"]), err
+    _clean(cache / NAME)
+
+
 def _dead_pid() -> int:
     proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)  # fmt: skip
@@ -112,39 +132,28 @@ def test_a_stale_lock_left_by_a_killed_builder_is_taken_over(cache: Path, source
     folder.mkdir(parents=True)
     (folder / build.LOCK).write_text(f"{_dead_pid()} {os.uname().nodename}\n")
     (folder / ".build-leftover").mkdir()  # the killed builder's private folder
-    code, out, err = _finish(_start(source))
-    assert (code, out.split()) == (0, ["answer", "42"]), err
-    _clean(folder)
+    _next_run_builds_and_loads(cache, source)
 
 
 def test_sigkill_during_the_build_then_the_next_run_completes(
     cache: Path, source: Path, tmp_path: Path
 ) -> None:
-    proc = _start(source, cxx=_slow_cxx(tmp_path, 60))
-    _wait_for_compiling(proc)
-    time.sleep(0.5)
-    os.killpg(proc.pid, signal.SIGKILL)  # an OOM kill, a closed terminal's SIGKILL
+    # an OOM kill, a closed terminal's SIGKILL
+    proc = _signal_while_compiling(source, tmp_path, signal.SIGKILL)
     proc.communicate(timeout=TIMEOUT)
     assert (cache / NAME / build.LOCK).exists()  # it left its lock behind
-    code, out, err = _finish(_start(source))
-    assert (code, out.split()) == (0, ["answer", "42"]), err
-    _clean(cache / NAME)
+    _next_run_builds_and_loads(cache, source)
 
 
 def test_sigint_during_the_build_interrupts_it_and_the_next_run_completes(
     cache: Path, source: Path, tmp_path: Path
 ) -> None:
-    proc = _start(source, cxx=_slow_cxx(tmp_path, 60))
-    _wait_for_compiling(proc)
-    time.sleep(0.5)
-    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal: the whole process group
+    proc = _signal_while_compiling(source, tmp_path, signal.SIGINT)  # Ctrl-C in a terminal
     code, out, err = _finish(proc)
     assert code != 0 and "KeyboardInterrupt" in err, (code, out, err)  # not swallowed
     assert "BuildError" not in out and "answer" not in out
     assert not (cache / NAME / build.LOCK).exists()
-    code, out, err = _finish(_start(source))
-    assert (code, out.split()) == (0, ["answer", "42"]), err
-    _clean(cache / NAME)
+    _next_run_builds_and_loads(cache, source)
 
 
 @pytest.mark.slow  # suite: pytest -m slow (.ci/run runs it)

@@ -23,6 +23,19 @@ def _uses_function(out: torch.Tensor) -> bool:
     return graph_has(out, "SlidingWindowFunction")
 
 
+def _mask(kind: str, n: int, short: int, seed: int) -> torch.Tensor | None:
+    """A mask of ``kind`` over n queries x n keys for B = 2, H = 3: none, key padding with the
+    second sequence ``short`` keys long (B, 1, 1, Tk), random query rows (B, 1, Tq, 1) or a
+    random full mask (B, H, Tq, Tk)."""
+    gen = torch.Generator().manual_seed(seed)
+    return {
+        "none": None,
+        "key": attnkit.padding_mask(torch.tensor([n, short]), n)[:, None],  # (B, 1, 1, Tk)
+        "query": torch.rand(2, 1, n, 1, generator=gen) > 0.3,
+        "full": torch.rand(2, 3, n, n, generator=gen) > 0.5,
+    }[kind]
+
+
 def _check(
     tq: int, tk: int, radius: int, causal: bool, mask: torch.Tensor | None, block: int | None,
     d: int = 8, dv: int = 8, seed: int = 0,
@@ -40,15 +53,7 @@ def test_gradients_equal_reference(causal: bool, kind: str, monkeypatch) -> None
     kind, D != Dv."""
     monkeypatch.setattr(sliding, "CHUNK_QUERIES", 64)
     monkeypatch.setattr(sliding_grad, "BACKWARD_QUERIES", 48)
-    gen = torch.Generator().manual_seed(7)
-    tq = tk = 301
-    mask = {
-        "none": None,
-        "key": attnkit.padding_mask(torch.tensor([301, 170]), tk)[:, None],  # (B, 1, 1, Tk)
-        "query": torch.rand(2, 1, tq, 1, generator=gen) > 0.3,
-        "full": torch.rand(2, 3, tq, tk, generator=gen) > 0.5,
-    }[kind]
-    _check(tq, tk, 20, causal, mask, block=16, d=8, dv=5)
+    _check(301, 301, 20, causal, _mask(kind, 301, 170, seed=7), block=16, d=8, dv=5)
 
 
 def test_fully_masked_rows_give_zero_output_and_gradient() -> None:
@@ -155,15 +160,7 @@ def own_backward_blocks(monkeypatch):  # type: ignore[no-untyped-def]
 def test_backward_on_its_own_blocks_equals_reference(causal: bool, kind: str) -> None:
     """The backward pass re-tiles the forward's log-sum-exp and the user mask on its own
     blocks: gradients still equal the reference's to 1e-10, every mask kind, causal."""
-    gen = torch.Generator().manual_seed(11)
-    tq = tk = 203
-    mask = {
-        "none": None,
-        "key": attnkit.padding_mask(torch.tensor([203, 111]), tk)[:, None],  # (B, 1, 1, Tk)
-        "query": torch.rand(2, 1, tq, 1, generator=gen) > 0.3,
-        "full": torch.rand(2, 3, tq, tk, generator=gen) > 0.5,
-    }[kind]
-    _check(tq, tk, 20, causal, mask, block=None, d=8, dv=5)
+    _check(203, 203, 20, causal, _mask(kind, 203, 111, seed=11), block=None, d=8, dv=5)
 
 
 @pytest.mark.usefixtures("own_backward_blocks")

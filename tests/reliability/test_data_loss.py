@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 from _reliability import TINY, one_line_error, snapshot
+from _run_dirs import linked_to_precious, refused_open
 
 from attnkit import experiments
 from attnkit._registry import Lazy
 from attnkit.cli import main
 from attnkit.experiments.base import REPRODUCED, Experiment, write_json
 from attnkit.train.outputs import sha256_of, write_output
-from attnkit.train.run_dir import LOCK, MANIFEST, RunDirError, open_experiment
+from attnkit.train.run_dir import LOCK, MANIFEST, open_experiment
 
 # §1 experiments: open_experiment, the guard of `attnkit experiment NAME --out DIR`
 
@@ -85,14 +86,12 @@ def named_as_an_output(out: Path) -> None:
 
 def linked_output(out: Path) -> None:
     out.mkdir()
-    (out.parent / "precious.txt").write_text("precious")
-    (out / "len.csv").symlink_to(out.parent / "precious.txt")
+    linked_to_precious(out, "len.csv")
 
 
 def linked_lock(out: Path) -> None:
     out.mkdir()
-    (out.parent / "precious.txt").write_text("precious")
-    (out / LOCK).symlink_to(out.parent / "precious.txt")
+    linked_to_precious(out, LOCK)
 
 
 def nothing(out: Path) -> None:
@@ -152,10 +151,7 @@ def test_open_experiment(tmp_path: Path, setup, kwargs, error, after) -> None:
     before = tree(tmp_path)
     kwargs = {"out": out, "name": "len", **kwargs}
     if error is not None:
-        with pytest.raises(RunDirError, match=error) as err:
-            with open_experiment(**kwargs):
-                pytest.fail("opened")
-        assert "\n" not in str(err.value)  # one line
+        refused_open(open_experiment, error, **kwargs)
         assert tree(tmp_path) == before  # a refusal changes nothing at all
         return
     with open_experiment(**kwargs) as path:
@@ -191,9 +187,8 @@ def test_an_experiment_that_fails_midway_leaves_a_folder_overwrite_can_clean(
 
 def test_a_second_experiment_on_the_same_folder_fails_at_once(tmp_path: Path) -> None:
     with open_experiment(tmp_path / "out", "len"):
-        with pytest.raises(RunDirError, match=f"in use by attnkit pid {os.getpid()};"):
-            with open_experiment(tmp_path / "out", "len", overwrite=True):
-                pytest.fail("opened")
+        refused_open(open_experiment, f"in use by attnkit pid {os.getpid()};", tmp_path / "out",
+                     "len", overwrite=True)  # fmt: skip
 
 
 @dataclass

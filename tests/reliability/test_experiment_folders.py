@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from _reliability import one_line_error
+from _run_dirs import linked_to_precious
 
 from attnkit.cli import main
 from attnkit.train import outputs
@@ -59,9 +60,7 @@ def edited_output(out: Path) -> Path:
 
 
 def linked_file(out: Path) -> Path:
-    (out.parent / "precious.txt").write_text("precious")
-    (out / "a.png").symlink_to(out.parent / "precious.txt")
-    return out / "a.png"
+    return linked_to_precious(out, "a.png")
 
 
 def linked_folder(out: Path) -> Path:
@@ -205,8 +204,7 @@ def own_output(out: Path) -> None:
 def linked_output(out: Path) -> None:
     """The issue: `own2/context.json -> ~/precious.txt`."""
     out.mkdir()
-    (out.parent / "precious.txt").write_text("precious")
-    (out / "context.json").symlink_to(out.parent / "precious.txt")
+    linked_to_precious(out, "context.json")
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from _run_dirs import refused_open
 
 from attnkit.data.vocab import Vocab
 from attnkit.models import build_model
@@ -177,10 +178,7 @@ def test_open_run(tmp_path, setup, kwargs, error, resume_from, after) -> None:
     if isinstance(kwargs["out"], str) and kwargs["out"].startswith("run"):
         kwargs["out"] = tmp_path / kwargs["out"]
     if error is not None:
-        with pytest.raises(RunDirError, match=error) as err:
-            with open_run(**kwargs):
-                pytest.fail("opened")
-        assert "\n" not in str(err.value)  # one line
+        refused_open(open_run, error, **kwargs)
         assert tree(tmp_path) == before  # a refusal changes nothing at all
         return
     with open_run(**kwargs) as rd:
@@ -238,12 +236,9 @@ def test_a_folder_it_cannot_write_is_refused(tmp_path) -> None:
     (tmp_path / "ro").mkdir()
     (tmp_path / "ro").chmod(0o555)
     try:
-        with pytest.raises(RunDirError, match="cannot write to --out .*ro: Permission denied"):
-            with open_run(tmp_path / "ro"):
-                pytest.fail("opened")
-        with pytest.raises(RunDirError, match="cannot create --out .*ro/sub: Permission denied"):
-            with open_run(tmp_path / "ro" / "sub"):
-                pytest.fail("opened")
+        refused_open(open_run, "cannot write to --out .*ro: Permission denied", tmp_path / "ro")
+        refused_open(open_run, "cannot create --out .*ro/sub: Permission denied",
+                     tmp_path / "ro" / "sub")  # fmt: skip
     finally:
         (tmp_path / "ro").chmod(0o755)
 
@@ -263,9 +258,6 @@ def test_a_folder_it_cannot_write_is_refused_even_as_root(tmp_path, monkeypatch)
     (tmp_path / "ro").mkdir()
     monkeypatch.setattr(os, "open", deny(real_open))
     monkeypatch.setattr(os, "mkdir", deny(real_mkdir))
-    with pytest.raises(RunDirError, match=r"^cannot write to --out .*ro: Permission denied$"):
-        with open_run(tmp_path / "ro"):
-            pytest.fail("opened")
-    with pytest.raises(RunDirError, match=r"^cannot create --out .*ro/sub: Permission denied$"):
-        with open_run(tmp_path / "ro" / "sub"):
-            pytest.fail("opened")
+    refused_open(open_run, r"^cannot write to --out .*ro: Permission denied$", tmp_path / "ro")
+    refused_open(open_run, r"^cannot create --out .*ro/sub: Permission denied$",
+                 tmp_path / "ro" / "sub")  # fmt: skip

@@ -316,6 +316,15 @@ def reported_table(result: dict[str, Any]) -> str:
     )  # fmt: skip
 
 
+def plateau_text(result: dict[str, Any]) -> str:
+    """Where the runs of a result with a ``pool.plateau_summary`` stopped, for its report:
+    "stopped after NAME EPOCHS, ... epochs of N updates (cap C); censored at the cap: ..."."""
+    stops = ", ".join(f"{n} {e}" for n, e in result["stopping_epochs"].items())
+    censored = ", ".join(result["censored_runs"]) or "none"
+    return (f"stopped after {stops} epochs of {result['updates_per_epoch']} updates (cap "
+            f"{result['config']['epochs']}); censored at the cap: {censored}")  # fmt: skip
+
+
 __all__ = [
     "timed_steps",
     "REPRODUCED",
@@ -329,6 +338,7 @@ __all__ = [
     "check_schedule",
     "markdown_table",
     "mean_of_means",
+    "plateau_text",
     "option",
     "parse_ints",
     "no_nan",

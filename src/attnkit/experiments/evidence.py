@@ -312,13 +312,14 @@ def conclude(
     say: Say,
     work: str,
     extra: Sequence[Callable[[Path], Path]] = (),
+    digits: int = 4,
 ) -> list[Path]:
     """The end of an experiment's report (its ``rows`` and ``plot`` functions): the checks as
-    a table, the contract's files (``write_outputs``), the run's total seconds (spent on
-    ``work``) and the verdict."""
-    say(checks_table(result["checks"]))
+    a table (to ``digits`` significant digits), the contract's files (``write_outputs``), the
+    run's total seconds (spent on ``work``; "" names nothing) and the verdict."""
+    say(checks_table(result["checks"], digits))
     paths = write_outputs(name, rows(result), result, plot, out, say, extra)
-    say(f"total {result['total_seconds']:.0f}s ({work})")
+    say(f"total {result['total_seconds']:.0f}s" + (f" ({work})" if work else ""))
     say(f"verdict: {result['verdict']}")
     return paths
 

@@ -294,6 +294,32 @@ def train_lms(
     return steps, seconds
 
 
+def train_lms_to_plateau(
+    cfg: LMSettings, configs: Mapping[str, FitConfig], out: Path, say: Say, patience: int
+) -> tuple[int, dict[str, float], dict[str, tuple[int, bool]]]:
+    """``train_lms`` of runs that stop early (``lm_run(..., patience=...)``), then where each
+    stopped: the cap of updates, each run's seconds, and each run's ``stop_of_epochs`` by name."""
+    steps, seconds = train_lms(cfg, configs, out, say)
+    stops = {name: stop_of_epochs(Path(c.out), patience) for name, c in configs.items()}
+    return steps, seconds, stops
+
+
+def plateau_summary(epochs: int, steps: int, seconds: Mapping[str, float],
+                    stops: Mapping[str, tuple[int, bool]], t0: float) -> dict[str, Any]:
+    """The training part of a result whose runs stopped early (``train_lms_to_plateau``,
+    capped at ``epochs``): the cap and updates per epoch, each run's stopping epoch, the runs
+    censored at the cap, each run's seconds and the seconds since ``t0`` (``base.begin``).
+    Its report says it with ``base.plateau_text``."""
+    return {
+        "cap_updates": steps,
+        "updates_per_epoch": steps // epochs,
+        "stopping_epochs": {name: stop[0] for name, stop in stops.items()},
+        "censored_runs": [name for name, stop in stops.items() if stop[1]],
+        "train_seconds": {n: round(s, 1) for n, s in seconds.items()},
+        "total_seconds": round(time.perf_counter() - t0, 1),
+    }
+
+
 def generator(*key: int) -> torch.Generator:
     """A torch generator seeded by a tuple of ints (seed, stream, step ...), so that every
     batch is a pure function of its key."""
@@ -357,6 +383,6 @@ def write_multi30k(folder: Path, counts: Mapping[str, int], *, max_words: int = 
 
 
 __all__ = ["LMSettings", "MULTI30K", "MULTI30K_SPLITS", "QuietPool", "die_with_parent",
-           "fit_logged", "generator",
-           "history", "lm_data", "lm_run", "plateau", "run_each", "steps_done", "stop_of_epochs",
-           "train_all", "train_lms", "valid_bpc_curve", "write_multi30k"]
+           "fit_logged", "generator", "history", "lm_data", "lm_run", "plateau",
+           "plateau_summary", "run_each", "steps_done", "stop_of_epochs", "train_all",
+           "train_lms", "train_lms_to_plateau", "valid_bpc_curve", "write_multi30k"]

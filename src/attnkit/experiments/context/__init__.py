@@ -41,7 +41,6 @@ The relative effective context length (RECL, §4.3) is not computed.
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -50,7 +49,7 @@ import torch
 
 from .. import evidence as ev
 from ..base import Experiment, Say, begin
-from ..pool import lm_data, train_lms
+from ..pool import lm_data, plateau_summary, train_lms_to_plateau
 from ..pool import stop_of_epochs as stop_of
 from .config import ContextConfig
 from .jobs import ARMS, make_jobs
@@ -119,8 +118,7 @@ def run_experiment(cfg: ContextConfig, out: Path, say: Say = print) -> dict[str,
         f"{cfg.train_size:,} characters, seeds {cfg.seed_list}",
     )
     jobs = make_jobs(cfg, out)
-    steps, seconds = train_lms(cfg, jobs, out, say)
-    stops = {name: stop_of(Path(c.out), cfg.patience) for name, c in jobs.items()}
+    steps, seconds, stops = train_lms_to_plateau(cfg, jobs, out, say, cfg.patience)
     say("measuring bpc on the test text")
     per_seed = [measure_seed(cfg, s, out) for s in cfg.seed_list]
     say(f"timing evaluation at C = {cfg.lengths}")
@@ -143,12 +141,7 @@ def run_experiment(cfg: ContextConfig, out: Path, say: Say = print) -> dict[str,
         "config": asdict(cfg),
         "seeds": cfg.seed_list,
         "parameters": per_seed[0]["parameters"],
-        "cap_updates": steps,
-        "updates_per_epoch": steps // cfg.epochs,
-        "stopping_epochs": {name: stop[0] for name, stop in stops.items()},
-        "censored_runs": [name for name, stop in stops.items() if stop[1]],
-        "train_seconds": {n: round(s, 1) for n, s in seconds.items()},
-        "total_seconds": round(time.perf_counter() - t0, 1),
+        **plateau_summary(cfg.epochs, steps, seconds, stops, t0),
         "bpc": bpc_table(numbers),
         "numbers": numbers,
         "reported": reported_of(numbers),

@@ -8,7 +8,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, pyplot, reported_table, save_figure
+from ..base import Say, markdown_table, plateau_text, pyplot, reported_table, save_figure
 from ..evidence import conclude
 
 
@@ -49,11 +49,7 @@ def timing_text(result: dict[str, Any]) -> str:
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     params = ", ".join(f"{k} {v:,}" for k, v in result["parameters"].items())
     secs = sum(result["train_seconds"].values())
-    stops = ", ".join(f"{n} {e}" for n, e in result["stopping_epochs"].items())
-    censored = ", ".join(result["censored_runs"]) or "none"
-    say(f"parameters: {params}; {secs:.0f}s of training; stopped after {stops} epochs of "
-        f"{result['updates_per_epoch']} updates (cap {result['config']['epochs']}); censored "
-        f"at the cap: {censored}")  # fmt: skip
+    say(f"parameters: {params}; {secs:.0f}s of training; {plateau_text(result)}")
     say(bpc_text(result))
     say(timing_text(result))
     say(reported_table(result))

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, save_figure, write_outputs
-from ..evidence import checks_table
+from ..base import Say, markdown_table, save_figure
+from ..evidence import conclude
 from . import LABELS, MODELS
 
 
@@ -66,11 +66,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     say(runs_text(result))
     say(text_table(result))
     say("\nchecks (95% t-intervals over the training seeds)")
-    say(checks_table(result["checks"], digits=3))
-    paths = write_outputs("length", rows(result), result, plot, out, say)
-    say(f"total {result['total_seconds']:.0f}s (training and scoring)")
-    say(f"verdict: {result['verdict']}")
-    return paths
+    return conclude("length", result, rows, plot, out, say, "training and scoring", digits=3)
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:

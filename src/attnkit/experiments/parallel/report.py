@@ -8,8 +8,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, save_figure, write_outputs
-from ..evidence import checks_table
+from ..base import Say, markdown_table, save_figure
+from ..evidence import conclude
 from . import MODELS
 
 LABELS = {"rnnsearch": "RNNsearch", "transformer": "Transformer"}
@@ -79,11 +79,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     say(speedup_table(result))
     say("\nchecks (exact counts: the point [v, v]; speed-ups: 95% bootstrap intervals over the "
         "repeats)")
-    say(checks_table(result["checks"], digits=3))
-    paths = write_outputs("parallel", rows(result), result, plot, out, say)
-    say(f"total {result['total_seconds']:.0f}s")
-    say(f"verdict: {result['verdict']}")
-    return paths
+    return conclude("parallel", result, rows, plot, out, say, "", digits=3)
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:

@@ -38,7 +38,6 @@ the per-seed paired gaps (5 seeds), 95%:
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -47,8 +46,7 @@ import torch
 
 from .. import evidence as ev
 from ..base import Experiment, Say, begin
-from ..pool import lm_data, lm_run, train_lms
-from ..pool import stop_of_epochs as stop_of
+from ..pool import lm_data, lm_run, plateau_summary, train_lms_to_plateau
 from .config import StreamingConfig
 
 QUICK = dict(
@@ -109,8 +107,7 @@ def run_experiment(cfg: StreamingConfig, out: Path, say: Say = print) -> dict[st
         f"{cfg.calibration_seed}",
     )
     jobs = make_jobs(cfg, out)
-    steps, seconds = train_lms(cfg, jobs, out, say)
-    stops = {name: stop_of(Path(c.out), cfg.patience) for name, c in jobs.items()}
+    steps, seconds, stops = train_lms_to_plateau(cfg, jobs, out, say, cfg.patience)
     say("decoding the test streams under each cache policy")
     cal = measure_seed(cfg, cfg.calibration_seed, out)
     per_seed = [measure_seed(cfg, s, out) for s in cfg.seed_list]
@@ -132,12 +129,7 @@ def run_experiment(cfg: StreamingConfig, out: Path, say: Say = print) -> dict[st
         "seeds": cfg.seed_list,
         "parameters": per_seed[0]["parameters"],
         "streams": per_seed[0]["streams"],
-        "cap_updates": steps,
-        "updates_per_epoch": steps // cfg.epochs,
-        "stopping_epochs": {name: stop[0] for name, stop in stops.items()},
-        "censored_runs": [name for name, stop in stops.items() if stop[1]],
-        "train_seconds": {n: round(s, 1) for n, s in seconds.items()},
-        "total_seconds": round(time.perf_counter() - t0, 1),
+        **plateau_summary(cfg.epochs, steps, seconds, stops, t0),
         "bpc": {arm: [round(sum(r) / len(r), 4) for r in rows]
                 for arm, rows in bits.items()},  # fmt: skip
         "numbers": numbers,

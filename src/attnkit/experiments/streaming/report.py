@@ -8,7 +8,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, pyplot, reported_table, save_figure
+from ..base import Say, markdown_table, plateau_text, pyplot, reported_table, save_figure
 from ..evidence import conclude
 from .checks import ARMS, LABELS
 
@@ -28,12 +28,8 @@ def bpc_text(result: dict[str, Any]) -> str:
 
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     secs = sum(result["train_seconds"].values())
-    stops = ", ".join(f"{n} {e}" for n, e in result["stopping_epochs"].items())
-    censored = ", ".join(result["censored_runs"]) or "none"
     cal = result["numbers"]["calibration"]
-    say(f"parameters {result['parameters']:,}; {secs:.0f}s of training; stopped after {stops} "
-        f"epochs of {result['updates_per_epoch']} updates (cap {result['config']['epochs']}); "
-        f"censored at the cap: {censored}")  # fmt: skip
+    say(f"parameters {result['parameters']:,}; {secs:.0f}s of training; {plateau_text(result)}")
     say(f"calibration seed {cal['seed']}: " + ", ".join(
         f"{LABELS[a]} {b:.3f}" for a, b in cal["bpc"].items()) + " bpc past L")  # fmt: skip
     say(bpc_text(result))
