@@ -417,3 +417,41 @@ def test_the_launchers_line_names_the_first_failed_rank_and_its_own_error(
     assert _failure_line({0: stopped, 1: later})[0].startswith("rank 1 was killed by SIGKILL")
     silent = ProcessFailure(local_rank=0, pid=10, exitcode=1, error_file=str(tmp_path / "none"))
     assert _failure_line({0: silent})[0].endswith("without an error line; its output is above")
+
+
+def _watch_parent_in_a_child(launcher: str | None) -> subprocess.CompletedProcess[str]:
+    """A fresh interpreter that asks for its parent-death signal as a rank does, its parent
+    being this test's process; ``launcher``: what ATTNKIT_LAUNCHER_PID says."""
+    env = {k: v for k, v in os.environ.items() if k != "ATTNKIT_LAUNCHER_PID"}
+    env["PYTHONPATH"] = SRC
+    if launcher is not None:
+        env["ATTNKIT_LAUNCHER_PID"] = launcher
+    code = ("from attnkit.train.distributed import _watch_parent\n"
+            "try:\n    print('parent', _watch_parent())\n"
+            "except ValueError as err:\n    print('refused:', err)\n")  # fmt: skip
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+
+
+def test_a_rank_whose_launcher_is_not_its_parent_stops_at_start() -> None:
+    """Under ``attnkit train --nproc-per-node`` the launcher names its pid: a rank whose parent
+    is any other process (re-parented to a subreaper before it could ask for the parent-death
+    signal, where a parent of pid 1 is not what it sees) stops at once with one line."""
+    ours = str(os.getpid())
+    assert _watch_parent_in_a_child(ours).stdout.strip() == f"parent {ours}"
+    assert _watch_parent_in_a_child(None).stdout.strip() == f"parent {ours}"
+    other = _watch_parent_in_a_child(str(os.getppid()))  # a live process that is not its parent
+    assert other.stdout.strip() == (
+        "refused: the attnkit launcher that started this rank has exited; nothing to do"
+    ), other.stdout + other.stderr
+
+
+def test_the_launcher_names_its_pid_to_the_ranks_for_the_launch_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from attnkit.train import launch
+
+    monkeypatch.delenv("ATTNKIT_LAUNCHER_PID", raising=False)
+    with launch._launcher_pid_for_ranks():
+        assert os.environ["ATTNKIT_LAUNCHER_PID"] == str(os.getpid())
+    assert "ATTNKIT_LAUNCHER_PID" not in os.environ

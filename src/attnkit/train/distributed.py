@@ -350,11 +350,17 @@ PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 def _watch_parent() -> int:
     """Ask Linux to send SIGTERM when our parent (torchrun) dies, and return its pid. Also
-    stops at once when torchrun died before the request was made (we were re-parented)."""
+    stops at once when torchrun died before the request was made (we were re-parented): seen
+    as a parent of pid 1 or a change of parent, and, under ``attnkit train --nproc-per-node``
+    (which names its pid in ``ATTNKIT_LAUNCHER_PID``), as any parent but the launcher, which
+    also catches a re-parenting to a subreaper before this process first looked."""
     parent = os.getppid()
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    launcher = os.environ.get("ATTNKIT_LAUNCHER_PID", "")
+    if launcher.isdigit() and os.getppid() != int(launcher):
+        raise ValueError("the attnkit launcher that started this rank has exited; nothing to do")
     if parent == 1 or os.getppid() != parent:
         raise ValueError("torchrun, which started this rank, has exited; nothing to do")
     return parent

@@ -120,6 +120,27 @@ def launch(nproc: int, argv: Sequence[str]) -> int:
         return _run(nproc, argv, logs)
 
 
+LAUNCHER_PID = "ATTNKIT_LAUNCHER_PID"
+"""The environment variable that tells a rank the pid of the process that started it (the
+agent runs in this process): a rank whose parent is another process by the time it asks for
+its parent-death signal was orphaned before it could ask, and stops (distributed.py)."""
+
+
+@contextlib.contextmanager
+def _launcher_pid_for_ranks() -> Iterator[None]:
+    """``ATTNKIT_LAUNCHER_PID`` = this process's pid in the environment the ranks inherit, for
+    the duration of the launch."""
+    before = os.environ.get(LAUNCHER_PID)
+    os.environ[LAUNCHER_PID] = str(os.getpid())
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(LAUNCHER_PID, None)
+        else:
+            os.environ[LAUNCHER_PID] = before
+
+
 def _run(nproc: int, argv: Sequence[str], logs: str) -> int:
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
@@ -130,7 +151,7 @@ def _run(nproc: int, argv: Sequence[str], logs: str) -> int:
         rdzv_backend="c10d", rdzv_endpoint="localhost:0", max_restarts=RESTARTS,
         monitor_interval=0.1, start_method="spawn", logs_specs=_logs_specs(logs),
     )  # fmt: skip
-    with _quiet_agent():
+    with _quiet_agent(), _launcher_pid_for_ranks():
         try:
             elastic_launch(config, sys.executable)("-m", "attnkit", *argv)
         except SignalException as err:
