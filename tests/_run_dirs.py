@@ -1,8 +1,10 @@
 """What the tests of run and experiment folders (``attnkit.train.run_dir``) share: the check
 that opening one is refused with a one-line ``RunDirError``, and a user's file behind a
-symbolic link that attnkit must never write through.
+symbolic link that attnkit must never write through, and the setups that make a fresh folder
+holding one such file under a name attnkit writes.
 
     refused_open(open_run, "in use by attnkit pid", out=run)
+    setup = holding_users_file("len.csv"); setup(out)  # out/len.csv, the user's, before any run
 """
 
 from __future__ import annotations
@@ -35,3 +37,25 @@ def linked_to_precious(out: Path, name: str) -> Path:
     (out.parent / "precious.txt").write_text("precious")
     (out / name).symlink_to(out.parent / "precious.txt")
     return out / name
+
+
+def holding_users_file(name: str) -> Callable[[Path], None]:
+    """A setup: make the folder ``out`` holding ``out/name``, the user's own file (content
+    "mine"), made before any run."""
+
+    def setup(out: Path) -> None:
+        out.mkdir()
+        (out / name).write_text("mine")
+
+    return setup
+
+
+def holding_link(name: str) -> Callable[[Path], None]:
+    """A setup: make the folder ``out`` holding ``out/name``, a symbolic link to the user's
+    ``precious.txt`` beside ``out`` (``linked_to_precious``)."""
+
+    def setup(out: Path) -> None:
+        out.mkdir()
+        linked_to_precious(out, name)
+
+    return setup

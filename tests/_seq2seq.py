@@ -1,13 +1,14 @@
 """Checks the sequence-to-sequence model tests share: a tiny model trained on toy-ko through
 the library's loop reloads from its checkpoint to the same logits; ``attnkit train`` then
 ``attnkit translate`` round-trip from the command line; decoding step by step gives the
-teacher-forced forward's logits and weights; and a small padded batch of random tokens.
+teacher-forced forward's logits and weights; and small padded batches of random tokens.
 
     run = train_toy_ko("luong", tmp_path, epochs=3, lr=1e-2, align="local-p")
     loaded = reloads_to_the_same_logits(run, tmp_path)
     trains_and_translates_from_the_cli("luong", {"cell": "gru"}, tmp_path / "run", capsys)
     out = steps_equal_forward(model, src, src_len, tgt)
     src, src_len, tgt_in, tgt_out = padded_batch(seed=0)
+    src, src_len, tgt_in = random_sources([7, 4, 1], tgt_len=5)
 """
 
 from __future__ import annotations
@@ -25,6 +26,18 @@ from attnkit.data.vocab import Vocab
 from attnkit.models import build_model
 from attnkit.train import checkpoint
 from attnkit.train.loop import TrainConfig, TrainResult, train, valid_loss
+
+
+def random_sources(lengths: list[int], tgt_len: int) -> tuple[torch.Tensor, ...]:
+    """One random source per length in ``lengths`` (tokens 4..19, padded with 0 to the
+    longest) and random decoder inputs (tokens 4..14) of ``tgt_len``, from torch's global
+    generator seeded 0: (src (B, S), src_len (B,), tgt_in (B, tgt_len))."""
+    torch.manual_seed(0)
+    src = torch.randint(4, 20, (len(lengths), max(lengths)))
+    src_len = torch.tensor(lengths)
+    for i, n in enumerate(lengths):
+        src[i, n:] = 0
+    return src, src_len, torch.randint(4, 15, (len(lengths), tgt_len))
 
 
 def padded_batch(seed: int = 0) -> tuple[torch.Tensor, ...]:

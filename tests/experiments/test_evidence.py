@@ -156,6 +156,19 @@ def test_can_tell_is_a_design_check_that_makes_the_verdict_inconclusive() -> Non
 
 
 
+def test_none_short_counts_the_runs_short_and_names_them_in_its_reason() -> None:
+    ok = ev.none_short("runs short of their plateau", [], "4 of 4 runs on their plateau", "cut")
+    assert (ok.outcome, ok.kind, ok.value, ok.ci, ok.threshold) == (
+        ev.PASS, "design", 0.0, (0.0, 0.0), 0.0)  # fmt: skip
+    assert ok.reason == "4 of 4 runs on their plateau"
+    short = ev.none_short("runs short of their plateau", ["dense seed #2", "fixed seed #1"],
+                          "2 of 4 runs on their plateau", "at the cap, still improving")
+    assert (short.outcome, short.kind, short.value) == (ev.INCONCLUSIVE, "design", 2.0)
+    assert short.reason == ("2 of 4 runs on their plateau; at the cap, still improving: "
+                            "dense seed #2, fixed seed #1")  # fmt: skip
+    assert ev.verdict_of([short]).startswith("INCONCLUSIVE: 2 of 4 runs")
+
+
 def test_conclude_ends_a_report_with_the_checks_the_files_the_time_and_the_verdict(tmp_path):
     check = ev.on_interval("gap", ev.Interval(0.123456, 0.1, 0.3, 5), 0.0).as_json()
     result = {"checks": [check], "total_seconds": 12.4, "verdict": "REPRODUCED"}

@@ -3,6 +3,7 @@ Transformer's stepwise decoding equal to its parallel forward."""
 
 import pytest
 import torch
+from _seq2seq import random_sources
 
 from attnkit.models import build_model
 from attnkit.models.luong import LuongConfig
@@ -12,13 +13,8 @@ from attnkit.modules import CrossAttention, SelfAttention
 pytestmark = pytest.mark.usefixtures("one_thread_module")
 
 
-def inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    torch.manual_seed(0)
-    src = torch.randint(4, 20, (3, 9))
-    src_len = torch.tensor([9, 5, 2])
-    for i, n in enumerate(src_len.tolist()):
-        src[i, n:] = 0
-    return src, src_len, torch.randint(4, 15, (3, 6))
+def inputs() -> tuple[torch.Tensor, ...]:
+    return random_sources([9, 5, 2], tgt_len=6)
 
 
 @pytest.mark.parametrize("score", ["dot", "general", "concat", "location"])

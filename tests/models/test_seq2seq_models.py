@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from _seq2seq import random_sources
 
 from attnkit.models import build_model, make_config
 from attnkit.models.rnnsearch import RNNSearchConfig
@@ -10,14 +11,8 @@ from attnkit.stages.scores import AdditiveScore
 pytestmark = pytest.mark.usefixtures("one_thread_module")
 
 
-def inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    torch.manual_seed(0)
-    src = torch.randint(4, 20, (3, 7))
-    src_len = torch.tensor([7, 4, 1])
-    for i, n in enumerate(src_len.tolist()):
-        src[i, n:] = 0
-    tgt_in = torch.randint(4, 15, (3, 5))
-    return src, src_len, tgt_in
+def inputs() -> tuple[torch.Tensor, ...]:
+    return random_sources([7, 4, 1], tgt_len=5)
 
 
 def test_rnnsearch_logits_and_attention_weights() -> None:

@@ -206,36 +206,33 @@ def on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
 
 
-def test_view_escapes_the_translation_on_a_terminal(trained: Path, monkeypatch, capsys) -> None:
-    """The "translation:" line holds target tokens, which come from data: on a terminal their
-    control characters are escaped, as translate does."""
+def view_translating_to(text: str, trained: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run ``attnkit view`` on the checkpoint ``trained`` with a target tokeniser whose every
+    decoded translation is ``text`` (data may hold any characters); it must succeed."""
     from attnkit.data import source
 
-    on_a_terminal(monkeypatch)
     real = source.tokenisers_for
 
     class Evil:
         def decode(self, hyp: list[str]) -> str:
-            return "a\x1b]0;pwned\x07 b\u202ec"
+            return text
 
     monkeypatch.setattr(source, "tokenisers_for", lambda meta: (real(meta)[0], Evil()))
     assert main(["view", "--checkpoint", str(trained), "3 4"]) == 0
+
+
+def test_view_escapes_the_translation_on_a_terminal(trained: Path, monkeypatch, capsys) -> None:
+    """The "translation:" line holds target tokens, which come from data: on a terminal their
+    control characters are escaped, as translate does."""
+    on_a_terminal(monkeypatch)
+    view_translating_to("a\x1b]0;pwned\x07 b\u202ec", trained, monkeypatch)
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
     assert "translation: a\\x1b]0;pwned\\x07 b\\u202ec" in out
 
 
 def test_view_prints_the_translation_as_is_to_a_file(trained: Path, monkeypatch, capsys) -> None:
-    from attnkit.data import source
-
-    real = source.tokenisers_for
-
-    class Evil:
-        def decode(self, hyp: list[str]) -> str:
-            return "a\x1b[31mb"
-
-    monkeypatch.setattr(source, "tokenisers_for", lambda meta: (real(meta)[0], Evil()))
-    assert main(["view", "--checkpoint", str(trained), "3 4"]) == 0
+    view_translating_to("a\x1b[31mb", trained, monkeypatch)
     assert "translation: a\x1b[31mb" in capsys.readouterr().out
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from _reliability import TINY, one_line_error, snapshot
-from _run_dirs import linked_to_precious, refused_open
+from _run_dirs import holding_link, holding_users_file, refused_open
 
 from attnkit import experiments
 from attnkit._registry import Lazy
@@ -78,20 +78,9 @@ def edited(out: Path) -> None:
     (out / "len.json").write_text('{"mine": 1}')
 
 
-def named_as_an_output(out: Path) -> None:
-    """A user's own ``len.csv``, made before any run: the name the experiment writes."""
-    out.mkdir()
-    (out / "len.csv").write_text("mine")
-
-
-def linked_output(out: Path) -> None:
-    out.mkdir()
-    linked_to_precious(out, "len.csv")
-
-
-def linked_lock(out: Path) -> None:
-    out.mkdir()
-    linked_to_precious(out, LOCK)
+named_as_an_output = holding_users_file("len.csv")  # a name the experiment writes
+linked_output = holding_link("len.csv")
+linked_lock = holding_link(LOCK)
 
 
 def nothing(out: Path) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from _reliability import one_line_error
-from _run_dirs import linked_to_precious
+from _run_dirs import holding_link, holding_users_file, linked_to_precious
 
 from attnkit.cli import main
 from attnkit.train import outputs
@@ -195,16 +195,8 @@ def test_a_kill_at_any_step_leaves_a_folder_overwrite_cleans_and_a_later_file_st
 # -- the command, with a fake experiment and with `context --quick` -----------------------------
 
 
-def own_output(out: Path) -> None:
-    """The issue: `own/context.csv`, the user's, made before any run."""
-    out.mkdir()
-    (out / "context.csv").write_text("mine")
-
-
-def linked_output(out: Path) -> None:
-    """The issue: `own2/context.json -> ~/precious.txt`."""
-    out.mkdir()
-    linked_to_precious(out, "context.json")
+own_output = holding_users_file("context.csv")  # the user's, made before any run
+linked_output = holding_link("context.json")  # context.json -> ../precious.txt
 
 
 @pytest.mark.parametrize(

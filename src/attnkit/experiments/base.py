@@ -325,6 +325,33 @@ def plateau_text(result: dict[str, Any]) -> str:
             f"{result['config']['epochs']}); censored at the cap: {censored}")  # fmt: skip
 
 
+def runs_text(result: dict[str, Any]) -> str:
+    """Arms as rows of ``result["runs"]`` (``pool.runs_of``): per seed, the updates run, the
+    update of the lowest valid bpc, that bpc, how the run ended and whether it reached its
+    plateau."""
+    head = ["arm", *(f"seed {s}: updates (best at) / valid bpc / ended" for s in result["seeds"])]
+    body = [[arm, *(f"{r['updates']} ({r['best_update']}) / {r['best_valid_bpc']:.3f} / "
+                    f"{r['ended']}{'' if r['plateau'] else ', not on its plateau'}"
+                    for r in runs)] for arm, runs in result["runs"].items()]  # fmt: skip
+    return markdown_table(head, body)
+
+
+def plot_bpc_curves(ax: Any, result: dict[str, Any]) -> None:
+    """The learning curves of a language-model result on the axes ``ax``: valid bits per
+    character against updates (``result["numbers"]["curves"]`` {arm: [seed][validation]}, one
+    validation per ``result["updates_per_epoch"]`` updates), one line per arm and seed in the
+    arm's colour, a dot at each run's lowest."""
+    per = result["updates_per_epoch"]
+    for i, (arm, by_seed) in enumerate(result["numbers"]["curves"].items()):
+        for k, c in enumerate(by_seed):
+            xs = [(j + 1) * per for j in range(len(c))]
+            ax.plot(xs, c, "-", color=f"C{i}", lw=1, label=arm if k == 0 else None)
+            ax.plot(xs[c.index(min(c))], min(c), "o", color=f"C{i}", ms=4)
+    ax.set_xlabel("updates")
+    ax.set_ylabel("valid bits per character")
+    ax.legend(fontsize=8)
+
+
 __all__ = [
     "timed_steps",
     "REPRODUCED",
@@ -339,7 +366,9 @@ __all__ = [
     "markdown_table",
     "mean_of_means",
     "plateau_text",
+    "plot_bpc_curves",
     "option",
+    "runs_text",
     "parse_ints",
     "no_nan",
     "open_output",

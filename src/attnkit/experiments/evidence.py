@@ -246,6 +246,16 @@ def above_zero(name: str, gap: Interval, why: str) -> Check:
                  f"{c.reason}: {why}")  # fmt: skip
 
 
+def none_short(name: str, short: Sequence[str], reason: str, why: str) -> Check:
+    """A design check that no run (seed, arm) fell short of a condition: value = the runs in
+    ``short`` (their names), threshold 0. None passes; any makes it INCONCLUSIVE, the reason
+    ending in ``why`` and their names (e.g. "; at the cap, still improving: fixed seed #2")."""
+    if short:
+        reason += f"; {why}: {', '.join(short)}"
+    n = float(len(short))
+    return Check(name, n, (n, n), 0.0, INCONCLUSIVE if short else PASS, "design", reason)
+
+
 PLATEAU_CAP = 3.0
 """A cap at least this many times an arm's median stopping point (``plateau_cap``)."""
 
@@ -340,6 +350,7 @@ __all__ = [
     "PASS",
     "REPRODUCED",
     "Check",
+    "none_short",
     "Interval",
     "above_zero",
     "bootstrap_medians",

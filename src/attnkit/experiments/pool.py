@@ -23,7 +23,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +64,36 @@ def plateau(epochs: int, best_epoch: int, patience: int) -> bool:
     1-based) brought no lower valid loss. A run cut by the cap of epochs while still
     improving is not on a plateau."""
     return epochs - best_epoch >= patience
+
+
+PLATEAU_EPS = 0.01
+"""design: a run is on its plateau when its last ``patience`` validations lowered its best
+valid bpc by less than 0.01 bpc; early stopping firing is the case of no lowering at all.
+Fixed with the cap and patience, before any run that trains to them."""
+
+
+def plateaued(curve: Sequence[float], patience: int, eps: float = PLATEAU_EPS) -> bool:
+    """Whether a run's valid bpc, one per validation, ended on its plateau: more than
+    ``patience`` validations, and the last ``patience`` of them lowered the best valid bpc by
+    less than ``eps``. A run cut by the cap while still improving is not on its plateau."""
+    if len(curve) <= patience:
+        return False
+    return min(curve[:-patience]) - min(curve) < eps
+
+
+def runs_of(curves: Mapping[str, Sequence[Sequence[float]]], seeds: Sequence[int],
+            patience: int, per_epoch: int) -> dict[str, list[dict[str, Any]]]:  # fmt: skip
+    """{arm: one summary per seed}: the updates run, the update of the lowest valid bpc
+    (the weights measured), that bpc, how the run ended (early stopping, or the cap: the
+    ``plateau`` rule) and whether it reached its plateau (``plateaued``). ``curves``: {arm:
+    [seed][validation] valid bpc}, one validation per epoch of ``per_epoch`` updates."""
+    def one(seed: int, c: Sequence[float]) -> dict[str, Any]:
+        best = c.index(min(c))
+        ended = "early stopping" if plateau(len(c), best + 1, patience) else "cap"
+        return {"seed": seed, "updates": len(c) * per_epoch, "best_update": (best + 1) * per_epoch,
+                "best_valid_bpc": min(c), "ended": ended, "plateau": plateaued(c, patience)}
+
+    return {arm: [one(s, c) for s, c in zip(seeds, cs, strict=True)] for arm, cs in curves.items()}
 
 
 def valid_bpc_curve(run: Path) -> list[float]:
@@ -382,7 +412,8 @@ def write_multi30k(folder: Path, counts: Mapping[str, int], *, max_words: int = 
     return kept
 
 
-__all__ = ["LMSettings", "MULTI30K", "MULTI30K_SPLITS", "QuietPool", "die_with_parent",
-           "fit_logged", "generator", "history", "lm_data", "lm_run", "plateau",
-           "plateau_summary", "run_each", "steps_done", "stop_of_epochs", "train_all",
-           "train_lms", "train_lms_to_plateau", "valid_bpc_curve", "write_multi30k"]
+__all__ = ["PLATEAU_EPS", "LMSettings", "MULTI30K", "MULTI30K_SPLITS", "QuietPool",
+           "die_with_parent", "fit_logged", "generator", "history", "lm_data", "lm_run",
+           "plateau", "plateau_summary", "plateaued", "run_each", "runs_of", "steps_done",
+           "stop_of_epochs", "train_all", "train_lms", "train_lms_to_plateau",
+           "valid_bpc_curve", "write_multi30k"]

@@ -45,7 +45,7 @@ from torch import nn
 from ..data.vocab import Vocab
 from ..models import Seq2Seq, build_model, config_to_json
 from . import checkpoint_check as check
-from .outputs import Placement, fsync_dir, placement
+from .outputs import Placement, fsync_dir, pid_alive, placement
 
 FILES = ("config.json", "model.safetensors", "src_vocab.json", "tgt_vocab.json")
 TRAINING_FILES = ("optimizer.safetensors", "train_state.json")  # resumable checkpoints only
@@ -99,16 +99,6 @@ def foreign_files(path: Path) -> list[str]:
     return sorted(p.name for p in path.iterdir() if p.name not in own)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):
-        return False
-    except PermissionError:
-        return True  # alive, owned by another user
-    return True
-
-
 def stale_temps(path: Path, *, every: bool = False) -> list[Path]:
     """Temporaries ``.NAME.tmp-PID`` beside ``path`` left by dead processes (or by this one, which
     has no save under way when it asks); with ``every``, all of them (the caller holds the run's
@@ -119,7 +109,7 @@ def stale_temps(path: Path, *, every: bool = False) -> list[Path]:
     found = []
     for p in path.parent.iterdir():
         m = pattern.fullmatch(p.name)
-        if m and (every or int(m[1]) == os.getpid() or not _pid_alive(int(m[1]))):
+        if m and (every or int(m[1]) == os.getpid() or not pid_alive(int(m[1]))):
             found.append(p)
     return sorted(found)
 

@@ -117,7 +117,9 @@ def fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` is alive (``kill(pid, 0)``: another user's counts): a
+    temporary named after a dead writer's pid is stale, and may be removed."""
     try:
         os.kill(pid, 0)
     except (ProcessLookupError, OverflowError):
@@ -134,7 +136,7 @@ def write_manifest(root: Path, m: Manifest) -> None:
     tmp = root / f".{MANIFEST}.tmp-{os.getpid()}"
     for stale in root.glob(f".{MANIFEST}.tmp-*"):  # of killed writers (and ours, unfinished)
         pid = stale.name.rsplit("-", 1)[1]
-        if pid.isdigit() and (int(pid) == os.getpid() or not _alive(int(pid))):
+        if pid.isdigit() and (int(pid) == os.getpid() or not pid_alive(int(pid))):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(stale)
     _write_file(tmp, json.dumps(record, indent=1).encode("utf-8"))
@@ -388,6 +390,7 @@ __all__ = [
     "live_root",
     "open_output",
     "parse_manifest",
+    "pid_alive",
     "placement",
     "read_manifest",
     "refuse_links",

@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import evidence as ev
 from ..base import power_exponent
-from ..pool import plateau
+from ..pool import PLATEAU_EPS, plateau, plateaued, runs_of
 
 ORDER_MIDPOINT = 1.5
 """claim (a): linear attention's time and memory grow as n^p with p < 1.5. The paper
@@ -22,9 +22,6 @@ DECODE_MIDPOINT = 0.5
 paper's RNN has "constant memory" and time per step (§3.4) against softmax's O(t) per token
 with a KV cache; 0.5 is the midpoint of O(1) and O(t)."""
 LEARNED_SHARE = 0.8  # design: each compared seed's bpc at most 0.8 x its text's unigram bpc
-PLATEAU_EPS = 0.01
-"""design: a run is on its plateau when its last ``patience`` validations lowered its best
-valid bpc by less than 0.01 bpc. Fixed with the cap and patience, before any run."""
 COMPARED = ("softmax", "linear")
 PAPER_GAP = (0.644, 0.621)
 """The paper's Table 1 (MNIST image generation, 250 epochs for every model): bits/dim of
@@ -58,27 +55,6 @@ def memory_slope(grid: Mapping[str, Mapping[str, Any]]) -> float:
     return power_exponent([int(x) for x in xs], [grid[x]["saved_bytes"] for x in xs])
 
 
-def plateaued(curve: Sequence[float], patience: int, eps: float = PLATEAU_EPS) -> bool:
-    """Whether a run's valid bpc, one per validation, ended on its plateau: more than
-    ``patience`` validations, the last ``patience`` of them lowering the best by < ``eps``."""
-    if len(curve) <= patience:
-        return False
-    return min(curve[:-patience]) - min(curve) < eps
-
-
-def runs_of(curves: Mapping[str, Sequence[Sequence[float]]], seeds: Sequence[int],
-            patience: int, per_epoch: int) -> dict[str, list[dict[str, Any]]]:  # fmt: skip
-    """{arm: one summary per seed}: the updates run, the update of the lowest valid bpc,
-    that bpc, how the run ended (early stopping, or the cap) and whether on its plateau."""
-    def one(seed: int, c: Sequence[float]) -> dict[str, Any]:
-        best = c.index(min(c))
-        ended = "early stopping" if plateau(len(c), best + 1, patience) else "cap"
-        return {"seed": seed, "updates": len(c) * per_epoch, "best_update": (best + 1) * per_epoch,
-                "best_valid_bpc": min(c), "ended": ended, "plateau": plateaued(c, patience)}
-
-    return {arm: [one(s, c) for s, c in zip(seeds, cs, strict=True)] for arm, cs in curves.items()}
-
-
 def seed_gaps(bits: Mapping[str, Sequence[Sequence[float]]], arm: str) -> list[float]:
     """Per seed, the arm's mean test bpc minus softmax's (the same text and segments)."""
     return [sum(a) / len(a) - sum(s) / len(s)
@@ -96,15 +72,12 @@ def quality_checks(n: Mapping[str, Any]) -> list[ev.Check]:
         checks.append(ev.learned(f"{arm} bpc / unigram bpc, the worst seed", worst,
                                  LEARNED_SHARE, above=False))  # fmt: skip
         curves = n["curves"][arm]
-        short = [k for k, c in enumerate(curves) if not plateaued(c, n["patience"])]
-        value = float(len(short))
-        cut = ", ".join(f"seed #{k + 1}" for k in short)
-        checks.append(ev.Check(
-            f"{arm} runs short of their plateau", value, (value, value), 0.0,
-            ev.INCONCLUSIVE if short else ev.PASS, "design",
+        short = [f"seed #{k + 1}" for k, c in enumerate(curves) if not plateaued(c, n["patience"])]
+        checks.append(ev.none_short(
+            f"{arm} runs short of their plateau", short,
             f"{arm}: {len(curves) - len(short)} of {len(curves)} runs on their valid-bpc "
             f"plateau (the last {n['patience']} validations lowered the best by < "
-            f"{PLATEAU_EPS} bpc)" + (f"; cut by the cap while improving: {cut}" if short else "")))
+            f"{PLATEAU_EPS} bpc)", "cut by the cap while improving"))
         stops = [len(c) for c in curves]
         censored = sum(1 for c in curves if not plateau(len(c), c.index(min(c)) + 1,
                                                         n["patience"]))  # fmt: skip

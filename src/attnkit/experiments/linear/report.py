@@ -9,7 +9,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, pyplot, save_figure
+from ..base import Say, markdown_table, plot_bpc_curves, pyplot, runs_text, save_figure
 from ..evidence import conclude
 
 
@@ -74,14 +74,6 @@ def quality_text(result: dict[str, Any]) -> str:
     return markdown_table(head, body)
 
 
-def runs_text(result: dict[str, Any]) -> str:
-    """Arms as rows: per seed the updates run (best at) / valid bpc / how it ended."""
-    head = ["arm", *(f"seed {s}: updates (best at) / valid bpc / ended" for s in result["seeds"])]
-    body = [[arm, *(f"{r['updates']} ({r['best_update']}) / {r['best_valid_bpc']:.3f} / "
-                    f"{r['ended']}{'' if r['plateau'] else ', not on its plateau'}"
-                    for r in runs)] for arm, runs in result["runs"].items()]  # fmt: skip
-    return markdown_table(head, body)
-
 
 def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     rep = result["reported"]
@@ -120,15 +112,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.legend(fontsize=8)
-    per = result["updates_per_epoch"]
-    for i, (arm, by_seed) in enumerate(result["numbers"]["curves"].items()):
-        for k, c in enumerate(by_seed):
-            xs = [(j + 1) * per for j in range(len(c))]
-            curves.plot(xs, c, "-", color=f"C{i}", lw=1, label=arm if k == 0 else None)
-            curves.plot(xs[c.index(min(c))], min(c), "o", color=f"C{i}", ms=4)
-    curves.set_xlabel("updates")
-    curves.set_ylabel("valid bits per character")
-    curves.legend(fontsize=8)
+    plot_bpc_curves(curves, result)
     return save_figure(fig, path)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import evidence as ev
 from ..base import power_exponent
-from ..pool import plateau
+from ..pool import PLATEAU_EPS, plateaued, runs_of
 
 LEARNED_SHARE = 0.8  # design: each dense seed's bpc at most 0.8 x its text's unigram bpc
 NAME_BITS = 1.0
@@ -24,10 +24,6 @@ DENSE_SLOPE = 1.8  # design: dense attention's memory slope at least 1.8 (n²: t
 COMPARED = ("dense", "fixed")  # the quality claim on text: fixed against dense (Table 2, §7.2)
 PATTERNS = ("strided", "fixed")  # the cost claim: both factorisations grow as n·√n
 REPORTED = ("strided", "sliding")  # quality beside dense, with an interval, not checked
-PLATEAU_EPS = 0.01
-"""design: a run is on its plateau when its last ``patience`` validations lowered its best
-valid bpc by less than 0.01 bpc; early stopping firing is the case of no lowering at all.
-Fixed with the cap and patience, before any run that trains to them."""
 
 
 def memory_slope(cost: dict[str, dict[str, Any]]) -> float:
@@ -53,15 +49,6 @@ def time_slope(cost: dict[str, dict[str, Any]], resamples: int = 2000, seed: int
     return ev.Interval(med, min(lo, med), max(hi, med), len(ns) * len(cost[ns[0]]["seconds"]))
 
 
-def plateaued(curve: Sequence[float], patience: int, eps: float = PLATEAU_EPS) -> bool:
-    """Whether a run's valid bpc, one per validation, ended on its plateau: more than
-    ``patience`` validations, and the last ``patience`` of them lowered the best valid bpc by
-    less than ``eps``. A run cut by the cap while still improving is not on its plateau."""
-    if len(curve) <= patience:
-        return False
-    return min(curve[:-patience]) - min(curve) < eps
-
-
 def converged(curves: Mapping[str, Sequence[Sequence[float]]], patience: int) -> ev.Check:
     """A design check: every run of the arms the claim compares (dense and fixed, each seed)
     ended on its plateau (``plateaued``); value = the runs that did not. One run short of
@@ -70,11 +57,8 @@ def converged(curves: Mapping[str, Sequence[Sequence[float]]], patience: int) ->
     short = [f"{arm} seed #{k + 1}" for arm, k, c in runs if not plateaued(c, patience)]
     reason = (f"runs on their valid-bpc plateau: {len(runs) - len(short)} of {len(runs)} (the "
               f"last {patience} validations lowered the best by < {PLATEAU_EPS} bpc)")  # fmt: skip
-    if short:
-        reason += f"; at the cap, still improving: {', '.join(short)}"
-    n = float(len(short))
-    return ev.Check("runs short of their plateau (dense, fixed)", n, (n, n), 0.0,
-                    ev.INCONCLUSIVE if short else ev.PASS, "design", reason)  # fmt: skip
+    return ev.none_short("runs short of their plateau (dense, fixed)", short, reason,
+                         "at the cap, still improving")  # fmt: skip
 
 
 def long_range(name_bits: Sequence[float], seeds: Sequence[int]) -> ev.Check:
@@ -88,11 +72,8 @@ def long_range(name_bits: Sequence[float], seeds: Sequence[int]) -> ev.Check:
     reason = (f"dense seeds that learned the long-range structure (<= {NAME_BITS:g} bit per "
               f"copied name letter): {len(name_bits) - len(short)} of {len(name_bits)} "
               f"({shown})")  # fmt: skip
-    if short:
-        reason += f"; not learned: {', '.join(short)}"
-    n = float(len(short))
-    return ev.Check("dense seeds without the long-range structure", n, (n, n), 0.0,
-                    ev.INCONCLUSIVE if short else ev.PASS, "design", reason)  # fmt: skip
+    return ev.none_short("dense seeds without the long-range structure", short, reason,
+                         "not learned")  # fmt: skip
 
 
 def seed_gaps(bits: Mapping[str, Sequence[Sequence[float]]], arm: str) -> list[float]:
@@ -111,20 +92,6 @@ def reported(n: dict[str, Any]) -> dict[str, dict[str, Any]]:
         out[arm] = {"gaps": [round(g, 4) for g in gaps],
                     "gap": None if i is None else [round(x, 4) for x in (i.value, i.lo, i.hi)]}
     return out
-
-
-def runs_of(curves: Mapping[str, Sequence[Sequence[float]]], seeds: Sequence[int],
-            patience: int, per_epoch: int) -> dict[str, list[dict[str, Any]]]:  # fmt: skip
-    """{arm: one summary per seed}: the updates run, the update of the lowest valid bpc
-    (the weights measured), that bpc, how the run ended (early stopping, or the cap) and
-    whether it reached its plateau (``plateaued``)."""
-    def one(seed: int, c: Sequence[float]) -> dict[str, Any]:
-        best = c.index(min(c))
-        ended = "early stopping" if plateau(len(c), best + 1, patience) else "cap"
-        return {"seed": seed, "updates": len(c) * per_epoch, "best_update": (best + 1) * per_epoch,
-                "best_valid_bpc": min(c), "ended": ended, "plateau": plateaued(c, patience)}
-
-    return {arm: [one(s, c) for s, c in zip(seeds, cs, strict=True)] for arm, cs in curves.items()}
 
 
 def checks_of(n: dict[str, Any]) -> list[ev.Check]:

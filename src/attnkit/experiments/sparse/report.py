@@ -9,7 +9,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, pyplot, save_figure
+from ..base import Say, markdown_table, plot_bpc_curves, pyplot, runs_text, save_figure
 from ..evidence import conclude
 
 CURVE = ("seed", "updates", "valid_bpc")  # the learning-curve rows' own columns
@@ -36,15 +36,6 @@ def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
                        for k, b in enumerate(curve))  # fmt: skip
     return out
 
-
-def runs_text(result: dict[str, Any]) -> str:
-    """Arms as rows: per seed, the updates run, the update of the lowest valid bpc, that bpc,
-    how the run ended and whether it reached its plateau."""
-    head = ["arm", *(f"seed {s}: updates (best at) / valid bpc / ended" for s in result["seeds"])]
-    body = [[arm, *(f"{r['updates']} ({r['best_update']}) / {r['best_valid_bpc']:.3f} / "
-                    f"{r['ended']}{'' if r['plateau'] else ', not on its plateau'}"
-                    for r in runs)] for arm, runs in result["runs"].items()]  # fmt: skip
-    return markdown_table(head, body)
 
 
 def quality_text(result: dict[str, Any]) -> str:
@@ -108,16 +99,8 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     plt = pyplot()
 
     fig, (curves, *axes) = plt.subplots(1, 3, figsize=(15, 4))
-    per = result["updates_per_epoch"]
-    for i, (arm, by_seed) in enumerate(result["numbers"]["curves"].items()):
-        for k, c in enumerate(by_seed):
-            xs = [(j + 1) * per for j in range(len(c))]
-            curves.plot(xs, c, "-", color=f"C{i}", lw=1, label=arm if k == 0 else None)
-            curves.plot(xs[c.index(min(c))], min(c), "o", color=f"C{i}", ms=4)
-    curves.set_xlabel("updates")
-    curves.set_ylabel("valid bits per character")
+    plot_bpc_curves(curves, result)
     curves.set_title(f"early stopping, patience {result['config']['patience']} epochs", fontsize=9)
-    curves.legend(fontsize=8)
     for i, (arm, by_n) in enumerate(result["numbers"]["cost"].items()):
         ns = [int(n) for n in by_n]
         axes[0].plot(ns, [by_n[str(n)]["saved_bytes"] / 2**20 for n in ns], "o-",
