@@ -338,9 +338,9 @@ def runs_text(result: dict[str, Any]) -> str:
 
 def plot_bpc_curves(ax: Any, result: dict[str, Any]) -> None:
     """The learning curves of a language-model result on the axes ``ax``: valid bits per
-    character against updates (``result["numbers"]["curves"]`` {arm: [seed][validation]}, one
-    validation per ``result["updates_per_epoch"]`` updates), one line per arm and seed in the
-    arm's colour, a dot at each run's lowest."""
+    character against updates (``result["numbers"]["curves"]``: arm -> seed -> one value per
+    validation, one validation per ``result["updates_per_epoch"]`` updates), one line per arm
+    and seed in the arm's colour, a dot at each run's lowest."""
     per = result["updates_per_epoch"]
     for i, (arm, by_seed) in enumerate(result["numbers"]["curves"].items()):
         for k, c in enumerate(by_seed):
