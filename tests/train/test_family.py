@@ -19,7 +19,7 @@ from attnkit._registry import Lazy
 from attnkit.cli import main
 from attnkit.data import tasks
 from attnkit.data.example import Splits
-from attnkit.models import MODELS
+from attnkit.models import MODELS, ModelEntry
 from attnkit.tasks import registry as fam_mod
 from attnkit.tasks.family import Family
 from attnkit.train import checkpoint
@@ -129,7 +129,8 @@ def parity(monkeypatch):
     monkeypatch.setitem(
         tasks.TASKS.entries, "parity", tasks.Task("parity", _task, (400, 64, 64), "parity")
     )
-    monkeypatch.setitem(MODELS, "parity-mlp", (Parity, ParityConfig, {"small": {}}))
+    parity_model = ModelEntry("parity-mlp", Parity, ParityConfig, {"small": {}})
+    monkeypatch.setitem(MODELS.entries, "parity-mlp", parity_model)
 
 
 def _config(out, **train):
