@@ -373,3 +373,44 @@ def test_quick_run_writes_the_tables_maps_and_checks(tmp_path: Path) -> None:
     assert "it (... too tired)" in (tmp_path / "coref.html").read_text()
     assert (tmp_path / "coref-famous.png").read_bytes()[:4] == b"\x89PNG"
     assert any(line.startswith("verdict: ") for line in lines)
+
+
+def test_fit_calls_a_loss_that_creeps_by_less_than_min_delta_a_plateau(monkeypatch) -> None:
+    """A validation loss that keeps falling by a millionth each time never stops a run on
+    "a lower loss" alone; with ``min_delta`` it stops ``patience`` validations after the last
+    real gain, and keeps the weights of the lowest loss all the same."""
+    from attnkit.experiments.coref import models as coref_models
+
+    items = pair_items(noun_pairs()[:2], ("",))
+    batch = lambda step: encode(items[step % 4 :: 4])  # noqa: E731
+    model = build(dim=8, heads=2, layers=1, ff=8)
+    losses = iter([1.0, 0.5] + [0.5 - 1e-6 * k for k in range(1, 100)])
+    monkeypatch.setattr(coref_models, "valid_loss", lambda m, v: next(losses))
+    run = fit(model, batch, [], steps=300, eval_every=3, patience=2, lr=0.0, seed=0,
+              min_delta=1e-3)  # fmt: skip
+    assert (run["stop"], run["best"], run["censored"]) == (12, 12, False)
+    losses = iter([1.0, 0.5] + [0.5 - 1e-6 * k for k in range(1, 100)])
+    run = fit(model, batch, [], steps=30, eval_every=3, patience=2, lr=0.0, seed=0)
+    assert (run["stop"], run["censored"]) == (30, True)
+
+
+def test_the_cap_is_three_median_stops_on_the_calibration_seeds_under_min_delta() -> None:
+    """Seeds 300-305 (coref-fresh.json, run with min_delta 0) are the calibration of the
+    stopping rule: their validation loss fell to zero and crept by millionths for thousands
+    of updates. Replayed on their committed curves, the default rule (patience, min_delta)
+    stops every one of them, and the default cap is at least 3x the median stop."""
+    cfg = CorefConfig()
+    doc = Path(__file__).parents[2] / "docs" / "experiments" / "coref-fresh.json"
+    cal = json.loads(doc.read_text())
+    assert cal["config"]["seed"] != cfg.seed and "min_delta" not in cal["updates"]
+    stops = []
+    for seed in cal["seeds"]:
+        gain, since = math.inf, 0
+        for step, loss in seed["training"]["curve"]:
+            gain, since = (loss, 0) if loss < gain - cfg.min_delta else (gain, since + 1)
+            if since == cfg.patience:
+                stops.append(step)
+                break
+    assert len(stops) == len(cal["seeds"]) == 6
+    stops.sort()
+    assert cfg.steps >= 3 * (stops[2] + stops[3]) / 2, stops

@@ -68,7 +68,8 @@ def run_experiment(cfg: CorefConfig, out: Path, say: Say = print) -> dict[str, A
         f"({data['pairs']['valid']} and {data['pairs']['test']} unseen noun pairs); an "
         f"encoder-only Transformer (d={cfg.dim}, {cfg.heads} heads, {cfg.layers} layers), "
         f"updates of {cfg.batch_size} to a validation plateau (every {cfg.eval_every}, "
-        f"patience {cfg.patience}, cap {cfg.steps}), {cfg.seeds} seeds, {cfg.jobs} at a time",
+        f"patience {cfg.patience} by > {cfg.min_delta}, cap {cfg.steps}), {cfg.seeds} seeds, "
+        f"{cfg.jobs} at a time",
     )
     seeds = train_seeds(cfg, say)
     numbers = per_seed(seeds, cfg.steps)
@@ -82,8 +83,8 @@ def run_experiment(cfg: CorefConfig, out: Path, say: Say = print) -> dict[str, A
         "thresholds": {"coin_follows": COIN, "coin_flips": 0.5, "pronoun_chance": CHANCE,
                        "learned": LEARNED, "ablation_gap": 0.0},  # fmt: skip
         "updates": {"cap": cfg.steps, "eval_every": cfg.eval_every, "patience": cfg.patience,
-                    "batch_size": cfg.batch_size, "lr": cfg.lr, "clip": cfg.clip,
-                    "optimiser": "Adam"},  # fmt: skip
+                    "min_delta": cfg.min_delta, "batch_size": cfg.batch_size, "lr": cfg.lr,
+                    "clip": cfg.clip, "optimiser": "Adam"},  # fmt: skip
         "per_seed": numbers,
         "seeds": seeds,
         "total_seconds": round(time.perf_counter() - t0, 1),

@@ -19,6 +19,8 @@ class CorefConfig(Seeds, Pooled):
     steps: int = option(20000, "the cap: at most this many Adam updates per model")
     eval_every: int = option(200, "updates between validations (early stopping)")
     patience: int = option(8, "stop after this many validations without a lower valid loss")
+    min_delta: float = option(1e-3, "a validation loss counts as lower when it is lower by "
+                              "more than this (nats)")
     batch_size: int = option(64, "sentences per update")
     lr: float = option(1e-3, "Adam learning rate")
     clip: float = option(1.0, "gradient-norm clipping")
@@ -45,6 +47,8 @@ class CorefConfig(Seeds, Pooled):
                              "others of its layer: pass 2 or more")
         if self.dim % self.heads or self.dim % 2:
             raise ValueError(f"--dim {self.dim} must be even and divisible by --heads {self.heads}")
+        if not self.min_delta >= 0:
+            raise ValueError(f"--min-delta {self.min_delta}; pass 0 or more")
         if not self.lr > 0 or self.clip < 0:
             raise ValueError(f"--lr {self.lr} must be positive and --clip {self.clip} >= 0")
         for name in ("valid_fraction", "test_fraction"):

@@ -139,7 +139,7 @@ def train_seed(cfg: CorefConfig, seed: int) -> dict[str, Any]:
     control_scores = pronoun_scores(model, held["test"])
     run = fit(model, make_batches(data["train"], cfg.batch_size, seed), held["valid"],
               steps=cfg.steps, eval_every=cfg.eval_every, patience=cfg.patience, lr=cfg.lr,
-              seed=seed, clip=cfg.clip)  # fmt: skip
+              seed=seed, clip=cfg.clip, min_delta=cfg.min_delta)  # fmt: skip
     valid, test = head_rates(model, held["valid"]), head_rates(model, held["test"])
     scores = pronoun_scores(model, held["test"])
     zeroed = ablations(model, held["test"])

@@ -124,16 +124,20 @@ def valid_loss(model: Tagger, batches: list[Batch]) -> float:
 def fit(
     model: Tagger, make_batch: Callable[[int], Batch], valid: list[Batch], *, steps: int,
     eval_every: int, patience: int, lr: float, seed: int, clip: float = 1.0,
+    min_delta: float = 0.0,
 ) -> dict[str, object]:  # fmt: skip
     """Adam updates on ``make_batch(0), make_batch(1), ...``; every ``eval_every`` updates the
-    validation loss; stop after ``patience`` validations without a lower one, or at ``steps``
-    (the cap). The model ends with the weights of the lowest validation loss. Returns the
+    validation loss; stop after ``patience`` validations none of which is lower by more than
+    ``min_delta`` than the loss of the last one that was, or at ``steps`` (the cap): a loss
+    that creeps towards zero by millionths is a plateau, not progress. The model ends with
+    the weights of the lowest validation loss. Returns the
     curve ([updates, valid loss] per validation), the updates made (``stop``), the best
     validation's updates, and whether the cap cut the run before its plateau (``censored``)."""
     torch.manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     curve: list[list[float]] = []
     best, best_at, best_state, since = math.inf, 0, copy.deepcopy(model.state_dict()), 0
+    last_gain = math.inf  # the loss of the last validation that lowered it by > min_delta
     step = 0
     while step < steps and since < patience:
         model.train()
@@ -144,7 +148,9 @@ def fit(
         loss = valid_loss(model, valid)
         curve.append([step, round(loss, 5)])
         if loss < best:
-            best, best_at, best_state, since = loss, step, copy.deepcopy(model.state_dict()), 0
+            best, best_at, best_state = loss, step, copy.deepcopy(model.state_dict())
+        if loss < last_gain - min_delta:
+            last_gain, since = loss, 0
         else:
             since += 1
     model.load_state_dict(best_state)

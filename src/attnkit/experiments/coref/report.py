@@ -86,7 +86,8 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     u, s, th = result["updates"], result["sentences"], result["thresholds"]
     say(
         f"Adam updates of {u['batch_size']} (lr {u['lr']}, clip {u['clip']}) to a validation "
-        f"plateau (every {u['eval_every']} updates, patience {u['patience']}, cap {u['cap']}); "
+        f"plateau (every {u['eval_every']} updates, patience {u['patience']} "
+        f"validations without a loss lower by > {u.get('min_delta', 0)}, cap {u['cap']}); "
         f"{result['parameters']:,} parameters; {s['train']} training sentences, "
         f"{s['valid_pairs']} validation and {s['test_pairs']} test minimal pairs; a coin per "
         f"sentence follows {100 * th['coin_follows']:.0f}% of pairs and flips "
