@@ -237,3 +237,16 @@ def test_a_tiny_run_records_depths_calls_and_writes_its_files(tmp_path: Path) ->
     saved = json.loads((tmp_path / "parallel.json").read_text())
     assert saved["config"]["lengths"] == "2,4" and saved["threads"] == 2
     assert (tmp_path / "parallel.csv").read_text().count("\n") == 3  # header + n = 2, 4
+
+
+def test_each_timed_length_is_judged_on_its_own() -> None:
+    """The design checks read the machine (cores, load), not the models; the claim is checked
+    at each n by itself: one length where the RNN gains more fails that length alone, and an
+    average over the lengths (which still favours the Transformer) would have hidden it."""
+    t = timed(1.05, 1.6)
+    t["seconds"]["transformer"]["2"][2] = repeats(1.0 / 0.8, 0.05)  # n = 1024: 0.8 < 1.05
+    checks = judge(t)
+    failed = [c.name for c in checks if c.outcome == ev.FAIL]
+    assert failed == ["n=1024: log speed-up 1 -> 2 threads, Transformer - RNNsearch"]
+    assert {c.kind for c in checks if c.name.startswith(("CPU", "1-minute"))} == {"design"}
+    assert ev.verdict_of(checks).startswith("NOT REPRODUCED: n=1024")
