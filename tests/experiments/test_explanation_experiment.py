@@ -270,3 +270,27 @@ def test_the_page_states_the_committed_verdicts_and_numbers():
             assert f"{100 * rep['accuracy'][arm]['mean']:.1f}" in page, (task, arm)
     overall = next(h for h in heads if result["verdict"].startswith(h))
     assert f"**{overall}**" in page
+
+
+def test_the_cap_is_three_median_stops_of_every_compared_arm_on_the_committed_runs() -> None:
+    """The runs at the earlier cap of 6,000 (seeds 0-4 and 100-104) are the calibration of the
+    cap: none of their runs reached it, so a larger cap changes none of their numbers, and the
+    default cap is at least 3x the median stop of every arm a check compares, in each task
+    (the slowest, mlp-uniform on marked, stops at about 4,650)."""
+    import statistics
+
+    from attnkit.experiments.explanation.checks import ARMS
+    from attnkit.experiments.explanation.config import ExplanationConfig
+
+    cap = ExplanationConfig().cap
+    docs = Path(__file__).parents[2] / "docs" / "experiments"
+    compared = {arm for arms in ARMS.values() for arm in arms}
+    for name in ("explanation-fresh.json",):
+        run = json.loads((docs / name).read_text())
+        assert run["config"]["cap"] == 6000
+        for task, result in run["tasks"].items():
+            seeds = result["seeds"]
+            for arm in compared:
+                stops = [s["runs"][arm]["steps_run"] for s in seeds]
+                assert not any(s["runs"][arm]["censored"] for s in seeds), (name, task, arm)
+                assert cap >= 3 * statistics.median(stops), (name, task, arm, stops)
