@@ -414,3 +414,17 @@ def test_the_cap_is_three_median_stops_on_the_calibration_seeds_under_min_delta(
     assert len(stops) == len(cal["seeds"]) == 6
     stops.sort()
     assert cfg.steps >= 3 * (stops[2] + stops[3]) / 2, stops
+
+
+def test_the_fresh_seeds_run_reads_as_its_page_says() -> None:
+    """docs/experiments/coref-fresh-500.json: seeds never run before, under the stopping rule;
+    the page quotes its claim intervals, and every design check passed."""
+    docs = Path(__file__).parents[2] / "docs" / "experiments"
+    result = json.loads((docs / "coref-fresh-500.json").read_text())
+    assert result["config"]["seed"] == 500 and result["updates"]["min_delta"] == 0.001
+    assert all(c["outcome"] == "pass" for c in result["checks"] if c["kind"] == "design")
+    assert result["verdict"].startswith("INCONCLUSIVE: chosen head")
+    page = (docs / "coref.md").read_text()
+    for c in (c for c in result["checks"] if c["kind"] == "claim"):
+        lo, hi = (f"{x:.3f}".replace("-", "−") for x in c["ci"])
+        assert f"| {c['value']:.3f} | [{lo}, {hi}] |" in page, c["name"]
