@@ -63,9 +63,10 @@ def test_window_bits_errors_say_what_to_do():
 
 
 def planted(alibi_rise: float, sin_rise: float, *, unigram: float = 4.0, spread: float = 0.05,
-            seeds: int = 5):
+            seeds: int = 5, stop: int = 8):
     """``seeds`` seeds x 30 blocks at k = 1, 4; each arm at k = 4 shifted by its rise; the
-    blocks' noise ``spread`` (a larger spread: a wider interval)."""
+    blocks' noise ``spread`` (a larger spread: a wider interval); every compared run stopped
+    early at epoch ``stop`` of a cap of 30."""
     rng = random.Random(0)
     base = [[1.5 + spread * rng.gauss(0, 1) for _ in range(30)] for _ in range(seeds)]
     noisy = lambda d: [[x + d + spread * rng.gauss(0, 1) for x in r] for r in base]  # noqa: E731
@@ -74,7 +75,30 @@ def planted(alibi_rise: float, sin_rise: float, *, unigram: float = 4.0, spread:
                  "learned": {"1": base, "4": None},
                  "alibi": {"1": base, "4": noisy(alibi_rise)}},
         "unigram": [unigram] * seeds,
+        "stops": {"sinusoidal": [stop] * seeds, "alibi": [stop] * seeds},
+        "censored": {"sinusoidal": [False] * seeds, "alibi": [False] * seeds},
+        "cap": 30,
     }  # fmt: skip
+
+
+def test_each_compared_arm_must_reach_its_plateau_and_only_the_compared_arms():
+    """A cap under 3x an arm's median stop (here alibi's) withholds the verdict, naming the
+    arm; the reported arms have no stopping check; a run stored without stopping points (a
+    fixed number of epochs, before early stopping) cannot show a plateau."""
+    n = planted(-0.1, 0.5)
+    n["stops"]["alibi"] = [12, 30, 30, 14, 30]
+    n["censored"]["alibi"] = [False, True, True, False, True]
+    v = verdict_of(checks_of(n))
+    assert v.startswith("INCONCLUSIVE: alibi: cap / median stopping epoch: cap 30 / median "
+                        "stop 30") and "3 of 5 runs censored" in v, v  # fmt: skip
+    names = [c.name for c in checks_of(planted(-0.1, 0.5))]
+    assert [x for x in names if "stopping" in x] == ["sinusoidal: cap / median stopping epoch",
+                                                   "alibi: cap / median stopping epoch"]
+    old = planted(-0.1, 0.5)
+    for key in ("stops", "censored", "cap"):
+        del old[key]
+    assert verdict_of(checks_of(old)).startswith("INCONCLUSIVE: compared runs trained to a "
+                                                 "validation plateau")
 
 
 def test_the_checks_give_each_outcome():

@@ -37,17 +37,32 @@ def enough_seeds(seeds: int) -> ev.Check:
     return enough
 
 
+def plateaus(n: dict[str, Any]) -> list[ev.Check]:
+    """The design checks that each compared arm trained to its plateau: the cap at least 3x
+    its runs' median stopping epoch, censored runs named (``evidence.plateau_cap``). A run
+    made before early stopping (no "stops" stored: a fixed number of epochs) cannot show a
+    plateau: one INCONCLUSIVE check says so."""
+    if "stops" not in n:
+        return [ev.can_tell("compared runs trained to a validation plateau (early stopping)",
+                            0, 1)]  # fmt: skip
+    return [ev.plateau_cap(f"{arm}: cap / median stopping epoch", n["stops"][arm], n["cap"],
+                           sum(n["censored"][arm]))
+            for arm in ("sinusoidal", "alibi")]  # fmt: skip
+
+
 def checks_of(n: dict[str, Any]) -> list[ev.Check]:
     """n: "bits" {arm: {k: [seed][block] bits, or None where the arm has no positions}},
-    "unigram" [seed] bits. The claim compares each arm at the longest k with itself at k = 1
-    on the same test blocks: one gap per seed (its mean over the blocks), a t-interval over
-    the seeds."""
+    "unigram" [seed] bits, "stops" and "censored" {arm: [seed]} and "cap" (epochs) of the
+    compared arms. The claim compares each arm at the longest k with itself at k = 1 on the
+    same test blocks: one gap per seed (its mean over the blocks), a t-interval over the
+    seeds."""
     bits, unigram = n["bits"], sum(n["unigram"]) / len(n["unigram"])
     factors = sorted(bits["alibi"], key=int)
     one, top = factors[0], factors[-1]
     worst = max(mean_of_means(bits[a][one]) for a in ("sinusoidal", "alibi"))
     return [
         enough_seeds(len(n["unigram"])),
+        *plateaus(n),
         ev.learned(f"worse of sinusoidal, ALiBi bpc at L / unigram bpc ({unigram:.3f})",
                    worst / unigram, LEARNED_SHARE, above=False),  # fmt: skip
         ev.on_interval(f"ALiBi bpc at {top}L - at L",
@@ -59,4 +74,5 @@ def checks_of(n: dict[str, Any]) -> list[ev.Check]:
     ]
 
 
-__all__ = ["FLAT", "LEARNED_SHARE", "MIN_SEEDS", "RISE", "checks_of", "enough_seeds", "seed_gaps"]
+__all__ = ["FLAT", "LEARNED_SHARE", "MIN_SEEDS", "RISE", "checks_of", "enough_seeds", "plateaus",
+           "seed_gaps"]

@@ -54,6 +54,11 @@ class ExtrapolationConfig(LMFlags):
                        "sinusoidal and alibi are required (the claim)")  # fmt: skip
     ff: int = option(256, "feed-forward width")
     batch_size: int = option(16, "segments per update")
+    patience: int = option(2, "--part positions: early stopping, every arm: validations (one "
+                           "per epoch) without a lower valid loss before a run stops")
+    cap: int = option(30, "--part positions: at most this many epochs per run, the same for "
+                      "every arm (>= 3x each compared arm's median stop); --epochs is the "
+                      "RoPE part's fixed training of its base model")  # fmt: skip
     seeds: int = option(5, "seeds seed, seed+1, ...: each a new text and initialisation (a "
                         "check needs 5)")
     part: str = option("positions", "positions: position methods, ALiBi vs sinusoidal (Press "
@@ -73,7 +78,8 @@ class ExtrapolationConfig(LMFlags):
     def __post_init__(self) -> None:
         check_ranges(self, positive=(
             "train_size", "valid_size", "test_size", "segment", "dim", "heads", "layers", "ff",
-            "epochs", "batch_size", "seeds", "jobs", "threads", "finetune_steps"), fractions=(),
+            "epochs", "batch_size", "seeds", "jobs", "threads", "finetune_steps", "patience",
+            "cap"), fractions=(),
             as_flags=True)  # fmt: skip
         arms = parse_list(self.arms, "arms")
         for arm in arms:

@@ -45,8 +45,13 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
         return rope_report(result, out, say)
     params = ", ".join(f"{k} {v:,}" for k, v in result["parameters"].items())
     secs = sum(result["train_seconds"].values())
-    say(f"parameters: {params}; {result['updates']} updates per model, {secs:.0f}s of "
-        f"training; {result['blocks']} test blocks per seed")  # fmt: skip
+    say(f"parameters: {params}; {secs:.0f}s of training; {result['blocks']} test blocks per "
+        "seed")
+    if "stopping_epochs" in result:  # runs to a plateau; earlier runs trained fixed epochs
+        stops = ", ".join(f"{n} {e}" for n, e in result["stopping_epochs"].items())
+        censored = ", ".join(result["censored_runs"]) or "none"
+        say(f"stopped after {stops} epochs of {result['updates_per_epoch']} updates (cap "
+            f"{result['config']['cap']}); censored at the cap: {censored}")  # fmt: skip
     say(f"unigram bpc of the test text: {statistics.fmean(result['numbers']['unigram']):.3f}")
     say(bpc_text(result))
     return conclude("extrapolation", result, rows, plot, out, say, "training and measuring")
