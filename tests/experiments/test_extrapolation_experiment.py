@@ -103,12 +103,13 @@ def test_each_compared_arm_must_reach_its_plateau_and_only_the_compared_arms():
 
 def test_the_checks_give_each_outcome():
     assert verdict_of(checks_of(planted(-0.1, 0.5))) == "REPRODUCED"
-    assert verdict_of(checks_of(planted(0.0, 0.5))) == "REPRODUCED"  # flat within 0.02
+    flat = verdict_of(checks_of(planted(0.0, 0.5)))  # no gain from the longer inputs
+    assert flat.startswith("INCONCLUSIVE: ALiBi bpc at 4L - at L"), flat
     rises = verdict_of(checks_of(planted(0.3, 0.5)))
     assert rises.startswith("NOT REPRODUCED: ALiBi bpc at 4L - at L"), rises
     no_rise = verdict_of(checks_of(planted(-0.1, -0.2)))
     assert no_rise.startswith("NOT REPRODUCED: sinusoidal bpc at 4L - at L"), no_rise
-    straddle = verdict_of(checks_of(planted(0.02, 0.5, spread=0.3)))
+    straddle = verdict_of(checks_of(planted(0.0, 0.5, spread=0.3)))
     assert straddle.startswith("INCONCLUSIVE: ALiBi bpc at 4L - at L"), straddle
     assert "holds both" in straddle
     unlearned = verdict_of(checks_of(planted(-0.1, 0.5, unigram=1.6)))
