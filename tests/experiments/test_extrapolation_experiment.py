@@ -4,8 +4,10 @@ settings."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
+from pathlib import Path
 
 import pytest
 import torch
@@ -168,3 +170,30 @@ def test_the_gap_is_a_t_interval_over_seeds_and_rejudge_keeps_the_run_verdict():
     got = rejudge({"numbers": n, "checks": [], "verdict": "REPRODUCED"})
     assert got["verdict"] == v and got["verdict_as_run"] == "REPRODUCED"
     assert rejudge(got) == got
+
+
+def test_the_cap_is_three_median_stops_on_the_calibration_seeds() -> None:
+    """The plateau design's calibration (seeds 900-904, never a verdict's), run before its
+    verdict's seeds: every compared arm stopped early, and the default cap is at least 3x
+    its median stopping epoch, with the default patience."""
+    import statistics
+
+    cfg = ExtrapolationConfig()
+    doc = Path(__file__).parents[2] / "docs" / "experiments" / "extrapolation-calibration-900.json"
+    cal = json.loads(doc.read_text())
+    assert cal["seeds"] == [900, 901, 902, 903, 904] and cal["config"]["patience"] == cfg.patience
+    for arm in ("sinusoidal", "alibi"):
+        stops = cal["numbers"]["stops"][arm]
+        assert not any(cal["numbers"]["censored"][arm]), arm
+        assert cfg.cap >= 3 * statistics.median(stops), (arm, stops)
+
+
+def test_a_quick_run_counts_the_updates_of_the_cap(tmp_path: Path) -> None:
+    """The updates an epoch holds and the cap in updates come from the cap of epochs the runs
+    trained under (``--cap``), not from ``--epochs`` (the RoPE part's fixed training)."""
+    from attnkit.experiments.extrapolation import QUICK, run_experiment
+
+    cfg = ExtrapolationConfig(**{**QUICK, "epochs": 1, "cap": 3})
+    result = run_experiment(cfg, tmp_path, say=lambda _: None)
+    assert result["cap_updates"] == 3 * result["updates_per_epoch"] > 0
+    assert set(result["stopping_epochs"].values()) <= {1, 2, 3}

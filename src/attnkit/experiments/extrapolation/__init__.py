@@ -36,7 +36,7 @@ it writes OUT/extrapolation-rope.{csv,json,png}.
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +95,8 @@ def run_experiment(cfg: ExtrapolationConfig, out: Path, say: Say = print) -> dic
         f"{cfg.train_size:,} characters, evaluated at "
         f"k·L for k = {cfg.factors}, seeds {cfg.seed_list}",
     )
-    steps, seconds, stops = train_lms_to_plateau(cfg, make_jobs(cfg, out), out, say,
+    capped = replace(cfg, epochs=cfg.cap)  # the runs' epochs: the cap of early stopping
+    steps, seconds, stops = train_lms_to_plateau(capped, make_jobs(cfg, out), out, say,
                                                  cfg.patience)
     say(f"measuring bpc on the test text at k·L, k = {cfg.factors}")
     per_seed = [measure_seed(cfg, s, out) for s in cfg.seed_list]
