@@ -148,7 +148,7 @@ EXPERIMENT = Experiment.of(
     help="train short, test long: bpc at k·L by position method, ALiBi vs sinusoidal "
     "(Press 2022, Fig. 1); --part rope: PI and YaRN with a short fine-tune (Chen 2023, "
     "Peng 2023)",
-    typical="about 20 min with --jobs 2 on a 2-core CPU at load ~10 (5 seeds; 3 seeds took 739 s); "
+    typical="about 9 min with --jobs 2 on a 2-core CPU (5 seeds, each arm to its plateau); "
     "--part rope: 2.5 min (244 s of CPU)",
     description="Train vanilla Transformer LMs with sinusoidal, learned, RoPE, T5, ALiBi and "
     "Transformer-XL-style relative positions at length L on the generated text of --task lm "
