@@ -316,13 +316,14 @@ def reported_table(result: dict[str, Any]) -> str:
     )  # fmt: skip
 
 
-def plateau_text(result: dict[str, Any]) -> str:
+def plateau_text(result: dict[str, Any], cap_flag: str = "epochs") -> str:
     """Where the runs of a result with a ``pool.plateau_summary`` stopped, for its report:
-    "stopped after NAME EPOCHS, ... epochs of N updates (cap C); censored at the cap: ..."."""
+    "stopped after NAME EPOCHS, ... epochs of N updates (cap C); censored at the cap: ...";
+    the cap C is the config's ``cap_flag`` field."""
     stops = ", ".join(f"{n} {e}" for n, e in result["stopping_epochs"].items())
     censored = ", ".join(result["censored_runs"]) or "none"
     return (f"stopped after {stops} epochs of {result['updates_per_epoch']} updates (cap "
-            f"{result['config']['epochs']}); censored at the cap: {censored}")  # fmt: skip
+            f"{result['config'][cap_flag]}); censored at the cap: {censored}")  # fmt: skip
 
 
 def runs_text(result: dict[str, Any]) -> str:

@@ -8,7 +8,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..base import Say, markdown_table, pyplot, save_figure
+from ..base import Say, markdown_table, plateau_text, pyplot, save_figure
 from ..evidence import conclude
 
 
@@ -48,10 +48,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
     say(f"parameters: {params}; {secs:.0f}s of training; {result['blocks']} test blocks per "
         "seed")
     if "stopping_epochs" in result:  # runs to a plateau; earlier runs trained fixed epochs
-        stops = ", ".join(f"{n} {e}" for n, e in result["stopping_epochs"].items())
-        censored = ", ".join(result["censored_runs"]) or "none"
-        say(f"stopped after {stops} epochs of {result['updates_per_epoch']} updates (cap "
-            f"{result['config']['cap']}); censored at the cap: {censored}")  # fmt: skip
+        say(plateau_text(result, "cap"))
     say(f"unigram bpc of the test text: {statistics.fmean(result['numbers']['unigram']):.3f}")
     say(bpc_text(result))
     return conclude("extrapolation", result, rows, plot, out, say, "training and measuring")
