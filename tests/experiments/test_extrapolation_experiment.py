@@ -197,3 +197,16 @@ def test_a_quick_run_counts_the_updates_of_the_cap(tmp_path: Path) -> None:
     result = run_experiment(cfg, tmp_path, say=lambda _: None)
     assert result["cap_updates"] == 3 * result["updates_per_epoch"] > 0
     assert set(result["stopping_epochs"].values()) <= {1, 2, 3}
+
+
+def test_the_position_runs_stop_early_under_the_cap_and_the_rope_base_does_not(
+        tmp_path: Path) -> None:  # fmt: skip
+    """Every run of the positions part trains with the early-stopping patience and ``--cap``
+    epochs; the RoPE part's base model keeps its fixed ``--epochs`` without early stopping."""
+    from attnkit.experiments.extrapolation.jobs import fit_config, make_jobs
+
+    cfg = ExtrapolationConfig(epochs=3, cap=30, patience=2)
+    jobs = make_jobs(cfg, tmp_path)
+    assert {(j.train.epochs, j.train.patience) for j in jobs.values()} == {(30, 2)}
+    base = fit_config(cfg, "rope", 0, tmp_path)
+    assert (base.train.epochs, base.train.patience) == (3, 0)
