@@ -225,6 +225,36 @@ def test_design_checks_look_only_at_compared_arms_per_task():
 def test_both_compared_arms_at_the_ceiling_and_a_censored_cap_are_inconclusive():
     _, v = judged({**CLEAN, "attention": 0.995, "uniform": 0.99})
     assert v["W&P"].startswith("INCONCLUSIVE") and "ceiling" in v["W&P"]
+
+
+def test_the_ceiling_is_judged_per_compared_arm_not_per_pair():
+    """The committed runs' case: the uniform MLP at 100% while the transplanted one is lower.
+    A pair's check passed it (one arm below); judged per arm, a baseline at the ceiling
+    leaves the claimed gap no room, so W&P is INCONCLUSIVE, not NOT REPRODUCED. A context
+    arm at the ceiling withholds nothing."""
+    _, v = judged({**CLEAN, "mlp-uniform": 0.996, "mlp-transplanted": 0.85})
+    assert v["W&P"].startswith("INCONCLUSIVE") and "mlp-uniform accuracy below the ceiling" \
+        in v["W&P"] and v["J&W"] == ev.REPRODUCED  # fmt: skip
+    _, v = judged({**CLEAN, "mlp-attention": 0.996})
+    assert v == {"J&W": ev.REPRODUCED, "W&P": ev.REPRODUCED}
+
+
+def test_the_transplant_is_read_only_where_attention_is_needed():
+    """W&P's gate (§3.1 before §3.3): with attention not ahead of uniform, a transplant gap
+    that would fail is not read (INCONCLUSIVE); with attention behind uniform, §3.1 itself
+    fails (NOT REPRODUCED); with attention ahead, the transplant check judges as it is."""
+    tied = {**CLEAN, "uniform": 0.9, "mlp-transplanted": 0.6}
+    seeds = [seed_result(s, tied) for s in range(5)]
+    for s in seeds:  # attention − uniform straddles 0
+        s["runs"]["uniform"]["test_accuracy"] += 0.03 if s["seed"] % 2 else -0.03
+    checks = task_checks("docs", numbers(seeds), cap=4000)
+    transplant = next(c for c in checks if "transplanted weights − uniform" in c.name)
+    assert transplant.outcome == ev.INCONCLUSIVE and transplant.ci[1] < 0
+    assert "not read" in transplant.reason
+    _, v = judged({**CLEAN, "uniform": 0.95, "mlp-transplanted": 0.6})
+    assert v["W&P"].startswith("NOT REPRODUCED: docs · W&P: accuracy attention − uniform")
+    _, v = judged({**CLEAN, "mlp-transplanted": 0.6})
+    assert v["W&P"].startswith("NOT REPRODUCED: docs · W&P: MLP accuracy transplanted")
     _, v = judged(CLEAN, steps=2000)  # cap 4000 < 3 × median stop
     assert v["J&W"].startswith("INCONCLUSIVE") and "plateau" in v["J&W"]
 
@@ -249,6 +279,19 @@ def test_quick_run_end_to_end(tmp_path: Path, one_thread: None, capsys):
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "docs" / "experiments" / "explanation.json"
+
+
+@pytest.mark.parametrize("name", ["explanation.json", "explanation-fresh-300.json"])
+def test_the_committed_runs_are_judged_by_todays_checks(name: str) -> None:
+    """The committed runs' verdicts are today's checks on their stored numbers (rejudge);
+    what each run printed is kept as ``verdict_as_run``."""
+    from attnkit.experiments.explanation import rejudge
+
+    result = json.loads((COMMITTED.parent / name).read_text(encoding="utf-8"))
+    again = rejudge(result)
+    assert again["verdict"] == result["verdict"] and again["claims"] == result["claims"]
+    assert again["checks"] == result["checks"]
+    assert result["verdict_as_run"].startswith("NOT REPRODUCED")
 
 
 @pytest.mark.skipif(not COMMITTED.exists(), reason="no committed default run")

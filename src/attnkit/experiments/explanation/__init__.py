@@ -74,6 +74,18 @@ def run_experiment(cfg: ExplanationConfig, out: Path, say: Say = print) -> dict[
     }
 
 
+def rejudge(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` (a run's JSON) with its checks, per-task claims and verdict recomputed by
+    today's ``checks.task_checks`` from its stored per-seed numbers; nothing retrained. The
+    verdict the run printed stays as ``verdict_as_run``."""
+    checks: list[ev.Check] = []
+    for task, by in result["tasks"].items():
+        checks += task_checks(task, numbers(by["seeds"]), result["config"]["cap"])
+    as_run = result.get("verdict_as_run", result["verdict"])
+    return {**result, "claims": claim_verdicts(checks, list(result["tasks"])),
+            **ev.judged(checks), "verdict_as_run": as_run}  # fmt: skip
+
+
 EXPERIMENT = Experiment.of(
     __name__,
     name="explanation",
@@ -90,4 +102,4 @@ EXPERIMENT = Experiment.of(
     config=ExplanationConfig,
 )
 
-__all__ = ["EXPERIMENT", "QUICK", "ExplanationConfig", "run_experiment"]
+__all__ = ["EXPERIMENT", "QUICK", "ExplanationConfig", "rejudge", "run_experiment"]
