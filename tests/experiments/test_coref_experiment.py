@@ -31,7 +31,7 @@ from attnkit.experiments.coref import QUICK, CorefConfig, rejudge, run_experimen
 from attnkit.experiments.coref.checks import ABLATION_NAME, COIN, FOLLOWS_NAME, judge
 from attnkit.experiments.coref.data import TAGS, encode
 from attnkit.experiments.coref.jobs import ablation_of
-from attnkit.experiments.coref.measure import best_head, keys_of, masses, pair_rates
+from attnkit.experiments.coref.measure import best_head, keys_of, margin, masses, pair_rates
 from attnkit.experiments.coref.models import ablated, build, fit, zero_head
 from attnkit.experiments.coref.report import report
 
@@ -159,6 +159,31 @@ def test_pair_rates_follow_and_flip() -> None:
         pair_rates(picks[:3])
 
 
+def test_the_margin_is_zero_for_every_head_that_ignores_the_referent() -> None:
+    """margin = follows − anti-follows: 1 for a head that always follows, −1 for one always
+    on the other noun, and 0 in expectation for a coin, for a head that always picks the
+    first noun, and for one that picks the first noun in 90% of sentences at random: their
+    choices do not depend on the referent, whatever their flip rates (a coin flips 50%,
+    the first-noun head never). The 25% line of an earlier design failed the 90% head
+    (follows 9%) and the first-noun head, and asked a coin for more than chance."""
+    g = torch.Generator().manual_seed(0)
+    n = 40000
+    first = torch.rand(2 * n, generator=g) < 0.9  # picks noun 1 in 90% of sentences
+    ref_is_first = torch.arange(2 * n) % 2 == 0  # the referent is noun 1 in a, noun 2 in b
+    heads = torch.stack([
+        torch.ones(2 * n, dtype=torch.bool),  # always the referent
+        ~torch.ones(2 * n, dtype=torch.bool),  # always the other noun
+        torch.rand(2 * n, generator=g) < 0.5,  # a coin
+        ref_is_first,  # always noun 1: right in a, wrong in b
+        first == ref_is_first,  # noun 1 in 90%, by chance
+    ], dim=-1)[:, None, :]  # (2N, 1, 5): True = top noun is the referent
+    follows, flips = pair_rates(heads)
+    m = margin(follows, flips)[0]
+    assert m[0] == 1.0 and m[1] == -1.0
+    assert m[2:].abs().max() < 0.02, m
+    assert follows[0, 4] < 0.12 and flips[0, 3] == 0.0  # under the old line, "not following"
+
+
 def _tagger(seed: int = 0) -> torch.nn.Module:
     torch.manual_seed(seed)
     return build(dim=8, heads=2, layers=2, ff=16).double().eval()
@@ -256,7 +281,8 @@ def numbers(**over: object) -> dict:
     """Per-seed numbers of a run where a head follows the referent far above chance and
     zeroing it costs far more than another head; the untrained control at its floor."""
     base = dict(
-        accuracy=[0.92, 0.95, 0.90, 0.94, 0.93], follows=[0.80, 0.85, 0.75, 0.90, 0.82],
+        accuracy=[0.92, 0.95, 0.90, 0.94, 0.93], margin=[0.70, 0.80, 0.60, 0.85, 0.75],
+        follows=[0.80, 0.85, 0.75, 0.90, 0.82],
         zeroed=[0.60, 0.65, 0.55, 0.70, 0.62], others_zeroed=[0.91, 0.94, 0.90, 0.93, 0.92],
         stops=[1200, 1400, 1000, 1600, 1200], censored=[False] * 5, cap=6000,
         control_accuracy=[0.5, 0.49, 0.51, 0.5, 0.5], control_follows=[0.0, 0.01, 0.0, 0.0, 0.0],
@@ -268,7 +294,9 @@ def test_a_head_far_above_chance_with_a_costly_ablation_is_reproduced() -> None:
     checks = judge(numbers())
     assert ev.verdict_of(checks) == ev.REPRODUCED
     assert [c.kind for c in checks] == ["design"] * 4 + ["claim"] * 2
-    assert COIN == 0.25  # chance: a coin per sentence, for both sentences of a pair
+    assert COIN == 0.25  # reported: a coin per sentence, for both sentences of a pair
+    follows = next(c for c in checks if c.name == FOLLOWS_NAME)
+    assert follows.threshold == 0.0 and follows.value == pytest.approx(0.74)  # the margin
 
 
 def test_the_control_at_its_floor_does_not_withhold_the_verdict() -> None:
@@ -281,10 +309,13 @@ def test_the_control_at_its_floor_does_not_withhold_the_verdict() -> None:
 
 
 def test_a_head_at_chance_is_not_reproduced_or_inconclusive_as_its_interval_says() -> None:
-    v = ev.verdict_of(judge(numbers(follows=[0.20, 0.32, 0.24, 0.29, 0.21])))  # holds 0.25
+    v = ev.verdict_of(judge(numbers(margin=[-0.05, 0.07, -0.01, 0.04, -0.04])))  # holds 0
     assert v.startswith("INCONCLUSIVE: ") and FOLLOWS_NAME in v and "holds both" in v
-    v = ev.verdict_of(judge(numbers(follows=[0.01, 0.03, 0.0, 0.02, 0.05])))  # below
+    v = ev.verdict_of(judge(numbers(margin=[-0.1, -0.05, -0.12, -0.08, -0.02])))  # below
     assert v.startswith("NOT REPRODUCED: ") and FOLLOWS_NAME in v
+    # the follows rate itself is reported: below a coin's 25%, the margin still decides
+    v = ev.verdict_of(judge(numbers(follows=[0.10, 0.12, 0.09, 0.15, 0.11])))
+    assert v == ev.REPRODUCED
 
 
 def test_an_ablation_that_costs_no_more_than_another_head_is_not_reproduced() -> None:
@@ -297,7 +328,7 @@ def test_an_ablation_that_costs_no_more_than_another_head_is_not_reproduced() ->
 
 
 def test_design_checks_withhold_the_verdict() -> None:
-    none = dict(follows=[0.0] * 5, zeroed=[0.5] * 5, others_zeroed=[0.5] * 5)
+    none = dict(margin=[0.0] * 5, follows=[0.0] * 5, zeroed=[0.5] * 5, others_zeroed=[0.5] * 5)
     v = ev.verdict_of(judge(numbers(accuracy=[0.55, 0.6, 0.5, 0.58, 0.62], **none)))
     assert v.startswith("INCONCLUSIVE: ") and "not learned" in v  # never NOT REPRODUCED
     v = ev.verdict_of(judge(numbers(zeroed=[1.0] * 5, others_zeroed=[1.0] * 5)))

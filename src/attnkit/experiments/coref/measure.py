@@ -11,6 +11,11 @@ flipped, so the referent flips).
                     a coin per sentence scores 1/4, a head blind to the adjective 0
     flips(l, h)   = share of pairs whose top noun differs between the two sentences
                     (either way round); a coin scores 1/2, a head blind to the adjective 0
+    margin(l, h)  = follows − anti-follows = 2·follows − flips, anti-follows being the
+                    share of pairs whose top noun is the *other* noun in both sentences:
+                    0 in expectation for every head whose choice does not depend on the
+                    referent (a coin, a head blind to the adjective, a head that prefers
+                    one noun by position), and 1 for a head that always follows
 
 q is the pronoun's own position (the query row the tagger reads out).
 
@@ -57,10 +62,15 @@ def pair_rates(picks: Tensor) -> tuple[Tensor, Tensor]:
     return follows, flips
 
 
+def margin(follows: Tensor, flips: Tensor) -> Tensor:
+    """(follows, flips) (L, H) each -> follows − anti-follows = 2·follows − flips (L, H)."""
+    return 2 * follows - flips
+
+
 def best_head(rates: Tensor) -> tuple[int, int]:
     """(layer, head) of the largest rate (L, H); the first on a tie."""
     flat = int(rates.flatten().argmax())
     return divmod(flat, rates.shape[1])
 
 
-__all__ = ["SPANS", "best_head", "keys_of", "masses", "pair_rates"]
+__all__ = ["SPANS", "best_head", "keys_of", "margin", "masses", "pair_rates"]

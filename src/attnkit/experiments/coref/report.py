@@ -19,9 +19,10 @@ ADJECTIVES = ("tired", "wide")
 
 
 def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per seed, layer and head: the test follows and flips rates, mean mass on the
-    right and the wrong noun, the validation follows rate, the test pronoun accuracy with the
-    head zeroed, and whether it is the chosen head."""
+    """One row per seed, layer and head: the test margin (follows − anti-follows), follows
+    and flips rates, mean mass on the right and the wrong noun, the validation margin and
+    follows rate, the test pronoun accuracy with the head zeroed, and whether it is the
+    chosen head."""
     out = []
     for r in result["seeds"]:
         t, v = r["heads"], r["valid_heads"]
@@ -29,10 +30,13 @@ def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
             for head in range(len(heads)):
                 out.append({
                     "seed": r["seed"], "layer": layer, "head": head,
+                    "margin": round(2 * t["follows"][layer][head] - t["flips"][layer][head], 4),
                     "follows": round(t["follows"][layer][head], 4),
                     "flips": round(t["flips"][layer][head], 4),
                     "right": round(t["right"][layer][head], 4),
                     "wrong": round(t["wrong"][layer][head], 4),
+                    "valid_margin": round(2 * v["follows"][layer][head]
+                                          - v["flips"][layer][head], 4),
                     "valid_follows": round(v["follows"][layer][head], 4),
                     "accuracy_zeroed": round(r["zeroed"][layer][head], 4),
                     "chosen": r["chosen"]["head"] == [layer, head],
@@ -47,8 +51,8 @@ def _top(f: dict[str, Any]) -> str:
 
 def seed_table(result: dict[str, Any]) -> str:
     head = ["seed", "updates (best)", "pronoun acc % (genders differ)", "pronoun acc % (all)",
-            "chosen head", "follows: valid / test %", "flips test %",
-            "acc %: chosen head zeroed / another of its layer", "control: follows % / acc %",
+            "chosen head", "margin: valid / test", "follows / flips test %",
+            "acc %: chosen head zeroed / another of its layer", "control: margin / acc %",
             "famous: top noun phrase (tired / wide)"]  # fmt: skip
     body = []
     for r in result["seeds"]:
@@ -57,9 +61,10 @@ def seed_table(result: dict[str, Any]) -> str:
         body.append([
             str(r["seed"]), f"{t['stop']} ({t['best']})" + (" censored" if t["censored"] else ""),
             f"{100 * sc['pronoun_differ']:.1f}", f"{100 * sc['pronoun']:.1f}", f"L{l}H{h}",
-            f"{100 * c['valid']:.1f} / {100 * c['follows']:.1f}", f"{100 * c['flips']:.1f}",
+            f"{c['valid']:+.3f} / {c['margin']:+.3f}",
+            f"{100 * c['follows']:.1f} / {100 * c['flips']:.1f}",
             f"{100 * a['zeroed']:.1f} / {100 * a['others_zeroed']:.1f}",
-            f"{100 * r['control']['follows']:.1f} / "
+            f"{r['control']['margin']:+.3f} / "
             f"{100 * r['control']['scores']['pronoun_differ']:.1f}",
             " / ".join(_top(f) for f in r["famous"]),
         ])  # fmt: skip
@@ -71,12 +76,12 @@ def head_table(result: dict[str, Any]) -> str:
     seed = result["seeds"][0]["seed"]
     body = [
         [f"L{r['layer']}H{r['head']}" + (" (chosen)" if r["chosen"] else ""),
-         f"{100 * r['valid_follows']:.1f}", f"{100 * r['follows']:.1f}",
+         f"{r['valid_margin']:+.3f}", f"{r['margin']:+.3f}", f"{100 * r['follows']:.1f}",
          f"{100 * r['flips']:.1f}", f"{r['right']:.2f}", f"{r['wrong']:.2f}",
          f"{100 * r['accuracy_zeroed']:.1f}"]
         for r in rows(result) if r["seed"] == seed
     ]  # fmt: skip
-    return markdown_table(["head", "follows valid %", "follows test %", "flips test %",
+    return markdown_table(["head", "margin valid", "margin test", "follows test %", "flips test %",
                            "mass on referent", "on other noun", "acc % zeroed"],
                           body)  # fmt: skip
 
@@ -89,9 +94,10 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
         f"plateau (every {u['eval_every']} updates, patience {u['patience']} "
         f"validations without a loss lower by > {u.get('min_delta', 0)}, cap {u['cap']}); "
         f"{result['parameters']:,} parameters; {s['train']} training sentences, "
-        f"{s['valid_pairs']} validation and {s['test_pairs']} test minimal pairs; a coin per "
-        f"sentence follows {100 * th['coin_follows']:.0f}% of pairs and flips "
-        f"{100 * th['coin_flips']:.0f}%; il / elle by chance {100 * th['pronoun_chance']:.0f}%"
+        f"{s['valid_pairs']} validation and {s['test_pairs']} test minimal pairs; a head whose "
+        f"choice ignores the referent has margin 0 (a coin per sentence follows "
+        f"{100 * th['coin_follows']:.0f}% of pairs and flips {100 * th['coin_flips']:.0f}%); "
+        f"il / elle by chance {100 * th['pronoun_chance']:.0f}%"
     )
     say(seed_table(result))
     say(f"every head of seed {result['seeds'][0]['seed']} (test pairs):")
@@ -103,7 +109,7 @@ def report(result: dict[str, Any], out: Path, say: Say) -> list[Path]:
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:
-    """Left: every head's test follows rate per seed (the chosen head and the untrained
+    """Left: every head's test margin per seed (the chosen head and the untrained
     control marked); right: test pronoun accuracy per seed, whole and with the chosen head or
     another head of its layer zeroed."""
     plt = pyplot()
@@ -113,17 +119,19 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     x = range(len(seeds))
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [3, 2]})
     for i, r in enumerate(seeds):
-        rates = [v for row in r["heads"]["follows"] for v in row]
-        ax.scatter([i] * len(rates), [100 * v for v in rates], s=14, color="grey", alpha=0.6,
+        h = r["heads"]
+        rates = [2 * f - g for fs, gs in zip(h["follows"], h["flips"], strict=True)
+                 for f, g in zip(fs, gs, strict=True)]  # fmt: skip
+        ax.scatter([i] * len(rates), rates, s=14, color="grey", alpha=0.6,
                    label="heads" if i == 0 else None)  # fmt: skip
-        ax.scatter([i], [100 * r["chosen"]["follows"]], marker="*", s=120, color="C0",
+        ax.scatter([i], [r["chosen"]["margin"]], marker="*", s=120, color="C0",
                    label="chosen on valid pairs" if i == 0 else None)  # fmt: skip
-        ax.scatter([i], [100 * r["control"]["follows"]], marker="x", color="C3",
+        ax.scatter([i], [r["control"]["margin"]], marker="x", color="C3",
                    label="untrained control" if i == 0 else None)  # fmt: skip
-    ax.axhline(100 * th["coin_follows"], color="grey", lw=0.8, ls=":", label="chance (coin)")
+    ax.axhline(0, color="grey", lw=0.8, ls=":", label="ignores the referent")
     ax.set_xticks(x, [str(r["seed"]) for r in seeds])
-    ax.set(ylim=(-2, 102), xlabel="seed", ylabel="test pairs followed (%)",
-           title="top noun from 'it' follows the referent in both sentences")  # fmt: skip
+    ax.set(ylim=(-1.02, 1.02), xlabel="seed", ylabel="follows − anti-follows (test pairs)",
+           title="top noun from 'it': referent in both sentences − other noun in both")
     ax.legend(fontsize=8)
     arms = (("trained", lambda r: r["scores"]["pronoun_differ"]),
             ("chosen head zeroed", lambda r: r["ablation"]["zeroed"]),
