@@ -146,35 +146,56 @@ def test_an_arm_that_has_not_learnt_makes_the_part_inconclusive():
 
 
 JITTER = {"parallel": [0.02, -0.02, 0.0], "alternating": [-0.02, 0.02, 0.0],
-          "none": [0.0, 0.01, -0.01]}  # per-seed spread of each arm's test accuracy
+          "stacked": [0.0, 0.01, -0.01], "none": [0.01, 0.0, -0.01]}  # per-seed spread
 
 
-def _qa(gaps, params=None, stopped=True):
+def _qa(gaps, params=None, stopped=True, majority=(0.17, 0.17, 0.17), **over):
     correct = {a: [[1] * (k := round(300 * (0.6 + g + j))) + [0] * (300 - k)
                    for j in JITTER[a]] for a, g in gaps.items()}  # fmt: skip
     valid = {a: [0.6 + g] * 3 for a, g in gaps.items()}
     params = params or {a: 1000 for a in gaps}
-    return sc.qa_checks(correct, valid, params, {a: [stopped] * 3 for a in gaps}, 6000)
+    return sc.qa_checks(correct, valid, params, {a: [stopped] * 3 for a in gaps}, 6000,
+                        majority=majority, **over)  # fmt: skip
 
 
 def test_coattention_checks():
-    good = {"parallel": 0.15, "alternating": 0.1, "none": 0.0}
+    good = {"parallel": 0.15, "alternating": 0.1, "stacked": 0.0}
     assert ev.verdict_of(_qa(good)) == ev.REPRODUCED
-    lost = ev.verdict_of(_qa({"parallel": 0.15, "alternating": -0.1, "none": 0.0}))
-    assert lost.startswith("NOT REPRODUCED") and "alternating − none" in lost
-    tie = ev.verdict_of(_qa({"parallel": 0.0, "alternating": 0.0, "none": 0.0}))
+    lost = ev.verdict_of(_qa({"parallel": 0.15, "alternating": -0.1, "stacked": 0.0}))
+    assert lost.startswith("NOT REPRODUCED") and "alternating − stacked" in lost
+    tie = ev.verdict_of(_qa({"parallel": 0.0, "alternating": 0.0, "stacked": 0.0}))
     assert tie.startswith("INCONCLUSIVE") and "holds both" in tie
     unequal = ev.verdict_of(_qa(good, params={"parallel": 1000, "alternating": 1100,
-                                              "none": 1000}))  # fmt: skip
+                                              "stacked": 1000}))  # fmt: skip
     assert unequal.startswith("INCONCLUSIVE") and "not equal parameters" in unequal
     capped = ev.verdict_of(_qa(good, stopped=False))
     assert capped.startswith("INCONCLUSIVE") and "may not have converged" in capped
+
+
+def test_coattention_design_checks_read_the_compared_arms_each_on_its_own():
+    """Mean pooling (``none``) is reported: at the floor, widened past the parameter
+    tolerance, or cut by the cap, it withholds nothing, and its gap is outside the verdict.
+    A compared arm at the ceiling, or not clear of the majority answer, withholds the part's
+    verdict even when the other compared arm is in range."""
+    with_none = {"parallel": 0.15, "stacked": 0.0, "none": -0.43}  # none at the majority
+    checks = _qa(with_none, params={"parallel": 1000, "stacked": 1000, "none": 2000})
+    assert ev.verdict_of(checks) == ev.REPRODUCED
+    report = next(c for c in checks if c.name == "co-attention: test accuracy parallel − none")
+    assert report.kind == "report" and report.outcome == ev.PASS
+    assert not any("none" in c.name for c in checks if c.kind != "report")
+    top = ev.verdict_of(_qa({"parallel": 0.395, "stacked": 0.0}))  # parallel at 99.5%
+    assert top.startswith("INCONCLUSIVE: co-attention: parallel test accuracy below the ceiling")
+    floor = ev.verdict_of(_qa({"parallel": 0.15, "stacked": 0.0}, majority=(0.6, 0.6, 0.6)))
+    assert floor.startswith("INCONCLUSIVE: co-attention: stacked test accuracy above the "
+                            "majority answer")  # fmt: skip
 
 
 def test_the_digit_qa_widths_match_parameters_within_the_tolerance():
     widths = matched("tiny", 30, 20)
     counts = {v: parameters(build(v, "tiny", 30, 20, **w)) for v, w in widths.items()}
     assert widths["parallel"] == {} and set(widths["none"]) == {"dim"}
+    assert set(widths["stacked"]) == {"hidden"} and set(widths) == {
+        "parallel", "alternating", "stacked", "none"}  # fmt: skip
     unmatched = parameters(build("none", "tiny", 30, 20))
     assert abs(unmatched - counts["parallel"]) / counts["parallel"] > sc.PARAM_TOLERANCE
     assert all(abs(c - counts["parallel"]) / counts["parallel"] <= sc.PARAM_TOLERANCE
@@ -192,17 +213,22 @@ def test_sentences_set_the_documents_length_of_the_docs_parts():
 def test_jobs_follow_the_parts_and_seeds():
     cfg = StructureConfig(parts="han,qa", seeds=2, qa_seeds=2)
     names = [n for n, _, _ in jobs_of(cfg)]
-    assert names[:3] == ["qa/parallel/0", "qa/alternating/0", "qa/none/0"]
-    assert len(names) == 3 * 2 + 3 * 2 and "han/max/1" in names
-    full = [n for n, _, _ in jobs_of(StructureConfig(parts="qa", seeds=5, qa_seeds=3, full=1))]
-    assert len(full) == 3 * 5
+    assert names[:2] == ["qa/parallel/0", "qa/stacked/0"]
+    assert len(names) == 2 * 2 + 3 * 2 and "han/max/1" in names
+    full = [n for n, _, _ in jobs_of(StructureConfig(parts="qa", seeds=6, qa_seeds=3, full=1,
+                                                     qa_arms="parallel,alternating,stacked"))]
+    assert len(full) == 3 * 6
+    assert StructureConfig().qa_seeds == 5 and StructureConfig().qa_cap == 15000
 
 
 @pytest.mark.parametrize(
     "bad,match",
     [({"parts": "han,han"}, "--parts"), ({"parts": "coref"}, "--parts"),
      ({"seeds": 1}, "--seeds 1"), ({"cap": 0}, "--cap 0"), ({"full": 2}, "--full 2"),
-     ({"seed": -1}, "--seed -1"), ({"cap": 20}, "--cap 20 or --qa-cap 6000 below one"),
+     ({"seed": -1}, "--seed -1"), ({"cap": 20}, "--cap 20 or --qa-cap 15000 below one"),
+     ({"qa_arms": "parallel,none"}, "--qa-arms parallel,none: the claim compares"),
+     ({"qa_arms": "stacked"}, "--qa-arms stacked: the claim compares"),
+     ({"qa_arms": "parallel,san"}, "--qa-arms 'parallel,san'"),
      ({"tiny": 3}, "--tiny 3"), ({"jobs": 0}, "--jobs 0"),
      ({"sentences": "30"}, "--sentences '30'"), ({"sentences": "a-b"}, "give MIN-MAX"),
      ({"sentences": "2-40"}, "need 3 <= min <= max sentences"),

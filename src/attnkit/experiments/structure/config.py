@@ -10,7 +10,7 @@ from ..._checks import check_ranges
 from ..base import Pooled, names_of, option
 from .data import Shape
 from .measure import DocsSetting
-from .qa import QASetting
+from .qa import BASELINE, COATTENTION, QA_ARMS, QASetting
 
 PARTS = ("han", "multidim", "qa")
 
@@ -28,11 +28,15 @@ SETTINGS = {
 @dataclass
 class StructureConfig(Pooled):
     seeds: int = option(5, "seeds of the docs parts: --seed, --seed+1, ...")
-    qa_seeds: int = option(3, "seeds of the digit-qa part (--full 1: as many as --seeds)")
-    full: int = option(0, "1 = the full run: digit-qa with --seeds seeds (about +7 min idle)")
+    qa_seeds: int = option(5, "seeds of the digit-qa part (--full 1: as many as --seeds)")
+    full: int = option(0, "1 = digit-qa with as many seeds as --seeds, if that is more")
     seed: int = option(0, "first seed")
     cap: int = option(500, "updates per docs run (the curve's end; validation every 25)")
-    qa_cap: int = option(6000, "updates at most per digit-qa run (early-stopped before)")
+    qa_cap: int = option(15000, "updates at most per digit-qa run (early-stopped before; at "
+                         "least 3x every compared arm's median stop, checked)")
+    qa_arms: str = option("parallel,stacked", "digit-qa arms: parallel, alternating "
+                          "(co-attention, each compared with stacked), stacked (SAN, the "
+                          "baseline), none (mean pooling, reported only)")
     tiny: int = option(0, "1 = tiny models and data (what --quick sets: a smoke run)")
     parts: str = option("han,multidim,qa", "parts, comma-separated: han, multidim, qa")
     sentences: str = option("", "sentences per document of the docs parts, MIN-MAX; empty: "
@@ -41,6 +45,7 @@ class StructureConfig(Pooled):
 
     def __post_init__(self) -> None:
         _ = self.part_list  # raises on a malformed list
+        _ = self.qa_arm_list  # raises on a malformed list
         check_ranges(self, fractions=(), as_flags=True, positive=(
             "qa_seeds", "cap", "qa_cap", "jobs", "threads"))  # fmt: skip
         if self.seeds < 2 or (self.qa_seeds < 2 and "qa" in self.part_list):
@@ -76,6 +81,15 @@ class StructureConfig(Pooled):
     @property
     def part_list(self) -> list[str]:
         return names_of("--parts", self.parts, PARTS)
+
+    @property
+    def qa_arm_list(self) -> list[str]:
+        """The digit-qa arms: the baseline and at least one co-attention arm among them."""
+        arms = names_of("--qa-arms", self.qa_arms, QA_ARMS)
+        if BASELINE not in arms or not set(arms) & set(COATTENTION):
+            raise ValueError(f"--qa-arms {self.qa_arms}: the claim compares co-attention "
+                             f"({' or '.join(COATTENTION)}) with {BASELINE}; give both")
+        return arms
 
     @property
     def docs_setting(self) -> DocsSetting:
