@@ -227,14 +227,19 @@ def test_both_compared_arms_at_the_ceiling_and_a_censored_cap_are_inconclusive()
     assert v["W&P"].startswith("INCONCLUSIVE") and "ceiling" in v["W&P"]
 
 
-def test_the_ceiling_is_judged_per_compared_arm_not_per_pair():
+def test_the_ceiling_is_judged_on_each_comparisons_baseline_not_per_pair():
     """The committed runs' case: the uniform MLP at 100% while the transplanted one is lower.
-    A pair's check passed it (one arm below); judged per arm, a baseline at the ceiling
-    leaves the claimed gap no room, so W&P is INCONCLUSIVE, not NOT REPRODUCED. A context
-    arm at the ceiling withholds nothing."""
+    A pair's check passed it (one arm below); judged on the baseline, a baseline at the
+    ceiling leaves the claimed gap no room, so W&P is INCONCLUSIVE, not NOT REPRODUCED. The
+    better arm at 100% with its baseline below (the `docs` task's attention) withholds
+    nothing: a ceiling only shrinks a gap. A context arm at the ceiling withholds nothing."""
     _, v = judged({**CLEAN, "mlp-uniform": 0.996, "mlp-transplanted": 0.85})
     assert v["W&P"].startswith("INCONCLUSIVE") and "mlp-uniform accuracy below the ceiling" \
-        in v["W&P"] and v["J&W"] == ev.REPRODUCED  # fmt: skip
+        in v["W&P"] and "the arm at the ceiling" in v["W&P"] and v["J&W"] == ev.REPRODUCED
+    _, v = judged({**CLEAN, "attention": 0.999, "again": 0.999, "mlp-transplanted": 0.999})
+    assert v == {"J&W": ev.REPRODUCED, "W&P": ev.REPRODUCED}
+    _, v = judged({**CLEAN, "uniform": 0.995, "attention": 0.999})
+    assert v["W&P"].startswith("INCONCLUSIVE: docs · W&P design: uniform accuracy below")
     _, v = judged({**CLEAN, "mlp-attention": 0.996})
     assert v == {"J&W": ev.REPRODUCED, "W&P": ev.REPRODUCED}
 

@@ -196,7 +196,8 @@ def ceiling(
     shown = ", ".join(f"{k} {m:.3g}" for k, m in means.items())
     reason = f"{name}: {shown}; {where} {bound:.3g} ± {eps:.3g}"
     if near:
-        reason += f": every arm at the {where}, no gap can show"
+        reason += (f": every arm at the {where}, no gap can show" if len(means) > 1 else
+                   f": the arm at the {where}, no gap beyond it can show")
     closest = min(means.values(), key=lambda m: abs(m - bound))
     lo, hi = min(means.values()), max(means.values())
     outcome = INCONCLUSIVE if near else PASS
