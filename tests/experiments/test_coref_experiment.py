@@ -350,14 +350,32 @@ def test_the_committed_run_is_the_earlier_designs_and_the_page_says_so() -> None
 
 
 def test_the_current_designs_run_reads_as_its_page_says() -> None:
-    """docs/experiments/coref.json: the encoder-only tagger's default run (seeds 0-5); the
-    page quotes its claim intervals and verdict."""
+    """docs/experiments/coref.json: the default run of the margin design (seeds 0-15); the
+    page quotes its claim intervals and verdict, and the run judged again by today's checks
+    is the same."""
     docs = Path(__file__).parents[2] / "docs" / "experiments"
     result = json.loads((docs / "coref.json").read_text())
-    assert result["config"]["layers"] == 6 and result["config"]["patience"] == 8
-    assert result["verdict"].startswith("INCONCLUSIVE: chosen head")
+    assert result["config"]["seeds"] == 16 == CorefConfig().seeds
+    assert result["config"]["layers"] == 6 and result["config"]["min_delta"] == 0.001
+    assert "margin" in result["per_seed"] and rejudge(result)["checks"] == result["checks"]
     page = (docs / "coref.md").read_text()
-    assert "| verdict | | **INCONCLUSIVE** (the default run" in page
+    head = next(h for h in ("NOT REPRODUCED", "REPRODUCED", "INCONCLUSIVE")
+                if result["verdict"].startswith(h))  # fmt: skip
+    assert f"| verdict | | **{head}** (the default run" in page
+    for c in (c for c in result["checks"] if c["kind"] == "claim"):
+        lo, hi = (f"{x:.3f}".replace("-", "−") for x in c["ci"])
+        assert f"| {c['value']:.3f} | [{lo}, {hi}] |" in page, c["name"]
+
+
+@pytest.mark.parametrize("name", ["coref-follows.json", "coref-fresh-500.json"])
+def test_the_follows_rate_runs_are_kept_and_the_page_quotes_them(name: str) -> None:
+    """The runs of the earlier check (the follows rate against a coin's 25%, 6 seeds): kept
+    beside the page, which quotes their claim intervals."""
+    docs = Path(__file__).parents[2] / "docs" / "experiments"
+    result = json.loads((docs / name).read_text())
+    assert result["config"]["seeds"] == 6 and "margin" not in result["per_seed"]
+    assert result["verdict"].startswith("INCONCLUSIVE: chosen head: top noun")
+    page = (docs / "coref.md").read_text()
     for c in (c for c in result["checks"] if c["kind"] == "claim"):
         lo, hi = (f"{x:.3f}".replace("-", "−") for x in c["ci"])
         assert f"| {c['value']:.3f} | [{lo}, {hi}] |" in page, c["name"]
@@ -448,13 +466,13 @@ def test_the_cap_is_three_median_stops_on_the_calibration_seeds_under_min_delta(
 
 
 def test_the_fresh_seeds_run_reads_as_its_page_says() -> None:
-    """docs/experiments/coref-fresh-500.json: seeds never run before, under the stopping rule;
-    the page quotes its claim intervals, and every design check passed."""
+    """docs/experiments/coref-fresh-700.json: seeds never run before, under the margin
+    design; the page quotes its claim intervals, and every design check passed."""
     docs = Path(__file__).parents[2] / "docs" / "experiments"
-    result = json.loads((docs / "coref-fresh-500.json").read_text())
-    assert result["config"]["seed"] == 500 and result["updates"]["min_delta"] == 0.001
+    result = json.loads((docs / "coref-fresh-700.json").read_text())
+    assert result["config"]["seed"] == 700 and result["config"]["seeds"] == 16
     assert all(c["outcome"] == "pass" for c in result["checks"] if c["kind"] == "design")
-    assert result["verdict"].startswith("INCONCLUSIVE: chosen head")
+    assert rejudge(result)["checks"] == result["checks"]
     page = (docs / "coref.md").read_text()
     for c in (c for c in result["checks"] if c["kind"] == "claim"):
         lo, hi = (f"{x:.3f}".replace("-", "−") for x in c["ci"])

@@ -105,7 +105,7 @@ EXPERIMENT = Experiment.of(
     __name__,
     name="coref",
     help="the 'it' example: does a head find the pronoun's noun on its own (Vaswani 2017, Fig. 4)",
-    typical="about 15 min with --jobs 2 on a 2-core CPU (16 seeds; 6 seeds took 5 min 23 s)",
+    typical="18 min with --jobs 2 on a 2-core CPU with other work beside it (16 seeds)",
     description="Train a small encoder-only Transformer tagger (several seeds, each to a "
     "validation plateau) to write il or elle at the pronoun of Winograd-style sentences, by "
     "the gender of the noun it means (never supervised to a position); on held-out minimal "
