@@ -155,7 +155,7 @@ EXPERIMENT = Experiment.of(
     name="structure",
     help="HAN vs mean/max pooling on decoy documents, feature-wise vs scalar pooling, "
     "co-attention vs stacked attention at equal parameters (Yang 2016, Shen 2018, Lu 2016)",
-    typical="22 min with --jobs 2 on a quiet 2-core CPU (2,525 s of CPU)",
+    typical="26 min with --jobs 2 on a 2-core CPU with other work beside it (3,004 s of CPU)",
     description="Train HAN with attention, mean and max pooling on generated documents of "
     "10-30 sentences whose label one sentence decides among decoys (5 seeds, learning curves "
     "on a validation split, AUC); feature-wise against scalar attention pooling on two-aspect "
