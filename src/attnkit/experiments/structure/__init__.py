@@ -28,7 +28,7 @@ from typing import Any
 
 from .. import evidence as ev
 from ..base import Experiment, Say
-from .checks import part_verdict, plateaus, pooling_checks, qa_checks, regapped, scoped
+from .checks import left_prior, part_verdict, plateaus, pooling_checks, qa_checks, regapped, scoped
 from .config import PARTS, SETTINGS, StructureConfig
 from .jobs import Job, run_jobs
 from .measure import DocsArm, train_docs_arm
@@ -85,9 +85,11 @@ def checks_of(cfg: StructureConfig, res: dict[str, dict[str, Any]]) -> list[ev.C
         if part == "qa":
             params = {a: v[0] for a, v in gather(res, part, "parameters").items()}
             majority = next(iter(gather(res, part, "test_majority").values()))
+            prior = next(iter(gather(res, part, "valid_prior").values()))[0]
             checks += qa_checks(correct, gather(res, part, "valid_best"), params,
                                 gather(res, part, "stopped_early"), cfg.qa_cap, BASELINE,
-                                gather(res, part, "steps_run"), majority, (REPORTED,))
+                                gather(res, part, "steps_run"), majority, (REPORTED,),
+                                prior)  # fmt: skip
             continue
         _, arm, others, chance = DOC_PARTS[part]
         checks += pooling_checks(PREFIX[part], gather(res, part, "auc"),
@@ -108,7 +110,8 @@ def rejudge(result: dict[str, Any]) -> dict[str, Any]:
     """``result`` (a run's JSON) judged again by today's checks, nothing retrained: every
     test-accuracy gap recomputed as a t-interval over the per-seed gaps (``checks.regapped``,
     from each run's stored test accuracy), the co-attention arms' plateau-cap checks added
-    (from each run's updates run), then ``checks.scoped``; the verdicts recomputed."""
+    (from each run's updates run), the stall checks where the runs carry the question-only
+    prior (``checks.left_prior``), then ``checks.scoped``; the verdicts recomputed."""
     parts = list(result["parts"])
     runs = result["runs"]
     stored = [ev.Check(c["name"], c["value"], tuple(c["ci"]), c["threshold"], c["outcome"],
@@ -123,6 +126,14 @@ def rejudge(result: dict[str, Any]) -> dict[str, Any]:
                          gather(runs, "qa", "stopped_early"), result["config"]["qa_cap"])
         at = next(i for i, c in enumerate(stored) if c.name == "co-attention: converged") + 1
         stored[at:at] = extra
+        if all("valid_prior" in r for n, r in runs.items() if n.startswith("qa/")):
+            best = gather(runs, "qa", "valid_best")
+            prior = next(iter(gather(runs, "qa", "valid_prior").values()))[0]
+            stored = [c for c in stored if " run left the question-only prior" not in c.name]
+            at = next(i for i, c in enumerate(stored) if c.name.startswith(
+                "co-attention: the best arm learnt")) + 1  # fmt: skip
+            stored[at:at] = [left_prior(PREFIX["qa"], arm, best[arm], prior)
+                             for arm in result["parts"]["qa"]["arms"] if arm != REPORTED]
     checks = scoped_of(parts, stored, runs)
     return {**result, "parts": {p: {**result["parts"][p], "verdict": part_verdict(
         checks, PREFIX[p])} for p in parts}, **ev.judged(checks)}  # fmt: skip

@@ -21,7 +21,9 @@ baseline, stacked attention (SAN); mean pooling (``none``) is reported only:
     co-attention's;
   * (design) every compared run stopped by early stopping, not at the cap (converged), and
     for each compared arm the cap at least 3× its median stopping point
-    (``evidence.plateau_cap``);
+    (``evidence.plateau_cap``); every compared run's best validation accuracy above the
+    question-only prior (``qa.question_prior``) by more than ``EPS``: a run early stopping
+    ended on that first plateau stalled, it did not converge (``left_prior``);
   * (design) the best arm learnt: mean best validation accuracy >= ``QA_LEARNED`` (50%;
     the majority answer is 17% of the test split); each compared arm on its own off the
     floor (its per-seed test accuracy − the test split's majority-answer share, t-interval
@@ -143,15 +145,33 @@ def plateaus(part: str, steps: Mapping[str, Sequence[float]], stopped: Mapping[s
                            sum(not x for x in stopped[arm])) for arm, s in steps.items()]
 
 
+def left_prior(part: str, arm: str, valid_best: Sequence[float], prior: float) -> ev.Check:
+    """A design check on one compared arm: every run's best validation accuracy above the
+    question-only prior (``qa.question_prior``) by more than EPS. A run that early stopping
+    ended on that plateau stalled there: it did not converge, and its test accuracy measures
+    whether the arm left the plateau, not how well it answers."""
+    stalled = [i for i, v in enumerate(valid_best) if v <= prior + EPS]
+    reason = (f"{part}: {arm}: {len(stalled)} of {len(valid_best)} runs ended on the "
+              f"question-only prior (best validation accuracy <= {prior:.3f} + {EPS})")
+    if stalled:
+        reason += f": runs {', '.join(map(str, stalled))} stalled there, not converged"
+    n = float(len(stalled))
+    return ev.Check(f"{part}: every {arm} run left the question-only prior", n, (n, n), 0.0,
+                    ev.INCONCLUSIVE if stalled else ev.PASS, "design", reason)  # fmt: skip
+
+
 def qa_checks(correct: Correct, valid_best: PerSeed, params: Mapping[str, int],
               stopped: Mapping[str, Sequence[bool]], cap: int, baseline: str = "stacked",
               steps: Mapping[str, Sequence[float]] | None = None,
               majority: Sequence[float] | None = None,
-              reported: Sequence[str] = ("none",)) -> list[ev.Check]:  # fmt: skip
+              reported: Sequence[str] = ("none",),
+              prior: float | None = None) -> list[ev.Check]:  # fmt: skip
     """The co-attention part's checks (module docstring). ``correct`` etc.: arm -> per seed;
     ``steps``: arm -> updates run per seed, for the plateau-cap checks (none without it);
     ``majority``: the test split's majority-answer share per seed, for the floor checks (none
-    without it); the arms in ``reported`` are compared by nothing and checked by nothing."""
+    without it); the arms in ``reported`` are compared by nothing and checked by nothing;
+    ``prior``: the validation split's question-only prior, for the stall checks (none
+    without it)."""
     part = "co-attention"
     accs = per_seed(correct)
     compared = [a for a in correct if a not in reported]
@@ -164,6 +184,8 @@ def qa_checks(correct: Correct, valid_best: PerSeed, params: Mapping[str, int],
               *plateaus(part, only(steps or {}), only(stopped), cap),
               learnt(part, only(valid_best), QA_LEARNED)]
     for arm in compared:
+        if prior is not None:
+            checks.append(left_prior(part, arm, valid_best[arm], prior))
         if majority is not None:
             checks.append(ev.off_floor(f"{part}: {arm} test accuracy above the majority answer",
                                        ev.t_interval([a - m for a, m in zip(
@@ -237,6 +259,6 @@ def part_verdict(checks: Sequence[ev.Check], prefix: str) -> str:
 
 
 __all__ = ["EPS", "LEARNED", "MIN_SEEDS", "PARAM_TOLERANCE", "QA_LEARNED", "at_ceiling", "auc_gap",
-           "bounds", "converged", "equal_parameters", "final_gap", "learnt", "part_verdict",
-           "per_seed", "plateaus", "pooling_checks", "qa_checks", "regapped", "scoped",
-           "seed_gap"]  # fmt: skip
+           "bounds", "converged", "equal_parameters", "final_gap", "learnt", "left_prior",
+           "part_verdict", "per_seed", "plateaus", "pooling_checks", "qa_checks", "regapped",
+           "scoped", "seed_gap"]  # fmt: skip

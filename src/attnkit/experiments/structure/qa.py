@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import time
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,6 +90,25 @@ def splits_and_vocabs(sizes: tuple[int, int, int]) -> tuple[Any, Vocab, Vocab]:
     src = Vocab.build(e.question for e in splits.train)
     tgt = Vocab.build((e.answer,) for e in splits.train)
     return splits, src, tgt
+
+
+def question_prior(train: list[QAExample], examples: list[QAExample]) -> float:
+    """The accuracy on ``examples`` of answering each question with its most frequent answer
+    in ``train`` (the template's for a question never asked there, then the most frequent
+    answer of all): what a model that ignores the image reaches. Every digit-qa arm starts
+    on this plateau; a run whose best validation accuracy stays on it has not learned."""
+    by_question: dict[tuple[str, ...], Counter[str]] = defaultdict(Counter)
+    by_template: dict[str, Counter[str]] = defaultdict(Counter)
+    overall: Counter[str] = Counter()
+    for e in train:
+        by_question[e.question][e.answer] += 1
+        by_template[e.template][e.answer] += 1
+        overall[e.answer] += 1
+    hits = 0
+    for e in examples:
+        counts = by_question.get(e.question) or by_template.get(e.template) or overall
+        hits += counts.most_common(1)[0][0] == e.answer
+    return hits / len(examples)
 
 
 def build(variant: str, preset: str, src: int, tgt: int, **widths: int) -> DigitQA:
@@ -164,10 +184,12 @@ def train_qa_arm(variant: str, seed: int, s: QASetting) -> dict[str, Any]:
         "test_correct": test,
         "test_accuracy": round(sum(test) / len(test), 4),
         "test_majority": round(majority, 4),
+        "valid_prior": round(question_prior(splits.train, splits.valid), 4),
         "train_seconds": round(hist.seconds, 2),
         "cpu_seconds": round(time.process_time() - t0, 2),
     }
 
 
 __all__ = ["BASELINE", "COATTENTION", "QA_ARMS", "REPORTED", "Indexed", "QASetting", "build",
-           "matched", "parameters", "splits_and_vocabs", "train_qa_arm"]  # fmt: skip
+           "matched", "parameters", "question_prior", "splits_and_vocabs",
+           "train_qa_arm"]  # fmt: skip
