@@ -368,3 +368,27 @@ def test_a_run_that_stalls_on_the_question_only_prior_withholds_the_verdict() ->
     v = ev.verdict_of(checks)
     assert v.startswith("INCONCLUSIVE: co-attention: stacked: 2 of 3 runs ended on the "
                         "question-only prior") and "runs 1, 2 stalled" in v  # fmt: skip
+
+
+def test_the_runs_checks_read_each_compared_arms_stalls_and_floor() -> None:
+    """checks_of on a digit-qa part's results: the stall check per compared arm (from each
+    run's valid_prior) and the floor check (from test_majority) are in, for the compared arms
+    only."""
+    from attnkit.experiments.structure import checks_of
+
+    cfg = StructureConfig(parts="qa", qa_arms="parallel,stacked,none")
+    res = {}
+    for arm, acc, best in (("parallel", 0.7, 0.72), ("stacked", 0.6, 0.26), ("none", 0.3, 0.3)):
+        for s in range(5):
+            k = round(100 * (acc + 0.01 * s))
+            res[f"qa/{arm}/{s}"] = {"test_correct": [1] * k + [0] * (100 - k),
+                                    "test_accuracy": k / 100, "valid_best": best,
+                                    "parameters": 1000, "stopped_early": True,
+                                    "steps_run": 1000, "test_majority": 0.17,
+                                    "valid_prior": 0.254}  # fmt: skip
+    names = {c.name: c.outcome for c in checks_of(cfg, res)}
+    assert names["co-attention: every stacked run left the question-only prior"] == \
+        ev.INCONCLUSIVE  # fmt: skip
+    assert names["co-attention: every parallel run left the question-only prior"] == ev.PASS
+    assert "co-attention: stacked test accuracy above the majority answer" in names
+    assert not any("none run" in n or n.startswith("co-attention: none") for n in names)
