@@ -477,3 +477,18 @@ def test_the_fresh_seeds_run_reads_as_its_page_says() -> None:
     for c in (c for c in result["checks"] if c["kind"] == "claim"):
         lo, hi = (f"{x:.3f}".replace("-", "−") for x in c["ci"])
         assert f"| {c['value']:.3f} | [{lo}, {hi}] |" in page, c["name"]
+
+
+def test_the_head_is_chosen_on_validation_by_its_margin_and_read_on_test() -> None:
+    """jobs.chosen: the head with the largest validation margin (2·follows − flips), not the
+    largest follows rate: head (0, 1) follows more often but flips more, the wrong way as
+    often; head (1, 0) has the larger margin. Its test numbers are read, not re-chosen."""
+    from attnkit.experiments.coref.jobs import chosen
+
+    valid = {"follows": [[0.1, 0.40], [0.30, 0.0]], "flips": [[0.2, 0.75], [0.35, 0.0]],
+             "follows_noun": [[0.0, 0.0], [0.0, 0.0]]}  # margins 0.0, 0.05 / 0.25, 0.0
+    test = {"follows": [[0.2, 0.5], [0.1, 0.9]], "flips": [[0.2, 0.5], [0.4, 0.9]],
+            "follows_noun": [[0.0, 0.0], [0.05, 0.0]]}  # fmt: skip
+    pick = chosen(valid, test)
+    assert pick["head"] == [1, 0] and pick["valid"] == pytest.approx(0.25)
+    assert pick["margin"] == pytest.approx(-0.2) and pick["follows"] == 0.1
