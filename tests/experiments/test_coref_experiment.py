@@ -349,6 +349,14 @@ def test_the_committed_run_is_the_earlier_designs_and_the_page_says_so() -> None
     assert f"verdict: {result['verdict']}" in page
 
 
+def assert_page_quotes_claims(result: dict, page: str) -> None:
+    """Every claim check of ``result`` stands in ``page`` as "| value | [lo, hi] |" (three
+    decimals, a minus sign for negatives)."""
+    for c in (c for c in result["checks"] if c["kind"] == "claim"):
+        lo, hi = (f"{x:.3f}".replace("-", "−") for x in c["ci"])
+        assert f"| {c['value']:.3f} | [{lo}, {hi}] |" in page, c["name"]
+
+
 def test_the_current_designs_run_reads_as_its_page_says() -> None:
     """docs/experiments/coref.json: the default run of the margin design (seeds 0-15); the
     page quotes its claim intervals and verdict, and the run judged again by today's checks
@@ -362,9 +370,7 @@ def test_the_current_designs_run_reads_as_its_page_says() -> None:
     head = next(h for h in ("NOT REPRODUCED", "REPRODUCED", "INCONCLUSIVE")
                 if result["verdict"].startswith(h))  # fmt: skip
     assert f"| verdict | | **{head}** (the default run" in page
-    for c in (c for c in result["checks"] if c["kind"] == "claim"):
-        lo, hi = (f"{x:.3f}".replace("-", "−") for x in c["ci"])
-        assert f"| {c['value']:.3f} | [{lo}, {hi}] |" in page, c["name"]
+    assert_page_quotes_claims(result, page)
 
 
 @pytest.mark.parametrize("name", ["coref-follows.json", "coref-fresh-500.json"])
@@ -376,9 +382,7 @@ def test_the_follows_rate_runs_are_kept_and_the_page_quotes_them(name: str) -> N
     assert result["config"]["seeds"] == 6 and "margin" not in result["per_seed"]
     assert result["verdict"].startswith("INCONCLUSIVE: chosen head: top noun")
     page = (docs / "coref.md").read_text()
-    for c in (c for c in result["checks"] if c["kind"] == "claim"):
-        lo, hi = (f"{x:.3f}".replace("-", "−") for x in c["ci"])
-        assert f"| {c['value']:.3f} | [{lo}, {hi}] |" in page, c["name"]
+    assert_page_quotes_claims(result, page)
 
 
 test_bad_settings_fail_clearly = refused(CorefConfig, [
@@ -474,9 +478,7 @@ def test_the_fresh_seeds_run_reads_as_its_page_says() -> None:
     assert all(c["outcome"] == "pass" for c in result["checks"] if c["kind"] == "design")
     assert rejudge(result)["checks"] == result["checks"]
     page = (docs / "coref.md").read_text()
-    for c in (c for c in result["checks"] if c["kind"] == "claim"):
-        lo, hi = (f"{x:.3f}".replace("-", "−") for x in c["ci"])
-        assert f"| {c['value']:.3f} | [{lo}, {hi}] |" in page, c["name"]
+    assert_page_quotes_claims(result, page)
 
 
 def test_the_head_is_chosen_on_validation_by_its_margin_and_read_on_test() -> None:
