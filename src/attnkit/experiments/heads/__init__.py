@@ -181,7 +181,7 @@ EXPERIMENT = Experiment.of(
     name="heads",
     help="BLEU by number of heads at constant d_model, trained to a plateau (Vaswani 2017, "
     "Table 3 A)",
-    typical="12 min measured with --jobs 2 on a loaded 2-core CPU",
+    typical="27 min measured with --jobs 2 on a shared 2-core CPU (10 seeds)",
     description="Train the same Transformer (d_model 128) with 1, 2, 4, 8 heads of d_k = "
     "d_model / h to a validation plateau (early stopping, the same patience and cap for every "
     "arm), 5 seeds, on toy-ko with 500 training pairs (checked) and 1000 (the trend with data, "
