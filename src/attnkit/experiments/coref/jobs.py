@@ -14,7 +14,7 @@ import torch
 from ...data.coref import OPENERS, CorefItem, famous, minimal_pairs, pair_items, pair_split
 from ..pool import generator
 from .data import Batch, chunks, encode
-from .measure import SPANS, best_head, keys_of, margin, masses, pair_rates
+from .measure import SPANS, best_head, keys_of, margins, masses, pair_rates
 from .models import Tagger, ablated, build, fit, hits_of, maps, parameters
 
 if TYPE_CHECKING:
@@ -86,9 +86,6 @@ def pronoun_scores_ablated(model: Tagger, batches: list[Batch], layer: int, head
 def chosen(valid: dict[str, Any], test: dict[str, Any]) -> dict[str, Any]:
     """The head with the largest margin (follows − anti-follows, ``measure.margin``) on the
     validation pairs, and its validation and test rates."""
-    def margins(rates: dict[str, Any]) -> torch.Tensor:  # (L, H)
-        return margin(torch.tensor(rates["follows"]), torch.tensor(rates["flips"]))
-
     layer, head = best_head(margins(valid))
     return {"head": [layer, head], "valid": float(margins(valid)[layer, head]),
             "valid_follows": valid["follows"][layer][head],

@@ -25,6 +25,8 @@ queries, K keys.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 
@@ -67,10 +69,16 @@ def margin(follows: Tensor, flips: Tensor) -> Tensor:
     return 2 * follows - flips
 
 
+def margins(rates: dict[str, Any]) -> Tensor:
+    """A head-rates record (``jobs.head_rates``: "follows" and "flips" as L × H lists) ->
+    every head's margin (L, H)."""
+    return margin(torch.tensor(rates["follows"]), torch.tensor(rates["flips"]))
+
+
 def best_head(rates: Tensor) -> tuple[int, int]:
     """(layer, head) of the largest rate (L, H); the first on a tie."""
     flat = int(rates.flatten().argmax())
     return divmod(flat, rates.shape[1])
 
 
-__all__ = ["SPANS", "best_head", "keys_of", "margin", "masses", "pair_rates"]
+__all__ = ["SPANS", "best_head", "keys_of", "margin", "margins", "masses", "pair_rates"]

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..base import Say, markdown_table, pyplot, save_figure
 from ..evidence import conclude
+from .measure import margins
 
 ADJECTIVES = ("tired", "wide")
 
@@ -26,17 +27,17 @@ def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for r in result["seeds"]:
         t, v = r["heads"], r["valid_heads"]
+        tm, vm = margins(t), margins(v)  # (L, H) each
         for layer, heads in enumerate(t["follows"]):
             for head in range(len(heads)):
                 out.append({
                     "seed": r["seed"], "layer": layer, "head": head,
-                    "margin": round(2 * t["follows"][layer][head] - t["flips"][layer][head], 4),
+                    "margin": round(float(tm[layer, head]), 4),
                     "follows": round(t["follows"][layer][head], 4),
                     "flips": round(t["flips"][layer][head], 4),
                     "right": round(t["right"][layer][head], 4),
                     "wrong": round(t["wrong"][layer][head], 4),
-                    "valid_margin": round(2 * v["follows"][layer][head]
-                                          - v["flips"][layer][head], 4),
+                    "valid_margin": round(float(vm[layer, head]), 4),
                     "valid_follows": round(v["follows"][layer][head], 4),
                     "accuracy_zeroed": round(r["zeroed"][layer][head], 4),
                     "chosen": r["chosen"]["head"] == [layer, head],
@@ -120,8 +121,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [3, 2]})
     for i, r in enumerate(seeds):
         h = r["heads"]
-        rates = [2 * f - g for fs, gs in zip(h["follows"], h["flips"], strict=True)
-                 for f, g in zip(fs, gs, strict=True)]  # fmt: skip
+        rates = margins(h).flatten().tolist()
         ax.scatter([i] * len(rates), rates, s=14, color="grey", alpha=0.6,
                    label="heads" if i == 0 else None)  # fmt: skip
         ax.scatter([i], [r["chosen"]["margin"]], marker="*", s=120, color="C0",
