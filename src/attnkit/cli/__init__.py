@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import __version__
+from .._alloc import keep_freed_memory
 from .._env import check_environment
 
 COMMANDS = [
@@ -153,6 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    keep_freed_memory()
     try:
         check_integers(args)
         return int(args.run(args) or 0)

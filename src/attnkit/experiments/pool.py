@@ -31,6 +31,7 @@ from typing import Any, Protocol, TypeVar
 
 import torch
 
+from .._alloc import keep_freed_memory
 from ..train.checkpoint import find_checkpoint
 from ..train.config import DataConfig, FitConfig, ModelConfig, TrainConfig
 from ..train.fit import fit
@@ -155,7 +156,8 @@ def die_with_parent(parent: int) -> None:
     (``prctl(PR_SET_PDEATHSIG)``, fired when the thread that spawned the worker exits: the
     pool spawns its workers in ``submit``, from the experiment's main thread); everywhere a
     thread checks the parent's pid (``_watch_parent``), which also ends a worker whose parent
-    died before the request was made. A SIGKILL at any instant leaves the folder's files
+    died before the request was made. It also keeps freed memory in the worker's heap, as
+    the command line does in its own process (``_alloc.keep_freed_memory``). A SIGKILL at any instant leaves the folder's files
     and manifest consistent (outputs.py, checkpoint.py)."""
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
@@ -163,6 +165,7 @@ def die_with_parent(parent: int) -> None:
     if os.getppid() != parent:  # gone already, before the request
         os._exit(1)
     _watch_parent(parent)
+    keep_freed_memory()  # as the command line does in its own process
 
 
 class QuietPool(ProcessPoolExecutor):
