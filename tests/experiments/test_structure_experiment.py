@@ -392,3 +392,20 @@ def test_the_runs_checks_read_each_compared_arms_stalls_and_floor() -> None:
     assert names["co-attention: every parallel run left the question-only prior"] == ev.PASS
     assert "co-attention: stacked test accuracy above the majority answer" in names
     assert not any("none run" in n or n.startswith("co-attention: none") for n in names)
+
+
+@pytest.mark.parametrize("prior, stops_early", [(1.0, False), (-1.0, True)])
+def test_the_patience_waits_while_a_run_sits_on_the_question_only_prior(
+    monkeypatch, prior: float, stops_early: bool
+) -> None:  # type: ignore[no-untyped-def]
+    """A run that has not left the question-only prior (here, one that cannot: lr 1e-12) trains
+    to the cap, where the patience counted from the start would have stopped it after
+    ``patience`` scores; once a run is above the prior, the patience applies as before."""
+    from attnkit.experiments.structure import qa
+
+    monkeypatch.setattr(qa, "question_prior", lambda train, examples: prior)
+    setting = qa.QASetting("tiny", (64, 32, 32), 8, 1e-12, 1.0, cap=12, every=1, patience=2,
+                           threads=1)  # fmt: skip
+    run = qa.train_qa_arm("stacked", 0, setting)
+    assert run["steps_run"] == (3 if stops_early else 12)
+    assert run["stopped_early"] is stops_early
