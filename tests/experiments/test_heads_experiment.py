@@ -352,6 +352,25 @@ def test_the_current_designs_run_reads_as_its_page_says() -> None:
     assert earlier["config"]["seeds"] == 5 and "+9.27" in page
 
 
+def test_parameters_are_compared_between_the_arms_of_one_task_and_seed() -> None:
+    """Each seed's generated text has its own vocabulary, so counts differ across seeds;
+    the arms a check compares (every h of one task and seed) must agree."""
+    import json
+    from pathlib import Path
+
+    from attnkit.experiments.heads import parameters_equal
+
+    runs = [{"task": "t", "seed": s, "heads": h, "parameters": 1000 + 7 * s}
+            for s in (0, 1) for h in (1, 2, 4)]  # fmt: skip
+    assert parameters_equal(runs)
+    runs[1]["parameters"] += 1  # h=2 of seed 0 unequal to its h=1 and h=4
+    assert not parameters_equal(runs)
+    docs = Path(__file__).parents[2] / "docs" / "experiments"
+    for name in ("heads.json", "heads-fresh-300.json", "heads-5seeds.json"):
+        result = json.loads((docs / name).read_text())
+        assert result["parameters_equal"] is parameters_equal(result["runs"]) is True
+
+
 test_bad_settings_fail_clearly = refused(HeadsConfig, [
     ({"heads": "2,4,8"}, "1 and at least two more"),
     ({"heads": "1,4"}, "1 and at least two more"),

@@ -156,9 +156,10 @@ def die_with_parent(parent: int) -> None:
     (``prctl(PR_SET_PDEATHSIG)``, fired when the thread that spawned the worker exits: the
     pool spawns its workers in ``submit``, from the experiment's main thread); everywhere a
     thread checks the parent's pid (``_watch_parent``), which also ends a worker whose parent
-    died before the request was made. It also keeps freed memory in the worker's heap, as
-    the command line does in its own process (``_alloc.keep_freed_memory``). A SIGKILL at any instant leaves the folder's files
-    and manifest consistent (outputs.py, checkpoint.py)."""
+    died before the request was made. A SIGKILL at any instant leaves the folder's files and
+    manifest consistent (outputs.py, checkpoint.py). It also keeps freed memory in the
+    worker's heap, as the command line does in its own process
+    (``_alloc.keep_freed_memory``)."""
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
