@@ -438,8 +438,8 @@ EXPERIMENT = Experiment.of(
     __name__,
     name="softness",
     help="soft vs exact vs hard vs variational attention (Deng 2018 Table 1; Xu 2015 captions)",
-    typical="33 min measured with --jobs 2 on a lightly loaded 2-core CPU (Multi30K, 4 rows "
-    "x 5 seeds; --multi30k-seeds 3 for about 20)",
+    typical="20 min measured with --jobs 2 on an idle 2-core CPU (Multi30K, 4 rows x 5 "
+    "seeds)",
     description="Train one decoder (RNNsearch, Deng's decoder: no context in the recurrence) "
     "with Deng 2018 Table 1's rows: soft, exact marginal likelihood (enumeration), hard "
     "(REINFORCE, soft-attention baseline), variational enumerated and sampled, on a Multi30K "
