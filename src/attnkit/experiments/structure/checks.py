@@ -22,7 +22,7 @@ baseline, stacked attention (SAN); mean pooling (``none``) is reported only:
   * (design) every compared run stopped by early stopping, not at the cap (converged), and
     for each compared arm the cap at least 3× its median stopping point
     (``evidence.plateau_cap``); every compared run's best validation accuracy above the
-    question-only prior (``qa.question_prior``) by more than ``EPS``: a run early stopping
+    question-only prior (``qa.question_prior``) by more than ``LEFT_PRIOR``: a run early stopping
     ended on that first plateau stalled, it did not converge (``left_prior``);
   * (design) the best arm learnt: mean best validation accuracy >= ``QA_LEARNED`` (50%;
     the majority answer is 17% of the test split); each compared arm on its own off the
@@ -49,6 +49,12 @@ from .. import evidence as ev
 LEARNED = 0.90  # the best docs arm's final validation accuracy
 QA_LEARNED = 0.50  # the best digit-qa arm's best validation accuracy
 EPS = 0.02  # ceiling / floor band, in accuracy (or AUC) units
+LEFT_PRIOR = 0.08
+"""Validation accuracy above the question-only prior a digit-qa run must reach to count as
+having left it (``left_prior``; the patience waits below it, ``qa.train_qa_arm``): 4
+standard errors of an accuracy near 0.25 on the 500 validation questions (0.019 each). A
+band of 0.02 was crossed by noise alone: on calibration seeds 900-903 two stacked-attention
+runs that never learned reached 0.280 and 0.282 against the prior's 0.254."""
 PARAM_TOLERANCE = 0.05  # parameter counts within 5% of the reference model's
 MIN_SEEDS = 5  # seeds a check needs
 
@@ -147,12 +153,12 @@ def plateaus(part: str, steps: Mapping[str, Sequence[float]], stopped: Mapping[s
 
 def left_prior(part: str, arm: str, valid_best: Sequence[float], prior: float) -> ev.Check:
     """A design check on one compared arm: every run's best validation accuracy above the
-    question-only prior (``qa.question_prior``) by more than EPS. A run that early stopping
+    question-only prior (``qa.question_prior``) by more than LEFT_PRIOR. A run that early stopping
     ended on that plateau stalled there: it did not converge, and its test accuracy measures
     whether the arm left the plateau, not how well it answers."""
-    stalled = [i for i, v in enumerate(valid_best) if v <= prior + EPS]
+    stalled = [i for i, v in enumerate(valid_best) if v <= prior + LEFT_PRIOR]
     reason = (f"{part}: {arm}: {len(stalled)} of {len(valid_best)} runs ended on the "
-              f"question-only prior (best validation accuracy <= {prior:.3f} + {EPS})")
+              f"question-only prior (best validation accuracy <= {prior:.3f} + {LEFT_PRIOR})")
     if stalled:
         reason += f": runs {', '.join(map(str, stalled))} stalled there, not converged"
     n = float(len(stalled))
@@ -258,7 +264,7 @@ def part_verdict(checks: Sequence[ev.Check], prefix: str) -> str:
     return ev.verdict_of([c for c in checks if c.name.startswith(prefix)])
 
 
-__all__ = ["EPS", "LEARNED", "MIN_SEEDS", "PARAM_TOLERANCE", "QA_LEARNED", "at_ceiling", "auc_gap",
-           "bounds", "converged", "equal_parameters", "final_gap", "learnt", "left_prior",
-           "part_verdict", "per_seed", "plateaus", "pooling_checks", "qa_checks", "regapped",
-           "scoped", "seed_gap"]  # fmt: skip
+__all__ = ["EPS", "LEARNED", "LEFT_PRIOR", "MIN_SEEDS", "PARAM_TOLERANCE", "QA_LEARNED",
+           "at_ceiling", "auc_gap", "bounds", "converged", "equal_parameters", "final_gap",
+           "learnt", "left_prior", "part_verdict", "per_seed", "plateaus", "pooling_checks",
+           "qa_checks", "regapped", "scoped", "seed_gap"]  # fmt: skip

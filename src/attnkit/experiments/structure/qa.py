@@ -43,13 +43,12 @@ from ...models.digit_qa import VARIANTS, DigitQA
 from ...tasks.qa import make_batch
 from ...train.classify import History, fit_classifier
 from ..pool import generator
-from .checks import EPS
+from .checks import LEFT_PRIOR
 
 TASK_SEED = 0
 BASELINE = "stacked"  # the claim's baseline: attention without co-attention (SAN)
 REPORTED = "none"  # mean pooling: no attention at all; reported, never compared
 COATTENTION = ("parallel", "alternating")  # the claim's arms (Lu 2016)
-LEFT_PRIOR = EPS  # accuracy above the question-only prior a run must reach (checks.left_prior)
 QA_ARMS = VARIANTS  # every digit-qa arm the part can train
 
 
