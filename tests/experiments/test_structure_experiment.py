@@ -409,3 +409,25 @@ def test_the_patience_waits_while_a_run_sits_on_the_question_only_prior(
     run = qa.train_qa_arm("stacked", 0, setting)
     assert run["steps_run"] == (3 if stops_early else 12)
     assert run["stopped_early"] is stops_early
+
+
+def test_the_calibration_refuses_verdict_seeds_and_unknown_arms_and_reports_each_run(
+    monkeypatch,
+) -> None:  # type: ignore[no-untyped-def]
+    """calibrate.py: seeds below 900 are the verdicts' and refused; an unknown arm is named;
+    each (lr, seed) run is one row saying whether it left the prior (tiny models)."""
+    from attnkit.experiments.structure import calibrate as cal
+
+    with pytest.raises(ValueError, match="--seed 4: calibrate on seeds >= 900"):
+        cal.calibrate("stacked", [1e-3], [4, 5], 4, 1)
+    with pytest.raises(ValueError, match="--arm 'san'"):
+        cal.calibrate("san", [1e-3], [900], 4, 1)
+    monkeypatch.setattr(cal, "StructureConfig", lambda qa_cap: StructureConfig(qa_cap=qa_cap,
+                                                                              tiny=1))  # fmt: skip
+    lines: list[str] = []
+    rows = cal.calibrate("stacked", [1e-3, 5e-4], [900], 3, 1, say=lines.append)
+    assert [(r["lr"], r["seed"]) for r in rows] == [(1e-3, 900), (5e-4, 900)]
+    for r in rows:
+        assert r["left_prior"] is (r["valid_best"] > r["valid_prior"] + sc.LEFT_PRIOR)
+        assert r["steps_run"] == 3 and not r["stopped_early"]
+    assert lines[0].startswith("stacked lr 0.001 seed 900: ")

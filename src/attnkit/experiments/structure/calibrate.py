@@ -44,7 +44,8 @@ def calibrate(arm: str, lrs: list[float], seeds: list[int], cap: int, jobs: int,
     def done(item: tuple[str, float, int, Any], r: dict[str, Any]) -> None:
         left = r["valid_best"] > r["valid_prior"] + LEFT_PRIOR
         row = {"arm": item[0], "lr": item[1], "seed": item[2], "left_prior": left,
-               "valid_best": r["valid_best"], "test_accuracy": r["test_accuracy"],
+               "valid_best": r["valid_best"], "valid_prior": r["valid_prior"],
+               "test_accuracy": r["test_accuracy"],
                "steps_run": r["steps_run"], "stopped_early": r["stopped_early"],
                "valid_curve": r["valid_curve"]}  # fmt: skip
         rows.append(row)
