@@ -431,3 +431,14 @@ def test_the_calibration_refuses_verdict_seeds_and_unknown_arms_and_reports_each
         assert r["left_prior"] is (r["valid_best"] > r["valid_prior"] + sc.LEFT_PRIOR)
         assert r["steps_run"] == 3 and not r["stopped_early"]
     assert lines[0].startswith("stacked lr 0.001 seed 900: ")
+
+
+def test_each_compared_digit_qa_arm_trains_at_its_calibrated_learning_rate() -> None:
+    """qa.LEARNING_RATES, chosen on seeds 900-907 (structure-calibration.json): stacked
+    attention at 1e-3, parallel co-attention at 2e-3, an arm not calibrated at the setting's."""
+    from attnkit.experiments.structure.qa import LEARNING_RATES
+
+    cfg = StructureConfig(parts="qa", qa_arms="parallel,stacked,none")
+    lrs = {name: args[2].lr for name, _, args in jobs_of(cfg) if name.endswith("/0")}
+    assert lrs == {"qa/parallel/0": 2e-3, "qa/stacked/0": 1e-3, "qa/none/0": 2e-3}
+    assert LEARNING_RATES == {"parallel": 2e-3, "stacked": 1e-3}

@@ -59,7 +59,7 @@ def jobs_of(cfg: StructureConfig) -> list[Job]:
                                           else cfg.qa_seeds))  # fmt: skip
     jobs: list[Job] = []
     if "qa" in cfg.part_list:
-        jobs += [(f"qa/{v}/{s}", train_qa_arm, (v, s, cfg.qa_setting))
+        jobs += [(f"qa/{v}/{s}", train_qa_arm, (v, s, cfg.qa_setting_of(v)))
                  for s in qa_seeds for v in cfg.qa_arm_list]  # fmt: skip
     for part in (p for p in cfg.part_list if p in DOC_PARTS):
         task = DOC_PARTS[part][0]

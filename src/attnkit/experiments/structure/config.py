@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..._checks import check_ranges
 from ..base import Pooled, names_of, option
 from .data import Shape
 from .measure import DocsSetting
-from .qa import BASELINE, COATTENTION, QA_ARMS, QASetting
+from .qa import BASELINE, COATTENTION, LEARNING_RATES, QA_ARMS, QASetting
 
 PARTS = ("han", "multidim", "qa")
 
@@ -97,6 +97,10 @@ class StructureConfig(Pooled):
         w = s["width"]
         return DocsSetting(Shape(*self.sentence_range), w, w, w, 32, 3e-3, 1.0, self.cap,
                            s["every"], s["valid"], s["test"], self.threads)  # fmt: skip
+
+    def qa_setting_of(self, arm: str) -> QASetting:
+        """``qa_setting`` at ``arm``'s calibrated learning rate (``qa.LEARNING_RATES``)."""
+        return replace(self.qa_setting, lr=LEARNING_RATES.get(arm, self.qa_setting.lr))
 
     @property
     def qa_setting(self) -> QASetting:
