@@ -166,12 +166,13 @@ EXPERIMENT = Experiment.of(
     name="structure",
     help="HAN vs mean/max pooling on decoy documents, feature-wise vs scalar pooling, "
     "co-attention vs stacked attention at equal parameters (Yang 2016, Shen 2018, Lu 2016)",
-    typical="26 min with --jobs 2 on a 2-core CPU with other work beside it (3,004 s of CPU)",
+    typical="24 min with --jobs 2 on an idle 2-core CPU (2,851 s of CPU)",
     description="Train HAN with attention, mean and max pooling on generated documents of "
     "10-30 sentences whose label one sentence decides among decoys (5 seeds, learning curves "
     "on a validation split, AUC); feature-wise against scalar attention pooling on two-aspect "
     "documents; parallel co-attention against stacked attention (SAN) on digit-qa at equal "
-    "parameters, early-stopped (cap >= 3x each arm's median stop). Checks the final test "
+    "parameters, each at its calibrated learning rate, early-stopped once off the "
+    "question-only prior (cap >= 3x each arm's median stop). Checks the final test "
     "accuracy on t-intervals over the per-seed gaps (5 seeds needed; the AUC, learning "
     "speed, is reported). Writes "
     "OUT/structure.{csv,json,png}; "
