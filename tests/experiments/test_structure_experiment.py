@@ -339,6 +339,12 @@ def test_the_committed_run_is_todays_design_and_reads_as_its_page_says() -> None
               if c["kind"] == "design" and c["name"].startswith("co-attention")}  # fmt: skip
     assert set(design.values()) == {ev.PASS}
     assert result["parts"]["qa"]["verdict"].startswith("NOT REPRODUCED: co-attention")
+    fresh = json.loads((docs / "structure-fresh-600.json").read_text())
+    assert fresh["config"]["seed"] == 600 and fresh["config"]["parts"] == "qa"
+    fresh_by = {c["name"]: c for c in fresh["checks"]}
+    assert fresh_by["co-attention: test accuracy parallel − stacked"]["outcome"] == ev.INCONCLUSIVE
+    assert "−2.1 points [−8.0, +3.9]" in page
+    assert {c["outcome"] for c in fresh["checks"] if c["kind"] == "design"} == {ev.PASS}
     earlier = json.loads((docs / "structure-v3.json").read_text())
     assert earlier["parts"]["qa"]["verdict"].startswith("INCONCLUSIVE: co-attention: stacked: 2")
     assert rejudge(earlier)["verdict"] == earlier["verdict"]
