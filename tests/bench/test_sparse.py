@@ -238,14 +238,23 @@ def test_sdpa_stays_on_its_fused_kernel(variant: str, scenario: str, n: int, ban
     assert "aten::_scaled_dot_product_attention_math" not in ops
 
 
-def test_a_steps_peak_counts_what_it_takes_from_the_kernels_cache() -> None:
+@pytest.mark.parametrize("heap_keeps_freed_memory", [False, True])
+def test_a_steps_peak_counts_what_it_takes_from_the_kernels_cache(
+    heap_keeps_freed_memory: bool,
+) -> None:
     """The bench empties the kernel's block cache before it measures a step's peak memory: a
     step that takes a 64 MiB block counts it even when an earlier step left one cached (else
-    the block is resident already and the step would show no growth)."""
+    the block is resident already and the step would show no growth); and it gives the heap's
+    free memory back first, so that the same holds where the command line keeps freed memory
+    in the heap (``_alloc.keep_freed_memory``, process-wide, as every ``attnkit`` command)."""
     from pathlib import Path
 
+    from attnkit import _alloc
     from attnkit.bench.measure import peak_extra_mib
     from attnkit.local import native
+
+    if heap_keeps_freed_memory and not _alloc.keep_freed_memory():
+        pytest.skip("needs glibc's mallopt")
 
     if native.kernel() is None or not Path("/proc/self/clear_refs").exists():
         pytest.skip("needs the native kernel and Linux's /proc/self/clear_refs")

@@ -90,9 +90,11 @@ def peak_extra_mib(step: Step, device: str = "cpu") -> float | None:
         held = torch.cuda.memory_allocated()
         step()
         return max(torch.cuda.max_memory_allocated() - held, 0) / 2**20
+    from .._alloc import give_back_freed_memory
     from ..local.native import release_cache
 
     release_cache()  # what the step takes from the kernel's block cache counts as its own
+    give_back_freed_memory()  # and what it takes from the heap's free memory (the CLI keeps it)
     try:
         Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
     except OSError:
