@@ -6,7 +6,7 @@ and its test accuracy, so that each arm's learning rate is chosen before the ver
 seeds run:
 
     python -m attnkit.experiments.structure.calibrate --arm stacked --lr 1e-3,5e-4 \
-        --seed 904 --seeds 4 --cap 6000 --jobs 2
+        --seed 904 --seeds 4 --jobs 2
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     p.add_argument("--lr", default="1e-3,5e-4", help="comma-separated learning rates")
     p.add_argument("--seed", type=int, default=CALIBRATION_SEED)
     p.add_argument("--seeds", type=int, default=4)
-    p.add_argument("--cap", type=int, default=6000)
+    p.add_argument("--cap", type=int, default=15000)
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--out", type=Path, default=None, help="write the rows as JSON here")
     a = p.parse_args(argv)
