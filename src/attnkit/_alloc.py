@@ -5,12 +5,23 @@ from __future__ import annotations
 
 import ctypes
 import sys
+from typing import Any
 
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3  # glibc's mallopt parameters
 HELD_BYTES = 1 << 30
 """Allocations up to this size come from the heap, and up to this much freed memory stays in
 it (``keep_freed_memory``)."""
 _applied = False
+
+
+def _glibc(name: str) -> Any:
+    """glibc's function ``name`` from this process, or None (not Linux, or another C library)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError):  # musl and others
+        return None
 
 
 def applied() -> bool:
@@ -31,11 +42,8 @@ def keep_freed_memory() -> bool:
     numbers to the last bit). Called by the command line and its pool workers, never on
     ``import attnkit``: a library does not retune its host's allocator. Returns False, having
     changed nothing, where the C library is not glibc."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # musl and others: no mallopt
+    mallopt = _glibc("mallopt")
+    if mallopt is None:
         return False
     settings = ((_M_MMAP_THRESHOLD, HELD_BYTES), (_M_TRIM_THRESHOLD, HELD_BYTES),
                 (_M_TOP_PAD, 64 << 20))  # fmt: skip
@@ -49,11 +57,8 @@ def give_back_freed_memory() -> bool:
     what a step allocates next is faulted in afresh and counted by a peak-memory reading
     (``bench.measure.peak_extra_mib``) even where ``keep_freed_memory`` keeps freed blocks.
     False, having done nothing, where the C library is not glibc."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
+    trim = _glibc("malloc_trim")
+    if trim is None:
         return False
     trim(0)
     return True

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ..pool import run_each
+from .checks import on_prior
 from .config import StructureConfig
-from .qa import LEFT_PRIOR, QA_ARMS, train_qa_arm
+from .qa import QA_ARMS, train_qa_arm
 
 CALIBRATION_SEED = 900  # the first calibration seed: the verdict's seeds are 0-4 and fresh sets
 
@@ -42,7 +43,7 @@ def calibrate(arm: str, lrs: list[float], seeds: list[int], cap: int, jobs: int,
     rows: list[dict[str, Any]] = []
 
     def done(item: tuple[str, float, int, Any], r: dict[str, Any]) -> None:
-        left = r["valid_best"] > r["valid_prior"] + LEFT_PRIOR
+        left = not on_prior(r["valid_best"], r["valid_prior"])
         row = {"arm": item[0], "lr": item[1], "seed": item[2], "left_prior": left,
                "valid_best": r["valid_best"], "valid_prior": r["valid_prior"],
                "test_accuracy": r["test_accuracy"],

@@ -151,12 +151,18 @@ def plateaus(part: str, steps: Mapping[str, Sequence[float]], stopped: Mapping[s
                            sum(not x for x in stopped[arm])) for arm, s in steps.items()]
 
 
+def on_prior(best: float, prior: float) -> bool:
+    """Whether a run whose best validation accuracy is ``best`` is still on the question-only
+    prior ``prior`` (within ``LEFT_PRIOR`` of it): the stall check and the patience read it."""
+    return best <= prior + LEFT_PRIOR
+
+
 def left_prior(part: str, arm: str, valid_best: Sequence[float], prior: float) -> ev.Check:
     """A design check on one compared arm: every run's best validation accuracy above the
     question-only prior (``qa.question_prior``) by more than LEFT_PRIOR. A run that early stopping
     ended on that plateau stalled there: it did not converge, and its test accuracy measures
     whether the arm left the plateau, not how well it answers."""
-    stalled = [i for i, v in enumerate(valid_best) if v <= prior + LEFT_PRIOR]
+    stalled = [i for i, v in enumerate(valid_best) if on_prior(v, prior)]
     reason = (f"{part}: {arm}: {len(stalled)} of {len(valid_best)} runs ended on the "
               f"question-only prior (best validation accuracy <= {prior:.3f} + {LEFT_PRIOR})")
     if stalled:
@@ -266,5 +272,5 @@ def part_verdict(checks: Sequence[ev.Check], prefix: str) -> str:
 
 __all__ = ["EPS", "LEARNED", "LEFT_PRIOR", "MIN_SEEDS", "PARAM_TOLERANCE", "QA_LEARNED",
            "at_ceiling", "auc_gap", "bounds", "converged", "equal_parameters", "final_gap",
-           "learnt", "left_prior", "part_verdict", "per_seed", "plateaus", "pooling_checks",
-           "qa_checks", "regapped", "scoped", "seed_gap"]  # fmt: skip
+           "learnt", "left_prior", "on_prior", "part_verdict", "per_seed", "plateaus",
+           "pooling_checks", "qa_checks", "regapped", "scoped", "seed_gap"]  # fmt: skip

@@ -43,7 +43,7 @@ from ...models.digit_qa import VARIANTS, DigitQA
 from ...tasks.qa import make_batch
 from ...train.classify import History, fit_classifier
 from ..pool import generator
-from .checks import LEFT_PRIOR
+from .checks import LEFT_PRIOR, on_prior
 
 TASK_SEED = 0
 BASELINE = "stacked"  # the claim's baseline: attention without co-attention (SAN)
@@ -181,7 +181,7 @@ def train_qa_arm(variant: str, seed: int, s: QASetting) -> dict[str, Any]:
         curve.append(sum(valid.correct()) / len(valid.answer))
         if curve[-1] > best["score"]:
             best.update(score=curve[-1], state=copy.deepcopy(model.state_dict()), step=h.steps)
-        if best["score"] <= prior + LEFT_PRIOR:  # still on the prior: the patience waits
+        if on_prior(best["score"], prior):  # the patience waits
             return False
         return len(curve) - 1 - curve.index(max(curve)) >= s.patience
 
@@ -211,6 +211,5 @@ def train_qa_arm(variant: str, seed: int, s: QASetting) -> dict[str, Any]:
 
 
 __all__ = ["BASELINE", "COATTENTION", "LEARNING_RATES", "LEFT_PRIOR", "QA_ARMS", "REPORTED",
-           "Indexed",
-           "QASetting", "build", "matched", "parameters", "question_prior", "splits_and_vocabs",
-           "train_qa_arm"]  # fmt: skip
+           "Indexed", "QASetting", "build", "matched", "parameters", "question_prior",
+           "splits_and_vocabs", "train_qa_arm"]  # fmt: skip
