@@ -455,3 +455,10 @@ def test_each_compared_digit_qa_arm_trains_at_its_calibrated_learning_rate() -> 
     lrs = {name: args[2].lr for name, _, args in jobs_of(cfg) if name.endswith("/0")}
     assert lrs == {"qa/parallel/0": 2e-3, "qa/stacked/0": 1e-3, "qa/none/0": 2e-3}
     assert LEARNING_RATES == {"parallel": 2e-3, "stacked": 1e-3}
+
+
+def test_a_run_is_off_the_prior_only_4_standard_errors_above_it() -> None:
+    """LEFT_PRIOR 0.08: the calibration's two stacked runs that never learned (0.280, 0.282
+    against 0.254, noise on 500 questions) are still on the prior; 0.09 above it is off."""
+    assert sc.on_prior(0.280, 0.254) and sc.on_prior(0.282, 0.254)
+    assert sc.on_prior(0.254 + 0.07, 0.254) and not sc.on_prior(0.254 + 0.09, 0.254)
