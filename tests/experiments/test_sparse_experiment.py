@@ -384,3 +384,25 @@ def test_calibration_refuses_the_verdicts_seeds(tmp_path):
     assert CALIBRATION_SEED >= SparseConfig().seed + SparseConfig().seeds
     with pytest.raises(ValueError, match="disjoint from the verdict's"):
         main(["--seed", "3", "--out", str(tmp_path)])
+
+
+def test_the_position_flag_reaches_every_arm_and_patterns_keep_their_kernel(tmp_path, monkeypatch):
+    """--position rope: every arm's model has rotary positions (one choice for all arms), and
+    a pattern with RoPE still trains on the factorised kernel (RoPE rotates q and k before
+    the alignment, so the pattern and its cost are unchanged)."""
+    jobs = make_jobs(SparseConfig(seeds=1, position="rope"), tmp_path)
+    assert {fc.model.options["position"] for fc in jobs.values()} == {"rope"}
+    assert {fc.model.options["position"] for fc in make_jobs(SparseConfig(seeds=1), tmp_path)
+            .values()} == {"sinusoidal"}  # fmt: skip
+    with pytest.raises(ValueError, match="--position 'alibi'"):
+        SparseConfig(position="alibi")
+    calls = []
+    real = dispatch.factorised_attention
+    monkeypatch.setattr(dispatch, "factorised_attention",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))  # fmt: skip
+    torch.manual_seed(0)
+    model = build_model("transformer-lm", src_vocab=4, tgt_vocab=9, dim=8, heads=2, layers=2,
+                        ff=8, dropout=0.0, match_xl=False, align="fixed-causal", stride=L,
+                        position="rope")  # fmt: skip
+    model(torch.randint(1, 9, (2, 16))).logits.sum().backward()
+    assert len(calls) == 2  # one per layer

@@ -14,6 +14,7 @@ from ..pool import LMFlags
 ARMS = {"dense": "causal", "strided": "strided-causal", "fixed": "fixed-causal",
         "sliding": "sliding-causal"}  # fmt: skip
 """Arm -> the transformer-lm alignment it trains with (models/lm.py ``align=``)."""
+POSITIONS = ("sinusoidal", "rope")  # how every arm sees positions (one choice for all arms)
 CLAIMED = ("dense", "fixed")  # the arms the quality claim compares on text (Child 2019, §7.2)
 
 
@@ -53,6 +54,8 @@ class SparseConfig(LMFlags):
                        "dense and fixed are required (the claim), strided and sliding are "
                        "reported beside them")  # fmt: skip
     ff: int = option(128, "feed-forward width")
+    position: str = option("sinusoidal", "positions, every arm: sinusoidal (the sinusoid PE "
+                           "added to the embeddings) or rope (rotary, inside every attention)")
     batch_size: int = option(12, "segments per update (12 of 256: 3,072 characters)")
     epochs: int = option(60, "cap: at most this many passes over the training text, the same "
                          "for every arm (early stopping ends a run before it)")  # fmt: skip
@@ -69,6 +72,8 @@ class SparseConfig(LMFlags):
             "epochs", "batch_size", "patience", "seeds", "repeats", "jobs", "threads"),
             fractions=(), as_flags=True)  # fmt: skip
         parse_arms(self.arms)
+        if self.position not in POSITIONS:
+            raise ValueError(f"--position {self.position!r}: choose {' or '.join(POSITIONS)}")
         parse_ints(self.cost_n, "cost-n", 2, "1024,2048,4096,8192")
         if self.dim % self.heads or (self.dim // self.heads) % 2:
             raise ValueError(f"--dim {self.dim} --heads {self.heads}: give a dim divisible by "
@@ -94,4 +99,4 @@ class SparseConfig(LMFlags):
         return stride_of(self.segment)
 
 
-__all__ = ["ARMS", "CLAIMED", "SparseConfig", "parse_arms", "stride_of"]
+__all__ = ["ARMS", "CLAIMED", "POSITIONS", "SparseConfig", "parse_arms", "stride_of"]

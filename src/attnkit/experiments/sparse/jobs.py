@@ -14,13 +14,13 @@ from .config import ARMS, SparseConfig
 
 
 def fit_config(cfg: SparseConfig, arm: str, seed: int, out: Path) -> FitConfig:
-    """``transformer-lm`` with the arm's alignment (stride / radius l = round(√n)), sinusoid
-    positions, early stopping after ``cfg.patience`` epochs without a lower valid loss, at
-    most ``cfg.epochs`` epochs, checkpoints in ``out/ARM-sSEED`` (``best``: the lowest valid
-    loss, what is measured)."""
+    """``transformer-lm`` with the arm's alignment (stride / radius l = round(√n)),
+    ``cfg.position`` (the same for every arm), early stopping after ``cfg.patience`` epochs
+    without a lower valid loss, at most ``cfg.epochs`` epochs, checkpoints in
+    ``out/ARM-sSEED`` (``best``: the lowest valid loss, what is measured)."""
     size = "stride" if ARMS[arm] in STRIDED else "window"  # a pattern's l, a window's radius
     return lm_run(cfg, "transformer-lm", seed, out / f"{arm}-s{seed}", patience=cfg.patience,
-                  match_xl=False, align=ARMS[arm],
+                  match_xl=False, align=ARMS[arm], position=cfg.position,
                   **{size: 0 if arm == "dense" else cfg.stride})  # fmt: skip
 
 
