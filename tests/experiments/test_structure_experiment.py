@@ -345,6 +345,13 @@ def test_the_committed_run_is_todays_design_and_reads_as_its_page_says() -> None
     assert fresh_by["co-attention: test accuracy parallel − stacked"]["outcome"] == ev.INCONCLUSIVE
     assert "−2.1 points [−8.0, +3.9]" in page
     assert {c["outcome"] for c in fresh["checks"] if c["kind"] == "design"} == {ev.PASS}
+    third = json.loads((docs / "structure-fresh-610.json").read_text())
+    assert third["config"]["seed"] == 610 and third["config"]["parts"] == "qa"
+    gap3 = {c["name"]: c for c in third["checks"]}["co-attention: test accuracy parallel − stacked"]
+    assert gap3["outcome"] == ev.INCONCLUSIVE
+    lo3, hi3 = (f"{100 * x:+.1f}".replace("-", "−") for x in gap3["ci"])
+    assert f"−{-100 * gap3['value']:.1f} points [{lo3}, {hi3}]" in page
+    assert {c["outcome"] for c in third["checks"] if c["kind"] == "design"} == {ev.PASS}
     earlier = json.loads((docs / "structure-v3.json").read_text())
     assert earlier["parts"]["qa"]["verdict"].startswith("INCONCLUSIVE: co-attention: stacked: 2")
     assert rejudge(earlier)["verdict"] == earlier["verdict"]
