@@ -406,3 +406,17 @@ def test_the_position_flag_reaches_every_arm_and_patterns_keep_their_kernel(tmp_
                         position="rope")  # fmt: skip
     model(torch.randint(1, 9, (2, 16))).logits.sum().backward()
     assert len(calls) == 2  # one per layer
+
+
+def test_the_cost_grid_measures_both_patterns_whichever_arms_train(tmp_path):
+    """The cost claim is the strided and fixed patterns' (two checks each): with --arms
+    dense,fixed (the compared arms alone) the grid still measures strided, and the sliding
+    window beside it, and the checks find strided's cost (before: a KeyError)."""
+    from attnkit.experiments.sparse import QUICK, run_experiment
+
+    cfg = SparseConfig(**{**QUICK, "arms": "dense,fixed"})
+    result = run_experiment(cfg, tmp_path, say=lambda *a: None)
+    assert sorted(result["slopes"]) == ["dense", "fixed", "sliding", "strided"]
+    names = [c["name"] for c in result["checks"]]
+    assert names.count("strided memory slope p") == 2 and names.count("fixed memory slope p") == 2
+    assert sorted(result["bpc"]) == ["dense", "fixed"]

@@ -45,9 +45,11 @@ def layer_cost(arm: str, n: int, heads: int, head_dim: int, repeats: int) -> dic
 
 
 def cost_grid(cfg: SparseConfig) -> dict[str, dict[str, dict[str, Any]]]:
-    """{arm: {n: layer_cost}} over the cost grid, with the model's heads and head width."""
+    """{arm: {n: layer_cost}} over the cost grid, with the model's heads and head width, for
+    every alignment (``ARMS``), trained or not: the cost claim is the strided and fixed
+    patterns' whichever arms ``--arms`` trains."""
     return {arm: {str(n): layer_cost(arm, n, cfg.heads, cfg.dim // cfg.heads, cfg.repeats)
-                  for n in cfg.n_list} for arm in cfg.arm_list}  # fmt: skip
+                  for n in cfg.n_list} for arm in ARMS}  # fmt: skip
 
 
 GIVEN = re.compile(r"this is ([a-z]{5})\.")  # where a record gives its name
