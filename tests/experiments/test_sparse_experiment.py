@@ -420,3 +420,15 @@ def test_the_cost_grid_measures_both_patterns_whichever_arms_train(tmp_path):
     names = [c["name"] for c in result["checks"]]
     assert names.count("strided memory slope p") == 2 and names.count("fixed memory slope p") == 2
     assert sorted(result["bpc"]) == ["dense", "fixed"]
+
+
+def test_the_text_knob_reaches_training_and_measurement(tmp_path):
+    """--asks shapes every arm's text and the text the test measures (the same seed and
+    chance, so the measured windows are the trained text's kind)."""
+    from attnkit.experiments.pool import lm_data
+
+    cfg = SparseConfig(seeds=1, asks=0.6)
+    assert {fc.data.asks for fc in make_jobs(cfg, tmp_path).values()} == {0.6}
+    assert lm_data(cfg, 0, cfg.asks).spec()["asks"] == 0.6
+    with pytest.raises(ValueError, match="--asks 1.0: a chance"):
+        SparseConfig(asks=1.0)

@@ -64,6 +64,27 @@ def test_the_generated_text_brings_names_back():
     assert f"ask {name}." in text
 
 
+def test_asks_sets_how_often_the_name_comes_back_and_the_default_text_is_unchanged():
+    """asks: the chance a sentence asks its record's name; its default (0.3) draws the text
+    of before to the character (earlier runs' specs have no "asks" and regenerate it)."""
+    from attnkit.data.lm_text import ASKS, lm_texts
+    from attnkit.train.config import DataConfig
+
+    assert generate_text(5000, seed=2, asks=ASKS) == generate_text(5000, seed=2)
+    spec = DataConfig(task="lm", task_seed=4, train_size=900, valid_size=90,
+                      test_size=90).spec()  # fmt: skip
+    assert "asks" not in spec
+    assert lm_texts(spec) == lm_texts({**spec, "asks": ASKS})
+    more = DataConfig(task="lm", task_seed=4, train_size=900, valid_size=90, test_size=90,
+                      asks=0.7).spec()  # fmt: skip
+    assert more["asks"] == 0.7
+    counts = [generate_text(20_000, seed=3, asks=a).count("ask ") for a in (0.3, 0.7)]
+    # a record of k sentences asks ~k·asks times; asks are shorter, so more of them fit
+    assert counts[1] > 2 * counts[0] > 0
+    name = lm_texts(more)[0].split("this is ")[1][:5]
+    assert f"ask {name}." in lm_texts(more)[0]
+
+
 class Fixed(nn.Module):
     """A stand-in LM whose next-character distribution is softmax(logits), wherever it is."""
 
@@ -215,6 +236,9 @@ def test_text_options_go_with_the_lm_task(tmp_path, capsys):
         (["--task", "lm", "--valid-text", text], "--valid-text goes with --train-text"),
         (["--task", "lm", "--train-text", text, "--train-size", "9"], "sizes the generated"),
         (["--task", "lm", "--segment", "0"], "--segment 0"),
+        (["--task", "lm", "--asks", "1.5"], "--asks 1.5; it is a chance"),
+        (["--task", "toy-ko", "--asks", "0.5"], "--asks go(es) with --task lm"),
+        (["--task", "lm", "--train-text", text, "--asks", "0.5"], "shapes the generated"),
         (["--train-text", text, "--model", "transformer"], "use --model transformer-lm | tr"),
         (["--train-text", text, "--model", "transformer-lm", "--memory", "4"], "--memory do"),
     ):

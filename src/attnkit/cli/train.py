@@ -256,6 +256,10 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
         "documents (paragraphs of --train-text, lines of the generated text) packed in rows "
         "of --segment, none attending another (docs/language-modelling.md)"
     )
+    g.add_argument(
+        "--asks", type=float, default=None, help="--task lm, generated text: the chance that "
+        "a sentence of a record asks its name back (default 0.3; more: more long-range copies)"
+    )
     g.add_argument("--task-seed", type=int, default=0, help="seed of the generated data")
     for split in ("train", "valid", "test"):
         size = f"tasks: {split} examples generated (default: the task's own)"

@@ -78,10 +78,14 @@ VERBS = ("sees", "likes", "finds", "helps", "calls", "follows", "meets")
 OBJECTS = ("the house", "a red ball", "the river", "her friend", "the green door", "a song")
 
 
-def generate_text(chars: int, seed: int) -> str:
+ASKS = 0.3  # the chance that a sentence of a record asks its name (the default text)
+
+
+def generate_text(chars: int, seed: int, asks: float = ASKS) -> str:
     """A text of ``chars`` characters: records that start "this is NAME." (NAME five random
-    letters), then sentences of a small grammar, and now and then "ask NAME." — the name
-    comes back 30 to 300 characters after it was given."""
+    letters), then 3 to 12 sentences, each "ask NAME." with chance ``asks``, else a sentence
+    of a small grammar: the name comes back 30 to 300 characters after it was given. A
+    larger ``asks`` makes the copied name a larger share of the text."""
     rng = random.Random(seed)
     out: list[str] = []
     size = 0
@@ -89,7 +93,7 @@ def generate_text(chars: int, seed: int) -> str:
         name = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(5))
         record = [f"this is {name}."]
         for _ in range(rng.randint(3, 12)):
-            if rng.random() < 0.3:
+            if rng.random() < asks:
                 record.append(f"ask {name}.")
             else:
                 record.append(f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)}.")
@@ -119,7 +123,8 @@ def lm_texts(spec: dict[str, Any]) -> tuple[str, str, str]:
                                               GENERATED_SIZES, strict=True)]  # fmt: skip
     if min(sizes) < 2:
         raise ValueError(f"--train/valid/test-size {sizes}: each text needs at least 2 characters")
-    return tuple(generate_text(n, seed * 3 + i) for i, n in enumerate(sizes))  # type: ignore[return-value]
+    asks = float(spec.get("asks") or ASKS)
+    return tuple(generate_text(n, seed * 3 + i, asks) for i, n in enumerate(sizes))  # type: ignore[return-value]
 
 
 def check_alphabet(train: TextIds, valid: TextIds, what: str,

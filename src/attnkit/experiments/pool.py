@@ -288,15 +288,16 @@ class LMFlags(Seeds, Pooled):
     seed: int = option(0, "first seed of the text, the initialisation and the batches")
 
 
-def lm_data(cfg: LMSettings, seed: int) -> DataConfig:
-    """The generated text of ``seed`` (data/lm_text.py), cut into segments of ``cfg.segment``."""
+def lm_data(cfg: LMSettings, seed: int, asks: float | None = None) -> DataConfig:
+    """The generated text of ``seed`` (data/lm_text.py), cut into segments of ``cfg.segment``;
+    ``asks``: the chance a sentence asks its record's name back (None: the text's default)."""
     return DataConfig(task="lm", task_seed=seed, train_size=cfg.train_size,
                       valid_size=cfg.valid_size, test_size=cfg.test_size,
-                      segment=cfg.segment)  # fmt: skip
+                      segment=cfg.segment, asks=asks)  # fmt: skip
 
 
 def lm_run(cfg: LMSettings, model: str, seed: int, out: Path, *, patience: int = 0,
-           **options: Any) -> FitConfig:  # fmt: skip
+           asks: float | None = None, **options: Any) -> FitConfig:  # fmt: skip
     """One language model's run: ``model`` with ``cfg``'s widths (no dropout) and ``options``
     on seed ``seed``'s text, ``cfg.epochs`` epochs of ``cfg.batch_size`` segments at a
     constant ``cfg.lr``, checkpoints in ``out``; no early stopping, or with ``patience`` >= 1
@@ -305,7 +306,7 @@ def lm_run(cfg: LMSettings, model: str, seed: int, out: Path, *, patience: int =
     sizes = dict(dim=cfg.dim, heads=cfg.heads, layers=cfg.layers, ff=cfg.ff, dropout=0.0,
                  **options)  # fmt: skip
     return FitConfig(
-        lm_data(cfg, seed),
+        lm_data(cfg, seed, asks),
         ModelConfig(model, None, sizes),
         TrainConfig(epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr, patience=patience,
                     seed=seed, valid_decode=0, progress=False),  # fmt: skip

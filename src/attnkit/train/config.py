@@ -77,6 +77,7 @@ class DataConfig:
     valid_text: str | None = None  # task lm: held-out text (default: the last 5% of train_text)
     segment: int | None = None  # task lm: characters per training segment (default 64)
     pack: bool = False  # task lm: train on documents packed in rows (data/lm_packed.py)
+    asks: float | None = None  # task lm, generated text: a sentence's chance to ask the name
     tokenise: str = "word"  # corpora: word | char | spm
     spm_vocab: int = 8000
     strict: bool = False
@@ -115,7 +116,7 @@ class DataConfig:
         """The lm task's options: a train_text alone names the task; they go with it only."""
         if (self.train_text or self.valid_text) and self.task is None:
             self.task = "lm"
-        given = [f"{{{k}}}" for k in ("train_text", "valid_text", "segment")
+        given = [f"{{{k}}}" for k in ("train_text", "valid_text", "segment", "asks")
                  if getattr(self, k) is not None] + ["{pack}"] * self.pack  # fmt: skip
         if given and self.task != "lm":
             raise _error(self, f"{', '.join(given)} go(es) with {{task}} lm (language modelling)")
@@ -123,6 +124,11 @@ class DataConfig:
             raise _error(self, "{valid_text} goes with {train_text} (the text to train on)")
         if self.segment is not None and self.segment < 1:
             raise _error(self, "{segment=}; it must be at least 1")
+        if self.asks is not None and not 0 < self.asks < 1:
+            raise _error(self, "{asks=}; it is a chance: give it in (0, 1)")
+        if self.asks is not None and self.train_text:
+            raise _error(self, "{asks} shapes the generated text; with {train_text} the file "
+                               "is the data")  # fmt: skip
         for k in ("train_text", "valid_text"):  # before any work (the bytes are read later)
             name = getattr(self, k)
             if name and not Path(name).is_file():
@@ -151,6 +157,8 @@ class DataConfig:
                 spec["segment"] = self.segment or DEFAULT_SEGMENT
                 if self.pack:  # absent when off: the specs of earlier runs stay as they were
                     spec["pack"] = True
+                if self.asks is not None:  # absent by default, as pack
+                    spec["asks"] = self.asks
                 for k in ("train_text", "valid_text"):
                     if getattr(self, k):
                         spec[k] = str(Path(getattr(self, k)).resolve())

@@ -54,6 +54,8 @@ class SparseConfig(LMFlags):
                        "dense and fixed are required (the claim), strided and sliding are "
                        "reported beside them")  # fmt: skip
     ff: int = option(128, "feed-forward width")
+    asks: float = option(0.3, "the generated text: the chance that a sentence of a record "
+                         "asks its name back (more: the copied names a larger share of it)")
     position: str = option("sinusoidal", "positions, every arm: sinusoidal (the sinusoid PE "
                            "added to the embeddings) or rope (rotary, inside every attention)")
     batch_size: int = option(12, "segments per update (12 of 256: 3,072 characters)")
@@ -72,6 +74,8 @@ class SparseConfig(LMFlags):
             "epochs", "batch_size", "patience", "seeds", "repeats", "jobs", "threads"),
             fractions=(), as_flags=True)  # fmt: skip
         parse_arms(self.arms)
+        if not 0 < self.asks < 1:
+            raise ValueError(f"--asks {self.asks}: a chance; give it in (0, 1)")
         if self.position not in POSITIONS:
             raise ValueError(f"--position {self.position!r}: choose {' or '.join(POSITIONS)}")
         parse_ints(self.cost_n, "cost-n", 2, "1024,2048,4096,8192")

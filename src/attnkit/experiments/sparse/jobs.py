@@ -20,7 +20,7 @@ def fit_config(cfg: SparseConfig, arm: str, seed: int, out: Path) -> FitConfig:
     ``out/ARM-sSEED`` (``best``: the lowest valid loss, what is measured)."""
     size = "stride" if ARMS[arm] in STRIDED else "window"  # a pattern's l, a window's radius
     return lm_run(cfg, "transformer-lm", seed, out / f"{arm}-s{seed}", patience=cfg.patience,
-                  match_xl=False, align=ARMS[arm], position=cfg.position,
+                  asks=cfg.asks, match_xl=False, align=ARMS[arm], position=cfg.position,
                   **{size: 0 if arm == "dense" else cfg.stride})  # fmt: skip
 
 

@@ -112,7 +112,7 @@ def measure_seed(cfg: SparseConfig, seed: int, out: Path) -> dict[str, Any]:
     from ...tasks.lm import unigram_bits, window_bits
     from ...train import checkpoint
 
-    train, _, test = lm_texts(lm_data(cfg, seed).spec())
+    train, _, test = lm_texts(lm_data(cfg, seed, cfg.asks).spec())
     targets = copy_targets(test, cfg.segment)
     bits, names, params, curves = {}, {}, {}, {}
     for arm in cfg.arm_list:
