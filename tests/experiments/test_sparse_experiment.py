@@ -411,7 +411,8 @@ def test_the_position_flag_reaches_every_arm_and_patterns_keep_their_kernel(tmp_
 def test_the_cost_grid_measures_both_patterns_whichever_arms_train(tmp_path):
     """The cost claim is the strided and fixed patterns' (two checks each): with --arms
     dense,fixed (the compared arms alone) the grid still measures strided, and the sliding
-    window beside it, and the checks find strided's cost (before: a KeyError)."""
+    window beside it, and the checks and the report find strided's cost (before: KeyErrors
+    after the last run had trained)."""
     from attnkit.experiments.sparse import QUICK, run_experiment
 
     cfg = SparseConfig(**{**QUICK, "arms": "dense,fixed"})
@@ -420,6 +421,10 @@ def test_the_cost_grid_measures_both_patterns_whichever_arms_train(tmp_path):
     names = [c["name"] for c in result["checks"]]
     assert names.count("strided memory slope p") == 2 and names.count("fixed memory slope p") == 2
     assert sorted(result["bpc"]) == ["dense", "fixed"]
+    from attnkit.experiments.sparse.report import report  # the tables, CSV and plot too
+
+    paths = report(result, tmp_path, lambda *a: None)
+    assert {p.name for p in paths} >= {"sparse.json", "sparse.csv"}
 
 
 def test_the_text_knob_reaches_training_and_measurement(tmp_path):

@@ -25,7 +25,8 @@ def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
             out.append({"part": "cost", "arm": arm, "n": int(n),
                         "saved_mib": round(c["saved_bytes"] / 2**20, 3),
                         "ms_median": round(1000 * statistics.median(c["seconds"]), 2),
-                        "bpc": round(statistics.fmean(result["bpc"][arm]), 4),
+                        "bpc": (round(statistics.fmean(result["bpc"][arm]), 4)
+                                if arm in result["bpc"] else ""),  # not trained: cost only
                         **dict.fromkeys(CURVE, "")})  # fmt: skip
     per = result["updates_per_epoch"]
     for arm, by_seed in result["numbers"]["curves"].items():
@@ -69,7 +70,8 @@ def cost_text(result: dict[str, Any]) -> str:
     body = []
     for arm, by_n in cost.items():
         t = result["slopes"][arm]["time"]
-        body.append([arm, " ".join(f"{x:.3f}" for x in result["bpc"][arm]),
+        trained = result["bpc"].get(arm)  # the cost grid measures arms --arms did not train
+        body.append([arm, "-" if trained is None else " ".join(f"{x:.3f}" for x in trained),
                      *(f"{by_n[n]['saved_bytes'] / 2**20:.1f} / "
                        f"{1000 * statistics.median(by_n[n]['seconds']):.0f}" for n in ns),
                      f"{result['slopes'][arm]['memory']:.2f}",
