@@ -1,6 +1,7 @@
 """A new experiment is one module defining EXPERIMENT and one registry line: the CLI picks it
 up (flags from its config, --quick, the exit code from its verdict) with no other edit."""
 
+import json
 import sys
 import types
 from dataclasses import dataclass, field, fields
@@ -157,3 +158,24 @@ def test_reported_table_lists_each_number_with_its_interval_and_seeds() -> None:
         "|---|---|---|---|",
         "| gap | 0.1235 | [-0.01, 0.25] | 5 |",
     ]
+
+
+def test_a_report_that_fails_after_the_runs_keeps_what_was_measured(
+    coin: None, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """A report that raises after every run has trained (a table reading an arm the run did
+    not train, once) must not lose the measured result: it is kept as JSON beside the
+    checkpoints, and the error still ends the command."""
+    import dataclasses
+
+    def broken(result: dict, out: Path, say) -> list[Path]:
+        return [result["strided"]]  # a key the result does not have
+
+    module = sys.modules["fake_coin"]
+    monkeypatch.setattr(module, "EXPERIMENT", dataclasses.replace(module.EXPERIMENT,
+                                                                  report=broken))  # fmt: skip
+    with pytest.raises(KeyError):
+        main(["experiment", "coin", "--out", str(tmp_path)])
+    kept = tmp_path / "coin-measured.json"
+    assert json.loads(kept.read_text())["rate"] == 0.7
+    assert f"the measured result is kept in {kept}" in capsys.readouterr().out

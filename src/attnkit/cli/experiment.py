@@ -6,7 +6,9 @@ claims and typical run times."""
 from __future__ import annotations
 
 import argparse
+import json
 from dataclasses import MISSING, Field, fields
+from pathlib import Path
 from typing import Any
 
 
@@ -97,6 +99,15 @@ def list_experiments(args: argparse.Namespace) -> int:
     return 0
 
 
+def keep_measured(result: dict[str, Any], path: Path) -> Path:
+    """``result`` as JSON at ``path`` (a value JSON cannot hold written as its text), so that
+    a report that fails after hours of training loses none of what was measured."""
+    from ..experiments.base import no_nan
+    from ..train.outputs import write_output
+
+    return write_output(path, json.dumps(no_nan(result), indent=1, default=str))
+
+
 def run(args: argparse.Namespace) -> int:
     from ..experiments import get
     from ..experiments.evidence import exit_code
@@ -113,7 +124,13 @@ def run(args: argparse.Namespace) -> int:
 
     with open_experiment(args.out, exp.name, overwrite=args.overwrite) as out:
         result = exp.run(cfg, out, say)
-        exp.report(result, out, say)
+        try:
+            exp.report(result, out, say)
+        except Exception:
+            kept = keep_measured(result, out / f"{exp.name}-measured.json")
+            say(f"the report failed after every run had finished: the measured result is kept "
+                f"in {kept} (the checkpoints are in {out})")  # fmt: skip
+            raise
     if args.quick:
         print("(--quick: too few updates to show the effect; the verdict is not checked)")
         return 0
