@@ -42,8 +42,8 @@ L = 3  # stride / radius in the tiny models
 N = 11  # sequence length
 
 
-def allowed(align: str, i: int, j: int, head: int) -> bool:
-    """Child 2019 §4.2's sets (c = 1 summary column), written out; a sliding window of
+def allowed(align: str, i: int, j: int, head: int, c: int = 1) -> bool:
+    """Child 2019 §4.2's sets (c summary columns), written out; a sliding window of
     radius L; -heads: even heads A⁽¹⁾, odd heads A⁽²⁾."""
     if j > i:
         return False
@@ -54,13 +54,13 @@ def allowed(align: str, i: int, j: int, head: int) -> bool:
     if align.startswith("strided"):
         first, second = i - j <= L, (i - j) % L == 0
     else:
-        first, second = j // L == i // L, j % L >= L - 1
+        first, second = j // L == i // L, j % L >= L - c
     if align.endswith("-heads"):
         return first if head % 2 == 0 else second
     return first or second
 
 
-def hand_attention(attn, align: str):  # type: ignore[no-untyped-def]
+def hand_attention(attn, align: str, c: int = 1):  # type: ignore[no-untyped-def]
     """A replacement for one layer's AttentionHeads.forward: softmax(QKᵀ/√Dh + mask) V over
     loops, from its weights (numpy float64)."""
 
@@ -76,7 +76,7 @@ def hand_attention(attn, align: str):  # type: ignore[no-untyped-def]
             for hi in range(h):
                 sl = slice(hi * dh, (hi + 1) * dh)
                 for i in range(t):
-                    ok = [j for j in range(t) if allowed(align, i, j, hi)]
+                    ok = [j for j in range(t) if allowed(align, i, j, hi, c)]
                     if not ok:  # no key (fixed, odd head, i < l - 1): a zero context
                         continue
                     e = np.array([q[bi, i, sl] @ k[bi, j, sl] / math.sqrt(dh) for j in ok])
@@ -437,3 +437,42 @@ def test_the_text_knob_reaches_training_and_measurement(tmp_path):
     assert lm_data(cfg, 0, cfg.asks).spec()["asks"] == 0.6
     with pytest.raises(ValueError, match="--asks 1.0: a chance"):
         SparseConfig(asks=1.0)
+
+
+@pytest.mark.parametrize("align", ["fixed-causal", "fixed-causal-heads"])
+def test_the_lm_with_c_summary_columns_equals_a_masked_reference(align):
+    """summary=c: the fixed pattern's last c columns of every block (Child 2019 §4.2), here
+    c = 2 of l = 3, against the sets written out; and it differs from c = 1."""
+    torch.manual_seed(0)
+    model = build_model("transformer-lm", src_vocab=4, tgt_vocab=9, dim=8, heads=2, layers=2,
+                        ff=8, dropout=0.0, match_xl=False, align=align, stride=L,
+                        summary=2).double().eval()  # fmt: skip
+    ids = torch.randint(1, 9, (2, N), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        fast = model(ids).logits  # (2, N, V)
+        for layer in model.layers:
+            layer.attn.forward = hand_attention(layer.attn, align, c=2)
+        ref = model(ids).logits
+        one = tiny(align)(ids).logits  # c = 1, the same weights (seed 0)
+    assert torch.allclose(fast, ref, atol=1e-10, rtol=1e-10)
+    assert not torch.allclose(fast, one, atol=1e-6)
+    with pytest.raises(ValueError, match="summary columns c must be in 1 .. stride"):
+        build_model("transformer-lm", src_vocab=4, tgt_vocab=9, dim=8, heads=2, layers=1,
+                    ff=8, match_xl=False, align=align, stride=L, summary=4)  # fmt: skip
+    with pytest.raises(ValueError, match="align='causal' has none"):
+        build_model("transformer-lm", src_vocab=4, tgt_vocab=9, dim=8, heads=2, layers=1,
+                    ff=8, match_xl=False, summary=2)  # fmt: skip
+
+
+def test_summary_reaches_the_fixed_arm_and_its_cost(tmp_path):
+    """--summary c: the fixed arm's model and its one-layer cost use c summary columns; the
+    other arms have none; c beyond the stride is one line."""
+    cfg = SparseConfig(seeds=1, summary=4, arms="dense,strided,fixed")
+    opts = {name: fc.model.options for name, fc in make_jobs(cfg, tmp_path).items()}
+    assert opts["fixed-s0"]["summary"] == 4
+    assert "summary" not in opts["dense-s0"] and "summary" not in opts["strided-s0"]
+    one = layer_cost("fixed", 64, heads=2, head_dim=4, repeats=1)["saved_bytes"]
+    four = layer_cost("fixed", 64, heads=2, head_dim=4, repeats=1, summary=4)["saved_bytes"]
+    assert four > one  # each query reaches c columns of every earlier block
+    with pytest.raises(ValueError, match="--summary 17: .* 1 .. l = 16"):
+        SparseConfig(summary=17)

@@ -53,6 +53,7 @@ from ..stages.normalisers import softmax
 from ..stages.position import Position, XLPosition
 from ..stages.rope_scaling import scaling_name
 from ..stages.scores import Score
+from ..stages.sparse import FactorisedAlignment, PatternSpec
 from .base import dropped
 from .registry import MODELS, ModelEntry
 from .transformer import FeedForward, Residual, sinusoids
@@ -110,7 +111,9 @@ class TransformerLMConfig(LMConfig):
     dense; the Sparse Transformer's strided / fixed patterns, Child et al. 2019, merged or
     split across heads; a causal sliding window), with ``stride`` the patterns' stride l
     (strided, fixed) and ``window`` the sliding window's radius, one of them required by all
-    but "causal" (``window`` for a pattern is read as its stride, with a DeprecationWarning).
+    but "causal" (``window`` for a pattern is read as its stride, with a DeprecationWarning);
+    ``summary`` the fixed pattern's summary columns c (1 .. l; §4.2: c ∈ {8, 16, 32} for
+    l ∈ {128, 256}, c = 32 with l = 128 on enwik8).
     ``rope_scaling`` ("linear", "ntk", "yarn") and ``rope_factor`` s: RoPE trained at
     ``max_len`` positions stretched to s·max_len (``attnkit.stages.rope_scaling``). ``attention``:
     "softmax" (default) or a kernel score of ``ATTENTIONS``, causal linear attention in
@@ -124,6 +127,7 @@ class TransformerLMConfig(LMConfig):
     align: str = "causal"
     window: int = 0
     stride: int = 0
+    summary: int = 1
     attention: str = "softmax"
     features: int = 0
     rope_scaling: str = "none"
@@ -149,6 +153,12 @@ class TransformerLMConfig(LMConfig):
                 f"{type(self).__name__}: align={self.align!r} needs {size} >= 1 (the stride l "
                 f"of strided / fixed, the radius of sliding-causal; got {size}=0)"
             )
+        if self.summary != 1 and not self.align.startswith("fixed"):
+            raise ValueError(f"{type(self).__name__}: summary={self.summary} is the fixed "
+                             f"pattern's summary columns c; align={self.align!r} has none "
+                             "(use align='fixed-causal')")  # fmt: skip
+        if self.align.startswith("fixed"):
+            PatternSpec("fixed", self.stride, self.summary)  # c in 1 .. l, or a ValueError
         if (self.rope_scaling != "none" or self.rope_factor != 1.0) and self.position != "rope":
             raise ValueError(f"{type(self).__name__}: rope_scaling / rope_factor stretch RoPE; "
                              f"use position='rope' (got {self.position!r})")  # fmt: skip
@@ -471,6 +481,9 @@ class TransformerLM(DecoderLM):
         c = self.config
         if c.align == "causal":
             return CausalAlignment()
+        if c.summary != 1:  # fixed with c summary columns (the registry's fixed has c = 1)
+            return FactorisedAlignment(PatternSpec("fixed", c.stride, c.summary, causal=True,
+                                                   split_heads=c.align.endswith("-heads")))
         return build_alignment(c.align, c.dim // c.heads, c.window or None,
                                stride=c.stride or None)  # fmt: skip
 

@@ -54,6 +54,8 @@ class SparseConfig(LMFlags):
                        "dense and fixed are required (the claim), strided and sliding are "
                        "reported beside them")  # fmt: skip
     ff: int = option(128, "feed-forward width")
+    summary: int = option(1, "the fixed pattern's summary columns c, 1 .. l (Child 2019 "
+                          "§4.2; enwik8: c = 32 of l = 128, c/l = 1/4)")
     asks: float = option(0.3, "the generated text: the chance that a sentence of a record "
                          "asks its name back (more: the copied names a larger share of it)")
     position: str = option("sinusoidal", "positions, every arm: sinusoidal (the sinusoid PE "
@@ -74,6 +76,9 @@ class SparseConfig(LMFlags):
             "epochs", "batch_size", "patience", "seeds", "repeats", "jobs", "threads"),
             fractions=(), as_flags=True)  # fmt: skip
         parse_arms(self.arms)
+        if not 1 <= self.summary <= self.stride:
+            raise ValueError(f"--summary {self.summary}: the fixed pattern's summary columns "
+                             f"c are 1 .. l = {self.stride} at --segment {self.segment}")
         if not 0 < self.asks < 1:
             raise ValueError(f"--asks {self.asks}: a chance; give it in (0, 1)")
         if self.position not in POSITIONS:

@@ -21,7 +21,8 @@ def fit_config(cfg: SparseConfig, arm: str, seed: int, out: Path) -> FitConfig:
     size = "stride" if ARMS[arm] in STRIDED else "window"  # a pattern's l, a window's radius
     return lm_run(cfg, "transformer-lm", seed, out / f"{arm}-s{seed}", patience=cfg.patience,
                   asks=cfg.asks, match_xl=False, align=ARMS[arm], position=cfg.position,
-                  **{size: 0 if arm == "dense" else cfg.stride})  # fmt: skip
+                  **{size: 0 if arm == "dense" else cfg.stride},
+                  **({"summary": cfg.summary} if arm == "fixed" else {}))  # fmt: skip
 
 
 def make_jobs(cfg: SparseConfig, out: Path) -> dict[str, FitConfig]:

@@ -19,17 +19,24 @@ import torch
 from ...bench.measure import SavedBytes
 from ...core import attend
 from ...registry import STRIDED, build_alignment
+from ...stages.alignment import Alignment
+from ...stages.sparse import FactorisedAlignment, PatternSpec
 from ..base import timed_steps
 from ..pool import lm_data
 from ..pool import valid_bpc_curve as valid_curve
 from .config import ARMS, SparseConfig, stride_of
 
 
-def layer_cost(arm: str, n: int, heads: int, head_dim: int, repeats: int) -> dict[str, Any]:
+def layer_cost(arm: str, n: int, heads: int, head_dim: int, repeats: int, summary: int = 1
+               ) -> dict[str, Any]:  # fmt: skip
     """One attention of ``arm`` at length n: saved bytes and ``repeats`` forward+backward
-    times (seconds)."""
+    times (seconds); ``summary``: the fixed pattern's c."""
     size = "stride" if ARMS[arm] in STRIDED else "window"  # a pattern's l, a window's radius
-    align = build_alignment(ARMS[arm], head_dim, **{size: None if arm == "dense" else stride_of(n)})
+    if arm == "fixed" and summary != 1:
+        align: Alignment = FactorisedAlignment(PatternSpec("fixed", stride_of(n), summary))
+    else:
+        align = build_alignment(ARMS[arm], head_dim,
+                                **{size: None if arm == "dense" else stride_of(n)})  # fmt: skip
     gen = torch.Generator().manual_seed(n)
     q, k, v = (torch.randn(1, heads, n, head_dim, generator=gen).requires_grad_()
                for _ in range(3))  # fmt: skip
@@ -48,7 +55,8 @@ def cost_grid(cfg: SparseConfig) -> dict[str, dict[str, dict[str, Any]]]:
     """{arm: {n: layer_cost}} over the cost grid, with the model's heads and head width, for
     every alignment (``ARMS``), trained or not: the cost claim is the strided and fixed
     patterns' whichever arms ``--arms`` trains."""
-    return {arm: {str(n): layer_cost(arm, n, cfg.heads, cfg.dim // cfg.heads, cfg.repeats)
+    return {arm: {str(n): layer_cost(arm, n, cfg.heads, cfg.dim // cfg.heads, cfg.repeats,
+                                     cfg.summary)
                   for n in cfg.n_list} for arm in ARMS}  # fmt: skip
 
 
