@@ -476,3 +476,27 @@ def test_summary_reaches_the_fixed_arm_and_its_cost(tmp_path):
     assert four > one  # each query reaches c columns of every earlier block
     with pytest.raises(ValueError, match="--summary 17: .* 1 .. l = 16"):
         SparseConfig(summary=17)
+
+
+def test_the_long_run_reads_as_its_page_says():
+    """sparse-long.json (the long run, settings written down before it ran): its checks
+    recomputed from its stored numbers give its verdict, and the page's claim interval,
+    per-seed bpc and bits per copied letter are the JSON's."""
+    from pathlib import Path
+
+    from attnkit.experiments import evidence as ev
+    from attnkit.experiments.sparse.checks import checks_of
+
+    docs = Path(__file__).resolve().parents[2] / "docs" / "experiments"
+    run = json.loads((docs / "sparse-long.json").read_text())
+    assert run["config"]["asks"] == 0.6 and run["config"]["arms"] == "dense,fixed"
+    again = ev.judged(checks_of(run["numbers"]))
+    assert again["verdict"] == run["verdict"] and run["verdict"].startswith("INCONCLUSIVE")
+    gap = {c["name"]: c for c in run["checks"]}["fixed bpc - dense bpc"]
+    page = (docs / "sparse.md").read_text()
+    value, lo, hi = (f"{x:+.3f}" for x in (gap["value"], *gap["ci"]))
+    assert f"{value} bpc [{lo}, {hi}]" in page
+    for arm in ("dense", "fixed"):
+        assert ", ".join(f"{b:.3f}" for b in run["bpc"][arm]) in page
+        assert ", ".join(f"{b:.2f}" for b in run["name_bits"][arm]).replace("1.61", "**1.61**") \
+            in page  # fmt: skip
