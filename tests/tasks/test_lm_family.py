@@ -6,6 +6,7 @@ with the errors a bad text file gets."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import math
 import re
@@ -71,6 +72,9 @@ def test_asks_sets_how_often_the_name_comes_back_and_the_default_text_is_unchang
     from attnkit.train.config import DataConfig
 
     assert generate_text(5000, seed=2, asks=ASKS) == generate_text(5000, seed=2)
+    # the text drawn before asks existed (sha256 of generate_text(5000, seed=2) then)
+    before = "eaf2cbe413bc119f16695993d7f488d373e32f1c71a0ef8fa5b5f8ad9b743579"
+    assert hashlib.sha256(generate_text(5000, seed=2).encode()).hexdigest() == before
     spec = DataConfig(task="lm", task_seed=4, train_size=900, valid_size=90,
                       test_size=90).spec()  # fmt: skip
     assert "asks" not in spec
