@@ -306,9 +306,10 @@ def test_the_plateau_rule():
 def test_a_run_short_of_its_plateau_makes_the_verdict_inconclusive():
     for arm in ("dense", "fixed"):
         short = planted(-0.1, curves={arm: [PLATEAU, RISING, PLATEAU, PLATEAU, PLATEAU]})
+        short["seeds"] = [10, 11, 12, 13, 14]  # named by seed, not by place
         v = verdict_of(checks_of(short))
         assert v.startswith("INCONCLUSIVE: runs on their valid-bpc plateau: 9 of 10"), v
-        assert f"still improving: {arm} seed #2" in v
+        assert f"still improving: {arm} seed 11" in v
     worse = verdict_of(checks_of(planted(0.2, curves={"dense": [RISING] * SEEDS})))
     assert worse.startswith("INCONCLUSIVE: runs on their valid-bpc plateau: 5 of 10"), worse
 
@@ -492,6 +493,10 @@ def test_the_long_run_reads_as_its_page_says():
     assert run["config"]["asks"] == 0.6 and run["config"]["arms"] == "dense,fixed"
     again = ev.judged(checks_of(run["numbers"]))
     assert again["verdict"] == run["verdict"] and run["verdict"].startswith("INCONCLUSIVE")
+    assert "still improving: fixed seed 2, fixed seed 3" in run["verdict"]
+    # as run, the check named runs by place from 1; only that text differs
+    assert run["verdict_as_run"] == run["verdict"].replace("seed 2, fixed seed 3",
+                                                           "seed #3, fixed seed #4")
     gap = {c["name"]: c for c in run["checks"]}["fixed bpc - dense bpc"]
     page = (docs / "sparse.md").read_text()
     value, lo, hi = (f"{x:+.3f}" for x in (gap["value"], *gap["ci"]))

@@ -49,12 +49,14 @@ def time_slope(cost: dict[str, dict[str, Any]], resamples: int = 2000, seed: int
     return ev.Interval(med, min(lo, med), max(hi, med), len(ns) * len(cost[ns[0]]["seconds"]))
 
 
-def converged(curves: Mapping[str, Sequence[Sequence[float]]], patience: int) -> ev.Check:
+def converged(curves: Mapping[str, Sequence[Sequence[float]]], patience: int,
+              seeds: Sequence[int]) -> ev.Check:  # fmt: skip
     """A design check: every run of the arms the claim compares (dense and fixed, each seed)
-    ended on its plateau (``plateaued``); value = the runs that did not. One run short of
-    its plateau makes the verdict INCONCLUSIVE: its bpc is a budget's, not the arm's."""
-    runs = [(arm, k, c) for arm in COMPARED for k, c in enumerate(curves[arm])]
-    short = [f"{arm} seed #{k + 1}" for arm, k, c in runs if not plateaued(c, patience)]
+    ended on its plateau (``plateaued``); value = the runs that did not, named by seed. One
+    run short of its plateau makes the verdict INCONCLUSIVE: its bpc is a budget's, not the
+    arm's."""
+    runs = [(arm, s, c) for arm in COMPARED for s, c in zip(seeds, curves[arm], strict=True)]
+    short = [f"{arm} seed {s}" for arm, s, c in runs if not plateaued(c, patience)]
     reason = (f"runs on their valid-bpc plateau: {len(runs) - len(short)} of {len(runs)} (the "
               f"last {patience} validations lowered the best by < {PLATEAU_EPS} bpc)")  # fmt: skip
     return ev.none_short("runs short of their plateau (dense, fixed)", short, reason,
@@ -108,7 +110,7 @@ def checks_of(n: dict[str, Any]) -> list[ev.Check]:
         ev.learned("dense bpc / unigram bpc, the worst seed", worst, LEARNED_SHARE,
                    above=False),
         long_range(n["name_bits"]["dense"], n["seeds"]),
-        converged(n["curves"], n["patience"]),
+        converged(n["curves"], n["patience"], n["seeds"]),
         ev.learned("dense memory slope p (saved bytes ∝ n^p)", dense_slope, DENSE_SLOPE),
         ev.on_interval("fixed bpc - dense bpc", ev.t_interval(seed_gaps(bits, "fixed")), 0.0,
                        above=False),  # fmt: skip
