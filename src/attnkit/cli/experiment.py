@@ -6,9 +6,7 @@ claims and typical run times."""
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import MISSING, Field, fields
-from pathlib import Path
 from typing import Any
 
 
@@ -99,18 +97,9 @@ def list_experiments(args: argparse.Namespace) -> int:
     return 0
 
 
-def keep_measured(result: dict[str, Any], path: Path) -> Path:
-    """``result`` as JSON at ``path`` (a value JSON cannot hold written as its text), so that
-    a report that fails after hours of training loses none of what was measured."""
-    from ..experiments.base import no_nan
-    from ..train.outputs import write_output
-
-    return write_output(path, json.dumps(no_nan(result), indent=1, default=str))
-
-
 def run(args: argparse.Namespace) -> int:
     from ..experiments import get
-    from ..experiments.evidence import exit_code
+    from ..experiments.evidence import exit_code, keep_measured
     from ..train.run_dir import open_experiment
 
     exp = get(args.experiment)

@@ -22,6 +22,7 @@ The JSON form of a check (``Check.as_json``) is the one every experiment writes 
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import statistics
@@ -30,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .base import Say, markdown_table, power_exponent, write_outputs
+from ..train.outputs import write_output
+from .base import Say, markdown_table, no_nan, power_exponent, write_outputs
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 REPRODUCED = "REPRODUCED"
@@ -335,6 +337,12 @@ def conclude(
     return paths
 
 
+def keep_measured(result: dict[str, Any], path: Path) -> Path:
+    """``result`` as JSON at ``path`` (a value JSON cannot hold written as its text), so that
+    a report that fails after hours of training loses none of what was measured."""
+    return write_output(path, json.dumps(no_nan(result), indent=1, default=str))
+
+
 def exit_code(verdict: str) -> int:
     """0 REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE."""
     for head, code in EXIT_CODES.items():
@@ -351,7 +359,6 @@ __all__ = [
     "PASS",
     "REPRODUCED",
     "Check",
-    "none_short",
     "Interval",
     "above_zero",
     "bootstrap_medians",
@@ -362,7 +369,9 @@ __all__ = [
     "exit_code",
     "exponent_interval",
     "judged",
+    "keep_measured",
     "learned",
+    "none_short",
     "off_floor",
     "on_interval",
     "paired_bootstrap",
