@@ -284,14 +284,23 @@ def build_score(
 
 
 def build_alignment(
-    name: str, query_dim: int, window: int | None = None, *, stride: int | None = None
+    name: str, query_dim: int, window: int | None = None, *, stride: int | None = None,
+    summary: int | None = None,
 ) -> Alignment:
     """An alignment module by name; ``window`` for the windowed ones (``WINDOWED``),
-    ``stride`` for the Sparse Transformer's patterns (``STRIDED``), ``query_dim`` for
-    local-p's position predictor. ``window=`` for a pattern still means its stride, with a
+    ``stride`` for the Sparse Transformer's patterns (``STRIDED``), ``summary`` the fixed
+    pattern's summary columns c (None: the registered c = 1), ``query_dim`` for local-p's
+    position predictor. ``window=`` for a pattern still means its stride, with a
     DeprecationWarning."""
     key = canonical("alignment", name)
     window, stride = window_or_stride(key, window, stride)
+    if summary is not None:
+        if not key.startswith("fixed"):
+            raise ValueError(f"summary={summary} is the fixed pattern's summary columns c; "
+                             f"align={name!r} has none")  # fmt: skip
+        return FactorisedAlignment(PatternSpec("fixed", _need(stride, "stride"), summary,
+                                               causal="causal" in key,
+                                               split_heads=key.endswith("-heads")))  # fmt: skip
     return _built(ALIGNMENTS[key], query_dim, stride if key in STRIDED else window)
 
 

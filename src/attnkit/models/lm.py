@@ -53,7 +53,7 @@ from ..stages.normalisers import softmax
 from ..stages.position import Position, XLPosition
 from ..stages.rope_scaling import scaling_name
 from ..stages.scores import Score
-from ..stages.sparse import FactorisedAlignment, PatternSpec
+from ..stages.sparse import PatternSpec
 from .base import dropped
 from .registry import MODELS, ModelEntry
 from .transformer import FeedForward, Residual, sinusoids
@@ -481,11 +481,9 @@ class TransformerLM(DecoderLM):
         c = self.config
         if c.align == "causal":
             return CausalAlignment()
-        if c.summary != 1:  # fixed with c summary columns (the registry's fixed has c = 1)
-            return FactorisedAlignment(PatternSpec("fixed", c.stride, c.summary, causal=True,
-                                                   split_heads=c.align.endswith("-heads")))
         return build_alignment(c.align, c.dim // c.heads, c.window or None,
-                               stride=c.stride or None)  # fmt: skip
+                               stride=c.stride or None,
+                               summary=None if c.summary == 1 else c.summary)  # fmt: skip
 
     def make_score(self) -> Score | None:
         """None for softmax attention, else the config's kernel score for one layer, heads of

@@ -19,8 +19,6 @@ import torch
 from ...bench.measure import SavedBytes
 from ...core import attend
 from ...registry import STRIDED, build_alignment
-from ...stages.alignment import Alignment
-from ...stages.sparse import FactorisedAlignment, PatternSpec
 from ..base import timed_steps
 from ..pool import lm_data
 from ..pool import valid_bpc_curve as valid_curve
@@ -32,11 +30,9 @@ def layer_cost(arm: str, n: int, heads: int, head_dim: int, repeats: int, summar
     """One attention of ``arm`` at length n: saved bytes and ``repeats`` forward+backward
     times (seconds); ``summary``: the fixed pattern's c."""
     size = "stride" if ARMS[arm] in STRIDED else "window"  # a pattern's l, a window's radius
-    if arm == "fixed" and summary != 1:
-        align: Alignment = FactorisedAlignment(PatternSpec("fixed", stride_of(n), summary))
-    else:
-        align = build_alignment(ARMS[arm], head_dim,
-                                **{size: None if arm == "dense" else stride_of(n)})  # fmt: skip
+    align = build_alignment(ARMS[arm], head_dim,
+                            **{size: None if arm == "dense" else stride_of(n)},
+                            summary=summary if arm == "fixed" else None)  # fmt: skip
     gen = torch.Generator().manual_seed(n)
     q, k, v = (torch.randn(1, heads, n, head_dim, generator=gen).requires_grad_()
                for _ in range(3))  # fmt: skip
