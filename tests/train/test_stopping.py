@@ -90,3 +90,33 @@ def test_interrupt_saves_last_and_history(tmp_path: Path, monkeypatch) -> None:
     assert state["global_step"] == 3 == calls["n"]
     assert len(json.loads((tmp_path / "history.json").read_text())) == 1  # epoch 1 (2 steps)
     assert stopping.INTERRUPTED == "interrupted"
+
+
+class _AgreeingRanks:
+    """A stand-in for DistContext.stop_together whose collective is where Ctrl-C arrives:
+    on the first call the signal's handler sets the flag while the ranks are agreeing (after
+    this rank's answer was sent), so the agreement says go on; later calls agree with it."""
+
+    def __init__(self, flag: list[bool]) -> None:
+        self.flag, self.calls = flag, 0
+
+    def stop_together(self, stop: bool) -> bool:
+        self.calls += 1
+        if self.calls == 1:
+            self.flag[0] = True  # the handler runs during the collective
+        return stop
+
+
+def test_a_ctrl_c_during_the_ranks_agreement_stops_after_the_next_update() -> None:
+    """Under DDP a signal that lands while the ranks agree is not lost: the flag the handler
+    set survives the agreement (which said go on) and stops the ranks after the next update.
+    Writing the agreement back into the flag lost it, and the run went on to its end."""
+    flag = [False]
+    ranks = _AgreeingRanks(flag)
+    assert loop.stop_agreed(ranks, flag) is False and flag == [True]
+    assert loop.stop_agreed(ranks, flag) is True
+
+
+def test_without_ranks_the_flag_alone_decides() -> None:
+    assert loop.stop_agreed(None, [False]) is False
+    assert loop.stop_agreed(None, [True]) is True

@@ -190,6 +190,20 @@ def deferred_interrupt() -> Iterator[list[bool]]:
         signal.signal(signal.SIGINT, previous)
 
 
+def stop_agreed(dist: Any, interrupted: list[bool]) -> bool:
+    """Whether to stop after this update for a Ctrl-C (``interrupted``, set by
+    ``deferred_interrupt``). Under DDP a signal reaches the ranks at different updates, so
+    they agree (``stop_together``). A signal that arrives while the ranks agree stays in
+    ``interrupted`` for the next update: writing the agreement back into the flag would
+    lose it, and the run would go on to its end."""
+    if dist is None:
+        return interrupted[0]
+    if dist.stop_together(interrupted[0]):
+        interrupted[0] = True
+        return True
+    return False
+
+
 def train(
     model: torch.nn.Module,
     model_name: str,
@@ -361,9 +375,7 @@ def _train_epoch(
         reason = stopping.within_step(cfg, time.perf_counter() - start)
         if t.dist is not None and cfg.time_limit:  # every rank stops after the same step
             reason = stopping.TIME_LIMIT if t.dist.any(reason is not None) else None
-        if t.dist is not None:  # a signal reaches the ranks at different updates: agree
-            interrupted[0] = t.dist.stop_together(interrupted[0])
-        if interrupted[0]:
+        if stop_agreed(t.dist, interrupted):
             reason = stopping.INTERRUPTED
         return reason
 
