@@ -414,6 +414,31 @@ def test_the_runs_checks_read_each_compared_arms_stalls_and_floor() -> None:
     assert not any("none run" in n or n.startswith("co-attention: none") for n in names)
 
 
+@pytest.mark.parametrize("params, outcome", [(87184, ev.PASS), (100000, ev.INCONCLUSIVE)])
+def test_alternating_alone_against_stacked_is_judged_with_its_own_parameter_count(
+    params: int, outcome: str
+) -> None:
+    """`--qa-arms alternating,stacked` (no parallel arm): the checks of its results are made,
+    the equal-parameters check reads alternating against stacked (it read parallel's count,
+    and the run ended in a KeyError after its last update)."""
+    from attnkit.experiments.structure import checks_of
+
+    cfg = StructureConfig(parts="qa", qa_arms="alternating,stacked")
+    res = {}
+    for arm, acc, n in (("alternating", 0.7, 86914), ("stacked", 0.75, params)):
+        for s in range(5):
+            k = round(100 * (acc + 0.01 * s))
+            res[f"qa/{arm}/{s}"] = {"test_correct": [1] * k + [0] * (100 - k),
+                                    "test_accuracy": k / 100, "valid_best": acc,
+                                    "parameters": n, "stopped_early": True,
+                                    "steps_run": 1000, "test_majority": 0.17,
+                                    "valid_prior": 0.254}  # fmt: skip
+    by = {c.name: c for c in checks_of(cfg, res)}
+    assert by["co-attention: equal parameters"].outcome == outcome
+    assert "alternating 86914" in by["co-attention: equal parameters"].reason
+    assert "co-attention: test accuracy alternating − stacked" in by
+
+
 @pytest.mark.parametrize("prior, stops_early", [(1.0, False), (-1.0, True)])
 def test_the_patience_waits_while_a_run_sits_on_the_question_only_prior(
     monkeypatch, prior: float, stops_early: bool
