@@ -179,3 +179,50 @@ def test_a_report_that_fails_after_the_runs_keeps_what_was_measured(
     kept = tmp_path / "coin-measured.json"
     assert json.loads(kept.read_text())["rate"] == 0.7
     assert f"the measured result is kept in {kept}" in capsys.readouterr().out
+
+
+def _pooled_then_broken(cfg: CoinConfig, out: Path, say) -> dict:
+    """Three runs through the pool, then checks that raise (a KeyError, as a check reading
+    an arm the run did not train once did)."""
+    from attnkit.experiments.pool import run_each
+
+    got: list[float] = []
+    run_each(float, [1, 2, 3], 1, lambda item, r: got.append(r))
+    return {"runs": got}["checks"]
+
+
+def test_an_experiment_that_fails_after_its_runs_keeps_each_run(
+    coin: None, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """A failure between the runs and the report (in the checks) must not lose what the runs
+    measured: each finished run is a JSON line of DIR/NAME-runs.jsonl, and the command says
+    where. A second failure keeps the first journal and writes NAME-runs-2.jsonl."""
+    import dataclasses
+
+    module = sys.modules["fake_coin"]
+    broken = dataclasses.replace(module.EXPERIMENT, run=_pooled_then_broken)
+    monkeypatch.setattr(module, "EXPERIMENT", broken)
+    with pytest.raises(KeyError):
+        main(["experiment", "coin", "--out", str(tmp_path)])
+    kept = tmp_path / "coin-runs.jsonl"
+    lines = [json.loads(line) for line in kept.read_text().splitlines()]
+    assert lines == [{"item": 1, "result": 1.0}, {"item": 2, "result": 2.0},
+                     {"item": 3, "result": 3.0}]  # fmt: skip
+    assert f"each is kept in {kept}, one JSON line a run" in capsys.readouterr().out
+    with pytest.raises(KeyError):
+        main(["experiment", "coin", "--out", str(tmp_path), "--overwrite"])
+    assert kept.read_text().count("\n") == 3
+    assert (tmp_path / "coin-runs-2.jsonl").read_text().count("\n") == 3
+
+
+def test_an_experiment_that_ends_well_leaves_no_journal(coin: None, tmp_path: Path) -> None:
+    from attnkit.experiments.evidence import journal
+
+    with journal(tmp_path / "x-runs.jsonl") as runs:
+        from attnkit.experiments.pool import run_each
+
+        run_each(float, [1], 1, lambda item, r: None)
+        assert runs.is_file()
+    assert not runs.exists()
+    assert main(["experiment", "coin", "--out", str(tmp_path / "ok")]) == 0
+    assert not list((tmp_path / "ok").glob("*.jsonl"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import MISSING, Field, fields
+from pathlib import Path
 from typing import Any
 
 
@@ -99,7 +100,7 @@ def list_experiments(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from ..experiments import get
-    from ..experiments.evidence import exit_code, keep_measured
+    from ..experiments.evidence import exit_code, journal, keep_measured
     from ..train.run_dir import open_experiment
 
     exp = get(args.experiment)
@@ -112,7 +113,16 @@ def run(args: argparse.Namespace) -> int:
         print(line, flush=True)
 
     with open_experiment(args.out, exp.name, overwrite=args.overwrite) as out:
-        result = exp.run(cfg, out, say)
+        journals: list[Path] = []
+        try:
+            with journal(out / f"{exp.name}-runs.jsonl") as runs:
+                journals.append(runs)
+                result = exp.run(cfg, out, say)
+        except BaseException:
+            if journals and journals[0].is_file():
+                say(f"the experiment stopped after some of its runs had finished: each is "
+                    f"kept in {journals[0]}, one JSON line a run")  # fmt: skip
+            raise
         try:
             exp.report(result, out, say)
         except Exception:

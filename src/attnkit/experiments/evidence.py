@@ -26,7 +26,8 @@ import json
 import math
 import random
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -343,6 +344,37 @@ def keep_measured(result: dict[str, Any], path: Path) -> Path:
     return write_output(path, json.dumps(no_nan(result), indent=1, default=str))
 
 
+_JOURNALS: list[Path] = []
+
+
+@contextmanager
+def journal(path: Path) -> Iterator[Path]:
+    """While the block runs, every run that finishes in ``pool.run_each`` is appended to
+    ``path``, one JSON line each (the run's item and its result), so that a failure after
+    the runs (in the checks, a report, a Ctrl-C) loses none of what they measured. The file
+    is removed when the block ends without an error: the result then holds every run. A
+    journal already at ``path`` (kept by an earlier failure) stays as it is: this one takes
+    the first free name ``NAME-2.jsonl``, ``NAME-3.jsonl``, ..., and the block gets it."""
+    first, k = path, 1
+    while path.exists():
+        k += 1
+        path = first.with_name(f"{first.stem}-{k}{first.suffix}")
+    _JOURNALS.append(path)
+    try:
+        yield path
+        path.unlink(missing_ok=True)
+    finally:
+        _JOURNALS.pop()
+
+
+def journal_run(item: Any, result: Any) -> None:
+    """``item`` and its ``result`` as one line of the open journal (none open: nothing)."""
+    if _JOURNALS:
+        line = json.dumps({"item": item, "result": no_nan(result)}, default=str)
+        with _JOURNALS[-1].open("a") as f:
+            f.write(line + "\n")
+
+
 def exit_code(verdict: str) -> int:
     """0 REPRODUCED, 1 NOT REPRODUCED, 2 INCONCLUSIVE."""
     for head, code in EXIT_CODES.items():
@@ -367,6 +399,8 @@ __all__ = [
     "checks_table",
     "conclude",
     "exit_code",
+    "journal",
+    "journal_run",
     "exponent_interval",
     "judged",
     "keep_measured",

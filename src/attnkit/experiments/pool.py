@@ -38,6 +38,7 @@ from ..train.fit import fit
 from ..train.outputs import open_output, write_output
 from ..train.runtime import set_threads
 from .base import Pooled, Say, Seeds, Tally, option
+from .evidence import journal_run
 
 T = TypeVar("T")
 
@@ -246,15 +247,21 @@ def run_each(fn: Callable[[Any], T], items: list[Any], jobs: int,
              done: Callable[[Any, T], None]) -> None:  # fmt: skip
     """``fn(item)`` for every item, ``jobs`` at a time in a ``QuietPool`` (``jobs=1``: one after
     the other in this process); ``done(item, result)`` as each result comes, in ``items``'
-    order. ``fn`` must be a module-level function (it is pickled to the workers)."""
+    order, each also kept in the open ``evidence.journal``. ``fn`` must be a module-level
+    function (it is pickled to the workers)."""
+
+    def finished(item: Any, result: T) -> None:
+        journal_run(item, result)
+        done(item, result)
+
     if jobs == 1:
         for item in items:
-            done(item, fn(item))
+            finished(item, fn(item))
         return
     with QuietPool(min(jobs, len(items))) as pool:  # workers never see Ctrl-C
         futures = [pool.submit(fn, item) for item in items]
         for item, fut in zip(items, futures, strict=True):
-            done(item, fut.result())
+            finished(item, fut.result())
 class LMSettings(Protocol):
     """The fields of an experiment config that trains character language models on the
     generated text of ``--task lm`` (the context, extrapolation and sparse experiments)."""
