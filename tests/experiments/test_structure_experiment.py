@@ -357,6 +357,37 @@ def test_the_committed_run_is_todays_design_and_reads_as_its_page_says() -> None
     assert rejudge(earlier)["verdict"] == earlier["verdict"]
 
 
+@pytest.mark.parametrize("name, seed", [("structure-alternating", 0),
+                                        ("structure-alternating-fresh-620", 620)])
+def test_the_committed_alternating_runs_are_judged_as_the_page_says(name: str, seed: int) -> None:
+    """Alternating co-attention against SAN (`--qa-arms alternating,stacked`), on seeds 0-4 and
+    the fresh set 620-624: each arm at its calibrated rate, the verdict the checks give again
+    (rejudge), every design check passed, and the page quotes the gap's interval."""
+    import json
+    from pathlib import Path
+
+    from attnkit.experiments.structure import rejudge
+    from attnkit.experiments.structure.qa import LEARNING_RATES
+
+    docs = Path(__file__).parents[2] / "docs" / "experiments"
+    result = json.loads((docs / f"{name}.json").read_text())
+    assert result["config"]["seed"] == seed and result["parts"]["qa"]["arms"] == [
+        "alternating", "stacked"]  # fmt: skip
+    for arm in ("alternating", "stacked"):
+        lrs = {result["runs"][f"qa/{arm}/{s}"]["lr"] for s in range(seed, seed + 5)}
+        assert lrs == {LEARNING_RATES[arm]}
+    again = rejudge(result)
+    assert again["verdict"] == result["verdict"]
+    assert {c["outcome"] for c in result["checks"] if c["kind"] == "design"} == {ev.PASS}
+    by = {c["name"]: c for c in result["checks"]}
+    gap = by["co-attention: test accuracy alternating − stacked"]
+    lo, hi = (f"{100 * x:+.1f}".replace("-", "−") for x in gap["ci"])
+    value = f"{100 * gap['value']:+.1f}".replace("-", "−")
+    page = (docs / "structure.md").read_text()
+    assert f"{value} points [{lo}, {hi}]" in page, (value, lo, hi)
+    assert result["verdict"].split(":")[0] in page
+
+
 def test_the_question_only_prior_answers_each_question_by_its_training_majority() -> None:
     """qa.question_prior: the most frequent training answer of the same question, else of
     its template, else of all; the share of examples it gets right."""
