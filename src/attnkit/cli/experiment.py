@@ -113,15 +113,14 @@ def run(args: argparse.Namespace) -> int:
         print(line, flush=True)
 
     with open_experiment(args.out, exp.name, overwrite=args.overwrite) as out:
-        journals: list[Path] = []
+        runs: Path | None = None
         try:
             with journal(out / f"{exp.name}-runs.jsonl") as runs:
-                journals.append(runs)
                 result = exp.run(cfg, out, say)
         except BaseException:
-            if journals and journals[0].is_file():
+            if runs is not None and runs.is_file():
                 say(f"the experiment stopped after some of its runs had finished: each is "
-                    f"kept in {journals[0]}, one JSON line a run")  # fmt: skip
+                    f"kept in {runs}, one JSON line a run")  # fmt: skip
             raise
         try:
             exp.report(result, out, say)

@@ -262,6 +262,8 @@ def run_each(fn: Callable[[Any], T], items: list[Any], jobs: int,
         futures = [pool.submit(fn, item) for item in items]
         for item, fut in zip(items, futures, strict=True):
             finished(item, fut.result())
+
+
 class LMSettings(Protocol):
     """The fields of an experiment config that trains character language models on the
     generated text of ``--task lm`` (the context, extrapolation and sparse experiments)."""

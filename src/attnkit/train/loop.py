@@ -190,7 +190,7 @@ def deferred_interrupt() -> Iterator[list[bool]]:
         signal.signal(signal.SIGINT, previous)
 
 
-def stop_agreed(dist: Any, interrupted: list[bool]) -> bool:
+def stop_agreed(dist: DistContext | None, interrupted: list[bool]) -> bool:
     """Whether to stop after this update for a Ctrl-C (``interrupted``, set by
     ``deferred_interrupt``). Under DDP a signal reaches the ranks at different updates, so
     they agree (``stop_together``). A signal that arrives while the ranks agree stays in
