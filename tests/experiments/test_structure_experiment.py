@@ -225,7 +225,7 @@ def test_jobs_follow_the_parts_and_seeds():
 @pytest.mark.parametrize(
     "bad,match",
     [({"parts": "han,han"}, "--parts"), ({"parts": "coref"}, "--parts"),
-     ({"seeds": 1}, "--seeds 1"), ({"cap": 0}, "--cap 0"), ({"full": 2}, "--full 2"),
+     ({"seeds": 1}, "--seeds 1"), ({"cap": -1}, "--cap -1"), ({"full": 2}, "--full 2"),
      ({"seed": -1}, "--seed -1"), ({"cap": 20}, "--cap 20 or --qa-cap 15000 below one"),
      ({"qa_arms": "parallel,none"}, "--qa-arms parallel,none: the claim compares"),
      ({"qa_arms": "stacked"}, "--qa-arms stacked: the claim compares"),

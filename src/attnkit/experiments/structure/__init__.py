@@ -28,6 +28,7 @@ from typing import Any
 
 from .. import evidence as ev
 from ..base import Experiment, Say
+from .checks import converged_pooling_checks as converged_checks
 from .checks import left_prior, part_verdict, plateaus, pooling_checks, qa_checks, regapped, scoped
 from .config import PARTS, SETTINGS, StructureConfig
 from .jobs import Job, run_jobs
@@ -92,6 +93,11 @@ def checks_of(cfg: StructureConfig, res: dict[str, dict[str, Any]]) -> list[ev.C
                                 prior)  # fmt: skip
             continue
         _, arm, others, chance = DOC_PARTS[part]
+        if cfg.train_docs:
+            checks += converged_checks(PREFIX[part], correct, gather(res, part, "stopped_early"),
+                                       gather(res, part, "steps_run"), cfg.docs_cap, arm,
+                                       others, chance)  # fmt: skip
+            continue
         checks += pooling_checks(PREFIX[part], gather(res, part, "auc"),
                                  gather(res, part, "valid_final"), correct, arm, others,
                                  chance)  # fmt: skip
@@ -143,8 +149,11 @@ def run_experiment(cfg: StructureConfig, out: Path, say: Say) -> dict[str, Any]:
     jobs, s = jobs_of(cfg), cfg.settings
     lo, hi = cfg.sentence_range
     say(f"structure experiment: parts {', '.join(cfg.part_list)}; {len(jobs)} runs, {cfg.jobs} "
-        f"at a time; docs: {lo}-{hi} sentences, {cfg.cap} "
-        f"updates, validation every {s['every']}; digit-qa: early stopping (every "
+        f"at a time; docs: {lo}-{hi} sentences, " + (
+            f"{cfg.train_docs} training documents a seed, early stopping (every "
+            f"{cfg.docs_every}, patience {s['fit_patience']}, cap {cfg.docs_cap})"
+            if cfg.train_docs else f"{cfg.docs_cap} updates, validation every {s['every']}")
+        + f"; digit-qa: early stopping (every "
         f"{s['qa_every']}, patience {s['patience']}, cap {cfg.qa_cap}); output in {out}/")
     t0 = time.perf_counter()
     res = run_jobs(jobs, cfg.jobs, say)

@@ -11,9 +11,20 @@ HAN (Yang 2016, Table 2: HN-ATT above HN-AVE and HN-MAX), on the decoy documents
     is within ``EPS`` of 1 at the cap, no final gap can show: these two are then *reported*
     (kind "report", outside the verdict) and the learning curve's AUC is what is judged
     (arms that all reach the ceiling differ only in how fast they climb).
+With ``--train-docs N`` (a fixed training set of N documents per seed, every run early-stopped
+on validation, ``converged_pooling_checks``) the HAN part's checks are instead:
+  * (design) every run stopped by early stopping before the cap, and for each arm the cap at
+    least 3× its median stopping point;
+  * (design) each arm on its own off the floor (its per-seed test accuracy − chance,
+    t-interval above 0) and below the ceiling (its mean not within ``EPS`` of 1): at either
+    bound a gap can show in one direction only;
+  * (claim) test accuracy HN-ATT − HN-AVE > 0 and HN-ATT − HN-MAX > 0, each on the 95%
+    t-interval of the per-seed gaps (paired by seed: same training documents, batches and
+    initial seed). No learning-speed check: every run ends on its own plateau.
 Feature-wise pooling (Shen 2018: multi-dimensional above scalar attention), on the two-aspect
-documents: the same design checks; (claim) AUC(multidim) − AUC(attention) > 0 (t over seeds);
-the final test accuracy gap likewise (t over per-seed gaps; reported at the ceiling).
+documents: the same design checks (either recipe); (claim) AUC(multidim) − AUC(attention) > 0
+(t over seeds); the final test accuracy gap likewise (t over per-seed gaps; reported at the
+ceiling).
 Co-attention (Lu 2016: co-attention above attention without it), on digit-qa at equal
 parameters; the compared arms are the co-attention arms run (parallel, alternating) and the
 baseline, stacked attention (SAN); mean pooling (``none``) is reported only:
@@ -116,6 +127,26 @@ def pooling_checks(part: str, auc: PerSeed, final_valid: PerSeed, correct: Corre
     checks += [auc_gap(part, auc, arm, o) for o in others]
     ceil = at_ceiling(correct)
     checks += [final_gap(part, correct, arm, o, ceil) for o in others]
+    return checks
+
+
+def converged_pooling_checks(part: str, correct: Correct, stopped: Mapping[str, Sequence[bool]],
+                             steps: Mapping[str, Sequence[float]], cap: int, arm: str,
+                             others: Sequence[str], chance: float) -> list[ev.Check]:  # fmt: skip
+    """The checks of a docs part trained to convergence on a fixed training set (the module
+    docstring's ``--train-docs`` list): ``arm`` (the claim's pooling) against each of
+    ``others``; every arm here is a compared arm. ``correct``: arm -> [seed][test document]
+    1/0; ``stopped``: arm -> whether each seed's run stopped early; ``steps``: arm -> updates
+    each seed's run took."""
+    accs = per_seed(correct)
+    checks = [converged(part, stopped, cap), *plateaus(part, steps, stopped, cap)]
+    for a in accs:
+        checks.append(ev.off_floor(f"{part}: {a} test accuracy above chance",
+                                   ev.t_interval([x - chance for x in accs[a]])))  # fmt: skip
+        checks.append(ev.ceiling(f"{part}: {a} test accuracy below the ceiling", {a: accs[a]},
+                                 1.0, eps=EPS))  # fmt: skip
+    checks += [seed_gap(f"{part}: test accuracy {arm} − {o}", accs[arm], accs[o])
+               for o in others]  # fmt: skip
     return checks
 
 
@@ -272,6 +303,7 @@ def part_verdict(checks: Sequence[ev.Check], prefix: str) -> str:
 
 
 __all__ = ["EPS", "LEARNED", "LEFT_PRIOR", "MIN_SEEDS", "PARAM_TOLERANCE", "QA_LEARNED",
-           "at_ceiling", "auc_gap", "bounds", "converged", "equal_parameters", "final_gap",
+           "at_ceiling", "auc_gap", "bounds", "converged", "converged_pooling_checks",
+           "equal_parameters", "final_gap",
            "learnt", "left_prior", "on_prior", "part_verdict", "per_seed", "plateaus",
            "pooling_checks", "qa_checks", "regapped", "scoped", "seed_gap"]  # fmt: skip

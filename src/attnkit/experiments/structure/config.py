@@ -15,12 +15,15 @@ from .qa import BASELINE, COATTENTION, LEARNING_RATES, QA_ARMS, QASetting
 PARTS = ("han", "multidim", "qa")
 
 
-# (docs: sentences per document, updates between validation scores, HAN width, validation
-# and test documents; digit-qa: preset, updates between validation scores, patience, sizes)
+# (docs: sentences per document, updates between validation scores (curves; converged
+# runs: fit_every, and fit_patience scores without a better one), HAN width, validation and
+# test documents; digit-qa: preset, updates between validation scores, patience, sizes)
 SETTINGS = {
-    False: dict(sentences=(10, 30), every=25, width=32, valid=200, test=500,
+    False: dict(sentences=(10, 30), every=25, fit_every=50, fit_patience=8, width=32,
+                valid=200, test=500,
                 qa_preset="small", qa_every=200, patience=4, qa_sizes=(6000, 500, 1000)),
-    True: dict(sentences=(3, 4), every=1, width=8, valid=8, test=8,
+    True: dict(sentences=(3, 4), every=1, fit_every=1, fit_patience=1, width=8, valid=8,
+               test=8,
                qa_preset="tiny", qa_every=1, patience=1, qa_sizes=(192, 64, 64)),
 }  # fmt: skip
 
@@ -31,7 +34,13 @@ class StructureConfig(Pooled):
     qa_seeds: int = option(5, "seeds of the digit-qa part (--full 1: as many as --seeds)")
     full: int = option(0, "1 = digit-qa with as many seeds as --seeds, if that is more")
     seed: int = option(0, "first seed")
-    cap: int = option(500, "updates per docs run (the curve's end; validation every 25)")
+    cap: int = option(0, "updates per docs run: the curve's end (0: 500; validation every "
+                      "25), or with --train-docs the most a run may take (0: 6000; validation "
+                      "every 50)")
+    train_docs: int = option(0, "0: the docs parts train on fresh documents for --cap updates "
+                             "(learning curves); N: on a fixed set of N training documents "
+                             "per seed, early-stopped on validation (patience 8 scores), "
+                             "judged on the converged test accuracy")
     qa_cap: int = option(15000, "updates at most per digit-qa run (early-stopped before; at "
                          "least 3x every compared arm's median stop, checked)")
     qa_arms: str = option("parallel,stacked", "digit-qa arms: parallel, alternating "
@@ -47,7 +56,12 @@ class StructureConfig(Pooled):
         _ = self.part_list  # raises on a malformed list
         _ = self.qa_arm_list  # raises on a malformed list
         check_ranges(self, fractions=(), as_flags=True, positive=(
-            "qa_seeds", "cap", "qa_cap", "jobs", "threads"))  # fmt: skip
+            "qa_seeds", "qa_cap", "jobs", "threads"))  # fmt: skip
+        if self.cap < 0:
+            raise ValueError(f"--cap {self.cap}; give 0 (the recipe's) or a number of updates")
+        if self.train_docs < 0:
+            raise ValueError(f"--train-docs {self.train_docs}; give 0 (fresh documents) or a "
+                             "number of training documents")  # fmt: skip
         if self.seeds < 2 or (self.qa_seeds < 2 and "qa" in self.part_list):
             raise ValueError(f"--seeds {self.seeds}, --qa-seeds {self.qa_seeds}: an interval "
                              "needs at least 2 seeds")  # fmt: skip
@@ -58,10 +72,10 @@ class StructureConfig(Pooled):
             raise ValueError(f"--seed {self.seed}; it must not be negative")
         _ = Shape(*self.sentence_range)  # raises on a range no document can have
         s = self.settings
-        if s["every"] > self.cap or s["qa_every"] > self.qa_cap:
-            raise ValueError(f"--cap {self.cap} or --qa-cap {self.qa_cap} below one validation "
-                             f"interval ({s['every']}, {s['qa_every']}): a curve needs one score "
-                             "at least")  # fmt: skip
+        if self.docs_every > self.docs_cap or s["qa_every"] > self.qa_cap:
+            raise ValueError(f"--cap {self.docs_cap} or --qa-cap {self.qa_cap} below one "
+                             f"validation interval ({self.docs_every}, {s['qa_every']}): a curve "
+                             "needs one score at least")  # fmt: skip
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -92,11 +106,23 @@ class StructureConfig(Pooled):
         return arms
 
     @property
+    def docs_cap(self) -> int:
+        """Updates at most per docs run: ``--cap``, else the recipe's (500 for curves, 6,000
+        for a converged run: at least 3x the stops seen on calibration seeds)."""
+        return self.cap or (6000 if self.train_docs else 500)
+
+    @property
+    def docs_every(self) -> int:
+        """Updates between two validation scores of a docs run (its recipe's)."""
+        return self.settings["fit_every" if self.train_docs else "every"]
+
+    @property
     def docs_setting(self) -> DocsSetting:
         s = self.settings
         w = s["width"]
-        return DocsSetting(Shape(*self.sentence_range), w, w, w, 32, 3e-3, 1.0, self.cap,
-                           s["every"], s["valid"], s["test"], self.threads)  # fmt: skip
+        return DocsSetting(Shape(*self.sentence_range), w, w, w, 32, 3e-3, 1.0, self.docs_cap,
+                           self.docs_every, s["valid"], s["test"], self.threads,
+                           self.train_docs, s["fit_patience"])  # fmt: skip
 
     def qa_setting_of(self, arm: str) -> QASetting:
         """``qa_setting`` at ``arm``'s calibrated learning rate (``qa.LEARNING_RATES``)."""

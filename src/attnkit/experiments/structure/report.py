@@ -78,7 +78,10 @@ def plot(result: dict[str, Any], path: Path) -> Path:
         from . import SETTINGS
 
         s = SETTINGS[bool(cfg["tiny"])]
-        key, every = ("valid_curve", s["qa_every"]) if qa else ("curve", s["every"])
+        fitted = not qa and bool(cfg.get("train_docs"))  # a converged run's first score: 1 interval
+        key = "valid_curve" if qa else "curve"
+        every = int(s["qa_every"] if qa else s["fit_every"] if fitted else s["every"])  # type: ignore[call-overload]
+        qa = qa or fitted
         for arm in result["parts"].get(part, {}).get("arms", []):
             curves = [r[key] for n, r in result["runs"].items()
                       if n.split("/")[:2] == [part, arm]]  # fmt: skip

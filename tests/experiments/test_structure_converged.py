@@ -1,0 +1,151 @@
+"""``attnkit experiment structure --train-docs N``: the docs parts trained to convergence on a
+fixed training set. The recipe (one training set per seed shared by every arm, batches drawn
+from it, early stopping, the best-validation weights tested) and its checks on synthetic
+numbers: every arm is compared, so one arm at chance or at the ceiling, or one run at the cap,
+withholds the verdict; otherwise the paired t-interval decides."""
+
+import dataclasses
+import statistics
+
+import pytest
+import torch
+
+from attnkit.experiments import evidence as ev
+from attnkit.experiments.structure import StructureConfig, checks_of, jobs_of
+from attnkit.experiments.structure import checks as sc
+from attnkit.experiments.structure import measure as sm
+
+
+def _correct(acc: float, n: int = 200) -> list[int]:
+    hits = round(acc * n)
+    return [1] * hits + [0] * (n - hits)
+
+
+def _han(accs: dict[str, list[float]], stopped: bool = True, steps: int = 800):
+    correct = {a: [_correct(x) for x in v] for a, v in accs.items()}
+    seeds = len(next(iter(accs.values())))
+    return sc.converged_pooling_checks(
+        "HAN", correct, {a: [stopped] * seeds for a in accs},
+        {a: [steps] * seeds for a in accs}, 6000, "attention", ("mean", "max"), 0.5)
+
+
+GOOD = {"attention": [0.80, 0.85, 0.78, 0.90, 0.83],
+        "mean": [0.70, 0.72, 0.66, 0.75, 0.71],
+        "max": [0.62, 0.70, 0.64, 0.66, 0.68]}
+
+
+def test_converged_checks_reproduce_fail_and_withhold() -> None:
+    assert ev.verdict_of(_han(GOOD)).startswith("REPRODUCED")
+    worse = {**GOOD, "max": [x + 0.1 for x in GOOD["attention"]]}
+    assert ev.verdict_of(_han(worse)).startswith("NOT REPRODUCED")
+    straddle = {**GOOD, "mean": [0.90, 0.70, 0.88, 0.80, 0.95]}
+    assert ev.verdict_of(_han(straddle)).startswith("INCONCLUSIVE")
+
+
+def test_one_compared_arm_at_chance_or_at_the_ceiling_withholds_the_verdict() -> None:
+    # mean pooling at chance: attention can be no worse than it, so no gap can show both ways
+    floor = {**GOOD, "mean": [0.50, 0.49, 0.51, 0.50, 0.50]}
+    checks = _han(floor)
+    assert ev.verdict_of(checks).startswith("INCONCLUSIVE")
+    bad = [c.name for c in checks if c.outcome == ev.INCONCLUSIVE]
+    assert bad == ["HAN: mean test accuracy above chance"]  # that arm, on its own
+    ceiling = {**GOOD, "max": [1.0, 1.0, 0.995, 1.0, 1.0]}
+    bad = [c.name for c in _han(ceiling) if c.outcome == ev.INCONCLUSIVE]
+    assert bad == ["HAN: max test accuracy below the ceiling"]
+
+
+def test_a_run_at_the_cap_or_a_cap_under_three_median_stops_withholds_the_verdict() -> None:
+    at_cap = _han(GOOD, stopped=False, steps=6000)
+    assert ev.verdict_of(at_cap).startswith("INCONCLUSIVE")
+    assert next(c for c in at_cap if c.name == "HAN: converged").outcome == ev.INCONCLUSIVE
+    short = _han(GOOD, steps=2500)  # stopped early, but 6000 < 3 x 2500
+    assert [c.name for c in short if c.outcome == ev.INCONCLUSIVE] == [
+        f"HAN: cap >= 3x median stop ({a})" for a in ("attention", "mean", "max")]
+
+
+def test_the_claim_is_the_paired_t_interval_over_seeds() -> None:
+    gap = next(c for c in _han(GOOD) if c.name == "HAN: test accuracy attention − mean")
+    gaps = [a - b for a, b in zip(GOOD["attention"], GOOD["mean"], strict=True)]
+    t = ev.t_interval(gaps)
+    assert gap.value == pytest.approx(statistics.fmean(gaps))
+    assert tuple(gap.ci) == pytest.approx((t.lo, t.hi))
+    assert gap.kind == "claim"
+
+
+def test_the_config_picks_the_recipe_and_its_cap() -> None:
+    assert StructureConfig().docs_cap == 500 and StructureConfig().docs_setting.train_docs == 0
+    cfg = StructureConfig(train_docs=1000, parts="han")
+    s = cfg.docs_setting
+    assert (s.train_docs, s.cap, s.every, s.patience) == (1000, 6000, 50, 8)
+    assert StructureConfig(train_docs=1000, cap=9000).docs_setting.cap == 9000
+    assert StructureConfig(cap=700).docs_setting.cap == 700  # curves: --cap as before
+    with pytest.raises(ValueError, match="--train-docs -1"):
+        StructureConfig(train_docs=-1)
+    with pytest.raises(ValueError, match="--cap -5"):
+        StructureConfig(cap=-5)
+
+
+def _tiny(train_docs: int = 24) -> sm.DocsSetting:
+    return dataclasses.replace(StructureConfig(tiny=1, train_docs=train_docs, cap=30).docs_setting,
+                               threads=1)
+
+
+def test_every_arm_of_a_seed_trains_on_the_same_fixed_documents() -> None:
+    s = _tiny()
+    a = sm.training_documents(sm.DocsArm("decoy", "attention", 3), s)
+    b = sm.training_documents(sm.DocsArm("decoy", "max", 3), s)
+    c = sm.training_documents(sm.DocsArm("decoy", "attention", 4), s)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) and len(a[1]) == 24
+    assert not torch.equal(a[0], c[0])  # another seed, another training set
+    held_out = sm.encoded("decoy", sm.documents("decoy", 24, sm.VALID_SEED, s.shape))[0]
+    assert not torch.equal(a[0], held_out)
+
+
+def test_a_converged_run_stops_on_its_patience_and_tests_its_best_weights(monkeypatch) -> None:
+    s = _tiny()
+    scores = iter([0.25, 0.625, 0.5] + [0.0] * 40)  # eighths (8 validation documents)
+    tested: list[float] = []
+    real = sm.correct
+
+    def fake_correct(model, x, y, chunk=128):
+        if len(x) == s.valid and torch.equal(x, valid_x):
+            return _correct(next(scores), len(x))
+        if len(x) == s.test:
+            tested.append(float(next(iter(model.parameters())).detach().sum()))
+        return real(model, x, y, chunk)
+
+    valid_x = sm.encoded("decoy", sm.documents("decoy", s.valid, sm.VALID_SEED, s.shape))[0]
+    monkeypatch.setattr(sm, "correct", fake_correct)
+    snapshots: list[float] = []
+    real_fit = sm.fit_classifier
+
+    def spy_fit(model, batch, steps, lr, seed, clip, until):
+        def watch(h):
+            stop = until(h)
+            snapshots.append(float(next(iter(model.parameters())).detach().sum()))
+            return stop
+        return real_fit(model, batch, steps, lr, seed, clip=clip, until=watch)
+
+    monkeypatch.setattr(sm, "fit_classifier", spy_fit)
+    r = sm.train_converged(sm.DocsArm("decoy", "attention", 0), s)
+    # scored after every update (every = 1 in the tiny setting); patience 1: the score after
+    # the best (0.5 < 0.625) ends the run at update 3
+    assert r["steps_run"] == 3 and r["stopped_early"] and r["valid_best"] == 0.625
+    assert r["curve"] == [0.25, 0.625, 0.5]
+    assert tested == [pytest.approx(snapshots[1])]  # the weights after update 2, not 3
+    assert snapshots[1] != snapshots[2]
+
+
+def test_the_runs_judge_by_the_converged_checks() -> None:
+    cfg = StructureConfig(train_docs=1000, parts="han", seeds=5)
+    jobs = jobs_of(cfg)
+    assert [j[0] for j in jobs[:3]] == ["han/attention/0", "han/mean/0", "han/max/0"]
+    assert all(j[2][1].train_docs == 1000 for j in jobs)
+    res = {f"han/{a}/{s}": {"test_correct": _correct(GOOD[a][s]), "stopped_early": True,
+                            "steps_run": 900, "test_accuracy": GOOD[a][s]}
+           for a in GOOD for s in range(5)}  # fmt: skip
+    checks = checks_of(cfg, res)
+    names = [c.name for c in checks]
+    assert "HAN: test accuracy attention − max" in names
+    assert not any(": AUC " in n or "best arm learnt" in n for n in names)
+    assert ev.verdict_of(checks).startswith("REPRODUCED")
