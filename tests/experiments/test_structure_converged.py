@@ -205,3 +205,38 @@ def test_the_committed_converged_han_runs_are_judged_as_the_page_says(name: str,
         lo, hi, value = (f"{100 * x:+.1f}".replace("-", "−") for x in (*gap["ci"], gap["value"]))
         assert f"{value} points [{lo}, {hi}]" in page, (value, lo, hi)
     assert result["verdict"].startswith("INCONCLUSIVE") and f"{name}.json" in page
+
+
+def test_with_fit_the_patience_waits_until_the_run_fits_its_training_set(monkeypatch) -> None:
+    """--fit F: a run whose validation accuracy sits still while its training batches are
+    below F has stalled; the patience counts from the later of the best score and the fit."""
+    s = dataclasses.replace(_tiny(), fit=0.9)
+    valid_x = sm.encoded("decoy", sm.documents("decoy", s.valid, sm.VALID_SEED, s.shape))[0]
+    scores = iter([0.25, 0.625, 0.5, 0.5, 0.5, 0.5] + [0.0] * 40)
+    real = sm.correct
+
+    def fake_correct(model, x, y, chunk=128):
+        if len(x) == s.valid and torch.equal(x, valid_x):
+            return _correct(next(scores), len(x))
+        return real(model, x, y, chunk)
+
+    real_fit = sm.fit_classifier
+
+    def spy_fit(model, batch, steps, lr, seed, clip, until):
+        def fake_accuracy(h):
+            h.accuracy[-1] = 1.0 if h.steps >= 4 else 0.5  # fitted from update 4 on
+            return until(h)
+        return real_fit(model, batch, steps, lr, seed, clip=clip, until=fake_accuracy)
+
+    monkeypatch.setattr(sm, "correct", fake_correct)
+    monkeypatch.setattr(sm, "fit_classifier", spy_fit)
+    r = sm.train_converged(sm.DocsArm("decoy", "attention", 0), s)
+    # without the wait it stops at update 3 (the previous test); fitted at update 4, the
+    # patience of 1 score ends it at update 5
+    assert (r["steps_run"], r["stopped_early"], r["fitted_at"]) == (5, True, 4)
+    never = sm.train_converged(sm.DocsArm("decoy", "attention", 0),
+                               dataclasses.replace(s, fit=1.01, cap=6))
+    assert (never["steps_run"], never["stopped_early"], never["fitted_at"]) == (6, False, None)
+    with pytest.raises(ValueError, match="--fit 2"):
+        StructureConfig(fit=2)
+    assert StructureConfig(train_docs=1400, fit=0.9).docs_setting.fit == 0.9

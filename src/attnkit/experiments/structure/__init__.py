@@ -151,7 +151,9 @@ def run_experiment(cfg: StructureConfig, out: Path, say: Say) -> dict[str, Any]:
     say(f"structure experiment: parts {', '.join(cfg.part_list)}; {len(jobs)} runs, {cfg.jobs} "
         f"at a time; docs: {lo}-{hi} sentences, " + (
             f"{cfg.train_docs} training documents a seed, early stopping (every "
-            f"{cfg.docs_every}, patience {s['fit_patience']}, cap {cfg.docs_cap})"
+            f"{cfg.docs_every}, patience {s['fit_patience']}"
+            + (f" once the training batches reach {cfg.fit:g}" if cfg.fit else "")
+            + f", cap {cfg.docs_cap})"
             if cfg.train_docs else f"{cfg.docs_cap} updates, validation every {s['every']}")
         + f"; digit-qa: early stopping (every "
         f"{s['qa_every']}, patience {s['patience']}, cap {cfg.qa_cap}); output in {out}/")

@@ -41,6 +41,10 @@ class StructureConfig(Pooled):
                              "(learning curves); N: on a fixed set of N training documents "
                              "per seed, early-stopped on validation (patience 8 scores), "
                              "judged on the converged test accuracy")
+    fit: float = option(0.0, "with --train-docs: the patience waits until a run's last 50 "
+                        "training batches average this accuracy (e.g. 0.9), then counts from "
+                        "the later of that score and the best; 0: it counts from the first "
+                        "score")
     qa_cap: int = option(15000, "updates at most per digit-qa run (early-stopped before; at "
                          "least 3x every compared arm's median stop, checked)")
     qa_arms: str = option("parallel,stacked", "digit-qa arms: parallel, alternating "
@@ -59,6 +63,8 @@ class StructureConfig(Pooled):
             "qa_seeds", "qa_cap", "jobs", "threads"))  # fmt: skip
         if self.cap < 0:
             raise ValueError(f"--cap {self.cap}; give 0 (the recipe's) or a number of updates")
+        if not 0.0 <= self.fit <= 1.0:
+            raise ValueError(f"--fit {self.fit}; give a training accuracy in [0, 1]")
         if self.train_docs < 0:
             raise ValueError(f"--train-docs {self.train_docs}; give 0 (fresh documents) or a "
                              "number of training documents")  # fmt: skip
@@ -122,7 +128,7 @@ class StructureConfig(Pooled):
         w = s["width"]
         return DocsSetting(Shape(*self.sentence_range), w, w, w, 32, 3e-3, 1.0, self.docs_cap,
                            self.docs_every, s["valid"], s["test"], self.threads,
-                           self.train_docs, s["fit_patience"])  # fmt: skip
+                           self.train_docs, s["fit_patience"], self.fit)  # fmt: skip
 
     def qa_setting_of(self, arm: str) -> QASetting:
         """``qa_setting`` at ``arm``'s calibrated learning rate (``qa.LEARNING_RATES``)."""

@@ -8,7 +8,11 @@ correctness on a fixed test split. Two recipes:
   from the seed, never the validation or test documents' seeds), batches drawn from it by
   (seed, step), early stopping on the validation accuracy (scored every ``every`` updates, a
   stop after ``patience`` scores without a better one, at most ``cap`` updates), and the
-  best-validation weights tested. With unlimited fresh documents every pooling reaches 100%
+  best-validation weights tested. With ``fit`` F > 0 the patience waits until the run has
+  fitted its training set (the mean accuracy of its last ``every`` training batches at least
+  F) and counts from the later of that score and the best one: a run whose validation
+  accuracy sits at chance while it has not yet fitted its documents has stalled, it has not
+  converged. With unlimited fresh documents every pooling reaches 100%
   here, so the ceiling, not the pooling, decides; a finite training set is the difficulty
   dial of the papers' own regime (a data set of fixed size, trained to convergence).
 
@@ -27,6 +31,7 @@ Legend: B documents, S sentences, T words, C classes (target vocabulary).
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -68,6 +73,7 @@ class DocsSetting:
     threads: int
     train_docs: int = 0  # 0: fresh documents in every batch (curves); N: a fixed training set
     patience: int = 0  # scores without a better one before a converged run stops
+    fit: float = 0.0  # training-batch accuracy the patience waits for (0: counts at once)
 
 
 @dataclass(frozen=True)
@@ -168,6 +174,11 @@ def train_converged(arm: DocsArm, s: DocsSetting) -> dict[str, Any]:
 
     curve: list[float] = []
     best: dict[str, Tensor] = {}
+    fitted: list[int] = []  # the index of the first score at which the run had fitted
+
+    def waited() -> int:
+        """Scores since the best one, or since the run fitted if that came later."""
+        return len(curve) - 1 - max(curve.index(max(curve)), *fitted[:1])
 
     def stop(h: History) -> bool:
         if h.steps % s.every:
@@ -175,12 +186,14 @@ def train_converged(arm: DocsArm, s: DocsSetting) -> dict[str, Any]:
         curve.append(score(xv, yv))
         if curve[-1] > max(curve[:-1], default=-1.0):
             best.update({k: v.detach().clone() for k, v in model.state_dict().items()})
-        return len(curve) - 1 - curve.index(max(curve)) >= s.patience
+        if not fitted and statistics.fmean(h.accuracy[-s.every:]) >= s.fit:
+            fitted.append(len(curve) - 1)
+        return bool(fitted) and waited() >= s.patience
 
     t0 = time.process_time()
     hist = fit_classifier(model, batch, s.cap, s.lr, arm.seed, clip=s.clip, until=stop)
     steps = hist.steps
-    stopped = bool(curve) and len(curve) - 1 - curve.index(max(curve)) >= s.patience
+    stopped = bool(curve) and bool(fitted) and waited() >= s.patience
     if best:
         model.load_state_dict(best)
     test = correct(model, xt, yt)
@@ -189,6 +202,7 @@ def train_converged(arm: DocsArm, s: DocsSetting) -> dict[str, Any]:
         "valid_best": round(max(curve, default=0.0), 4),
         "steps_run": steps,
         "stopped_early": stopped,
+        "fitted_at": (fitted[0] + 1) * s.every if fitted else None,  # updates
         "train_accuracy": round(score(xs, ys), 4),
         "test_correct": test,
         "test_accuracy": round(sum(test) / len(test), 4),
