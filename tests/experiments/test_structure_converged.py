@@ -240,3 +240,22 @@ def test_with_fit_the_patience_waits_until_the_run_fits_its_training_set(monkeyp
     with pytest.raises(ValueError, match="--fit 2"):
         StructureConfig(fit=2)
     assert StructureConfig(train_docs=1400, fit=0.9).docs_setting.fit == 0.9
+
+
+def test_batches_are_drawn_from_the_whole_training_set_by_seed_and_step(monkeypatch) -> None:
+    s = _tiny()
+    arm = sm.DocsArm("decoy", "mean", 2)
+    xs, _ = sm.training_documents(arm, s)
+    drawn: list[list[torch.Tensor]] = []
+
+    def record(model, batch, steps, lr, seed, clip, until):
+        drawn.append([batch(k)[0] for k in range(100)])
+        raise StopIteration  # the batches are all this test needs
+
+    monkeypatch.setattr(sm, "fit_classifier", record)
+    for _ in range(2):
+        with pytest.raises(StopIteration):
+            sm.train_converged(arm, s)
+    assert all(torch.equal(a, b) for a, b in zip(*drawn, strict=True))  # by (seed, step)
+    seen = {i for b in drawn[0] for x in b for i in range(len(xs)) if torch.equal(x, xs[i])}
+    assert seen == set(range(len(xs)))
