@@ -29,7 +29,17 @@ from typing import Any
 from .. import evidence as ev
 from ..base import Experiment, Say
 from .checks import converged_pooling_checks as converged_checks
-from .checks import left_prior, part_verdict, plateaus, pooling_checks, qa_checks, regapped, scoped
+from .checks import (
+    fitted,
+    left_prior,
+    part_verdict,
+    plateaus,
+    pooling_checks,
+    qa_checks,
+    regapped,
+    run_fitted,
+    scoped,
+)
 from .config import PARTS, SETTINGS, StructureConfig
 from .jobs import Job, run_jobs
 from .measure import DocsArm, train_docs_arm
@@ -96,12 +106,22 @@ def checks_of(cfg: StructureConfig, res: dict[str, dict[str, Any]]) -> list[ev.C
         if cfg.train_docs:
             checks += converged_checks(PREFIX[part], correct, gather(res, part, "stopped_early"),
                                        gather(res, part, "steps_run"), cfg.docs_cap, arm,
-                                       others, chance)  # fmt: skip
+                                       others, chance, fits_of(res, part))  # fmt: skip
             continue
         checks += pooling_checks(PREFIX[part], gather(res, part, "auc"),
                                  gather(res, part, "valid_final"), correct, arm, others,
                                  chance)  # fmt: skip
     return scoped_of(cfg.part_list, checks, res)
+
+
+def fits_of(res: dict[str, dict[str, Any]], part: str) -> dict[str, list[bool]]:
+    """arm -> whether each seed's converged run of ``part`` fitted its training set."""
+    out: dict[str, list[bool]] = {}
+    for name, r in res.items():
+        p, arm, _ = name.split("/")
+        if p == part:
+            out.setdefault(arm, []).append(run_fitted(r))
+    return out
 
 
 def scoped_of(parts: list[str], checks: list[ev.Check],
@@ -140,6 +160,16 @@ def rejudge(result: dict[str, Any]) -> dict[str, Any]:
                 "co-attention: the best arm learnt")) + 1  # fmt: skip
             stored[at:at] = [left_prior(PREFIX["qa"], arm, best[arm], prior)
                              for arm in result["parts"]["qa"]["arms"] if arm != REPORTED]
+    for p in (p for p in parts if p in DOC_PARTS and result["config"].get("train_docs")):
+        # a converged docs part: its plateau-cap checks again, and the fit checks (added
+        # after the first runs of this recipe) where the run predates them
+        cap = StructureConfig(train_docs=1, cap=result["config"]["cap"]).docs_cap
+        stored = [c for c in stored if not (c.name.startswith(f"{PREFIX[p]}: every ")
+                                            and " fitted " in c.name)]  # fmt: skip
+        at = next(i for i, c in enumerate(stored) if c.name == f"{PREFIX[p]}: converged") + 1
+        stored[at:at] = [*plateaus(PREFIX[p], gather(runs, p, "steps_run"),
+                                   gather(runs, p, "stopped_early"), cap),
+                         *(fitted(PREFIX[p], a, f) for a, f in fits_of(runs, p).items())]
     checks = scoped_of(parts, stored, runs)
     return {**result, "parts": {p: {**result["parts"][p], "verdict": part_verdict(
         checks, PREFIX[p])} for p in parts}, **ev.judged(checks)}  # fmt: skip
@@ -192,5 +222,5 @@ EXPERIMENT = Experiment.of(
 )
 
 __all__ = ["DOC_PARTS", "EXPERIMENT", "PARTS", "QUICK", "SETTINGS", "StructureConfig",
-           "arms_of",
-           "checks_of", "gather", "jobs_of", "rejudge", "run_experiment", "scoped_of"]  # fmt: skip
+           "arms_of", "checks_of", "fits_of", "gather", "jobs_of", "rejudge", "run_experiment",
+           "scoped_of"]  # fmt: skip

@@ -15,6 +15,9 @@ With ``--train-docs N`` (a fixed training set of N documents per seed, every run
 on validation, ``converged_pooling_checks``) the HAN part's checks are instead:
   * (design) every run stopped by early stopping before the cap, and for each arm the cap at
     least 3× its median stopping point;
+  * (design) every run of each arm fitted its training set (``fitted``; added after the
+    first runs of this recipe, whose patience could end a run at chance before it had
+    fitted: such a run stalled, it did not converge);
   * (design) each arm on its own off the floor (its per-seed test accuracy − chance,
     t-interval above 0) and below the ceiling (its mean not within ``EPS`` of 1): at either
     bound a gap can show in one direction only;
@@ -130,16 +133,46 @@ def pooling_checks(part: str, auc: PerSeed, final_valid: PerSeed, correct: Corre
     return checks
 
 
+FIT = 0.90
+"""Training accuracy a converged docs run must have reached: with ``--fit``, the patience
+waits for it (a run records where, ``fitted_at``); runs of the recipe without it are read
+from the training accuracy of their tested (best-validation) weights."""
+
+
+def run_fitted(run: Mapping[str, object]) -> bool:
+    """Whether one converged docs run fitted its training set (``FIT``)."""
+    if "fitted_at" in run and run.get("fitted_at") is not None:
+        return True
+    return float(run.get("train_accuracy", 0.0)) >= FIT  # type: ignore[arg-type]
+
+
+def fitted(part: str, arm: str, flags: Sequence[bool]) -> ev.Check:
+    """A design check on one compared arm: every run fitted its training set (``FIT``); a run
+    that early stopping ended before it had stalled, it did not converge."""
+    short = [i for i, f in enumerate(flags) if not f]
+    reason = f"{part}: {arm}: {len(short)} of {len(flags)} runs had not fitted their " \
+             f"training set (training accuracy < {FIT})"  # fmt: skip
+    if short:
+        reason += f": runs {', '.join(map(str, short))} (by position) stalled, not converged"
+    n = float(len(short))
+    return ev.Check(f"{part}: every {arm} run fitted its training set", n, (n, n), 0.0,
+                    ev.INCONCLUSIVE if short else ev.PASS, "design", reason)  # fmt: skip
+
+
 def converged_pooling_checks(part: str, correct: Correct, stopped: Mapping[str, Sequence[bool]],
                              steps: Mapping[str, Sequence[float]], cap: int, arm: str,
-                             others: Sequence[str], chance: float) -> list[ev.Check]:  # fmt: skip
+                             others: Sequence[str], chance: float,
+                             fits: Mapping[str, Sequence[bool]] | None = None,
+                             ) -> list[ev.Check]:  # fmt: skip
     """The checks of a docs part trained to convergence on a fixed training set (the module
     docstring's ``--train-docs`` list): ``arm`` (the claim's pooling) against each of
     ``others``; every arm here is a compared arm. ``correct``: arm -> [seed][test document]
     1/0; ``stopped``: arm -> whether each seed's run stopped early; ``steps``: arm -> updates
-    each seed's run took."""
+    each seed's run took; ``fits``: arm -> whether each seed's run fitted (``run_fitted``;
+    no such check without it)."""
     accs = per_seed(correct)
     checks = [converged(part, stopped, cap), *plateaus(part, steps, stopped, cap)]
+    checks += [fitted(part, a, f) for a, f in (fits or {}).items()]
     for a in accs:
         checks.append(ev.off_floor(f"{part}: {a} test accuracy above chance",
                                    ev.t_interval([x - chance for x in accs[a]])))  # fmt: skip
@@ -304,6 +337,6 @@ def part_verdict(checks: Sequence[ev.Check], prefix: str) -> str:
 
 __all__ = ["EPS", "LEARNED", "LEFT_PRIOR", "MIN_SEEDS", "PARAM_TOLERANCE", "QA_LEARNED",
            "at_ceiling", "auc_gap", "bounds", "converged", "converged_pooling_checks",
-           "equal_parameters", "final_gap",
+           "equal_parameters", "final_gap", "FIT", "fitted", "run_fitted",
            "learnt", "left_prior", "on_prior", "part_verdict", "per_seed", "plateaus",
            "pooling_checks", "qa_checks", "regapped", "scoped", "seed_gap"]  # fmt: skip
