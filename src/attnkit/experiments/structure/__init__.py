@@ -79,14 +79,19 @@ def jobs_of(cfg: StructureConfig) -> list[Job]:
     return jobs
 
 
-def gather(res: dict[str, dict[str, Any]], part: str, key: str) -> dict[str, list[Any]]:
-    """arm -> [``key`` of each seed's run] for ``part``, in seed order."""
-    out: dict[str, list[Any]] = {}
+def runs_of(res: dict[str, dict[str, Any]], part: str) -> dict[str, list[dict[str, Any]]]:
+    """arm -> [each seed's run] for ``part``, in seed order."""
+    out: dict[str, list[dict[str, Any]]] = {}
     for name, r in res.items():
         p, arm, _ = name.split("/")
         if p == part:
-            out.setdefault(arm, []).append(r[key])
+            out.setdefault(arm, []).append(r)
     return out
+
+
+def gather(res: dict[str, dict[str, Any]], part: str, key: str) -> dict[str, list[Any]]:
+    """arm -> [``key`` of each seed's run] for ``part``, in seed order."""
+    return {arm: [r[key] for r in rs] for arm, rs in runs_of(res, part).items()}
 
 
 def checks_of(cfg: StructureConfig, res: dict[str, dict[str, Any]]) -> list[ev.Check]:
@@ -116,12 +121,7 @@ def checks_of(cfg: StructureConfig, res: dict[str, dict[str, Any]]) -> list[ev.C
 
 def fits_of(res: dict[str, dict[str, Any]], part: str) -> dict[str, list[bool]]:
     """arm -> whether each seed's converged run of ``part`` fitted its training set."""
-    out: dict[str, list[bool]] = {}
-    for name, r in res.items():
-        p, arm, _ = name.split("/")
-        if p == part:
-            out.setdefault(arm, []).append(run_fitted(r))
-    return out
+    return {arm: [run_fitted(r) for r in rs] for arm, rs in runs_of(res, part).items()}
 
 
 def scoped_of(parts: list[str], checks: list[ev.Check],
@@ -163,7 +163,7 @@ def rejudge(result: dict[str, Any]) -> dict[str, Any]:
     for p in (p for p in parts if p in DOC_PARTS and result["config"].get("train_docs")):
         # a converged docs part: its plateau-cap checks again, and the fit checks (added
         # after the first runs of this recipe) where the run predates them
-        cap = StructureConfig(train_docs=1, cap=result["config"]["cap"]).docs_cap
+        cap = StructureConfig(**result["config"]).docs_cap
         stored = [c for c in stored if not (c.name.startswith(f"{PREFIX[p]}: every ")
                                             and " fitted " in c.name)]  # fmt: skip
         at = next(i for i, c in enumerate(stored) if c.name == f"{PREFIX[p]}: converged") + 1
@@ -223,4 +223,4 @@ EXPERIMENT = Experiment.of(
 
 __all__ = ["DOC_PARTS", "EXPERIMENT", "PARTS", "QUICK", "SETTINGS", "StructureConfig",
            "arms_of", "checks_of", "fits_of", "gather", "jobs_of", "rejudge", "run_experiment",
-           "scoped_of"]  # fmt: skip
+           "runs_of", "scoped_of"]  # fmt: skip

@@ -141,7 +141,7 @@ from the training accuracy of their tested (best-validation) weights."""
 
 def run_fitted(run: Mapping[str, object]) -> bool:
     """Whether one converged docs run fitted its training set (``FIT``)."""
-    if "fitted_at" in run and run.get("fitted_at") is not None:
+    if run.get("fitted_at") is not None:
         return True
     return float(run.get("train_accuracy", 0.0)) >= FIT  # type: ignore[arg-type]
 
@@ -336,7 +336,7 @@ def part_verdict(checks: Sequence[ev.Check], prefix: str) -> str:
 
 
 __all__ = ["EPS", "LEARNED", "LEFT_PRIOR", "MIN_SEEDS", "PARAM_TOLERANCE", "QA_LEARNED",
-           "at_ceiling", "auc_gap", "bounds", "converged", "converged_pooling_checks",
-           "equal_parameters", "final_gap", "FIT", "fitted", "run_fitted",
-           "learnt", "left_prior", "on_prior", "part_verdict", "per_seed", "plateaus",
-           "pooling_checks", "qa_checks", "regapped", "scoped", "seed_gap"]  # fmt: skip
+           "FIT", "at_ceiling", "auc_gap", "bounds", "converged", "converged_pooling_checks",
+           "equal_parameters", "final_gap", "fitted", "learnt", "left_prior", "on_prior",
+           "part_verdict", "per_seed", "plateaus", "pooling_checks", "qa_checks", "regapped",
+           "run_fitted", "scoped", "seed_gap"]  # fmt: skip

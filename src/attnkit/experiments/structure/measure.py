@@ -133,6 +133,12 @@ def correct(model: nn.Module, x: Tensor, y: Tensor, chunk: int = 128) -> list[in
     return [int(h) for h in torch.cat(hits)]
 
 
+def share_correct(model: nn.Module, x: Tensor, y: Tensor) -> float:
+    """The share of the documents of ``x`` (N, S, T) that ``model`` classifies right."""
+    hits = correct(model, x, y)
+    return sum(hits) / len(hits)
+
+
 def auc(curve: Sequence[float]) -> float:
     """The module docstring's AUC of a curve [a_0, a_1, ..., a_K] (a_0 left out)."""
     if len(curve) < 2:
@@ -168,10 +174,6 @@ def train_converged(arm: DocsArm, s: DocsSetting) -> dict[str, Any]:
         idx = torch.randint(0, len(xs), (s.batch_size,), generator=g)  # (B,)
         return xs[idx], ys[idx]
 
-    def score(x: Tensor, y: Tensor) -> float:
-        hits = correct(model, x, y)
-        return sum(hits) / len(hits)
-
     curve: list[float] = []
     best: dict[str, Tensor] = {}
     fitted: list[int] = []  # the index of the first score at which the run had fitted
@@ -183,7 +185,7 @@ def train_converged(arm: DocsArm, s: DocsSetting) -> dict[str, Any]:
     def stop(h: History) -> bool:
         if h.steps % s.every:
             return False
-        curve.append(score(xv, yv))
+        curve.append(share_correct(model, xv, yv))
         if curve[-1] > max(curve[:-1], default=-1.0):
             best.update({k: v.detach().clone() for k, v in model.state_dict().items()})
         if not fitted and statistics.fmean(h.accuracy[-s.every:]) >= s.fit:
@@ -192,18 +194,17 @@ def train_converged(arm: DocsArm, s: DocsSetting) -> dict[str, Any]:
 
     t0 = time.process_time()
     hist = fit_classifier(model, batch, s.cap, s.lr, arm.seed, clip=s.clip, until=stop)
-    steps = hist.steps
-    stopped = bool(curve) and bool(fitted) and waited() >= s.patience
+    stopped = bool(fitted) and waited() >= s.patience
     if best:
         model.load_state_dict(best)
     test = correct(model, xt, yt)
     return {
         "curve": [round(a, 4) for a in curve],
         "valid_best": round(max(curve, default=0.0), 4),
-        "steps_run": steps,
+        "steps_run": hist.steps,
         "stopped_early": stopped,
         "fitted_at": (fitted[0] + 1) * s.every if fitted else None,  # updates
-        "train_accuracy": round(score(xs, ys), 4),
+        "train_accuracy": round(share_correct(model, xs, ys), 4),
         "test_correct": test,
         "test_accuracy": round(sum(test) / len(test), 4),
         "parameters": sum(p.numel() for p in model.parameters()),
@@ -224,15 +225,11 @@ def train_curve(arm: DocsArm, s: DocsSetting) -> dict[str, Any]:
         return encoded(arm.task, documents(arm.task, s.batch_size,
                                            arm.seed * 1_000_003 + step, s.shape))  # fmt: skip
 
-    def score(x: Tensor, y: Tensor) -> float:
-        hits = correct(model, x, y)
-        return sum(hits) / len(hits)
-
-    curve = [score(xv, yv)]
+    curve = [share_correct(model, xv, yv)]
 
     def checkpoint(h: History) -> bool:
         if h.steps % s.every == 0:
-            curve.append(score(xv, yv))
+            curve.append(share_correct(model, xv, yv))
         return False
 
     t0 = time.process_time()
@@ -251,5 +248,5 @@ def train_curve(arm: DocsArm, s: DocsSetting) -> dict[str, Any]:
 
 
 __all__ = ["DocsArm", "DocsSetting", "GENERATORS", "Logits", "TRAIN_SEED", "auc", "build",
-           "correct", "documents", "encoded", "train_converged", "train_curve", "train_docs_arm",
-           "training_documents", "vocabularies"]  # fmt: skip
+           "correct", "documents", "encoded", "share_correct", "train_converged", "train_curve",
+           "train_docs_arm", "training_documents", "vocabularies"]  # fmt: skip

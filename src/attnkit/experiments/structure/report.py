@@ -81,17 +81,17 @@ def plot(result: dict[str, Any], path: Path) -> Path:
         fitted = not qa and bool(cfg.get("train_docs"))  # a converged run's first score: 1 interval
         key = "valid_curve" if qa else "curve"
         every = int(s["qa_every"] if qa else s["fit_every"] if fitted else s["every"])  # type: ignore[call-overload]
-        qa = qa or fitted
+        offset = qa or fitted  # the first score comes after one interval, not at 0
         for arm in result["parts"].get(part, {}).get("arms", []):
             curves = [r[key] for n, r in result["runs"].items()
                       if n.split("/")[:2] == [part, arm]]  # fmt: skip
             if not curves:
                 continue
             for c in curves:
-                xs = [(i + qa) * every for i in range(len(c))]
+                xs = [(i + offset) * every for i in range(len(c))]
                 ax.plot(xs, c, lw=0.5, alpha=0.35, color=f"C{arms_index(result, part, arm)}")
             mean = _mean_curve(curves)
-            ax.plot([(i + qa) * every for i in range(len(mean))], mean, lw=2,
+            ax.plot([(i + offset) * every for i in range(len(mean))], mean, lw=2,
                     color=f"C{arms_index(result, part, arm)}", label=arm)  # fmt: skip
         ax.set_ylim(0, 1.02)
         ax.set_xlabel("updates")
